@@ -1,0 +1,26 @@
+// h5_internal.hpp - pieces shared by the HDF5 reader and writer.
+#pragma once
+#include <complex>
+#include <string>
+
+#include "nk/h5.hpp"
+
+namespace nk::h5::detail {
+
+/// Switches off HDF5's own error printing (once per process).
+void silence_library_errors();
+/// The innermost message on HDF5's error stack, or "" when it is empty.
+std::string innermost_error();
+
+/// HDF5 memory type for T (complex types are h5py's {r, i} compounds; the
+/// returned handle owns the type when it had to be created).
+template <class T>
+Handle memory_type();
+
+DType classify(hid_t type);
+std::string type_text(hid_t type);
+
+/// Fails with exit 3 when the file cannot give 'bytes' more of memory.
+void check_allocation(const std::string& file, const std::string& dataset, double bytes);
+
+}  // namespace nk::h5::detail

@@ -1,0 +1,204 @@
+// h5_write.cpp - nk::h5::Writer: build an HDF5 file and publish it atomically.
+#include <unistd.h>
+
+#include "h5_internal.hpp"
+#include "nk/context.hpp"
+
+namespace nk::h5 {
+
+namespace {
+
+std::string with_reason(const std::string& message) {
+  const std::string reason = detail::innermost_error();
+  return reason.empty() ? message : message + ": " + reason;
+}
+
+// Identical runs give identical files (but for nk_created) without object times.
+Handle untimed(hid_t plist_class) {
+  Handle plist(H5Pcreate(plist_class));
+  H5Pset_obj_track_times(plist.get(), false);
+  return plist;
+}
+
+}  // namespace
+
+Writer::Writer(const std::string& path, const std::string& schema, bool no_clobber) : path_(path) {
+  detail::silence_library_errors();
+  Handle fcpl = untimed(H5P_FILE_CREATE);
+  if (path == "-") {
+    if (isatty(STDOUT_FILENO)) {
+      throw usage_error("refusing to write HDF5 to a terminal: redirect standard output or give -o FILE");
+    }
+    Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
+    H5Pset_fapl_core(fapl.get(), 1 << 20, 0);
+    file_ = Handle(H5Fcreate("standard-output", H5F_ACC_TRUNC, fcpl.get(), fapl.get()));
+  } else {
+    target_ = std::make_unique<AtomicFile>(path, no_clobber);
+    file_ = Handle(H5Fcreate(target_->temp_path().c_str(), H5F_ACC_TRUNC, fcpl.get(), H5P_DEFAULT));
+  }
+  if (!file_.valid()) throw io_error(path, with_reason("cannot create HDF5 file"));
+  const RunContext& context = run_context();
+  attr("/", "nk_schema", schema);
+  attr("/", "nk_tool", context.tool);
+  attr("/", "nk_version", context.version);
+  attr("/", "nk_command", context.command);
+  attr("/", "nk_created", utc_now_iso8601());
+  if (context.seed) attr("/", "nk_seed", static_cast<int64_t>(*context.seed));
+  if (!context.shard.empty()) attr("/", "nk_shard", context.shard);
+}
+
+Writer::~Writer() = default;
+
+void Writer::create_parent_groups(const std::string& dataset) {
+  for (size_t slash = dataset.find('/', 1); slash != std::string::npos; slash = dataset.find('/', slash + 1)) {
+    const std::string group = dataset.substr(0, slash);
+    if (H5Lexists(file_.get(), group.c_str(), H5P_DEFAULT) > 0) continue;
+    Handle gcpl = untimed(H5P_GROUP_CREATE);
+    Handle created(H5Gcreate2(file_.get(), group.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT));
+    if (!created.valid()) throw io_error(path_, with_reason("cannot create group " + group));
+  }
+  detail::innermost_error();
+}
+
+Handle Writer::dataset_create_plist() const { return untimed(H5P_DATASET_CREATE); }
+
+template <class T>
+void Writer::write(const std::string& dataset, const T* data, const std::vector<int64_t>& shape,
+                   const std::string& dims, const std::string& units) {
+  create_parent_groups(dataset);
+  const std::vector<hsize_t> extent(shape.begin(), shape.end());
+  Handle space(H5Screate_simple(static_cast<int>(extent.size()), extent.data(), nullptr));
+  Handle type = detail::memory_type<T>();
+  Handle dcpl = dataset_create_plist();
+  Handle ds(H5Dcreate2(file_.get(), dataset.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
+  if (!ds.valid()) throw io_error(path_, with_reason("cannot create dataset " + dataset));
+  hsize_t count = 1;
+  for (hsize_t e : extent) count *= e;
+  if (count && H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
+    throw io_error(path_, with_reason("cannot write dataset " + dataset));
+  }
+  if (!dims.empty()) attr(dataset, "dims", dims);
+  if (!units.empty()) attr(dataset, "units", units);
+}
+
+void Writer::write_strings(const std::string& dataset, const std::vector<std::string>& values,
+                           const std::string& dims) {
+  create_parent_groups(dataset);
+  const hsize_t n = values.size();
+  Handle space(H5Screate_simple(1, &n, nullptr));
+  Handle type(H5Tcopy(H5T_C_S1));
+  H5Tset_size(type.get(), H5T_VARIABLE);
+  H5Tset_cset(type.get(), H5T_CSET_UTF8);
+  Handle dcpl = dataset_create_plist();
+  Handle ds(H5Dcreate2(file_.get(), dataset.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
+  if (!ds.valid()) throw io_error(path_, with_reason("cannot create dataset " + dataset));
+  std::vector<const char*> pointers;
+  pointers.reserve(values.size());
+  for (const std::string& v : values) pointers.push_back(v.c_str());
+  if (n && H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, pointers.data()) < 0) {
+    throw io_error(path_, with_reason("cannot write dataset " + dataset));
+  }
+  if (!dims.empty()) attr(dataset, "dims", dims);
+}
+
+void Writer::write_raw(const std::string& dataset, const RawDataset& raw) {
+  create_parent_groups(dataset);
+  const std::vector<hsize_t> extent(raw.info.shape.begin(), raw.info.shape.end());
+  Handle space(H5Screate_simple(static_cast<int>(extent.size()), extent.data(), nullptr));
+  Handle dcpl = dataset_create_plist();
+  Handle ds(H5Dcreate2(file_.get(), dataset.c_str(), raw.mem_type.get(), space.get(), H5P_DEFAULT, dcpl.get(),
+                       H5P_DEFAULT));
+  if (!ds.valid()) throw io_error(path_, with_reason("cannot create dataset " + dataset));
+  if (!raw.bytes.empty() &&
+      H5Dwrite(ds.get(), raw.mem_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.bytes.data()) < 0) {
+    throw io_error(path_, with_reason("cannot write dataset " + dataset));
+  }
+  if (!raw.info.dims.empty()) attr(dataset, "dims", raw.info.dims);
+  if (!raw.info.units.empty()) attr(dataset, "units", raw.info.units);
+}
+
+namespace {
+
+void replace_attribute(hid_t file, const std::string& object, const std::string& name) {
+  if (H5Aexists_by_name(file, object.c_str(), name.c_str(), H5P_DEFAULT) > 0) {
+    H5Adelete_by_name(file, object.c_str(), name.c_str(), H5P_DEFAULT);
+  }
+  detail::innermost_error();
+}
+
+void write_attribute(hid_t file, const std::string& path, const std::string& object, const std::string& name,
+                     hid_t type, hid_t space, const void* value) {
+  replace_attribute(file, object, name);
+  Handle attribute(H5Acreate_by_name(file, object.c_str(), name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT,
+                                     H5P_DEFAULT));
+  if (!attribute.valid() || H5Awrite(attribute.get(), type, value) < 0) {
+    throw io_error(path, with_reason("cannot write attribute " + name + " of " + object));
+  }
+}
+
+}  // namespace
+
+void Writer::attr(const std::string& object, const std::string& name, const std::string& value) {
+  Handle type(H5Tcopy(H5T_C_S1));
+  H5Tset_size(type.get(), H5T_VARIABLE);
+  H5Tset_cset(type.get(), H5T_CSET_UTF8);
+  Handle space(H5Screate(H5S_SCALAR));
+  const char* text = value.c_str();
+  write_attribute(file_.get(), path_, object, name, type.get(), space.get(), &text);
+}
+
+void Writer::attr(const std::string& object, const std::string& name, int64_t value) {
+  Handle space(H5Screate(H5S_SCALAR));
+  write_attribute(file_.get(), path_, object, name, H5T_NATIVE_INT64, space.get(), &value);
+}
+
+void Writer::attr(const std::string& object, const std::string& name, double value) {
+  Handle space(H5Screate(H5S_SCALAR));
+  write_attribute(file_.get(), path_, object, name, H5T_NATIVE_DOUBLE, space.get(), &value);
+}
+
+void Writer::attr(const std::string& object, const std::string& name, const std::vector<double>& values) {
+  const hsize_t n = values.size();
+  Handle space(H5Screate_simple(1, &n, nullptr));
+  write_attribute(file_.get(), path_, object, name, H5T_NATIVE_DOUBLE, space.get(), values.data());
+}
+
+void Writer::commit() {
+  if (committed_) return;
+  if (!target_) {
+    // The image is only a valid file after a global flush.
+    if (H5Fflush(file_.get(), H5F_SCOPE_GLOBAL) < 0) throw io_error(path_, with_reason("cannot finish HDF5 image"));
+    const ssize_t size = H5Fget_file_image(file_.get(), nullptr, 0);
+    if (size < 0) throw io_error(path_, with_reason("cannot finish HDF5 image"));
+    std::vector<unsigned char> image(static_cast<size_t>(size));
+    H5Fget_file_image(file_.get(), image.data(), image.size());
+    file_.reset();
+    write_stdout(image.data(), image.size());
+  } else {
+    if (H5Fclose(file_.get()) < 0) {
+      throw io_error(path_, with_reason("cannot finish HDF5 file"));
+    }
+    file_ = Handle();
+    target_->commit();
+  }
+  committed_ = true;
+}
+
+#define NK_H5_WRITE(T)                                                                                \
+  template void Writer::write<T>(const std::string&, const T*, const std::vector<int64_t>&, const std::string&, \
+                                 const std::string&);
+NK_H5_WRITE(float)
+NK_H5_WRITE(double)
+NK_H5_WRITE(int8_t)
+NK_H5_WRITE(int16_t)
+NK_H5_WRITE(int32_t)
+NK_H5_WRITE(int64_t)
+NK_H5_WRITE(uint8_t)
+NK_H5_WRITE(uint16_t)
+NK_H5_WRITE(uint32_t)
+NK_H5_WRITE(uint64_t)
+NK_H5_WRITE(std::complex<float>)
+NK_H5_WRITE(std::complex<double>)
+#undef NK_H5_WRITE
+
+}  // namespace nk::h5

@@ -1,0 +1,125 @@
+// image.cpp - stb_image / stb_image_write / stb_image_resize behind nk::Image.
+#include "nk/image.hpp"
+
+#include <stb_image.h>
+#include <stb_image_resize.h>
+#include <stb_image_write.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "nk/atomic_file.hpp"
+#include "nk/error.hpp"
+
+namespace nk {
+
+namespace {
+std::vector<unsigned char> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw io_error(path, std::string("cannot open: ") + std::strerror(errno));
+  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw io_error(path, "cannot read");
+  return bytes;
+}
+}  // namespace
+
+Image decode_image(const std::vector<unsigned char>& bytes, const std::string& name) {
+  if (bytes.empty()) throw input_error(name, "", "file is empty (expected an image)");
+  if (bytes.size() > static_cast<size_t>(INT32_MAX)) throw input_error(name, "", "image file larger than 2 GiB");
+  const auto* data = bytes.data();
+  const int length = static_cast<int>(bytes.size());
+  int width = 0, height = 0, channels = 0;
+  if (!stbi_info_from_memory(data, length, &width, &height, &channels)) {
+    throw input_error(name, "", std::string("not a supported image (") + stbi_failure_reason() + ")");
+  }
+  if (static_cast<double>(width) * height > 1.0e9) {
+    throw input_error(name, "", "image of " + std::to_string(width) + "x" + std::to_string(height) +
+                                    " pixels is too large");
+  }
+  const bool sixteen = stbi_is_16_bit_from_memory(data, length);
+  Image image;
+  void* raw = sixteen ? static_cast<void*>(stbi_load_16_from_memory(data, length, &width, &height, &channels, 0))
+                      : static_cast<void*>(stbi_load_from_memory(data, length, &width, &height, &channels, 0));
+  if (!raw) throw input_error(name, "", std::string("cannot decode image (") + stbi_failure_reason() + ")");
+  const int kept = channels >= 3 ? 3 : 1;  // drop alpha
+  image.width = width;
+  image.height = height;
+  image.channels = kept;
+  image.pixels.resize(static_cast<size_t>(width) * height * kept);
+  const float scale = sixteen ? 1.0f / 65535.0f : 1.0f / 255.0f;
+  const size_t pixels = static_cast<size_t>(width) * height;
+  for (size_t p = 0; p < pixels; ++p) {
+    for (int c = 0; c < kept; ++c) {
+      const size_t source = p * channels + c;
+      const float value = sixteen ? static_cast<const uint16_t*>(raw)[source] : static_cast<const uint8_t*>(raw)[source];
+      image.pixels[p * kept + c] = value * scale;
+    }
+  }
+  stbi_image_free(raw);
+  return image;
+}
+
+Image load_image(const std::string& path) { return decode_image(read_bytes(path), path); }
+
+Image resize_image(const Image& image, int width, int height) {
+  if (width == image.width && height == image.height) return image;
+  Image out;
+  out.width = width;
+  out.height = height;
+  out.channels = image.channels;
+  out.pixels.resize(static_cast<size_t>(width) * height * image.channels);
+  if (!stbir_resize_float(image.pixels.data(), image.width, image.height, 0, out.pixels.data(), width, height, 0,
+                          image.channels)) {
+    throw Error(Exit::runtime, "image resize failed");
+  }
+  for (float& v : out.pixels) v = std::clamp(v, 0.0f, 1.0f);
+  return out;
+}
+
+Image convert_channels(const Image& image, int channels) {
+  if (channels == image.channels) return image;
+  Image out;
+  out.width = image.width;
+  out.height = image.height;
+  out.channels = channels;
+  const size_t pixels = static_cast<size_t>(image.width) * image.height;
+  out.pixels.resize(pixels * channels);
+  for (size_t p = 0; p < pixels; ++p) {
+    if (channels == 3) {
+      for (int c = 0; c < 3; ++c) out.pixels[p * 3 + c] = image.pixels[p];
+    } else {
+      const float* rgb = &image.pixels[p * 3];
+      out.pixels[p] = 0.299f * rgb[0] + 0.587f * rgb[1] + 0.114f * rgb[2];
+    }
+  }
+  return out;
+}
+
+std::vector<unsigned char> encode_png(const Image& image) {
+  std::vector<unsigned char> eight(image.pixels.size());
+  for (size_t i = 0; i < eight.size(); ++i) {
+    const float v = std::isfinite(image.pixels[i]) ? std::clamp(image.pixels[i], 0.0f, 1.0f) : 0.0f;
+    eight[i] = static_cast<unsigned char>(std::lround(v * 255.0f));
+  }
+  std::vector<unsigned char> png;
+  auto append = [](void* context, void* data, int size) {
+    auto* out = static_cast<std::vector<unsigned char>*>(context);
+    out->insert(out->end(), static_cast<unsigned char*>(data), static_cast<unsigned char*>(data) + size);
+  };
+  if (!stbi_write_png_to_func(append, &png, image.width, image.height, image.channels, eight.data(),
+                              image.width * image.channels)) {
+    throw Error(Exit::runtime, "PNG encoding failed");
+  }
+  return png;
+}
+
+void save_png(const std::string& path, const Image& image, bool no_clobber) {
+  write_output_bytes(path, encode_png(image), no_clobber);
+}
+
+
+}  // namespace nk

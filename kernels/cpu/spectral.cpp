@@ -1,0 +1,40 @@
+// spectral.cpp - CPU twin of the spectral multiply and the device dispatch.
+#include "nk/kernels/spectral.hpp"
+
+#include <string>
+
+#include "nk/error.hpp"
+#include "nk/kernels/cuda_module.hpp"
+
+namespace nk::kernels {
+
+void spectral_multiply_cpu(const std::complex<float>* x, const std::complex<float>* k, std::complex<float>* y,
+                           long batch, long channels, long bins) {
+#pragma omp parallel for collapse(2) schedule(static)
+  for (long b = 0; b < batch; ++b) {
+    for (long h = 0; h < channels; ++h) {
+      const std::complex<float>* xr = x + (b * channels + h) * bins;
+      const std::complex<float>* kr = k + h * bins;
+      std::complex<float>* yr = y + (b * channels + h) * bins;
+      for (long f = 0; f < bins; ++f) yr[f] = xr[f] * kr[f];
+    }
+  }
+}
+
+void spectral_multiply(const std::complex<float>* x, const std::complex<float>* k, std::complex<float>* y,
+                       long batch, long channels, long bins, DeviceKind device) {
+  if (device == DeviceKind::cpu) {
+    spectral_multiply_cpu(x, k, y, batch, channels, bins);
+    return;
+  }
+  std::string why;
+  const nk_cuda_api* api = cuda_module(&why);
+  if (!api) throw Error(Exit::runtime, "spectral_multiply on CUDA: " + why);
+  char error[512] = {0};
+  if (api->spectral_multiply_c64(reinterpret_cast<const float*>(x), reinterpret_cast<const float*>(k),
+                                 reinterpret_cast<float*>(y), batch, channels, bins, error, sizeof error) != 0) {
+    throw Error(Exit::runtime, std::string("spectral_multiply on CUDA: ") + error);
+  }
+}
+
+}  // namespace nk::kernels
