@@ -169,7 +169,8 @@ void check_allocation(const std::string& file, const std::string& dataset, doubl
   if (available <= 0) available = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
   if (bytes > available) {
     std::ostringstream text;
-    text.precision(3);
+    text.setf(std::ios::fixed);
+    text.precision(1);
     text << "needs " << bytes / (1 << 30) << " GiB, more than the " << available / (1 << 30)
          << " GiB of memory available";
     throw input_error(file, dataset, text.str());

@@ -50,13 +50,14 @@ Image decode_image(const std::vector<unsigned char>& bytes, const std::string& n
   image.height = height;
   image.channels = kept;
   image.pixels.resize(static_cast<size_t>(width) * height * kept);
-  const float scale = sixteen ? 1.0f / 65535.0f : 1.0f / 255.0f;
+  // Divide (not multiply by a reciprocal) so that values equal numpy's x / 255.
+  const float full_scale = sixteen ? 65535.0f : 255.0f;
   const size_t pixels = static_cast<size_t>(width) * height;
   for (size_t p = 0; p < pixels; ++p) {
     for (int c = 0; c < kept; ++c) {
       const size_t source = p * channels + c;
       const float value = sixteen ? static_cast<const uint16_t*>(raw)[source] : static_cast<const uint8_t*>(raw)[source];
-      image.pixels[p * kept + c] = value * scale;
+      image.pixels[p * kept + c] = value / full_scale;
     }
   }
   stbi_image_free(raw);

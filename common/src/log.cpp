@@ -10,6 +10,7 @@ bool g_chatty = true;
 }
 
 void init(const std::string& tool, int verbosity) {
+  spdlog::drop(tool);
   auto logger = spdlog::stderr_color_mt(tool);
   logger->set_pattern("%n: %^%l%$: %v");
   spdlog::level::level_enum level = spdlog::level::info;

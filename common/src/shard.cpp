@@ -33,11 +33,14 @@ Shard shard_from_environment() {
   const char* count = std::getenv("SLURM_ARRAY_TASK_COUNT");
   if (!id || !count) return {};
   const char* min = std::getenv("SLURM_ARRAY_TASK_MIN");
-  int64_t index = 0, total = 0, first = 0;
-  if (!parse_int(id, index) || !parse_int(count, total) || (min && !parse_int(min, first))) {
-    throw usage_error("SLURM_ARRAY_TASK_ID/COUNT/MIN are not integers");
+  const char* step_text = std::getenv("SLURM_ARRAY_TASK_STEP");
+  int64_t index = 0, total = 0, first = 0, step = 1;
+  if (!parse_int(id, index) || !parse_int(count, total) || (min && !parse_int(min, first)) ||
+      (step_text && !parse_int(step_text, step)) || step < 1) {
+    throw usage_error("SLURM_ARRAY_TASK_ID/COUNT/MIN/STEP are not positive integers");
   }
-  return parse_shard(std::to_string(index - first) + "/" + std::to_string(total));
+  // --array=0-14:2 numbers tasks 0, 2, ..., 14: shard k is the k-th task.
+  return parse_shard(std::to_string((index - first) / step) + "/" + std::to_string(total));
 }
 
 std::pair<int64_t, int64_t> shard_range(const Shard& shard, int64_t items) {

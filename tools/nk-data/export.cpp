@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -84,12 +85,25 @@ void export_csv(const ExportOptions& options, const h5::File& file, const h5::Da
     throw input_error(file.path(), options.dataset, "CSV export needs a 1-D or 2-D dataset, found rank " +
                                                         std::to_string(rank));
   }
-  const h5::Array<double> values = read_numeric(file, options.dataset, meta);
   const int64_t columns = rank == 2 ? meta.shape[1] : 1;
   std::ostringstream text;
-  text.precision(9);
-  for (size_t i = 0; i < values.data.size(); ++i) {
-    text << values.data[i] << ((static_cast<int64_t>(i) + 1) % columns == 0 ? '\n' : ',');
+  // Shortest text that reads back to the same value, in the dataset's own precision.
+  auto emit = [&](const auto& data) {
+    char number[64];
+    for (size_t i = 0; i < data.size(); ++i) {
+      const auto end = std::to_chars(number, number + sizeof number, data[i]).ptr;
+      text.write(number, end - number);
+      text << ((static_cast<int64_t>(i) + 1) % columns == 0 ? '\n' : ',');
+    }
+  };
+  if (meta.dtype == h5::DType::f32) {
+    emit(file.read<float>(options.dataset).data);
+  } else if (h5::is_float(meta.dtype)) {
+    emit(file.read<double>(options.dataset).data);
+  } else if (h5::is_integer(meta.dtype)) {
+    emit(file.read<int64_t>(options.dataset).data);
+  } else {
+    throw input_error(file.path(), options.dataset, "expected numeric data, found " + meta.type_text);
   }
   const std::string body = text.str();
   write_output_bytes(options.output, std::vector<unsigned char>(body.begin(), body.end()), options.no_clobber);

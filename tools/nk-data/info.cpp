@@ -40,6 +40,18 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return text + "]";
 }
 
+/// One line per value in TSV and tables: control characters are escaped.
+std::string one_line(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else out += c;
+  }
+  return out;
+}
+
 std::string padded(const std::string& text, size_t width) {
   return text.size() >= width ? text : text + std::string(width - text.size(), ' ');
 }
@@ -72,7 +84,7 @@ void info(const InfoOptions& options) {
     out << (datasets.empty() ? "]\n}\n" : "\n  ]\n}\n");
   } else if (format == "tsv") {
     out << "kind\tname\tshape\tdtype\tdims\tunits\tvalue\n";
-    for (const h5::AttrValue& a : attributes) out << "attribute\t" << a.name << "\t\t\t\t\t" << a.text << "\n";
+    for (const h5::AttrValue& a : attributes) out << "attribute\t" << a.name << "\t\t\t\t\t" << one_line(a.text) << "\n";
     for (const h5::DatasetInfo& d : datasets) {
       out << "dataset\t" << d.path << "\t" << shape_text(d.shape) << "\t" << d.type_text << "\t" << d.dims << "\t"
           << d.units << "\t\n";
@@ -81,7 +93,7 @@ void info(const InfoOptions& options) {
     out << "file: " << (options.input == "-" ? "(standard input)" : options.input) << "\n";
     size_t name_width = 4;
     for (const h5::AttrValue& a : attributes) name_width = std::max(name_width, a.name.size());
-    for (const h5::AttrValue& a : attributes) out << "  " << padded(a.name, name_width) << "  " << a.text << "\n";
+    for (const h5::AttrValue& a : attributes) out << "  " << padded(a.name, name_width) << "  " << one_line(a.text) << "\n";
     size_t path_width = 7, shape_width = 5;
     for (const h5::DatasetInfo& d : datasets) {
       path_width = std::max(path_width, d.path.size());

@@ -15,8 +15,8 @@ struct Shard {
 
 /// Parses "I/N" (0 <= I < N); throws a usage error naming the option otherwise.
 Shard parse_shard(const std::string& text);
-/// The shard from SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN and
-/// SLURM_ARRAY_TASK_COUNT, or the whole batch when they are not set.
+/// The shard from (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN) / SLURM_ARRAY_TASK_STEP
+/// of SLURM_ARRAY_TASK_COUNT, or the whole batch when they are not set.
 Shard shard_from_environment();
 /// Items [begin, end) of 'items' that shard takes: contiguous blocks whose
 /// sizes differ by at most one, in shard order.

@@ -1,0 +1,127 @@
+// test_kernels.cpp - CPU twins against naive loops, and every CUDA kernel
+// against its CPU twin where a GPU exists (skipped, not failed, elsewhere).
+#include <doctest/doctest.h>
+
+#include <complex>
+#include <cstdio>
+#include <vector>
+
+#include "nk/device.hpp"
+#include "nk/error.hpp"
+#include "nk/fft.hpp"
+#include "nk/kernels/gemm.hpp"
+#include "nk/kernels/spectral.hpp"
+#include "nk/rng.hpp"
+
+namespace {
+
+std::vector<std::complex<float>> random_complex(size_t n, nk::Rng& rng) {
+  std::vector<std::complex<float>> v(n);
+  for (auto& z : v) z = {static_cast<float>(rng.normal()), static_cast<float>(rng.normal())};
+  return v;
+}
+
+std::vector<float> random_real(size_t n, nk::Rng& rng) {
+  std::vector<float> v(n);
+  for (float& x : v) x = static_cast<float>(rng.normal());
+  return v;
+}
+
+bool cuda_device_present() {
+  try {
+    return nk::choose_device("auto").kind == nk::DeviceKind::cuda;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+double max_relative_error(const float* a, const float* b, size_t n) {
+  double worst = 0, scale = 1e-30;
+  for (size_t i = 0; i < n; ++i) scale = std::max(scale, static_cast<double>(std::abs(b[i])));
+  for (size_t i = 0; i < n; ++i) worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]) / scale);
+  return worst;
+}
+
+}  // namespace
+
+TEST_SUITE("kernels") {
+  TEST_CASE("spectral_multiply CPU twin equals the naive product, also in place") {
+    nk::Rng rng(3);
+    const long batch = 2, channels = 5, bins = 33;
+    const auto x = random_complex(static_cast<size_t>(batch * channels * bins), rng);
+    const auto k = random_complex(static_cast<size_t>(channels * bins), rng);
+    std::vector<std::complex<float>> y(x.size());
+    nk::kernels::spectral_multiply(x.data(), k.data(), y.data(), batch, channels, bins);
+    for (long b = 0; b < batch; ++b)
+      for (long h = 0; h < channels; ++h)
+        for (long f = 0; f < bins; ++f) {
+          const size_t i = static_cast<size_t>((b * channels + h) * bins + f);
+          CHECK(y[i] == x[i] * k[static_cast<size_t>(h * bins + f)]);
+        }
+    auto inplace = x;
+    nk::kernels::spectral_multiply(inplace.data(), k.data(), inplace.data(), batch, channels, bins);
+    CHECK(inplace == y);
+  }
+
+  TEST_CASE("gemm CPU path equals the naive triple loop") {
+    nk::Rng rng(4);
+    const long m = 7, n = 5, k = 9;
+    const auto a = random_real(static_cast<size_t>(m * k), rng), b = random_real(static_cast<size_t>(k * n), rng);
+    std::vector<float> c(static_cast<size_t>(m * n));
+    nk::kernels::gemm(a.data(), b.data(), c.data(), m, n, k);
+    for (long i = 0; i < m; ++i)
+      for (long j = 0; j < n; ++j) {
+        double acc = 0;
+        for (long l = 0; l < k; ++l) acc += static_cast<double>(a[static_cast<size_t>(i * k + l)]) * b[static_cast<size_t>(l * n + j)];
+        CHECK(c[static_cast<size_t>(i * n + j)] == doctest::Approx(acc).epsilon(1e-5));
+      }
+  }
+
+  TEST_CASE("asking for CUDA without a device is a runtime error with the reason") {
+    if (cuda_device_present()) return;
+    try {
+      nk::choose_device("cuda");
+      FAIL("--device cuda accepted without a device");
+    } catch (const nk::Error& e) {
+      CHECK(e.code() == nk::Exit::runtime);
+      CHECK(std::string(e.what()).find("--device cuda") != std::string::npos);
+    }
+    CHECK(nk::choose_device("auto").kind == nk::DeviceKind::cpu);
+    CHECK_FALSE(nk::choose_device("auto").reason.empty());
+  }
+
+  TEST_CASE("CUDA kernels match their CPU twins") {
+    if (!cuda_device_present()) {
+      std::string why;
+      nk::cuda_module(&why);
+      std::printf("CUDA comparison skipped: no usable GPU (%s)\n",
+                  why.empty() ? nk::choose_device("auto").reason.c_str() : why.c_str());
+      return;
+    }
+    nk::Rng rng(5);
+    const long batch = 3, channels = 64, bins = 4097;
+    const auto x = random_complex(static_cast<size_t>(batch * channels * bins), rng);
+    const auto k = random_complex(static_cast<size_t>(channels * bins), rng);
+    std::vector<std::complex<float>> cpu(x.size()), gpu(x.size());
+    nk::kernels::spectral_multiply(x.data(), k.data(), cpu.data(), batch, channels, bins, nk::DeviceKind::cpu);
+    nk::kernels::spectral_multiply(x.data(), k.data(), gpu.data(), batch, channels, bins, nk::DeviceKind::cuda);
+    CHECK(max_relative_error(reinterpret_cast<float*>(gpu.data()), reinterpret_cast<float*>(cpu.data()), 2 * cpu.size()) < 1e-6);
+
+    const long m = 129, n = 65, kk = 257;
+    const auto a = random_real(static_cast<size_t>(m * kk), rng), b = random_real(static_cast<size_t>(kk * n), rng);
+    std::vector<float> c_cpu(static_cast<size_t>(m * n)), c_gpu(c_cpu.size());
+    nk::kernels::gemm(a.data(), b.data(), c_cpu.data(), m, n, kk, nk::DeviceKind::cpu);
+    nk::kernels::gemm(a.data(), b.data(), c_gpu.data(), m, n, kk, nk::DeviceKind::cuda);
+    CHECK(max_relative_error(c_gpu.data(), c_cpu.data(), c_cpu.size()) < 1e-4);
+
+    const long length = 1000, rows = 8;
+    const auto signal = random_real(static_cast<size_t>(length * rows), rng);
+    std::vector<std::complex<float>> s_cpu(static_cast<size_t>(nk::fft::bins(length) * rows)), s_gpu(s_cpu.size());
+    nk::fft::forward(signal.data(), s_cpu.data(), length, rows, nk::DeviceKind::cpu);
+    nk::fft::forward(signal.data(), s_gpu.data(), length, rows, nk::DeviceKind::cuda);
+    CHECK(max_relative_error(reinterpret_cast<float*>(s_gpu.data()), reinterpret_cast<float*>(s_cpu.data()), 2 * s_cpu.size()) < 1e-5);
+    std::vector<float> back(signal.size());
+    nk::fft::inverse(s_gpu.data(), back.data(), length, rows, nk::DeviceKind::cuda);
+    CHECK(max_relative_error(back.data(), signal.data(), signal.size()) < 1e-5);
+  }
+}
