@@ -28,12 +28,16 @@ std::string version_text(const std::string& tool) {
   text += "  FFTW " + fft::fftw_version() + "\n";
   text += std::string("  spdlog ") + std::to_string(SPDLOG_VER_MAJOR) + "." + std::to_string(SPDLOG_VER_MINOR) +
           "." + std::to_string(SPDLOG_VER_PATCH) + "\n";
-  std::string why;
-  const nk_cuda_api* api = cuda_module(&why);
-  if (api) {
-    text += "  CUDA module: present (" + cuda_module_path() + ", CUDA runtime " + api->runtime_version() + ")";
+  const std::string module = cuda_module_file();
+  if (module.empty()) {
+    text += "  CUDA module: absent (this build has no CUDA path)";
+  } else if (const std::string problem = cuda_driver_problem(); !problem.empty()) {
+    text += "  CUDA module: present (" + module + "), unused: " + problem;
   } else {
-    text += "  CUDA module: absent (" + why + ")";
+    std::string why;
+    const nk_cuda_api* api = cuda_module(&why);
+    text += api ? "  CUDA module: present (" + cuda_module_path() + ", CUDA runtime " + api->runtime_version() + ")"
+                : "  CUDA module: present (" + module + ") but not loadable: " + why;
   }
   return text;
 }

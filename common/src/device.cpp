@@ -31,8 +31,7 @@ std::string executable_folder() {
   return error ? std::string() : exe.parent_path().string();
 }
 
-ModuleState load_module() {
-  ModuleState state;
+std::vector<std::string> module_candidates() {
   std::vector<std::string> candidates;
   if (const char* env = std::getenv("NK_CUDA_MODULE"); env && *env) candidates.emplace_back(env);
   const std::string here = executable_folder();
@@ -41,8 +40,31 @@ ModuleState load_module() {
     candidates.push_back(here + "/../lib/neurkit/libnk-cuda.so");
   }
   candidates.emplace_back(NK_MODULE_INSTALL_DIR "/libnk-cuda.so");
+  return candidates;
+}
+
+// The driver is probed before the module is loaded: loading the module maps
+// cuBLAS and cuFFT (hundreds of MB), which a machine without a GPU never needs.
+std::string probe_driver() {
+  void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (!driver) return "no NVIDIA driver (libcuda.so.1 not found)";
+  using Init = int (*)(unsigned);
+  using Count = int (*)(int*);
+  auto init = reinterpret_cast<Init>(dlsym(driver, "cuInit"));
+  auto count = reinterpret_cast<Count>(dlsym(driver, "cuDeviceGetCount"));
+  if (!init || !count) return "libcuda.so.1 has no cuInit/cuDeviceGetCount";
+  if (const int status = init(0); status != 0) {
+    return "the NVIDIA driver failed to start (cuInit error " + std::to_string(status) + ")";
+  }
+  int devices = 0;
+  if (count(&devices) != 0 || devices == 0) return "the NVIDIA driver sees no GPU";
+  return "";
+}
+
+ModuleState load_module() {
+  ModuleState state;
   std::string errors;
-  for (const std::string& path : candidates) {
+  for (const std::string& path : module_candidates()) {
     if (!std::filesystem::exists(path)) continue;
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
@@ -69,7 +91,21 @@ const ModuleState& module_state() {
   return state;
 }
 
+const std::string& driver_problem() {
+  static const std::string problem = probe_driver();
+  return problem;
+}
+
 }  // namespace
+
+std::string cuda_module_file() {
+  for (const std::string& path : module_candidates()) {
+    if (std::filesystem::exists(path)) return path;
+  }
+  return "";
+}
+
+std::string cuda_driver_problem() { return driver_problem(); }
 
 const nk_cuda_api* cuda_module(std::string* why) {
   const ModuleState& state = module_state();
@@ -86,8 +122,8 @@ DeviceChoice choose_device(const std::string& request) {
     choice.reason = "requested with --device cpu";
     return choice;
   }
-  std::string why;
-  const nk_cuda_api* api = cuda_module(&why);
+  std::string why = driver_problem();
+  const nk_cuda_api* api = why.empty() ? cuda_module(&why) : nullptr;
   if (api) {
     char error[512] = {0};
     const int count = api->device_count(error, sizeof error);

@@ -191,6 +191,37 @@ Array<T> File::read(const std::string& dataset) const {
 }
 
 template <class T>
+Array<T> File::read_rows(const std::string& dataset, int64_t begin, int64_t end) const {
+  const DatasetInfo meta = info(dataset);
+  if (!kind_matches<T>(meta.dtype)) {
+    throw input_error(path_, dataset, "expected " + wanted_kind<T>() + " data, found " + meta.type_text);
+  }
+  if (meta.shape.empty() || begin < 0 || end < begin || end > meta.shape[0]) {
+    throw input_error(path_, dataset, "rows [" + std::to_string(begin) + "," + std::to_string(end) +
+                                          ") are outside shape " + shape_text(meta.shape));
+  }
+  Array<T> out;
+  out.shape = meta.shape;
+  out.shape[0] = end - begin;
+  DatasetInfo slab = meta;
+  slab.shape = out.shape;
+  check_readable(slab, sizeof(T));
+  out.data.resize(static_cast<size_t>(slab.elements()));
+  if (out.data.empty()) return out;
+  Handle ds(H5Dopen2(file_.get(), dataset.c_str(), H5P_DEFAULT));
+  Handle file_space(H5Dget_space(ds.get()));
+  std::vector<hsize_t> start(meta.shape.size(), 0), count(out.shape.begin(), out.shape.end());
+  start[0] = static_cast<hsize_t>(begin);
+  H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr);
+  Handle memory_space(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr));
+  Handle mem = detail::memory_type<T>();
+  if (H5Dread(ds.get(), mem.get(), memory_space.get(), file_space.get(), H5P_DEFAULT, out.data.data()) < 0) {
+    throw input_error(path_, dataset, with_reason("cannot read data (file truncated or corrupt?)"));
+  }
+  return out;
+}
+
+template <class T>
 Array<T> File::read(const std::string& dataset, int rank, const std::string& axes) const {
   const DatasetInfo meta = info(dataset);
   if (static_cast<int>(meta.shape.size()) != rank) {
@@ -368,7 +399,7 @@ std::string File::require_schema(const std::string& expected) const {
 }
 
 template <class T>
-void require_finite(const std::string& file, const std::string& dataset, const Array<T>& values) {
+void require_finite(const std::string& file, const std::string& dataset, const Array<T>& values, int64_t first_row) {
   for (size_t i = 0; i < values.data.size(); ++i) {
     if (!std::isfinite(values.data[i])) {
       std::string index;
@@ -378,6 +409,7 @@ void require_finite(const std::string& file, const std::string& dataset, const A
         position[axis] = static_cast<int64_t>(rest % static_cast<size_t>(values.shape[axis]));
         rest /= static_cast<size_t>(values.shape[axis]);
       }
+      if (!position.empty()) position[0] += first_row;
       for (size_t axis = 0; axis < position.size(); ++axis) index += (axis ? "," : "") + std::to_string(position[axis]);
       throw input_error(file, dataset,
                         std::string(std::isnan(values.data[i]) ? "NaN" : "Inf") + " at index [" + index + "]");
@@ -387,7 +419,8 @@ void require_finite(const std::string& file, const std::string& dataset, const A
 
 #define NK_H5_READ(T)                                                                   \
   template Array<T> File::read<T>(const std::string&) const;                            \
-  template Array<T> File::read<T>(const std::string&, int, const std::string&) const;
+  template Array<T> File::read<T>(const std::string&, int, const std::string&) const; \
+  template Array<T> File::read_rows<T>(const std::string&, int64_t, int64_t) const;
 NK_H5_READ(float)
 NK_H5_READ(double)
 NK_H5_READ(int8_t)
@@ -403,7 +436,7 @@ NK_H5_READ(std::complex<double>)
 #undef NK_H5_READ
 template Eigen::Matrix<float, -1, -1, Eigen::RowMajor> File::read_matrix<float>(const std::string&) const;
 template Eigen::Matrix<double, -1, -1, Eigen::RowMajor> File::read_matrix<double>(const std::string&) const;
-template void require_finite<float>(const std::string&, const std::string&, const Array<float>&);
-template void require_finite<double>(const std::string&, const std::string&, const Array<double>&);
+template void require_finite<float>(const std::string&, const std::string&, const Array<float>&, int64_t);
+template void require_finite<double>(const std::string&, const std::string&, const Array<double>&, int64_t);
 
 }  // namespace nk::h5

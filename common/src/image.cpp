@@ -6,7 +6,10 @@
 #include <stb_image_write.h>
 
 #include <algorithm>
+#include <unistd.h>
+
 #include <cerrno>
+#include <filesystem>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -62,6 +65,20 @@ Image decode_image(const std::vector<unsigned char>& bytes, const std::string& n
   }
   stbi_image_free(raw);
   return image;
+}
+
+ImageShape probe_image(const std::string& path) {
+  ImageShape shape;
+  if (::access(path.c_str(), R_OK) != 0) throw io_error(path, std::string("cannot open: ") + std::strerror(errno));
+  if (!stbi_info(path.c_str(), &shape.width, &shape.height, &shape.channels)) {
+    std::error_code error;
+    const bool empty = std::filesystem::is_regular_file(path, error) ? std::filesystem::file_size(path, error) == 0
+                                                                     : std::filesystem::is_character_file(path, error);
+    throw input_error(path, "", empty ? "file is empty (expected an image)"
+                                      : std::string("not a supported image (") + stbi_failure_reason() + ")");
+  }
+  shape.channels = shape.channels >= 3 ? 3 : 1;
+  return shape;
 }
 
 Image load_image(const std::string& path) { return decode_image(read_bytes(path), path); }

@@ -22,13 +22,13 @@ bool ends_with(const std::string& text, const std::string& suffix) {
   return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-/// Any numeric dataset as double (integers of 8 bits are scaled to [0,1] for images).
-h5::Array<double> read_numeric(const h5::File& file, const std::string& dataset, const h5::DatasetInfo& meta) {
-  if (h5::is_float(meta.dtype)) return file.read<double>(dataset);
+/// Items [begin, end) of a numeric dataset as double.
+h5::Array<double> read_numeric(const h5::File& file, const std::string& dataset, const h5::DatasetInfo& meta,
+                               int64_t begin, int64_t end) {
+  if (h5::is_float(meta.dtype)) return file.read_rows<double>(dataset, begin, end);
   if (h5::is_integer(meta.dtype)) {
-    h5::Array<int64_t> ints = file.read<int64_t>(dataset);
-    h5::Array<double> out{ints.shape, std::vector<double>(ints.data.begin(), ints.data.end())};
-    return out;
+    h5::Array<int64_t> ints = file.read_rows<int64_t>(dataset, begin, end);
+    return {ints.shape, std::vector<double>(ints.data.begin(), ints.data.end())};
   }
   throw input_error(file.path(), dataset, "expected numeric data, found " + meta.type_text);
 }
@@ -53,11 +53,11 @@ void export_png(const ExportOptions& options, const h5::File& file, const h5::Da
     throw input_error(file.path(), options.dataset, "last axis has " + std::to_string(channels) +
                                                         " channels; PNG export needs 1, 3 or 4");
   }
-  const h5::Array<double> all = read_numeric(file, options.dataset, meta);
-  h5::require_finite(file.path(), options.dataset, all);
-  const size_t per_item = static_cast<size_t>(height * width * channels);
-  const auto first = all.data.begin() + static_cast<long>(per_item * options.index);
-  std::vector<double> item(first, first + static_cast<long>(per_item));
+  // Read only the exported item: a stack may be far larger than one image.
+  const h5::Array<double> selected = stacked ? read_numeric(file, options.dataset, meta, options.index, options.index + 1)
+                                             : read_numeric(file, options.dataset, meta, 0, meta.shape[0]);
+  h5::require_finite(file.path(), options.dataset, selected, stacked ? options.index : 0);
+  const std::vector<double>& item = selected.data;
   double scale = meta.dtype == h5::DType::u8 ? 1.0 / 255.0 : 1.0, shift = 0.0;
   if (options.normalize) {
     const auto [low, high] = std::minmax_element(item.begin(), item.end());

@@ -17,8 +17,7 @@ namespace nk::data {
 
 namespace {
 
-Image load_one(const std::string& path) {
-  if (path != "-") return load_image(path);
+std::vector<unsigned char> read_stdin() {
   std::vector<unsigned char> bytes;
   unsigned char chunk[1 << 16];
   for (;;) {
@@ -30,7 +29,7 @@ Image load_one(const std::string& path) {
     }
     bytes.insert(bytes.end(), chunk, chunk + got);
   }
-  return decode_image(bytes, "-");
+  return bytes;
 }
 
 /// Parses --resize WxH.
@@ -53,45 +52,45 @@ void import_images(const ImportImagesOptions& options) {
   }
   const bool resize = !options.resize.empty();
   const auto [resize_width, resize_height] = resize ? parse_size(options.resize) : std::pair<int, int>{0, 0};
-  // Decide the channel count before loading everything: "auto" is RGB as soon as one image has colour.
-  std::vector<Image> images;
-  images.reserve(options.inputs.size());
+  // "auto" is RGB as soon as one image has colour: read every header first so
+  // that each image is decoded straight into the stack, never all held twice.
+  const bool from_stdin = std::count(options.inputs.begin(), options.inputs.end(), "-") == 1;
+  const std::vector<unsigned char> stdin_bytes = from_stdin ? read_stdin() : std::vector<unsigned char>{};
+  auto load = [&](const std::string& path) { return path == "-" ? decode_image(stdin_bytes, "-") : load_image(path); };
+  int channels = options.channels == "3" ? 3 : 1;
+  if (options.channels == "auto") {
+    for (const std::string& path : options.inputs) {
+      channels = std::max(channels, path == "-" ? load(path).channels : probe_image(path).channels);
+    }
+  }
+  std::vector<float> stack;
   Progress progress("import", static_cast<int64_t>(options.inputs.size()));
   int width = 0, height = 0;
   for (size_t i = 0; i < options.inputs.size(); ++i) {
-    Image image = load_one(options.inputs[i]);
+    Image image = load(options.inputs[i]);
     if (resize) image = resize_image(image, resize_width, resize_height);
+    image = convert_channels(image, channels);
     if (i == 0) {
       width = image.width;
       height = image.height;
+      stack.reserve(static_cast<size_t>(width) * height * channels * options.inputs.size());
     } else if (image.width != width || image.height != height) {
       throw input_error(options.inputs[i], "",
                         "image is " + std::to_string(image.width) + "x" + std::to_string(image.height) +
                             " but the first image is " + std::to_string(width) + "x" + std::to_string(height) +
                             "; give --resize WxH to import images of different sizes");
     }
-    images.push_back(std::move(image));
+    stack.insert(stack.end(), image.pixels.begin(), image.pixels.end());
     progress.update(static_cast<int64_t>(i + 1));
   }
   progress.finish();
-  int channels = 1;
-  if (options.channels == "3") channels = 3;
-  if (options.channels == "auto") {
-    for (const Image& image : images) channels = std::max(channels, image.channels);
-  }
-  const size_t per_image = static_cast<size_t>(width) * height * channels;
-  std::vector<float> stack(per_image * images.size());
-  for (size_t i = 0; i < images.size(); ++i) {
-    const Image converted = convert_channels(images[i], channels);
-    std::copy(converted.pixels.begin(), converted.pixels.end(), stack.begin() + static_cast<long>(i * per_image));
-  }
+  const auto count = static_cast<int64_t>(options.inputs.size());
   h5::Writer out(options.output, kImagesSchema, options.no_clobber);
-  out.write("/images", stack.data(),
-            {static_cast<int64_t>(images.size()), height, width, channels}, "N,H,W,C");
+  out.write("/images", stack.data(), {count, height, width, channels}, "N,H,W,C");
   out.attr("/images", "range", std::vector<double>{0.0, 1.0});
   out.write_strings("/names", options.inputs, "N");
   out.commit();
-  spdlog::info("imported {} image(s) of {}x{}x{}", images.size(), height, width, channels);
+  spdlog::info("imported {} image(s) of {}x{}x{}", count, height, width, channels);
 }
 
 }  // namespace nk::data

@@ -23,7 +23,12 @@ DeviceChoice choose_device(const std::string& request);
 /// $NK_CUDA_MODULE, next to the executable, then in the install folder.
 const nk_cuda_api* cuda_module(std::string* why = nullptr);
 
-/// Where the module was found ("" when it was not).
+/// Where the module was loaded from ("" when it was not loaded).
 std::string cuda_module_path();
+/// The module file that would be loaded, without loading it ("" when none).
+std::string cuda_module_file();
+/// Why no GPU can be used ("" when the NVIDIA driver reports one), found
+/// without loading the module.
+std::string cuda_driver_problem();
 
 }  // namespace nk

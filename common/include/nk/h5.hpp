@@ -105,6 +105,9 @@ class File {
   /// read() plus a rank check naming the expected axes (e.g. "N,D").
   template <class T>
   Array<T> read(const std::string& dataset, int rank, const std::string& axes) const;
+  /// Items [begin, end) along axis 0 of a dataset (a hyperslab: only those are read).
+  template <class T>
+  Array<T> read_rows(const std::string& dataset, int64_t begin, int64_t end) const;
   /// A rank-2 dataset as a row-major Eigen matrix.
   template <class T>
   Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> read_matrix(const std::string& dataset) const;
@@ -130,9 +133,11 @@ class File {
 };
 
 /// Throws exit 3 naming file, dataset and the first offending index when
-/// 'values' holds NaN or Inf.
+/// 'values' holds NaN or Inf; 'first_row' is added to axis 0 of that index
+/// when 'values' came from read_rows.
 template <class T>
-void require_finite(const std::string& file, const std::string& dataset, const Array<T>& values);
+void require_finite(const std::string& file, const std::string& dataset, const Array<T>& values,
+                    int64_t first_row = 0);
 
 /// An output file under construction. Writes go to a temporary file in the
 /// destination's folder (or to memory for '-'); commit() makes it visible

@@ -21,6 +21,12 @@ Image load_image(const std::string& path);
 /// Same, from bytes already in memory; 'name' is used in messages.
 Image decode_image(const std::vector<unsigned char>& bytes, const std::string& name);
 
+/// Size and channel count (alpha dropped: 1 or 3) from the file header only.
+struct ImageShape {
+  int width = 0, height = 0, channels = 0;
+};
+ImageShape probe_image(const std::string& path);
+
 /// Resamples with stb's default filter (Mitchell down, cubic up).
 Image resize_image(const Image& image, int width, int height);
 /// Gray -> RGB by copying, RGB -> gray by ITU-R BT.601 luma.

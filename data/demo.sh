@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# demo.sh BIN_DIR OUT_DIR - a real pipeline on data that Debian ships:
+# scikit-image's test images and Fashion-MNIST. Each paper tool adds its step.
+set -euo pipefail
+bin=$(cd "$1" && pwd)
+out=$2
+mkdir -p "$out"
+export PATH="$bin:$PATH"
+skimage=$(/usr/bin/python3 -c 'import skimage, os; print(os.path.join(os.path.dirname(skimage.__file__), "data"))')
+fmnist=/usr/share/datasets/fashion-mnist
+here=$(cd "$(dirname "$0")" && pwd)
+
+step() { printf '\n== %s\n$ %s\n' "$1" "$2"; }
+
+step "import test images (gray + RGB, resized to 256x256), piped straight into info" \
+     "nk-data import camera.png astronaut.png coffee.png --resize 256x256 -o - | nk-data info -"
+nk-data import "$skimage/camera.png" "$skimage/astronaut.png" "$skimage/coffee.png" --resize 256x256 -o - \
+  | tee "$out/images.h5" | nk-data info - --format table
+
+step "import 1000 Fashion-MNIST test images with labels" \
+     "nk-data import-idx t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz --limit 1000 -o fmnist.h5"
+nk-data import-idx "$fmnist/t10k-images-idx3-ubyte.gz" "$fmnist/t10k-labels-idx1-ubyte.gz" --limit 1000 \
+  -o "$out/fmnist.h5"
+nk-data info "$out/fmnist.h5" --format table
+
+step "the shipped samples in data/" "nk-data import data/images/*.png -o samples.h5"
+nk-data import "$here"/images/*.png -o "$out/samples.h5"
+nk-data info "$out/samples.h5" --format json
+
+step "export item 2 (coffee) back to PNG" "nk-data export images.h5 --index 2 -o coffee.png"
+nk-data export "$out/images.h5" --index 2 -o "$out/coffee.png"
+
+echo
+echo "demo: outputs in $out"

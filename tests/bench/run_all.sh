@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# run_all.sh BIN_DIR - every benchmark under tests/bench/*/run.sh, one after the
+# other (never two at once: timings on 2 cores would be meaningless).
+set -euo pipefail
+bin=$(cd "$1" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+for bench in "$here"/*/run.sh; do
+  echo "== $(basename "$(dirname "$bench")")"
+  bash "$bench" "$bin"
+done
