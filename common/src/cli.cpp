@@ -78,7 +78,7 @@ CLI::Option* App::add_shard(CLI::App& on, std::string& shard) {
 }
 
 Shard App::resolve_shard(const std::string& option_value) {
-  return option_value.empty() ? shard_from_environment() : parse_shard(option_value);
+  return nk::resolve_shard(option_value);
 }
 
 namespace {

@@ -16,7 +16,8 @@ namespace nk::fft {
 
 namespace {
 
-// precision (4|8), direction (+1 forward, -1 inverse), n, batch, aligned input, aligned output
+// precision (4|8), direction (+1 forward, -1 inverse keeping its input, -2
+// inverse free to overwrite it), n, batch, aligned input, aligned output
 using PlanKey = std::tuple<int, int, long, long, bool, bool>;
 
 // Plans live until exit, then are destroyed (so leak checkers see no leak).
@@ -59,7 +60,7 @@ void* plan_for(int direction, long n, long batch, const void* in, const void* ou
                                                                       spectrum, nullptr, 1, complex_bins, flags))
                          : static_cast<void*>(fftwf_plan_many_dft_c2r(1, &size, howmany, spectrum, nullptr, 1,
                                                                       complex_bins, real, nullptr, 1, size,
-                                                                      flags | FFTW_PRESERVE_INPUT));
+                                                                      flags | (direction == -1 ? FFTW_PRESERVE_INPUT : FFTW_DESTROY_INPUT)));
     fftwf_free(real);
     fftwf_free(spectrum);
   } else {
@@ -69,7 +70,7 @@ void* plan_for(int direction, long n, long batch, const void* in, const void* ou
                                                                      spectrum, nullptr, 1, complex_bins, flags))
                          : static_cast<void*>(fftw_plan_many_dft_c2r(1, &size, howmany, spectrum, nullptr, 1,
                                                                      complex_bins, real, nullptr, 1, size,
-                                                                     flags | FFTW_PRESERVE_INPUT));
+                                                                     flags | (direction == -1 ? FFTW_PRESERVE_INPUT : FFTW_DESTROY_INPUT)));
     fftw_free(real);
     fftw_free(spectrum);
   }
@@ -132,6 +133,22 @@ void inverse(const std::complex<double>* in, double* out, long n, long batch) {
   check_shape(n, batch);
   auto plan = static_cast<fftw_plan>(plan_for<double>(-1, n, batch, in, out));
   fftw_execute_dft_c2r(plan, reinterpret_cast<fftw_complex*>(const_cast<std::complex<double>*>(in)), out);
+  const double scale = 1.0 / static_cast<double>(n);
+  for (long i = 0; i < n * batch; ++i) out[i] *= scale;
+}
+
+void inverse_destroying(std::complex<float>* in, float* out, long n, long batch) {
+  check_shape(n, batch);
+  auto plan = static_cast<fftwf_plan>(plan_for<float>(-2, n, batch, in, out));
+  fftwf_execute_dft_c2r(plan, reinterpret_cast<fftwf_complex*>(in), out);
+  const float scale = 1.0f / static_cast<float>(n);
+  for (long i = 0; i < n * batch; ++i) out[i] *= scale;
+}
+
+void inverse_destroying(std::complex<double>* in, double* out, long n, long batch) {
+  check_shape(n, batch);
+  auto plan = static_cast<fftw_plan>(plan_for<double>(-2, n, batch, in, out));
+  fftw_execute_dft_c2r(plan, reinterpret_cast<fftw_complex*>(in), out);
   const double scale = 1.0 / static_cast<double>(n);
   for (long i = 0; i < n * batch; ++i) out[i] *= scale;
 }

@@ -66,6 +66,16 @@ int64_t DatasetInfo::elements() const {
   return n;
 }
 
+double available_memory_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key, unit;
+  double kib = 0;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024.0;
+  }
+  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+}
+
 std::string library_version() {
   unsigned major = 0, minor = 0, release = 0;
   H5get_libversion(&major, &minor, &release);
@@ -158,15 +168,7 @@ std::string type_text(hid_t type) {
 }
 
 void check_allocation(const std::string& file, const std::string& dataset, double bytes) {
-  double available = 0;
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  double kib = 0;
-  std::string unit;
-  while (meminfo >> key >> kib >> unit) {
-    if (key == "MemAvailable:") available = kib * 1024.0;
-  }
-  if (available <= 0) available = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  const double available = available_memory_bytes();
   if (bytes > available) {
     std::ostringstream text;
     text.setf(std::ios::fixed);

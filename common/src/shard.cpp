@@ -43,6 +43,10 @@ Shard shard_from_environment() {
   return parse_shard(std::to_string((index - first) / step) + "/" + std::to_string(total));
 }
 
+Shard resolve_shard(const std::string& option_value) {
+  return option_value.empty() ? shard_from_environment() : parse_shard(option_value);
+}
+
 std::pair<int64_t, int64_t> shard_range(const Shard& shard, int64_t items) {
   const int64_t base = items / shard.count, extra = items % shard.count;
   const int64_t begin = shard.index * base + std::min(shard.index, extra);

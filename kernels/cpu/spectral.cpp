@@ -8,17 +8,30 @@
 
 namespace nk::kernels {
 
-void spectral_multiply_cpu(const std::complex<float>* x, const std::complex<float>* k, std::complex<float>* y,
-                           long batch, long channels, long bins) {
+namespace {
+template <class Real>
+void multiply_rows(const std::complex<Real>* x, const std::complex<Real>* k, std::complex<Real>* y, long batch,
+                   long channels, long bins) {
 #pragma omp parallel for collapse(2) schedule(static)
   for (long b = 0; b < batch; ++b) {
     for (long h = 0; h < channels; ++h) {
-      const std::complex<float>* xr = x + (b * channels + h) * bins;
-      const std::complex<float>* kr = k + h * bins;
-      std::complex<float>* yr = y + (b * channels + h) * bins;
+      const std::complex<Real>* xr = x + (b * channels + h) * bins;
+      const std::complex<Real>* kr = k + h * bins;
+      std::complex<Real>* yr = y + (b * channels + h) * bins;
       for (long f = 0; f < bins; ++f) yr[f] = xr[f] * kr[f];
     }
   }
+}
+}  // namespace
+
+void spectral_multiply_cpu(const std::complex<float>* x, const std::complex<float>* k, std::complex<float>* y,
+                           long batch, long channels, long bins) {
+  multiply_rows(x, k, y, batch, channels, bins);
+}
+
+void spectral_multiply_cpu(const std::complex<double>* x, const std::complex<double>* k, std::complex<double>* y,
+                           long batch, long channels, long bins) {
+  multiply_rows(x, k, y, batch, channels, bins);
 }
 
 void spectral_multiply(const std::complex<float>* x, const std::complex<float>* k, std::complex<float>* y,

@@ -16,6 +16,7 @@ for i, (a, b) in enumerate(bounds):
         f["/x"] = whole[a:b]; f["/x"].attrs["dims"] = "N,D"
         f["/ids"] = ids[a:b]
         f["/config"] = np.array([1.5, 2.5]); f["/config"].attrs["nk_merge"] = "same"
+        f["/partial"] = np.full((2, 2), i + 1, np.float32); f["/partial"].attrs["nk_merge"] = "sum"
         counts = [len(h) for h in hits[a:b]]
         f["/offsets"] = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         f["/offsets"].attrs["nk_merge"] = "offsets"
@@ -40,6 +41,7 @@ with h5py.File("merged.h5", "r") as f:
     assert f["/x"].attrs["dims"] == "N,D"
     assert np.array_equal(f["/ids"][...], np.arange(10)), "ids"
     assert np.array_equal(f["/config"][...], [1.5, 2.5]), "config"
+    assert f["/partial"].dtype == np.float32 and np.array_equal(f["/partial"][...], np.full((2, 2), 6.0)), "sum"
     offsets = f["/offsets"][...]
     assert offsets[0] == 0 and len(offsets) == 11 and np.all(np.diff(offsets) >= 0), "offsets"
     assert np.array_equal(f["/hits"][...], np.load("hits.npy")), "hits"
@@ -49,7 +51,7 @@ with h5py.File("merged.h5", "r") as f:
     assert f.attrs["nk_schema"] == "test.shards/1"
     assert "part0.h5" in f.attrs["nk_merged_from"]
 PYEOF
-then pass "merged datasets equal the whole (concat, same, offsets, strings)"; else fail "merged content"; fi
+then pass "merged datasets equal the whole (concat, same, offsets, sum, strings)"; else fail "merged content"; fi
 expect_fail "missing shard" 3 "shard\(s\) 1/3 missing" nk-data merge part0.h5 part2.h5 -o partial.h5
 check "--allow-partial" nk-data merge part0.h5 part2.h5 --allow-partial -o partial.h5
 expect_fail "duplicate shard" 3 "shard 0/3 is given twice" nk-data merge part0.h5 part0.h5 part1.h5 part2.h5 -o dup.h5

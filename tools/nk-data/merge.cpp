@@ -2,7 +2,8 @@
 //
 // Per dataset, the attribute nk_merge says how: "concat" (default for arrays):
 // concatenate along axis 0; "same": identical in every part, copied once
-// (default for scalars); "offsets": CSR offsets [n+1], re-based and joined.
+// (default for scalars); "offsets": CSR offsets [n+1], re-based and joined;
+// "sum": floating-point partial sums (e.g. gradients of shards), added up.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -99,10 +100,34 @@ void merge_offsets(h5::Writer& out, const std::vector<Part>& parts, const std::s
   out.attr(path, "nk_merge", "offsets");
 }
 
+void merge_sum(h5::Writer& out, const std::vector<Part>& parts, const std::string& path) {
+  const h5::DatasetInfo first = parts[0].file.info(path);
+  if (!h5::is_float(first.dtype)) {
+    throw input_error(parts[0].file.path(), path, "nk_merge 'sum' needs floating-point data, found " + first.type_text);
+  }
+  h5::Array<double> total = parts[0].file.read<double>(path);
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const h5::Array<double> part = parts[i].file.read<double>(path);
+    if (part.shape != total.shape) {
+      throw input_error(parts[i].file.path(), path, "shape " + shape_text(part.shape) + " differs from " +
+                                                        shape_text(total.shape) + " (nk_merge 'sum')");
+    }
+    for (size_t j = 0; j < total.data.size(); ++j) total.data[j] += part.data[j];
+  }
+  if (first.dtype == h5::DType::f32) {
+    const std::vector<float> narrowed(total.data.begin(), total.data.end());
+    out.write(path, narrowed.data(), total.shape, first.dims, first.units);
+  } else {
+    out.write(path, total.data.data(), total.shape, first.dims, first.units);
+  }
+  out.attr(path, "nk_merge", "sum");
+}
+
 void merge_dataset(h5::Writer& out, const std::vector<Part>& parts, const std::string& path) {
   const h5::DatasetInfo first = parts[0].file.info(path);
   std::string rule = parts[0].file.attr_string(path, "nk_merge").value_or(first.shape.empty() ? "same" : "concat");
   if (rule == "offsets") return merge_offsets(out, parts, path);
+  if (rule == "sum") return merge_sum(out, parts, path);
   if (rule != "concat" && rule != "same") {
     throw input_error(parts[0].file.path(), path, "unknown nk_merge rule '" + rule + "'");
   }

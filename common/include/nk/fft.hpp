@@ -20,6 +20,9 @@ void forward(const double* in, std::complex<double>* out, long n, long batch);
 /// is not modified.
 void inverse(const std::complex<float>* in, float* out, long n, long batch, DeviceKind device = DeviceKind::cpu);
 void inverse(const std::complex<double>* in, double* out, long n, long batch);
+/// The same, free to overwrite 'in' (FFTW's faster path for complex-to-real).
+void inverse_destroying(std::complex<float>* in, float* out, long n, long batch);
+void inverse_destroying(std::complex<double>* in, double* out, long n, long batch);
 
 /// A fast transform length >= n whose factors are 2, 3, 5 and 7.
 long good_size(long n);

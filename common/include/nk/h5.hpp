@@ -194,6 +194,10 @@ class Writer {
   Handle file_;
 };
 
+/// Bytes of memory this process can still take (MemAvailable), for refusing
+/// absurd sizes before allocating.
+double available_memory_bytes();
+
 /// The HDF5 library version, e.g. "1.10.8".
 std::string library_version();
 

@@ -1,0 +1,34 @@
+// engine.hpp - runs a Plan: gather windows from the packed [B,L,H] layout,
+// batched real FFTs, spectral product with each bucket's filter spectrum,
+// inverse FFTs, scatter back into the packed layout.
+#pragma once
+#include <cstdint>
+
+#include "packing.hpp"
+#include "plan.hpp"
+
+namespace rubiconv {
+
+/// The convolution y[b,t,h] = sum_{s=0..t-start(t)} k[h,s] x[b,t-s,h] (+ bias[h] x[b,t,h]).
+template <class Real>
+struct Problem {
+  const Packing* packing = nullptr;
+  int64_t batch = 0, length = 0, channels = 0, filter_length = 0;  ///< B, L, H, Lk
+  const Real* x = nullptr;     ///< [B,L,H]
+  const Real* k = nullptr;     ///< [H,Lk], tap 0 = current position
+  const Real* bias = nullptr;  ///< [H] or null (no skip term)
+};
+
+/// y [B,L,H] for the plan's method (direct plans accumulate in float64).
+template <class Real>
+void apply(const Problem<Real>& problem, const Plan& plan, Real* y);
+
+/// Gradients of <dy, y> for the same problem: dx [B,L,H], dk [H,Lk], and
+/// dbias [H] when the problem has a bias (dbias may be null otherwise).
+template <class Real>
+void grad(const Problem<Real>& problem, const Plan& plan, const Real* dy, Real* dx, Real* dk, Real* dbias);
+
+/// Bytes of work buffers the plan needs beyond inputs and outputs.
+int64_t engine_buffer_bytes(const Plan& plan, int64_t channels, int64_t real_size, bool gradients);
+
+}  // namespace rubiconv

@@ -1,0 +1,164 @@
+// gen.cpp - realistic packed inputs: documents of lognormal (or fixed, or
+// listed) lengths packed into rows of length L, the last one cut at L.
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "filters.hpp"
+#include "nk/context.hpp"
+#include "nk/error.hpp"
+#include "nk/h5.hpp"
+#include "nk/log.hpp"
+#include "nk/rng.hpp"
+#include "packing.hpp"
+#include "rubiconv.hpp"
+
+namespace rubiconv {
+
+namespace {
+
+struct LengthModel {
+  std::string kind;  ///< lognormal | fixed | list
+  double median = 512, sigma = 1.0;
+  int64_t fixed = 0;
+  std::vector<int64_t> listed;
+};
+
+LengthModel parse_lengths(const std::string& spec) {
+  LengthModel model;
+  if (spec.rfind("lognormal:", 0) == 0) {
+    model.kind = "lognormal";
+    char comma = 0;
+    std::istringstream in(spec.substr(10));
+    if (!(in >> model.median >> comma >> model.sigma) || comma != ',' || model.median < 1 || model.sigma < 0 ||
+        !std::isfinite(model.median) || !std::isfinite(model.sigma)) {
+      throw nk::usage_error("--doc-lengths: expected lognormal:MEDIAN,SIGMA with MEDIAN >= 1, got '" + spec + "'");
+    }
+  } else if (spec.rfind("fixed:", 0) == 0) {
+    model.kind = "fixed";
+    std::istringstream in(spec.substr(6));
+    if (!(in >> model.fixed) || model.fixed < 1) throw nk::usage_error("--doc-lengths: expected fixed:N with N >= 1, got '" + spec + "'");
+  } else {
+    model.kind = "list";
+    std::ifstream in(spec);
+    if (!in) throw nk::io_error(spec, "cannot open the --doc-lengths file");
+    int64_t value = 0;
+    while (in >> value) {
+      if (value < 1) throw nk::input_error(spec, "", "document lengths must be >= 1, found " + std::to_string(value));
+      model.listed.push_back(value);
+    }
+    if (!in.eof()) throw nk::input_error(spec, "", "expected one integer length per line");
+    if (model.listed.empty()) throw nk::input_error(spec, "", "no document lengths");
+  }
+  return model;
+}
+
+std::vector<Document> pack_row(const LengthModel& model, int64_t length, nk::Rng rng) {
+  std::vector<Document> row;
+  size_t next = 0;
+  for (int64_t position = 0; position < length;) {
+    int64_t n = 0;
+    if (model.kind == "lognormal") {
+      n = std::llround(std::exp(std::log(model.median) + model.sigma * rng.normal()));
+    } else if (model.kind == "fixed") {
+      n = model.fixed;
+    } else {
+      n = model.listed[next++ % model.listed.size()];
+    }
+    n = std::clamp<int64_t>(n, 1, length - position);  // the last document is cut at L
+    row.push_back({position, position + n});
+    position += n;
+  }
+  return row;
+}
+
+template <class Real>
+void write_inputs(const GenOptions& o, const std::vector<std::vector<Document>>& rows, const std::vector<double>& k) {
+  const int64_t lk = o.filter_length;
+  nk::h5::Writer out(o.output, kInputSchema, o.no_clobber);
+  std::vector<Real> values(static_cast<size_t>(o.batch * o.length * o.channels));
+  auto fill_normal = [&](uint64_t stream_base) {
+    for (int64_t b = 0; b < o.batch; ++b) {
+      nk::Rng stream = nk::Rng(o.seed).split(stream_base + static_cast<uint64_t>(b));
+      Real* row = values.data() + b * o.length * o.channels;
+      for (int64_t i = 0; i < o.length * o.channels; ++i) row[i] = static_cast<Real>(stream.normal());
+    }
+  };
+  fill_normal(1000);
+  out.write("/x", values.data(), {o.batch, o.length, o.channels}, "B,L,H");
+  if (o.with_dy) {
+    fill_normal(2000000);
+    out.write("/dy", values.data(), {o.batch, o.length, o.channels}, "B,L,H");
+  }
+  values.clear();
+  values.shrink_to_fit();
+  const std::vector<Real> taps(k.begin(), k.end());
+  out.write("/k", taps.data(), {o.channels, lk}, "H,Lk");
+  out.attr("/k", "filter", o.filter);
+  if (o.skip) {
+    nk::Rng stream = nk::Rng(o.seed).split(3000000);
+    std::vector<Real> bias(static_cast<size_t>(o.channels));
+    for (Real& value : bias) value = static_cast<Real>(stream.normal());
+    out.write("/bias", bias.data(), {o.channels}, "H");
+  }
+  if (o.shared_packing) {
+    const std::vector<int64_t> cu = cu_seqlens_of(rows[0]);
+    out.write("/cu_seqlens", cu.data(), {static_cast<int64_t>(cu.size())}, "D+1");
+  } else {
+    size_t widest = 0;
+    for (const auto& row : rows) widest = std::max(widest, row.size() + 1);
+    std::vector<int64_t> cu(static_cast<size_t>(o.batch) * widest, -1);
+    for (size_t b = 0; b < rows.size(); ++b) {
+      const std::vector<int64_t> row = cu_seqlens_of(rows[b]);
+      std::copy(row.begin(), row.end(), cu.begin() + static_cast<long>(b * widest));
+    }
+    out.write("/cu_seqlens", cu.data(), {o.batch, static_cast<int64_t>(widest)}, "B,D+1");
+    out.attr("/cu_seqlens", "padding", "-1 after each row's last entry");
+  }
+  out.attr("/", "doc_lengths", o.doc_lengths);
+  out.commit();
+}
+
+}  // namespace
+
+void gen(const GenOptions& options) {
+  GenOptions o = options;
+  if (o.length < 1 || o.channels < 1 || o.batch < 1) throw nk::usage_error("--length, --channels and --batch must be >= 1");
+  if (o.filter_length == 0) o.filter_length = o.length;
+  if (o.filter_length < 1 || o.filter_length > o.length) {
+    throw nk::usage_error("--filter-length must be in 1..L (" + std::to_string(o.length) + "), got " +
+                          std::to_string(o.filter_length));
+  }
+  const double element = o.dtype == "float64" ? 8.0 : 4.0;
+  const double needed = static_cast<double>(o.batch) * o.length * o.channels * element * (o.with_dy ? 3.0 : 2.0) +
+                        static_cast<double>(o.channels) * o.filter_length * 16.0;
+  if (needed > nk::h5::available_memory_bytes()) {
+    throw nk::usage_error("B x L x H = " + std::to_string(o.batch) + " x " + std::to_string(o.length) + " x " +
+                          std::to_string(o.channels) + " needs " + std::to_string(static_cast<int64_t>(needed / (1 << 20))) +
+                          " MiB, more than the memory available");
+  }
+  const LengthModel model = parse_lengths(o.doc_lengths);
+  nk::run_context().seed = o.seed;
+  const nk::Rng root(o.seed);
+  std::vector<std::vector<Document>> rows;
+  for (int64_t b = 0; b < o.batch; ++b) {
+    rows.push_back(pack_row(model, o.length, root.split(static_cast<uint64_t>(b))));
+    if (o.shared_packing) {
+      rows.assign(static_cast<size_t>(o.batch), rows[0]);
+      break;
+    }
+  }
+  std::vector<double> k;
+  const nk::Rng filter_rng = root.split(4000000);
+  if (o.filter == "hyena") k = hyena_filters(o.channels, o.filter_length, filter_rng);
+  else if (o.filter == "stu") k = stu_filters(o.channels, o.filter_length, filter_rng);
+  else k = random_filters(o.channels, o.filter_length, filter_rng);
+  if (o.dtype == "float64") write_inputs<double>(o, rows, k);
+  else write_inputs<float>(o, rows, k);
+  int64_t documents = 0;
+  for (const auto& row : rows) documents += static_cast<int64_t>(row.size());
+  spdlog::info("generated B={} L={} H={} Lk={} with {} document(s), {} filters", o.batch, o.length, o.channels,
+               o.filter_length, documents, o.filter);
+}
+
+}  // namespace rubiconv
