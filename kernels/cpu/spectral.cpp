@@ -22,7 +22,27 @@ void multiply_rows(const std::complex<Real>* x, const std::complex<Real>* k, std
     }
   }
 }
+template <class Real>
+void multiply_rows_serial(const std::complex<Real>* x, const std::complex<Real>* k, std::complex<Real>* y, long batch,
+                          long channels, long bins) {
+  for (long row = 0; row < batch * channels; ++row) {
+    const std::complex<Real>* xr = x + row * bins;
+    const std::complex<Real>* kr = k + (row % channels) * bins;
+    std::complex<Real>* yr = y + row * bins;
+    for (long f = 0; f < bins; ++f) yr[f] = xr[f] * kr[f];
+  }
+}
 }  // namespace
+
+void spectral_multiply_cpu_serial(const std::complex<float>* x, const std::complex<float>* k, std::complex<float>* y,
+                                  long batch, long channels, long bins) {
+  multiply_rows_serial(x, k, y, batch, channels, bins);
+}
+
+void spectral_multiply_cpu_serial(const std::complex<double>* x, const std::complex<double>* k,
+                                  std::complex<double>* y, long batch, long channels, long bins) {
+  multiply_rows_serial(x, k, y, batch, channels, bins);
+}
 
 void spectral_multiply_cpu(const std::complex<float>* x, const std::complex<float>* k, std::complex<float>* y,
                            long batch, long channels, long bins) {

@@ -6,55 +6,8 @@
 
 namespace rubiconv {
 
-namespace detail {
-
-std::vector<Chunk> make_chunks(const std::vector<Item>& items, int64_t fft_size, int64_t channels, size_t real_size,
-                               const Plan& plan) {
-  std::vector<Chunk> chunks;
-  const int64_t threads = omp_get_max_threads();
-  const int64_t row_bytes = fft_size * static_cast<int64_t>(real_size);
-  const int64_t item_bytes = row_bytes * channels;
-  if (item_bytes > plan.chunk_bytes) {
-    // One item is too large: split its channels, at least one row per thread.
-    const int64_t block = std::min(channels, std::max(threads, plan.chunk_bytes / row_bytes));
-    for (size_t i = 0; i < items.size(); ++i)
-      for (int64_t h = 0; h < channels; h += block) chunks.push_back({i, 1, h, std::min(channels, h + block)});
-    return chunks;
-  }
-  int64_t per_chunk = std::max<int64_t>(1, plan.chunk_bytes / item_bytes);
-  if (plan.max_chunk_items > 0) per_chunk = std::min(per_chunk, plan.max_chunk_items);
-  for (size_t i = 0; i < items.size(); i += static_cast<size_t>(per_chunk)) {
-    chunks.push_back({i, std::min(items.size() - i, static_cast<size_t>(per_chunk)), 0, channels});
-  }
-  return chunks;
-}
-
-int64_t max_chunk_rows(const Plan& plan, int64_t channels, size_t real_size) {
-  int64_t rows = 0;
-  for (const Bucket& bucket : plan.buckets) {
-    for (const auto* list : {&bucket.items, &bucket.anticausal}) {
-      for (const Chunk& chunk : make_chunks(*list, bucket.fft_size, channels, real_size, plan)) {
-        rows = std::max(rows, chunk.rows() * bucket.fft_size);
-      }
-    }
-  }
-  return rows;
-}
-
-}  // namespace detail
-
-int64_t engine_buffer_bytes(const Plan& plan, int64_t channels, int64_t real_size, bool gradients) {
-  int64_t largest_spectrum = 0;
-  for (const Bucket& b : plan.buckets) largest_spectrum = std::max(largest_spectrum, channels * nk::fft::bins(b.fft_size));
-  const int64_t rows = detail::max_chunk_rows(plan, channels, static_cast<size_t>(real_size));
-  // real rows + complex rows (about the same bytes) + the bucket's filter spectrum
-  const int64_t per_set = rows * real_size * 2 + 2 * real_size * channels;
-  return (gradients ? 2 : 1) * per_set + largest_spectrum * 2 * real_size;
-}
 
 namespace {
-
-using detail::Chunk;
 
 /// Direct convolution of whole documents, accumulating in Acc; parallel over documents.
 template <class Acc, class Real>
@@ -92,34 +45,57 @@ void direct_apply(const Problem<Real>& p, const std::vector<Item>& items, Real* 
   }
 }
 
+/// Channels per task so that a task's rows and spectra stay in a core's cache.
+int64_t channels_per_task(int64_t fft_size, int64_t channels, size_t real_size, int64_t budget_bytes) {
+  const int64_t per_channel = fft_size * static_cast<int64_t>(real_size) * 3;  // rows + spectra
+  return std::clamp<int64_t>(budget_bytes / per_channel, 1, channels);
+}
+
+/// One bucket, fused: each task (an item and a block of channels) is gathered,
+/// transformed, multiplied, transformed back and scattered by one thread while
+/// its buffers are still in cache.
+template <class Real>
+void apply_bucket(const Problem<Real>& p, const Plan& plan, const Bucket& bucket, Real* y) {
+  using Complex = std::complex<Real>;
+  const int64_t n = bucket.fft_size, bins = nk::fft::bins(n), h = p.channels;
+  const nk::AlignedVector<Complex> filter = detail::filter_spectrum(p, bucket);
+  const int64_t block = channels_per_task(n, h, sizeof(Real), plan.task_bytes);
+  const int64_t blocks = (h + block - 1) / block;
+  const auto tasks = static_cast<int64_t>(bucket.items.size()) * blocks;
+  const int64_t per_call = detail::rows_per_call(n);
+#pragma omp parallel
+  {
+    nk::AlignedVector<Real> rows(static_cast<size_t>(block * n));
+    nk::AlignedVector<Complex> spectra(static_cast<size_t>(block * bins));
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t task = 0; task < tasks; ++task) {
+      const Item& item = bucket.items[static_cast<size_t>(task / blocks)];
+      const int64_t h0 = (task % blocks) * block, h1 = std::min(h, h0 + block), count = h1 - h0;
+      detail::gather_item(p.x, p.length, h, item, h0, h1, n, 0, n, item.doc_begin, item.doc_end, rows.data());
+      for (int64_t r = 0; r < count; r += per_call) {
+        nk::fft::forward(rows.data() + r * n, spectra.data() + r * bins, n, std::min(per_call, count - r));
+      }
+      nk::kernels::spectral_multiply_cpu_serial(spectra.data(), filter.data() + h0 * bins, spectra.data(), 1, count,
+                                                bins);
+      for (int64_t r = 0; r < count; r += per_call) {
+        nk::fft::inverse_destroying(spectra.data() + r * bins, rows.data() + r * n, n, std::min(per_call, count - r));
+      }
+      detail::scatter_item(rows.data(), item, h0, h1, n, item.out_begin, item.out_end, p.length, h, y,
+                           p.bias ? p.x : nullptr, p.bias);
+    }
+  }
+}
+
 }  // namespace
 
 template <class Real>
 void apply(const Problem<Real>& p, const Plan& plan, Real* y) {
-  using Complex = std::complex<Real>;
   if (plan.method == Method::direct) {
     direct_apply<double>(p, plan.direct, y);
     return;
   }
   direct_apply<Real>(p, plan.direct, y);
-  const int64_t rows_needed = detail::max_chunk_rows(plan, p.channels, sizeof(Real));
-  nk::AlignedVector<Real> rows(static_cast<size_t>(rows_needed));
-  nk::AlignedVector<Complex> spectra;
-  for (const Bucket& bucket : plan.buckets) {
-    const int64_t n = bucket.fft_size, bins = nk::fft::bins(n);
-    const nk::AlignedVector<Complex> filter = detail::filter_spectrum(p, bucket);
-    for (const Chunk& chunk : detail::make_chunks(bucket.items, n, p.channels, sizeof(Real), plan)) {
-      const int64_t count = chunk.rows();
-      spectra.resize(std::max(spectra.size(), static_cast<size_t>(count * bins)));
-      detail::gather(p.x, p.length, p.channels, bucket.items, chunk, n, rows.data(),
-                     [](const Item& item) { return std::pair{item.doc_begin, item.doc_end}; });
-      detail::parallel_forward(rows.data(), spectra.data(), n, count);
-      nk::kernels::spectral_multiply_cpu(spectra.data(), filter.data() + chunk.h_begin * bins, spectra.data(),
-                                         static_cast<long>(chunk.count), chunk.h_end - chunk.h_begin, bins);
-      detail::parallel_inverse(spectra.data(), rows.data(), n, count);
-      detail::scatter(rows.data(), bucket.items, chunk, n, p.length, p.channels, y, p.bias ? p.x : nullptr, p.bias);
-    }
-  }
+  for (const Bucket& bucket : plan.buckets) apply_bucket(p, plan, bucket, y);
 }
 
 template void apply<float>(const Problem<float>&, const Plan&, float*);

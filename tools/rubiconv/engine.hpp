@@ -28,7 +28,4 @@ void apply(const Problem<Real>& problem, const Plan& plan, Real* y);
 template <class Real>
 void grad(const Problem<Real>& problem, const Plan& plan, const Real* dy, Real* dx, Real* dk, Real* dbias);
 
-/// Bytes of work buffers the plan needs beyond inputs and outputs.
-int64_t engine_buffer_bytes(const Plan& plan, int64_t channels, int64_t real_size, bool gradients);
-
 }  // namespace rubiconv

@@ -1,5 +1,6 @@
 // gen.cpp - realistic packed inputs: documents of lognormal (or fixed, or
 // listed) lengths packed into rows of length L, the last one cut at L.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -17,6 +18,8 @@ namespace rubiconv {
 
 namespace {
 
+enum Stream : uint64_t { kStreamPacking = 1, kStreamX, kStreamDy, kStreamBias, kStreamFilters };
+
 struct LengthModel {
   std::string kind;  ///< lognormal | fixed | list
   double median = 512, sigma = 1.0;
@@ -30,16 +33,19 @@ LengthModel parse_lengths(const std::string& spec) {
     model.kind = "lognormal";
     char comma = 0;
     std::istringstream in(spec.substr(10));
-    if (!(in >> model.median >> comma >> model.sigma) || comma != ',' || model.median < 1 || model.sigma < 0 ||
-        !std::isfinite(model.median) || !std::isfinite(model.sigma)) {
+    if (!(in >> model.median >> comma >> model.sigma) || comma != ',' || !(in >> std::ws).eof() ||
+        model.median < 1 || model.sigma < 0 || !std::isfinite(model.median) || !std::isfinite(model.sigma)) {
       throw nk::usage_error("--doc-lengths: expected lognormal:MEDIAN,SIGMA with MEDIAN >= 1, got '" + spec + "'");
     }
   } else if (spec.rfind("fixed:", 0) == 0) {
     model.kind = "fixed";
     std::istringstream in(spec.substr(6));
-    if (!(in >> model.fixed) || model.fixed < 1) throw nk::usage_error("--doc-lengths: expected fixed:N with N >= 1, got '" + spec + "'");
+    if (!(in >> model.fixed) || !(in >> std::ws).eof() || model.fixed < 1) throw nk::usage_error("--doc-lengths: expected fixed:N with N >= 1, got '" + spec + "'");
   } else {
     model.kind = "list";
+    if (spec.find(':') != std::string::npos && !std::ifstream(spec)) {
+      throw nk::usage_error("--doc-lengths: expected lognormal:MEDIAN,SIGMA, fixed:N or a file, got '" + spec + "'");
+    }
     std::ifstream in(spec);
     if (!in) throw nk::io_error(spec, "cannot open the --doc-lengths file");
     int64_t value = 0;
@@ -77,17 +83,18 @@ void write_inputs(const GenOptions& o, const std::vector<std::vector<Document>>&
   const int64_t lk = o.filter_length;
   nk::h5::Writer out(o.output, kInputSchema, o.no_clobber);
   std::vector<Real> values(static_cast<size_t>(o.batch * o.length * o.channels));
-  auto fill_normal = [&](uint64_t stream_base) {
+  // One family of streams per purpose, one stream per row: rows never share numbers.
+  auto fill_normal = [&](uint64_t purpose) {
     for (int64_t b = 0; b < o.batch; ++b) {
-      nk::Rng stream = nk::Rng(o.seed).split(stream_base + static_cast<uint64_t>(b));
+      nk::Rng stream = nk::Rng(o.seed).split(purpose).split(static_cast<uint64_t>(b));
       Real* row = values.data() + b * o.length * o.channels;
       for (int64_t i = 0; i < o.length * o.channels; ++i) row[i] = static_cast<Real>(stream.normal());
     }
   };
-  fill_normal(1000);
+  fill_normal(kStreamX);
   out.write("/x", values.data(), {o.batch, o.length, o.channels}, "B,L,H");
   if (o.with_dy) {
-    fill_normal(2000000);
+    fill_normal(kStreamDy);
     out.write("/dy", values.data(), {o.batch, o.length, o.channels}, "B,L,H");
   }
   values.clear();
@@ -96,7 +103,7 @@ void write_inputs(const GenOptions& o, const std::vector<std::vector<Document>>&
   out.write("/k", taps.data(), {o.channels, lk}, "H,Lk");
   out.attr("/k", "filter", o.filter);
   if (o.skip) {
-    nk::Rng stream = nk::Rng(o.seed).split(3000000);
+    nk::Rng stream = nk::Rng(o.seed).split(kStreamBias);
     std::vector<Real> bias(static_cast<size_t>(o.channels));
     for (Real& value : bias) value = static_cast<Real>(stream.normal());
     out.write("/bias", bias.data(), {o.channels}, "H");
@@ -142,14 +149,14 @@ void gen(const GenOptions& options) {
   const nk::Rng root(o.seed);
   std::vector<std::vector<Document>> rows;
   for (int64_t b = 0; b < o.batch; ++b) {
-    rows.push_back(pack_row(model, o.length, root.split(static_cast<uint64_t>(b))));
+    rows.push_back(pack_row(model, o.length, root.split(kStreamPacking).split(static_cast<uint64_t>(b))));
     if (o.shared_packing) {
       rows.assign(static_cast<size_t>(o.batch), rows[0]);
       break;
     }
   }
   std::vector<double> k;
-  const nk::Rng filter_rng = root.split(4000000);
+  const nk::Rng filter_rng = root.split(kStreamFilters);
   if (o.filter == "hyena") k = hyena_filters(o.channels, o.filter_length, filter_rng);
   else if (o.filter == "stu") k = stu_filters(o.channels, o.filter_length, filter_rng);
   else k = random_filters(o.channels, o.filter_length, filter_rng);

@@ -13,8 +13,6 @@ namespace rubiconv {
 
 namespace {
 
-using detail::Chunk;
-
 /// Direct gradients of whole documents; parallel over channels so dk needs no locks.
 template <class Acc, class Real>
 void direct_grad(const Problem<Real>& p, const std::vector<Item>& items, const Real* dy, Real* dx,
@@ -58,18 +56,81 @@ void multiply_conjugate(std::complex<Real>* spectra, const std::complex<Real>* f
     }
 }
 
-/// sum[c,f] = sum_i conj(a[i,c,f]) * b[i,c,f]
+/// One bucket, fused like apply: each task (an item and a block of channels)
+/// transforms its x and dy windows once; conj(X) DY is summed per thread over
+/// the bucket (or, when that sum would be too large, inverted per task), and
+/// conj(K) DY gives dx.
 template <class Real>
-void correlate_items(const std::complex<Real>* a, const std::complex<Real>* b, std::complex<Real>* sum, int64_t items,
-                     int64_t block, int64_t bins) {
-#pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < block; ++c) {
-    std::complex<Real>* out = sum + c * bins;
-    std::fill(out, out + bins, std::complex<Real>(0));
-    for (int64_t i = 0; i < items; ++i) {
-      const std::complex<Real>* ra = a + (i * block + c) * bins;
-      const std::complex<Real>* rb = b + (i * block + c) * bins;
-      for (int64_t f = 0; f < bins; ++f) out[f] += std::conj(ra[f]) * rb[f];
+void grad_bucket(const Problem<Real>& p, const Plan& plan, const Bucket& bucket, const Real* dy, Real* dx,
+                 std::vector<double>& dk_sum) {
+  using Complex = std::complex<Real>;
+  const int64_t n = bucket.fft_size, bins = nk::fft::bins(n), h = p.channels, lk = p.filter_length;
+  const nk::AlignedVector<Complex> filter = detail::filter_spectrum(p, bucket);
+  const int64_t block = std::clamp<int64_t>(plan.task_bytes / (n * static_cast<int64_t>(sizeof(Real)) * 6), 1, h);
+  const int64_t blocks = (h + block - 1) / block, per_call = detail::rows_per_call(n);
+  const bool per_thread_sum = h * bins * static_cast<int64_t>(sizeof(Complex)) <= (int64_t{64} << 20);
+  auto forward = [&](const Real* rows, Complex* spectra, int64_t count) {
+    for (int64_t r = 0; r < count; r += per_call) nk::fft::forward(rows + r * n, spectra + r * bins, n, std::min(per_call, count - r));
+  };
+  auto inverse = [&](Complex* spectra, Real* rows, int64_t count) {
+    for (int64_t r = 0; r < count; r += per_call) nk::fft::inverse_destroying(spectra + r * bins, rows + r * n, n, std::min(per_call, count - r));
+  };
+  auto add_taps = [&](const Real* rows, int64_t h0, int64_t count) {
+#pragma omp critical(rubiconv_dk)
+    for (int64_t c = 0; c < count; ++c) {
+      double* target = dk_sum.data() + (h0 + c) * lk;
+      for (int64_t s = 0; s < bucket.taps; ++s) target[s] += rows[c * n + s];
+    }
+  };
+  auto dx_from = [&](Complex* spectra, Real* rows, const Item& item, int64_t h0, int64_t h1) {
+    multiply_conjugate(spectra, filter.data() + h0 * bins, 1, h1 - h0, bins);
+    inverse(spectra, rows, h1 - h0);
+    detail::scatter_item(rows, item, h0, h1, n, item.out_begin, item.out_end, p.length, h, dx, p.bias ? dy : nullptr, p.bias);
+  };
+  const auto tasks = static_cast<int64_t>(bucket.items.size()) * blocks;
+  const auto lookahead_tasks = static_cast<int64_t>(bucket.anticausal.size()) * blocks;
+#pragma omp parallel
+  {
+    nk::AlignedVector<Real> rows_x(static_cast<size_t>(block * n)), rows_dy(static_cast<size_t>(block * n));
+    nk::AlignedVector<Complex> spectra_x(static_cast<size_t>(block * bins)), spectra_dy(static_cast<size_t>(block * bins));
+    nk::AlignedVector<Complex> sum(per_thread_sum ? static_cast<size_t>(h * bins) : 0, Complex(0));
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t task = 0; task < tasks; ++task) {
+      const Item& item = bucket.items[static_cast<size_t>(task / blocks)];
+      const int64_t h0 = (task % blocks) * block, h1 = std::min(h, h0 + block), count = h1 - h0;
+      detail::gather_item(p.x, p.length, h, item, h0, h1, n, 0, n, item.doc_begin, item.doc_end, rows_x.data());
+      detail::gather_item(dy, p.length, h, item, h0, h1, n, 0, n, item.out_begin, item.out_end, rows_dy.data());
+      forward(rows_x.data(), spectra_x.data(), count);
+      forward(rows_dy.data(), spectra_dy.data(), count);
+      if (per_thread_sum) {
+        for (int64_t c = 0; c < count; ++c) {
+          Complex* out = sum.data() + (h0 + c) * bins;
+          const Complex* a = spectra_x.data() + c * bins;
+          const Complex* b = spectra_dy.data() + c * bins;
+          for (int64_t f = 0; f < bins; ++f) out[f] += std::conj(a[f]) * b[f];
+        }
+      } else {
+        for (int64_t i = 0; i < count * bins; ++i) spectra_x[static_cast<size_t>(i)] = std::conj(spectra_x[static_cast<size_t>(i)]) * spectra_dy[static_cast<size_t>(i)];
+        inverse(spectra_x.data(), rows_x.data(), count);
+        add_taps(rows_x.data(), h0, count);
+      }
+      if (!bucket.tiled) dx_from(spectra_dy.data(), rows_dy.data(), item, h0, h1);
+    }
+    // dx of overlap-save tiles needs windows that look ahead of their outputs.
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t task = 0; task < lookahead_tasks; ++task) {
+      const Item& item = bucket.anticausal[static_cast<size_t>(task / blocks)];
+      const int64_t h0 = (task % blocks) * block, h1 = std::min(h, h0 + block);
+      detail::gather_item(dy, p.length, h, item, h0, h1, n, 0, n, item.doc_begin, item.doc_end, rows_dy.data());
+      forward(rows_dy.data(), spectra_dy.data(), h1 - h0);
+      dx_from(spectra_dy.data(), rows_dy.data(), item, h0, h1);
+    }
+    if (per_thread_sum) {
+      for (int64_t h0 = 0; h0 < h; h0 += block) {
+        const int64_t count = std::min(block, h - h0);
+        inverse(sum.data() + h0 * bins, rows_x.data(), count);
+        add_taps(rows_x.data(), h0, count);
+      }
     }
   }
 }
@@ -78,7 +139,6 @@ void correlate_items(const std::complex<Real>* a, const std::complex<Real>* b, s
 
 template <class Real>
 void grad(const Problem<Real>& p, const Plan& plan, const Real* dy, Real* dx, Real* dk, Real* dbias) {
-  using Complex = std::complex<Real>;
   const int64_t h = p.channels, lk = p.filter_length;
   std::vector<double> dk_sum(static_cast<size_t>(h * lk), 0.0);
   if (plan.method == Method::direct) {
@@ -86,55 +146,10 @@ void grad(const Problem<Real>& p, const Plan& plan, const Real* dy, Real* dx, Re
   } else {
     direct_grad<Real>(p, plan.direct, dy, dx, dk_sum);
   }
-  const int64_t rows_needed = detail::max_chunk_rows(plan, h, sizeof(Real));
-  nk::AlignedVector<Real> rows_x(static_cast<size_t>(rows_needed)), rows_dy(static_cast<size_t>(rows_needed));
-  nk::AlignedVector<Complex> spectra_x, spectra_dy, correlation;
-  auto whole_doc = [](const Item& item) { return std::pair{item.doc_begin, item.doc_end}; };
-  auto outputs = [](const Item& item) { return std::pair{item.out_begin, item.out_end}; };
-  for (const Bucket& bucket : plan.buckets) {
-    const int64_t n = bucket.fft_size, bins = nk::fft::bins(n);
-    const nk::AlignedVector<Complex> filter = detail::filter_spectrum(p, bucket);
-    for (const Chunk& chunk : detail::make_chunks(bucket.items, n, h, sizeof(Real), plan)) {
-      const int64_t count = chunk.rows(), block = chunk.h_end - chunk.h_begin;
-      const size_t needed = static_cast<size_t>(count * bins);
-      if (spectra_x.size() < needed) {
-        spectra_x.resize(needed);
-        spectra_dy.resize(needed);
-      }
-      correlation.resize(std::max(correlation.size(), static_cast<size_t>(block * bins)));
-      detail::gather(p.x, p.length, h, bucket.items, chunk, n, rows_x.data(), whole_doc);
-      detail::gather(dy, p.length, h, bucket.items, chunk, n, rows_dy.data(), outputs);
-      detail::parallel_forward(rows_x.data(), spectra_x.data(), n, count);
-      detail::parallel_forward(rows_dy.data(), spectra_dy.data(), n, count);
-      // dk: one inverse per chunk of the items' summed cross-spectra.
-      correlate_items(spectra_x.data(), spectra_dy.data(), correlation.data(), static_cast<int64_t>(chunk.count),
-                      block, bins);
-      detail::parallel_inverse(correlation.data(), rows_x.data(), n, block);
-#pragma omp parallel for schedule(static)
-      for (int64_t c = 0; c < block; ++c) {
-        double* target = dk_sum.data() + (chunk.h_begin + c) * lk;
-        const Real* source = rows_x.data() + c * n;
-        for (int64_t s = 0; s < bucket.taps; ++s) target[s] += source[s];
-      }
-      if (bucket.tiled) continue;  // dx of tiles needs look-ahead windows: below
-      multiply_conjugate(spectra_dy.data(), filter.data() + chunk.h_begin * bins, static_cast<int64_t>(chunk.count),
-                         block, bins);
-      detail::parallel_inverse(spectra_dy.data(), rows_dy.data(), n, count);
-      detail::scatter(rows_dy.data(), bucket.items, chunk, n, p.length, h, dx, p.bias ? dy : nullptr, p.bias);
-    }
-    for (const Chunk& chunk : detail::make_chunks(bucket.anticausal, n, h, sizeof(Real), plan)) {
-      const int64_t count = chunk.rows(), block = chunk.h_end - chunk.h_begin;
-      spectra_dy.resize(std::max(spectra_dy.size(), static_cast<size_t>(count * bins)));
-      detail::gather(dy, p.length, h, bucket.anticausal, chunk, n, rows_dy.data(), whole_doc);
-      detail::parallel_forward(rows_dy.data(), spectra_dy.data(), n, count);
-      multiply_conjugate(spectra_dy.data(), filter.data() + chunk.h_begin * bins, static_cast<int64_t>(chunk.count),
-                         block, bins);
-      detail::parallel_inverse(spectra_dy.data(), rows_dy.data(), n, count);
-      detail::scatter(rows_dy.data(), bucket.anticausal, chunk, n, p.length, h, dx, p.bias ? dy : nullptr, p.bias);
-    }
-  }
+  for (const Bucket& bucket : plan.buckets) grad_bucket(p, plan, bucket, dy, dx, dk_sum);
   for (int64_t i = 0; i < h * lk; ++i) dk[i] = static_cast<Real>(dk_sum[static_cast<size_t>(i)]);
   if (p.bias && dbias) {
+#pragma omp parallel for schedule(static)
     for (int64_t c = 0; c < h; ++c) {
       double sum = 0;
       for (int64_t position = 0; position < p.batch * p.length; ++position) {

@@ -8,7 +8,7 @@ int main(int argc, char** argv) {
 
   rubiconv::RunOptions run;
   std::string method = "rubiconv";
-  int64_t chunk_mib = 8;
+  int64_t chunk_mib = 1;
   auto add_run_options = [&](CLI::App* verb) {
     nk::cli::App::add_input(*verb, run.input);
     nk::cli::App::add_output(*verb, run.output, run.no_clobber);
@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(0, 1 << 20));
     verb->add_option("--tile", run.plan.tile, "Overlap-save FFT size for long documents with short filters")
         ->check(CLI::Range(64, 1 << 26));
-    verb->add_option("--chunk-mib", chunk_mib, "Work buffer per chunk of FFT rows, in MiB")->check(CLI::Range(1, 1 << 16));
+    verb->add_option("--chunk-mib", chunk_mib, "Work buffer per thread and task of FFT rows, in MiB")->check(CLI::Range(1, 1 << 16));
     nk::cli::App::add_shard(*verb, run.shard);
   };
   CLI::App* apply = cli.add_verb("apply", "y = per-document causal convolution of /x with /k");
@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
 
   return cli.run(argc, argv, [&] {
     run.method = rubiconv::parse_method(method);
-    run.plan.chunk_bytes = chunk_mib << 20;
+    run.plan.task_bytes = chunk_mib << 20;
     run.cuda = cli.common().device == "cuda";
     if (*apply) rubiconv::run_apply(run);
     if (*grad) rubiconv::run_grad(run);

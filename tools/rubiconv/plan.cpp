@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <iomanip>
 #include <sstream>
 
 #include "nk/error.hpp"
@@ -65,7 +66,8 @@ std::string Plan::summary() const {
   int64_t items = 0;
   for (const Bucket& b : buckets) items += static_cast<int64_t>(b.items.size());
   text << method_name(method) << ": " << buckets.size() << " FFT size(s), " << items << " FFT item(s), "
-       << direct.size() << " direct document(s)";
+       << direct.size() << " direct document(s), FFT work " << std::setprecision(3) << fft_cost() / 1e6
+       << "M N log2 N per channel";
   return text.str();
 }
 
@@ -114,7 +116,7 @@ Plan bucketed(const Packing& packing, int64_t filter_length, const PlanOptions& 
   // Largest first: the big transforms start while small ones fill the tail.
   std::sort(plan.buckets.begin(), plan.buckets.end(),
             [](const Bucket& a, const Bucket& b) { return a.fft_size > b.fft_size; });
-  plan.chunk_bytes = options.chunk_bytes;
+  plan.task_bytes = options.task_bytes;
   return plan;
 }
 
@@ -124,7 +126,7 @@ Plan make_plan(Method method, const Packing& packing, int64_t filter_length, con
   if (method == Method::rubiconv) return bucketed(packing, filter_length, options);
   Plan plan;
   plan.method = method;
-  plan.chunk_bytes = options.chunk_bytes;
+  plan.task_bytes = options.task_bytes;
   if (method == Method::direct) {
     for (int64_t row = 0; row < packing.batch; ++row)
       for (const Document& d : packing.rows[static_cast<size_t>(row)]) plan.direct.push_back(whole_item(row, d));
@@ -162,7 +164,6 @@ Plan make_plan(Method method, const Packing& packing, int64_t filter_length, con
     }
   }
   for (auto& [size, bucket] : by_size) plan.buckets.push_back(std::move(bucket));
-  plan.max_chunk_items = 1;
   return plan;
 }
 

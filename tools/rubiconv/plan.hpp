@@ -39,15 +39,14 @@ struct Bucket {
 struct PlanOptions {
   int64_t direct_max = 48;        ///< documents up to this length are convolved directly
   int64_t tile = 16384;           ///< overlap-save FFT size for long documents with short filters
-  int64_t chunk_bytes = 8 << 20;  ///< work buffer per thread and chunk of items
+  int64_t task_bytes = 1 << 20;  ///< work buffer per thread and task (about a core's L2 cache)
 };
 
 struct Plan {
   Method method = Method::rubiconv;
   std::vector<Bucket> buckets;
   std::vector<Item> direct;       ///< short documents, convolved directly
-  int64_t max_chunk_items = 0;    ///< 0 = limited by chunk_bytes only
-  int64_t chunk_bytes = 8 << 20;
+  int64_t task_bytes = 1 << 20;
   /// FFT work in units of N log2 N summed over items (the cost model's figure).
   double fft_cost() const;
   std::string summary() const;

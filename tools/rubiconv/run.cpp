@@ -76,9 +76,10 @@ Inputs<Real> load(const nk::h5::File& file, const RunOptions& o, bool gradients)
     throw nk::input_error(name, "/k", "filter length Lk = " + std::to_string(in.filter_length) + " must be in 1..L = " +
                                           std::to_string(in.length));
   }
-  // Refuse absurd sizes before allocating: inputs, outputs and FFT buffers of twice L.
+  // Refuse absurd sizes before allocating: inputs, outputs, and a filter
+  // spectrum of up to three times L (the largest FFT size of fullfft).
   const double element = sizeof(Real);
-  const double arrays = gradients ? 4.0 : 2.0;
+  const double arrays = gradients ? 4.0 + 3.0 : 2.0 + 3.0;
   const double needed = element * (static_cast<double>(in.batch) * in.length * in.channels * arrays +
                                    static_cast<double>(in.channels) * in.filter_length * 3.0);
   if (needed > nk::h5::available_memory_bytes()) {

@@ -15,6 +15,11 @@ void spectral_multiply(const std::complex<float>* x, const std::complex<float>* 
 /// The CPU twin, always available (the reference the CUDA kernel is tested against).
 void spectral_multiply_cpu(const std::complex<float>* x, const std::complex<float>* k, std::complex<float>* y,
                            long batch, long channels, long bins);
+/// Single-threaded twins, for callers that already run one task per thread.
+void spectral_multiply_cpu_serial(const std::complex<float>* x, const std::complex<float>* k, std::complex<float>* y,
+                                  long batch, long channels, long bins);
+void spectral_multiply_cpu_serial(const std::complex<double>* x, const std::complex<double>* k,
+                                  std::complex<double>* y, long batch, long channels, long bins);
 /// Double precision (CPU only).
 void spectral_multiply_cpu(const std::complex<double>* x, const std::complex<double>* k, std::complex<double>* y,
                            long batch, long channels, long bins);

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# rubiconv benchmark: every method on the same packed input, one run.
+# L in {64K, 256K, 1M} (override: LENGTHS="65536 262144"), H = 64, B = 1,
+# lognormal document lengths with median 512 and 4096 (sigma 1), Lk = L.
+# Time = the output's compute_seconds (plan + convolution, no file I/O);
+# peak = peak resident memory of the whole process (inputs and outputs included).
+set -euo pipefail
+bin=$(cd "$1" && pwd)
+export PATH="$bin:$PATH"
+work=$(mktemp -d "${TMPDIR:-/tmp}/rubiconv-bench-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+lengths=${LENGTHS:-"65536 262144 1048576"}
+medians=${MEDIANS:-"512 4096"}
+threads=${THREADS:-$(nproc)}
+
+attr() { nk-data info "$1" --format tsv | awk -F'\t' -v k="$2" '$1=="attribute" && $2==k {print $7}'; }
+
+# run VERB METHOD: prints "seconds peak_MiB"
+run() {
+  local verb=$1 method=$2
+  /usr/bin/time -f '%M' -o "$work/rss" rubiconv -q --threads "$threads" "$verb" -i "$work/in.h5" --method "$method" -o "$work/out.h5" 2>/dev/null
+  printf '%s %s\n' "$(attr "$work/out.h5" compute_seconds)" "$(awk '{printf "%.0f", $1/1024}' "$work/rss")"
+  rm -f "$work/out.h5"
+}
+
+printf '%-8s %-7s %6s | %9s %9s %9s %9s %9s | %7s %7s %7s %7s | %8s %8s\n' \
+  L median docs rubiconv fullfft padded perdoc grad "rc/full" "pad/rc" "per/rc" "grd/rc" "MiB rc" "MiB full"
+for length in $lengths; do
+  for median in $medians; do
+    rubiconv -q gen --length "$length" --channels 64 --doc-lengths "lognormal:$median,1.0" --with-dy --seed 1 -o "$work/in.h5"
+    docs=$(nk-data info "$work/in.h5" --format tsv | awk -F'\t' '$2=="/cu_seqlens"{gsub(/[^0-9,]/,"",$3); split($3,a,","); print a[2]-1}')
+    read -r t_rc m_rc < <(run apply rubiconv)
+    read -r t_full m_full < <(run apply fullfft)
+    read -r t_pad m_pad < <(run apply padded)
+    read -r t_per m_per < <(run apply perdoc)
+    read -r t_grad m_grad < <(run grad rubiconv)
+    awk -v L="$length" -v md="$median" -v d="$docs" -v rc="$t_rc" -v full="$t_full" -v pad="$t_pad" -v per="$t_per" \
+        -v grad="$t_grad" -v mrc="$m_rc" -v mfull="$m_full" 'BEGIN {
+      printf "%-8d %-7d %6d | %8.3fs %8.3fs %8.3fs %8.3fs %8.3fs | %6.2fx %6.2fx %6.2fx %6.2fx | %8d %8d\n",
+             L, md, d, rc, full, pad, per, grad, rc/full, pad/rc, per/rc, grad/rc, mrc, mfull }'
+    rm -f "$work/in.h5"
+  done
+done
+echo "goals: rc/full <= 1.3, pad/rc >= 2, per/rc >= 3 (median 512), grd/rc <= 2.5, MiB rc <= 1.5 x MiB full"
