@@ -30,5 +30,13 @@ nk-data info "$out/samples.h5" --format json
 step "export item 2 (coffee) back to PNG" "nk-data export images.h5 --index 2 -o coffee.png"
 nk-data export "$out/images.h5" --index 2 -o "$out/coffee.png"
 
+step "rubiconv: exact per-document FFT convolution of a packed sequence (65536 positions, 16 channels)" \
+     "rubiconv gen --length 65536 --channels 16 --doc-lengths lognormal:512,1.0 -o - | rubiconv apply -i - -o y.h5"
+rubiconv gen --length 65536 --channels 16 --doc-lengths lognormal:512,1.0 --seed 1 -o "$out/rubiconv-in.h5"
+rubiconv apply -i "$out/rubiconv-in.h5" -o - | nk-data info - --format table
+for method in rubiconv perdoc fullfft; do
+  rubiconv apply -i "$out/rubiconv-in.h5" --method "$method" -o "$out/rubiconv-$method.h5"
+done
+
 echo
 echo "demo: outputs in $out"

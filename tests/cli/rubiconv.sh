@@ -11,6 +11,12 @@ check "grad" rubiconv -q grad -i in.h5 --skip -o g.h5
 check "grad --method direct" rubiconv -q grad -i in.h5 --skip --method direct -o g_direct.h5
 for i in 0 1; do rubiconv -q apply -i in.h5 --skip --shard $i/2 -o "y_shard$i.h5"; rubiconv -q grad -i in.h5 --skip --shard $i/2 -o "g_shard$i.h5"; done
 check "merge apply shards" nk-data -q merge y_shard1.h5 y_shard0.h5 -o y_merged.h5
+# The sbatch example, run as a job array would run it: shards from SLURM_ARRAY_* alone.
+for i in 0 1; do
+  SLURM_ARRAY_TASK_ID=$((i + 5)) SLURM_ARRAY_TASK_MIN=5 SLURM_ARRAY_TASK_COUNT=2 bash "$NK_SOURCE/data/batch/rubiconv.sbatch" in.h5 slurm 2>/dev/null
+done
+check "merge the sbatch example's shards" nk-data -q merge slurm.shard-5.h5 slurm.shard-6.h5 -o slurm_merged.h5
+check "sbatch shards without --skip equal a whole run" sh -c 'rubiconv -q apply -i in.h5 -o y_noskip.h5 && h5diff y_noskip.h5 slurm_merged.h5 /y /y' 
 check "merge grad shards (dk summed)" nk-data -q merge g_shard0.h5 g_shard1.h5 -o g_merged.h5
 rubiconv gen --length 4096 --channels 3 --doc-lengths fixed:512 --filter stu --seed 1 -o stu.h5 2>/dev/null && pass "gen --filter stu" || fail "gen --filter stu"
 printf '100\n7\n1\n' > lengths.txt

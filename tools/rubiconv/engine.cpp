@@ -55,10 +55,11 @@ int64_t channels_per_task(int64_t fft_size, int64_t channels, size_t real_size, 
 /// transformed, multiplied, transformed back and scattered by one thread while
 /// its buffers are still in cache.
 template <class Real>
-void apply_bucket(const Problem<Real>& p, const Plan& plan, const Bucket& bucket, Real* y) {
+void apply_bucket(const Problem<Real>& p, const Plan& plan, const Bucket& bucket, Real* y,
+                  nk::AlignedVector<std::complex<Real>>& filter) {
   using Complex = std::complex<Real>;
   const int64_t n = bucket.fft_size, bins = nk::fft::bins(n), h = p.channels;
-  const nk::AlignedVector<Complex> filter = detail::filter_spectrum(p, bucket);
+  detail::filter_spectrum(p, bucket, filter);
   const int64_t block = channels_per_task(n, h, sizeof(Real), plan.task_bytes);
   const int64_t blocks = (h + block - 1) / block;
   const auto tasks = static_cast<int64_t>(bucket.items.size()) * blocks;
@@ -95,7 +96,8 @@ void apply(const Problem<Real>& p, const Plan& plan, Real* y) {
     return;
   }
   direct_apply<Real>(p, plan.direct, y);
-  for (const Bucket& bucket : plan.buckets) apply_bucket(p, plan, bucket, y);
+  nk::AlignedVector<std::complex<Real>> filter;
+  for (const Bucket& bucket : plan.buckets) apply_bucket(p, plan, bucket, y, filter);
 }
 
 template void apply<float>(const Problem<float>&, const Plan&, float*);

@@ -63,31 +63,24 @@ void scatter_item(const Real* rows, const Item& item, int64_t h_begin, int64_t h
 /// count; about 32K points a call, one row for long transforms.
 inline int64_t rows_per_call(int64_t fft_size) { return std::clamp<int64_t>(32768 / fft_size, 1, 8); }
 
-/// Batched forward transforms of 'count' rows, groups of rows spread over the threads.
+/// The bucket's filter spectrum: rfft of k[h, 0:taps] zero-padded to
+/// fft_size, [H, bins], written into 'spectrum' (reused across buckets so
+/// that large buckets do not fault in fresh pages every time).
 template <class Real>
-void parallel_forward(const Real* rows, std::complex<Real>* spectra, int64_t fft_size, int64_t count) {
-  const int64_t per_call = rows_per_call(fft_size);
-  const int64_t bins = nk::fft::bins(fft_size), groups = (count + per_call - 1) / per_call;
-#pragma omp parallel for schedule(static)
-  for (int64_t g = 0; g < groups; ++g) {
-    const int64_t begin = g * per_call, rows_here = std::min(per_call, count - begin);
-    nk::fft::forward(rows + begin * fft_size, spectra + begin * bins, fft_size, rows_here);
+void filter_spectrum(const Problem<Real>& problem, const Bucket& bucket, nk::AlignedVector<std::complex<Real>>& spectrum) {
+  const int64_t n = bucket.fft_size, h = problem.channels, bins = nk::fft::bins(n);
+  if (spectrum.size() < static_cast<size_t>(h * bins)) spectrum.resize(static_cast<size_t>(h * bins));
+#pragma omp parallel
+  {
+    nk::AlignedVector<Real> row(static_cast<size_t>(n), Real(0));
+#pragma omp for schedule(static)
+    for (int64_t c = 0; c < h; ++c) {
+      const Real* taps = problem.k + c * problem.filter_length;
+      std::copy(taps, taps + bucket.taps, row.begin());
+      std::fill(row.begin() + bucket.taps, row.end(), Real(0));
+      nk::fft::forward(row.data(), spectrum.data() + c * bins, n, 1);
+    }
   }
-}
-
-/// The bucket's filter spectrum: rfft of k[h, 0:taps] zero-padded to fft_size, [H, bins].
-template <class Real>
-nk::AlignedVector<std::complex<Real>> filter_spectrum(const Problem<Real>& problem, const Bucket& bucket) {
-  const int64_t n = bucket.fft_size, h = problem.channels;
-  nk::AlignedVector<Real> padded(static_cast<size_t>(h * n), Real(0));
-#pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < h; ++c) {
-    std::copy(problem.k + c * problem.filter_length, problem.k + c * problem.filter_length + bucket.taps,
-              padded.begin() + c * n);
-  }
-  nk::AlignedVector<std::complex<Real>> spectrum(static_cast<size_t>(h * nk::fft::bins(n)));
-  parallel_forward(padded.data(), spectrum.data(), n, h);
-  return spectrum;
 }
 
 }  // namespace rubiconv::detail

@@ -16,7 +16,7 @@ namespace {
 /// Direct gradients of whole documents; parallel over channels so dk needs no locks.
 template <class Acc, class Real>
 void direct_grad(const Problem<Real>& p, const std::vector<Item>& items, const Real* dy, Real* dx,
-                 std::vector<double>& dk) {
+                 std::vector<double>& dk, int64_t reach) {
   if (items.empty()) return;
   const int64_t h = p.channels, lk = p.filter_length;
 #pragma omp parallel
@@ -35,7 +35,7 @@ void direct_grad(const Problem<Real>& p, const std::vector<Item>& items, const R
           dx[base + t * h + c] = static_cast<Real>(sum);
           const int64_t behind = std::min(lk - 1, t - item.doc_begin);
           const double g = dy[base + t * h + c];
-          double* dk_c = dk.data() + c * lk;
+          double* dk_c = dk.data() + c * reach;
           for (int64_t s = 0; s <= behind; ++s) dk_c[s] += g * static_cast<double>(p.x[base + (t - s) * h + c]);
         }
       }
@@ -62,13 +62,16 @@ void multiply_conjugate(std::complex<Real>* spectra, const std::complex<Real>* f
 /// conj(K) DY gives dx.
 template <class Real>
 void grad_bucket(const Problem<Real>& p, const Plan& plan, const Bucket& bucket, const Real* dy, Real* dx,
-                 std::vector<double>& dk_sum) {
+                 std::vector<double>& dk_sum, int64_t reach, nk::AlignedVector<std::complex<Real>>& filter) {
   using Complex = std::complex<Real>;
-  const int64_t n = bucket.fft_size, bins = nk::fft::bins(n), h = p.channels, lk = p.filter_length;
-  const nk::AlignedVector<Complex> filter = detail::filter_spectrum(p, bucket);
+  const int64_t n = bucket.fft_size, bins = nk::fft::bins(n), h = p.channels;
+  detail::filter_spectrum(p, bucket, filter);
   const int64_t block = std::clamp<int64_t>(plan.task_bytes / (n * static_cast<int64_t>(sizeof(Real)) * 6), 1, h);
   const int64_t blocks = (h + block - 1) / block, per_call = detail::rows_per_call(n);
-  const bool per_thread_sum = h * bins * static_cast<int64_t>(sizeof(Complex)) <= (int64_t{64} << 20);
+  // Summing conj(X) DY per thread saves an inverse per task, worth it while
+  // the sums stay small and the bucket has several tasks per thread.
+  const bool per_thread_sum = h * bins * static_cast<int64_t>(sizeof(Complex)) <= (int64_t{4} << 20) &&
+                              static_cast<int64_t>(bucket.items.size()) >= 4 * omp_get_max_threads();
   auto forward = [&](const Real* rows, Complex* spectra, int64_t count) {
     for (int64_t r = 0; r < count; r += per_call) nk::fft::forward(rows + r * n, spectra + r * bins, n, std::min(per_call, count - r));
   };
@@ -78,7 +81,7 @@ void grad_bucket(const Problem<Real>& p, const Plan& plan, const Bucket& bucket,
   auto add_taps = [&](const Real* rows, int64_t h0, int64_t count) {
 #pragma omp critical(rubiconv_dk)
     for (int64_t c = 0; c < count; ++c) {
-      double* target = dk_sum.data() + (h0 + c) * lk;
+      double* target = dk_sum.data() + (h0 + c) * reach;
       for (int64_t s = 0; s < bucket.taps; ++s) target[s] += rows[c * n + s];
     }
   };
@@ -140,14 +143,21 @@ void grad_bucket(const Problem<Real>& p, const Plan& plan, const Bucket& bucket,
 template <class Real>
 void grad(const Problem<Real>& p, const Plan& plan, const Real* dy, Real* dx, Real* dk, Real* dbias) {
   const int64_t h = p.channels, lk = p.filter_length;
-  std::vector<double> dk_sum(static_cast<size_t>(h * lk), 0.0);
+  // Taps beyond the longest document get no gradient: sum only the reachable ones.
+  int64_t reach = 0;
+  for (const Bucket& bucket : plan.buckets) reach = std::max(reach, bucket.taps);
+  for (const Item& item : plan.direct) reach = std::max(reach, std::min(lk, item.doc_end - item.doc_begin));
+  std::vector<double> dk_sum(static_cast<size_t>(h * reach), 0.0);
   if (plan.method == Method::direct) {
-    direct_grad<double>(p, plan.direct, dy, dx, dk_sum);
+    direct_grad<double>(p, plan.direct, dy, dx, dk_sum, reach);
   } else {
-    direct_grad<Real>(p, plan.direct, dy, dx, dk_sum);
+    direct_grad<Real>(p, plan.direct, dy, dx, dk_sum, reach);
   }
-  for (const Bucket& bucket : plan.buckets) grad_bucket(p, plan, bucket, dy, dx, dk_sum);
-  for (int64_t i = 0; i < h * lk; ++i) dk[i] = static_cast<Real>(dk_sum[static_cast<size_t>(i)]);
+  nk::AlignedVector<std::complex<Real>> filter;
+  for (const Bucket& bucket : plan.buckets) grad_bucket(p, plan, bucket, dy, dx, dk_sum, reach, filter);
+  for (int64_t c = 0; c < h; ++c) {
+    for (int64_t s = 0; s < lk; ++s) dk[c * lk + s] = s < reach ? static_cast<Real>(dk_sum[static_cast<size_t>(c * reach + s)]) : Real(0);
+  }
   if (p.bias && dbias) {
 #pragma omp parallel for schedule(static)
     for (int64_t c = 0; c < h; ++c) {
