@@ -14,6 +14,9 @@
 #ifndef NK_MODULE_INSTALL_DIR
 #define NK_MODULE_INSTALL_DIR "/usr/local/lib/neurkit"
 #endif
+#ifndef NK_MODULE_RELATIVE_DIR
+#define NK_MODULE_RELATIVE_DIR "../lib/neurkit"
+#endif
 
 namespace nk {
 
@@ -37,7 +40,7 @@ std::vector<std::string> module_candidates() {
   const std::string here = executable_folder();
   if (!here.empty()) {
     candidates.push_back(here + "/libnk-cuda.so");
-    candidates.push_back(here + "/../lib/neurkit/libnk-cuda.so");
+    candidates.push_back(here + "/" NK_MODULE_RELATIVE_DIR "/libnk-cuda.so");
   }
   candidates.emplace_back(NK_MODULE_INSTALL_DIR "/libnk-cuda.so");
   return candidates;
