@@ -44,6 +44,10 @@ std::string version_text(const std::string& tool) {
 
 App::App(std::string tool, std::string description) : tool_(std::move(tool)), app_(std::move(description), tool_) {
   app_.fallthrough();
+  // Usage errors read like every other error: one line, "tool: error: ...".
+  app_.failure_message([tool = tool_](const CLI::App*, const CLI::Error& e) {
+    return tool + ": error: " + e.what() + " (see --help)\n";
+  });
   app_.option_defaults()->always_capture_default();
   app_.set_version_flag("-V,--version", [this] { return version_text(tool_); });
   app_.set_config("--config", "", "Read options from a TOML file (command line wins over the file)");

@@ -1,0 +1,177 @@
+// test_louver.cpp - the index returns exactly the keys with score >= T:
+// against brute force on iid and llm-like keys, ties at T, duplicates, zero
+// vectors, d not a multiple of S, after appends; unsafe bounds are caught.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "codes.hpp"
+#include "nk/rng.hpp"
+#include "search.hpp"
+
+using namespace louver;
+
+namespace {
+
+HeadIndex make_head(std::vector<float> keys, int64_t dims, const IndexParams& params, int64_t coded_keys = -1) {
+  HeadIndex head;
+  head.keys = std::move(keys);
+  const int64_t n = head.size(dims);
+  const Subspaces sub = Subspaces::split(dims, params.subspaces);
+  if (coded_keys < 0) coded_keys = n;
+  // Build on the first coded_keys, then treat the rest as appended keys.
+  std::vector<float> later(head.keys.begin() + coded_keys * dims, head.keys.end());
+  head.keys.resize(static_cast<size_t>(coded_keys * dims));
+  build_codes(head, sub, params);
+  for (int64_t first = 0; first < static_cast<int64_t>(later.size()) / dims; first += 37) {
+    const int64_t count = std::min<int64_t>(37, static_cast<int64_t>(later.size()) / dims - first);
+    head.keys.insert(head.keys.end(), later.begin() + first * dims, later.begin() + (first + count) * dims);
+    if (head.size(dims) - head.coded >= params.buffer) code_buffer(head, sub);
+  }
+  finish_head(head, dims);
+  return head;
+}
+
+/// Brute force with the score of record: the set the index must return.
+std::vector<int64_t> brute_force(const HeadIndex& head, const float* q, int64_t dims, double threshold) {
+  std::vector<int64_t> ids;
+  for (int64_t i = 0; i < head.size(dims); ++i) {
+    if (exact_score(q, head.keys.data() + i * dims, dims) >= threshold) ids.push_back(i);
+  }
+  return ids;
+}
+
+std::vector<int64_t> ids_of(const SearchResult& result) {
+  std::vector<int64_t> ids;
+  for (const Hit& hit : result.hits) ids.push_back(hit.id);
+  return ids;
+}
+
+/// Counts queries whose result differs from brute force (missed or extra keys).
+int64_t mismatches(const HeadIndex& head, const IndexParams& params, int64_t dims, const std::vector<float>& queries,
+                   const std::vector<double>& thresholds, Bound bound = Bound::safe) {
+  const Subspaces sub = Subspaces::split(dims, params.subspaces);
+  int64_t wrong = 0;
+  for (size_t m = 0; m < thresholds.size(); ++m) {
+    const float* q = queries.data() + m * static_cast<size_t>(dims);
+    if (ids_of(search(head, sub, q, thresholds[m], bound)) != brute_force(head, q, dims, thresholds[m])) ++wrong;
+  }
+  return wrong;
+}
+
+std::vector<float> gaussian(int64_t count, nk::Rng rng, double scale = 1.0) {
+  std::vector<float> v(static_cast<size_t>(count));
+  for (float& x : v) x = static_cast<float>(scale * rng.normal());
+  return v;
+}
+
+/// Thresholds at the k-th largest score of each query (the top-k oracle).
+std::vector<double> topk_thresholds(const HeadIndex& head, const std::vector<float>& queries, int64_t dims, int64_t k) {
+  std::vector<double> t;
+  for (size_t m = 0; m < queries.size() / static_cast<size_t>(dims); ++m) t.push_back(kth_score(head, queries.data() + m * dims, dims, k));
+  return t;
+}
+
+}  // namespace
+
+TEST_SUITE("louver") {
+  TEST_CASE("recall is exactly 1 and nothing below T is returned: iid, structured, d not a multiple of S, appends") {
+    struct Case {
+      const char* name;
+      int64_t n, dims, subspaces, leaf, coded;
+    };
+    for (const Case& c : {Case{"iid d=64 S=8", 3000, 64, 8, 16, -1}, Case{"d=67 S=8 (uneven)", 2000, 67, 8, 8, -1},
+                          Case{"S=1", 1500, 32, 1, 32, -1}, Case{"S=d", 800, 16, 16, 4, -1},
+                          Case{"after appends (buffer and coded tail)", 3000, 48, 6, 16, 1000}}) {
+      INFO(c.name);
+      IndexParams params;
+      params.subspaces = c.subspaces;
+      params.leaf_size = c.leaf;
+      params.buffer = 100;
+      // Structured keys: a few clusters with a low-rank spread, so bounds prune.
+      nk::Rng rng(static_cast<uint64_t>(c.n + c.dims));
+      std::vector<float> keys = gaussian(c.n * c.dims, rng.split(1), 0.2);
+      const std::vector<float> centers = gaussian(8 * c.dims, rng.split(2));
+      for (int64_t i = 0; i < c.n; ++i)
+        for (int64_t j = 0; j < c.dims; ++j) keys[static_cast<size_t>(i * c.dims + j)] += centers[static_cast<size_t>((i % 8) * c.dims + j)];
+      const HeadIndex head = make_head(keys, c.dims, params, c.coded);
+      const std::vector<float> queries = gaussian(40 * c.dims, rng.split(3));
+      CHECK(mismatches(head, params, c.dims, queries, topk_thresholds(head, queries, c.dims, c.n / 100 + 1)) == 0);
+      CHECK(mismatches(head, params, c.dims, queries, topk_thresholds(head, queries, c.dims, c.n / 5)) == 0);
+      const std::vector<double> extremes = {-1e30, 1e30, 0.0};
+      CHECK(mismatches(head, params, c.dims, std::vector<float>(queries.begin(), queries.begin() + 3 * c.dims), extremes) == 0);
+      // Pruning happens at all on structured keys at a top-1% threshold.
+      const Subspaces sub = Subspaces::split(c.dims, params.subspaces);
+      const double t = kth_score(head, queries.data(), c.dims, c.n / 100 + 1);
+      if (c.subspaces > 1) CHECK(search(head, sub, queries.data(), t).scanned < c.n);
+    }
+  }
+
+  TEST_CASE("ties at T, duplicates and zero vectors (exact integer scores)") {
+    const int64_t dims = 16;
+    IndexParams params;
+    params.subspaces = 4;
+    params.leaf_size = 4;
+    nk::Rng rng(99);
+    std::vector<float> keys;
+    for (int64_t i = 0; i < 600; ++i) {
+      for (int64_t j = 0; j < dims; ++j) keys.push_back(static_cast<float>(static_cast<int>(rng.below(7)) - 3));
+    }
+    keys.insert(keys.end(), keys.begin(), keys.begin() + 50 * dims);  // 50 duplicates
+    keys.insert(keys.end(), 20 * dims, 0.0f);                        // 20 zero keys
+    const HeadIndex head = make_head(keys, dims, params);
+    std::vector<float> queries;
+    std::vector<double> thresholds;
+    for (int m = 0; m < 60; ++m) {
+      for (int64_t j = 0; j < dims; ++j) queries.push_back(static_cast<float>(static_cast<int>(rng.below(5)) - 2));
+      // T equal to some key's exact (integer) score: that key sits exactly on T.
+      const int64_t on_boundary = static_cast<int64_t>(rng.below(650));
+      thresholds.push_back(exact_score(queries.data() + m * dims, head.keys.data() + on_boundary * dims, dims));
+    }
+    CHECK(mismatches(head, params, dims, queries, thresholds) == 0);
+    // A zero query: every key scores exactly 0.
+    const std::vector<float> zero(dims, 0.0f);
+    const Subspaces sub = Subspaces::split(dims, params.subspaces);
+    CHECK(search(head, sub, zero.data(), 0.0).hits.size() == static_cast<size_t>(head.size(dims)));
+    CHECK(search(head, sub, zero.data(), 1e-300).hits.empty());
+  }
+
+  TEST_CASE("the checker catches an unsafe variant (centroid scores without radii)") {
+    const int64_t dims = 32;
+    IndexParams params;
+    params.subspaces = 4;
+    params.leaf_size = 16;
+    nk::Rng rng(7);
+    const HeadIndex head = make_head(gaussian(4000 * dims, rng.split(1)), dims, params);
+    const std::vector<float> queries = gaussian(30 * dims, rng.split(2));
+    const std::vector<double> t = topk_thresholds(head, queries, dims, 40);
+    CHECK(mismatches(head, params, dims, queries, t, Bound::centroid_only) > 0);
+    CHECK(mismatches(head, params, dims, queries, t, Bound::safe) == 0);
+  }
+
+  TEST_CASE("residuals are upper bounds and codes stay in range after appends") {
+    const int64_t dims = 24;
+    IndexParams params;
+    params.subspaces = 3;
+    params.leaf_size = 8;
+    params.buffer = 50;
+    nk::Rng rng(5);
+    const HeadIndex head = make_head(gaussian(900 * dims, rng), dims, params, 300);
+    const Subspaces sub = Subspaces::split(dims, params.subspaces);
+    CHECK(head.coded >= 850);
+    for (int64_t s = 0; s < sub.count(); ++s) {
+      const Codebook& book = head.books[static_cast<size_t>(s)];
+      for (int64_t i = 0; i < head.coded; ++i) {
+        const int32_t c = head.code[static_cast<size_t>(s)][static_cast<size_t>(i)];
+        REQUIRE(c >= 0);
+        REQUIRE(c < book.clusters());
+        double sum = 0;
+        for (int64_t j = 0; j < book.width; ++j) {
+          sum += std::pow(static_cast<double>(head.keys[static_cast<size_t>(i * dims + sub.begin[static_cast<size_t>(s)] + j)]) -
+                              book.centroid[static_cast<size_t>(c * book.width + j)], 2);
+        }
+        CHECK(static_cast<double>(head.residual[static_cast<size_t>(s)][static_cast<size_t>(i)]) >= std::sqrt(sum));
+      }
+    }
+  }
+}

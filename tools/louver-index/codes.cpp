@@ -1,0 +1,197 @@
+// codes.cpp - per-subspace clustering by balanced principal-direction splits,
+// and the codes and rounded-up residuals of every key.
+#include "codes.hpp"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+namespace louver {
+
+Subspaces Subspaces::split(int64_t dims, int64_t count) {
+  Subspaces s;
+  s.dims = dims;
+  count = std::clamp<int64_t>(count, 1, dims);
+  s.begin.push_back(0);
+  for (int64_t i = 0; i < count; ++i) s.begin.push_back(s.begin.back() + dims / count + (i < dims % count ? 1 : 0));
+  return s;
+}
+
+namespace {
+
+}  // namespace
+
+/// |k_s - mu| computed in double from float coordinates, raised past every
+/// rounding of that computation (see louver-index(1), ALGORITHM).
+float residual_up(const float* k, const double* mu, int64_t width) {
+  double sum = 0;
+  for (int64_t j = 0; j < width; ++j) {
+    const double diff = static_cast<double>(k[j]) - mu[j];
+    sum += diff * diff;
+  }
+  const double up = std::sqrt(sum) * (1.0 + static_cast<double>(4 * width + 16) * DBL_EPSILON) + DBL_MIN;
+  // Rounding to float upwards keeps it an upper bound.
+  float stored = static_cast<float>(up);
+  if (static_cast<double>(stored) < up) stored = std::nextafter(stored, INFINITY);
+  return stored;
+}
+
+namespace {
+
+/// Splits 'members' (key indices) recursively until each part has at most
+/// leaf_size keys; appends each final part to 'clusters'.
+/// 'points' holds one subspace's sub-vectors contiguously, [n, width].
+void split_members(const std::vector<float>& points, int64_t width, const IndexParams& params,
+                   std::vector<int64_t> members, std::vector<std::vector<int64_t>>& clusters) {
+  const auto count = static_cast<int64_t>(members.size());
+  if (count <= params.leaf_size) {
+    clusters.push_back(std::move(members));
+    return;
+  }
+  std::vector<double> mu(static_cast<size_t>(width), 0.0), v(static_cast<size_t>(width), 0.0), next(static_cast<size_t>(width));
+  for (int64_t i : members)
+    for (int64_t j = 0; j < width; ++j) mu[static_cast<size_t>(j)] += points[static_cast<size_t>(i * width + j)];
+  for (double& m : mu) m /= static_cast<double>(count);
+  // Power iteration from the widest coordinate: a deterministic principal direction.
+  std::vector<double> spread(static_cast<size_t>(width), 0.0);
+  for (int64_t i : members)
+    for (int64_t j = 0; j < width; ++j) spread[static_cast<size_t>(j)] += std::pow(points[static_cast<size_t>(i * width + j)] - mu[static_cast<size_t>(j)], 2);
+  v[static_cast<size_t>(std::max_element(spread.begin(), spread.end()) - spread.begin())] = 1.0;
+  for (int iteration = 0; iteration < 4; ++iteration) {
+    std::fill(next.begin(), next.end(), 0.0);
+    for (int64_t i : members) {
+      const float* k = points.data() + i * width;
+      double projection = 0;
+      for (int64_t j = 0; j < width; ++j) projection += (k[j] - mu[static_cast<size_t>(j)]) * v[static_cast<size_t>(j)];
+      for (int64_t j = 0; j < width; ++j) next[static_cast<size_t>(j)] += projection * (k[j] - mu[static_cast<size_t>(j)]);
+    }
+    const double norm = std::sqrt(std::inner_product(next.begin(), next.end(), next.begin(), 0.0));
+    if (norm == 0) break;
+    for (int64_t j = 0; j < width; ++j) v[static_cast<size_t>(j)] = next[static_cast<size_t>(j)] / norm;
+  }
+  std::vector<std::pair<double, int64_t>> order;
+  order.reserve(static_cast<size_t>(count));
+  for (int64_t i : members) {
+    const float* k = points.data() + i * width;
+    double projection = 0;
+    for (int64_t j = 0; j < width; ++j) projection += k[j] * v[static_cast<size_t>(j)];
+    order.emplace_back(projection, i);
+  }
+  const int64_t parts = std::min<int64_t>(params.branching, (count + params.leaf_size - 1) / params.leaf_size);
+  // Balanced parts need only the quantile boundaries, not a full sort.
+  for (int64_t part = 1; part < parts; ++part) {
+    std::nth_element(order.begin() + count * (part - 1) / parts, order.begin() + count * part / parts, order.end());
+  }
+  for (int64_t part = 0; part < parts; ++part) {
+    std::vector<int64_t> child;
+    for (int64_t r = count * part / parts; r < count * (part + 1) / parts; ++r) child.push_back(order[static_cast<size_t>(r)].second);
+    split_members(points, width, params, std::move(child), clusters);
+  }
+}
+
+}  // namespace
+
+void build_codes(HeadIndex& head, const Subspaces& sub, const IndexParams& given) {
+  const int64_t dims = sub.dims, n = head.size(dims), s_count = sub.count();
+  IndexParams params = given;
+  // Balanced k-way splits end in clusters of at least leaf_size / branching
+  // keys, so this leaf size keeps every subspace below 65536 clusters (16-bit codes).
+  params.leaf_size = std::max<int64_t>(params.leaf_size, (n * params.branching + 65534) / 65535);
+  head.books.assign(static_cast<size_t>(s_count), Codebook{});
+  head.code.assign(static_cast<size_t>(s_count), std::vector<int32_t>(static_cast<size_t>(n), 0));
+  head.residual.assign(static_cast<size_t>(s_count), std::vector<float>(static_cast<size_t>(n), 0.0f));
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t s = 0; s < s_count; ++s) {
+    const int64_t offset = sub.begin[static_cast<size_t>(s)], width = sub.width(s);
+    std::vector<int64_t> all(static_cast<size_t>(n));
+    std::iota(all.begin(), all.end(), 0);
+    std::vector<std::vector<int64_t>> clusters;
+    std::vector<float> points(static_cast<size_t>(n * width));
+    for (int64_t i = 0; i < n; ++i) std::copy_n(head.keys.data() + i * dims + offset, width, points.data() + i * width);
+    split_members(points, width, params, std::move(all), clusters);
+    Codebook& book = head.books[static_cast<size_t>(s)];
+    book.width = width;
+    book.centroid.assign(clusters.size() * static_cast<size_t>(width), 0.0);
+    book.norm.assign(clusters.size(), 0.0);
+    for (size_t c = 0; c < clusters.size(); ++c) {
+      double* mu = book.centroid.data() + c * static_cast<size_t>(width);
+      for (int64_t i : clusters[c])
+        for (int64_t j = 0; j < width; ++j) mu[j] += points[static_cast<size_t>(i * width + j)];
+      for (int64_t j = 0; j < width; ++j) mu[j] /= static_cast<double>(clusters[c].size());
+      double norm = 0;
+      for (int64_t j = 0; j < width; ++j) norm += mu[j] * mu[j];
+      book.norm[c] = std::sqrt(norm);
+      for (int64_t i : clusters[c]) {
+        head.code[static_cast<size_t>(s)][static_cast<size_t>(i)] = static_cast<int32_t>(c);
+        const float rho = residual_up(head.keys.data() + i * dims + offset, mu, width);
+        head.residual[static_cast<size_t>(s)][static_cast<size_t>(i)] = rho;
+        book.max_residual = std::max(book.max_residual, rho);
+      }
+    }
+  }
+  head.coded = n;
+}
+
+void finish_head(HeadIndex& head, int64_t dims) {
+  for (Codebook& book : head.books) book.centroid_f32.assign(book.centroid.begin(), book.centroid.end());
+  head.code16.resize(head.code.size());
+  head.residual16.resize(head.residual.size());
+  for (size_t s = 0; s < head.code.size(); ++s) {
+    head.code16[s].assign(head.code[s].begin(), head.code[s].begin() + head.coded);
+    head.residual16[s].resize(static_cast<size_t>(head.coded));
+    for (int64_t i = 0; i < head.coded; ++i) {
+      uint32_t bits = 0;
+      const float rho = head.residual[s][static_cast<size_t>(i)];
+      std::memcpy(&bits, &rho, sizeof bits);
+      if (bits & 0xffffu) bits += 0x10000u;  // round the non-negative value up
+      head.residual16[s][static_cast<size_t>(i)] = static_cast<uint16_t>(bits >> 16);
+    }
+  }
+  const int64_t n = head.size(dims);
+  head.key_norm.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    double squares = 0;
+    for (int64_t j = 0; j < dims; ++j) squares += std::pow(static_cast<double>(head.keys[static_cast<size_t>(i * dims + j)]), 2);
+    const double up = std::sqrt(squares) * (1 + static_cast<double>(dims + 4) * DBL_EPSILON);
+    float stored = static_cast<float>(up);
+    if (static_cast<double>(stored) < up) stored = std::nextafter(stored, INFINITY);
+    head.key_norm[static_cast<size_t>(i)] = stored;
+  }
+}
+
+void code_buffer(HeadIndex& head, const Subspaces& sub) {
+  const int64_t dims = sub.dims, n = head.size(dims), s_count = sub.count();
+  for (int64_t s = 0; s < s_count; ++s) {
+    head.code[static_cast<size_t>(s)].resize(static_cast<size_t>(n));
+    head.residual[static_cast<size_t>(s)].resize(static_cast<size_t>(n));
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t i = head.coded; i < n; ++i) {
+    for (int64_t s = 0; s < s_count; ++s) {
+      const Codebook& book = head.books[static_cast<size_t>(s)];
+      const float* k = head.keys.data() + i * dims + sub.begin[static_cast<size_t>(s)];
+      int64_t best = 0;
+      double best_distance = INFINITY;
+      for (int64_t c = 0; c < book.clusters(); ++c) {
+        const double* mu = book.centroid.data() + c * book.width;
+        double distance = 0;
+        for (int64_t j = 0; j < book.width; ++j) distance += std::pow(k[j] - mu[j], 2);
+        if (distance < best_distance) {
+          best_distance = distance;
+          best = c;
+        }
+      }
+      head.code[static_cast<size_t>(s)][static_cast<size_t>(i)] = static_cast<int32_t>(best);
+      head.residual[static_cast<size_t>(s)][static_cast<size_t>(i)] = residual_up(k, book.centroid.data() + best * book.width, book.width);
+    }
+  }
+  for (int64_t s = 0; s < s_count; ++s) {
+    Codebook& book = head.books[static_cast<size_t>(s)];
+    for (int64_t i = head.coded; i < n; ++i) book.max_residual = std::max(book.max_residual, head.residual[static_cast<size_t>(s)][static_cast<size_t>(i)]);
+  }
+  head.coded = n;
+}
+
+}  // namespace louver

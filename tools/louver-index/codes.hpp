@@ -1,0 +1,68 @@
+// codes.hpp - the Louver index of one KV head: in each of S contiguous
+// subspaces the keys' sub-vectors are clustered into small balls; a key is
+// stored as its cluster code and its exact residual radius per subspace, so
+// that sum_s (q_s . mu_{s,c} + |q_s| rho_{i,s}) bounds q . k_i from above.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace louver {
+
+/// d dimensions cut into S contiguous subspaces; the first d % S get one more.
+struct Subspaces {
+  int64_t dims = 0;
+  std::vector<int64_t> begin;  ///< S + 1 boundaries
+  int64_t count() const { return static_cast<int64_t>(begin.size()) - 1; }
+  int64_t width(int64_t s) const { return begin[static_cast<size_t>(s) + 1] - begin[static_cast<size_t>(s)]; }
+  static Subspaces split(int64_t dims, int64_t count);
+};
+
+struct IndexParams {
+  int64_t subspaces = 32;  ///< S
+  int64_t branching = 2;   ///< children per split when clustering a subspace
+  int64_t leaf_size = 64;  ///< keys per cluster at most (at build time; raised to keep clusters < 65536)
+  int64_t buffer = 256;    ///< appended keys scanned exactly before they get codes
+};
+
+/// Centroids of one subspace's clusters.
+struct Codebook {
+  int64_t width = 0;
+  std::vector<double> centroid;  ///< [clusters, width]
+  std::vector<float> centroid_f32;  ///< the same in float, for the per-query table
+  std::vector<double> norm;      ///< [clusters]: |mu|, for rounding margins
+  float max_residual = 0;        ///< largest residual of any coded key
+  int64_t clusters() const { return width ? static_cast<int64_t>(norm.size()) : 0; }
+};
+
+/// The index of one KV head. Keys keep their original order: key i is row i.
+struct HeadIndex {
+  std::vector<float> keys;      ///< [n, d]
+  std::vector<float> key_norm;  ///< [n]: |k|, rounded up (for the dense scan's float filter)
+  std::vector<float> values;    ///< [n, dv] or empty
+  std::vector<Codebook> books;  ///< [S]
+  std::vector<std::vector<int32_t>> code;    ///< [S][coded]: cluster of key i in subspace s
+  std::vector<std::vector<float>> residual;  ///< [S][coded]: |k_{i,s} - mu_{s,code}|, rounded up
+  /// Packed copies for the search pass: codes as uint16 and residuals as the
+  /// upper 16 bits of the float, rounded up (bfloat16 towards +infinity).
+  std::vector<std::vector<uint16_t>> code16, residual16;
+  int64_t coded = 0;            ///< keys [coded, n) are the exact buffer
+  int64_t size(int64_t dims) const { return static_cast<int64_t>(keys.size()) / dims; }
+};
+
+/// |k_s - mu| computed in double from float coordinates and rounded up past
+/// every rounding of that computation, then up to float.
+float residual_up(const float* k, const double* mu, int64_t width);
+
+/// Fills the float copies of centroids and key norms (after building or loading).
+void finish_head(HeadIndex& head, int64_t dims);
+
+/// Clusters every subspace of keys [0, n) (balanced principal-direction splits
+/// into 'branching' parts until clusters hold at most leaf_size keys) and codes them.
+void build_codes(HeadIndex& head, const Subspaces& subspaces, const IndexParams& params);
+
+/// Codes keys [head.coded, n) against the existing codebooks (nearest
+/// centroid; the residual is exact whatever the choice, so the guarantee holds).
+void code_buffer(HeadIndex& head, const Subspaces& subspaces);
+
+}  // namespace louver

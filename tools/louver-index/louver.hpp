@@ -1,0 +1,48 @@
+// louver.hpp - the verbs of louver-index: a KV-cache index for halfspace
+// range search with zero false negatives.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "codes.hpp"
+
+namespace louver {
+
+inline constexpr const char* kIndexSchema = "louver-index.index/1";
+inline constexpr const char* kHitsSchema = "louver-index.hits/1";
+inline constexpr const char* kKvSchema = "louver-index.kv/1";
+
+struct GenOptions {
+  std::string output = "-";
+  bool no_clobber = false;
+  int64_t keys = 8192, dims = 128, queries = 64, kv_heads = 1, query_heads = 0, value_dims = 0;
+  std::string profile = "llm";
+  uint64_t seed = 0;
+};
+void gen(const GenOptions& options);
+
+struct BuildOptions {
+  std::string input = "-", output = "-";
+  bool no_clobber = false;
+  IndexParams params;
+};
+void build(const BuildOptions& options);
+
+struct AppendOptions {
+  std::string input = "-", keys, output = "-";
+  bool no_clobber = false;
+};
+void append(const AppendOptions& options);
+
+struct QueryOptions {
+  std::string input, queries, output = "-";
+  bool no_clobber = false;
+  double threshold = 0;
+  bool has_threshold = false;
+  int64_t topk_oracle = 0;
+  bool compare_dense = false;  ///< also time a dense exact scan and check it agrees
+  std::string shard;
+};
+void query(const QueryOptions& options);
+
+}  // namespace louver

@@ -1,0 +1,59 @@
+// main.cpp - louver-index: KV-cache index for halfspace range search with zero false negatives.
+#include "louver.hpp"
+#include "nk/cli.hpp"
+
+int main(int argc, char** argv) {
+  nk::cli::App cli("louver-index", "KV-cache index returning exactly the keys with q.k >= T");
+  cli.app().require_subcommand(1);
+
+  louver::GenOptions gen;
+  CLI::App* gen_verb = cli.add_verb("gen", "Synthetic KV cache and decode queries (llm-like or iid)");
+  nk::cli::App::add_output(*gen_verb, gen.output, gen.no_clobber);
+  gen_verb->add_option("--n", gen.keys, "Keys per KV head, N")->check(CLI::Range(int64_t{1}, int64_t{1} << 32));
+  gen_verb->add_option("--d", gen.dims, "Head dimension, d")->check(CLI::Range(1, 1 << 16));
+  gen_verb->add_option("--queries", gen.queries, "Decode queries per query head, M")->check(CLI::Range(int64_t{1}, int64_t{1} << 32));
+  gen_verb->add_option("--heads", gen.kv_heads, "KV heads, Hkv")->check(CLI::Range(1, 1 << 12));
+  gen_verb->add_option("--query-heads", gen.query_heads, "Query heads, Hq (a multiple of Hkv; default Hkv)")->check(CLI::Range(0, 1 << 12));
+  gen_verb->add_option("--dv", gen.value_dims, "Value dimension (0 = no /values)")->check(CLI::Range(0, 1 << 16));
+  gen_verb->add_option("--profile", gen.profile, "llm or iid")->check(CLI::IsMember({"llm", "iid"}));
+
+  louver::BuildOptions build;
+  CLI::App* build_verb = cli.add_verb("build", "Index /keys (and /values) of a KV file");
+  nk::cli::App::add_input(*build_verb, build.input, "KV file with /keys [N,d] or [Hkv,N,d]");
+  nk::cli::App::add_output(*build_verb, build.output, build.no_clobber);
+  build_verb->add_option("--subspaces", build.params.subspaces, "Contiguous subspaces S of the d dimensions");
+  build_verb->add_option("--branching", build.params.branching, "Parts per split when clustering a subspace, bf");
+  build_verb->add_option("--leaf-size", build.params.leaf_size, "Keys per cluster at most");
+  build_verb->add_option("--buffer", build.params.buffer, "Appended keys scanned exactly before they are indexed");
+
+  louver::AppendOptions append;
+  CLI::App* append_verb = cli.add_verb("append", "Append /keys (and /values) of a file to an index");
+  nk::cli::App::add_input(*append_verb, append.input, "index file");
+  append_verb->add_option("--keys", append.keys, "File with the new /keys [n,d] or [Hkv,n,d]")->required();
+  nk::cli::App::add_output(*append_verb, append.output, append.no_clobber);
+
+  louver::QueryOptions query;
+  CLI::App* query_verb = cli.add_verb("query", "Every key with q.k >= T, per query: CSR /offsets, /ids, /scores");
+  nk::cli::App::add_input(*query_verb, query.input, "index file")->required();
+  query_verb->add_option("--queries", query.queries, "File with /queries [M,d] or [Hq,M,d]")->required();
+  nk::cli::App::add_output(*query_verb, query.output, query.no_clobber);
+  CLI::Option* threshold = query_verb->add_option("--threshold", query.threshold, "The score threshold T");
+  query_verb->add_option("--topk-oracle", query.topk_oracle, "T = the k-th largest exact score of each query")
+      ->check(CLI::PositiveNumber)
+      ->excludes(threshold);
+  query_verb->add_flag("--compare-dense", query.compare_dense, "Also time a dense exact scan and check it agrees");
+  nk::cli::App::add_shard(*query_verb, query.shard);
+
+  return cli.run(argc, argv, [&] {
+    if (*gen_verb) {
+      gen.seed = cli.common().seed;
+      louver::gen(gen);
+    }
+    if (*build_verb) louver::build(build);
+    if (*append_verb) louver::append(append);
+    if (*query_verb) {
+      query.has_threshold = threshold->count() > 0;
+      louver::query(query);
+    }
+  });
+}

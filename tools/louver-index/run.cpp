@@ -1,0 +1,195 @@
+// run.cpp - louver-index build / append / query: files in, files out.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "index_io.hpp"
+#include "louver.hpp"
+#include "nk/context.hpp"
+#include "nk/error.hpp"
+#include "nk/log.hpp"
+#include "nk/progress.hpp"
+#include "nk/shard.hpp"
+#include "search.hpp"
+
+namespace louver {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void check_params(const IndexParams& p, int64_t dims) {
+  if (p.subspaces < 1 || p.subspaces > dims) {
+    throw nk::usage_error("--subspaces must be in 1..d = " + std::to_string(dims) + ", got " + std::to_string(p.subspaces));
+  }
+  if (p.branching < 2) throw nk::usage_error("--branching must be >= 2");
+  if (p.leaf_size < 1 || p.buffer < 1) throw nk::usage_error("--leaf-size and --buffer must be >= 1");
+}
+
+}  // namespace
+
+void build(const BuildOptions& o) {
+  const nk::h5::File file = nk::h5::File::open(o.input);
+  if (file.attr_string("/", "nk_schema")) file.require_schema("louver-index.kv/");
+  const Vectors keys = read_vectors(file, "/keys");
+  check_params(o.params, keys.dims);
+  Vectors values;
+  if (file.has("/values")) {
+    values = read_vectors(file, "/values");
+    if (values.heads != keys.heads || values.count != keys.count) {
+      throw nk::input_error(file.path(), "/values", "has " + std::to_string(values.count) + " rows x " +
+                                                        std::to_string(values.heads) + " heads; /keys has " +
+                                                        std::to_string(keys.count) + " x " + std::to_string(keys.heads));
+    }
+  }
+  nk::h5::Writer out(o.output, kIndexSchema, o.no_clobber);
+  const auto start = std::chrono::steady_clock::now();
+  Index index;
+  index.params = o.params;
+  index.dims = keys.dims;
+  index.value_dims = values.data.empty() ? 0 : values.dims;
+  index.subspaces = Subspaces::split(keys.dims, o.params.subspaces);
+  index.heads.resize(static_cast<size_t>(keys.heads));
+  for (int64_t h = 0; h < keys.heads; ++h) {  // build_codes runs the subspaces in parallel
+    HeadIndex& head = index.heads[static_cast<size_t>(h)];
+    head.keys.assign(keys.row(h, 0), keys.row(h, 0) + keys.count * keys.dims);
+    if (index.value_dims) head.values.assign(values.row(h, 0), values.row(h, 0) + values.count * values.dims);
+    build_codes(head, index.subspaces, o.params);
+    finish_head(head, index.dims);
+  }
+  const double seconds = seconds_since(start);
+  write_index(out, index);
+  out.attr("/", "build_seconds", seconds);
+  out.commit();
+  spdlog::info("indexed {} key(s) x {} head(s) (d = {}, S = {}) in {:.3f} s", keys.count, keys.heads, keys.dims,
+               o.params.subspaces, seconds);
+}
+
+void append(const AppendOptions& o) {
+  const nk::h5::File file = nk::h5::File::open(o.input);
+  Index index = read_index(file);
+  const nk::h5::File more = nk::h5::File::open(o.keys);
+  const Vectors keys = read_vectors(more, "/keys");
+  if (keys.dims != index.dims) {
+    throw nk::input_error(more.path(), "/keys", "has d = " + std::to_string(keys.dims) + " but the index has d = " + std::to_string(index.dims));
+  }
+  if (keys.heads != static_cast<int64_t>(index.heads.size())) {
+    throw nk::input_error(more.path(), "/keys", "has " + std::to_string(keys.heads) + " head(s), the index " + std::to_string(index.heads.size()));
+  }
+  Vectors values;
+  if (index.value_dims) {
+    values = read_vectors(more, "/values");
+    if (values.dims != index.value_dims || values.count != keys.count || values.heads != keys.heads) {
+      throw nk::input_error(more.path(), "/values", "does not match /keys and the index's value width");
+    }
+  }
+  nk::h5::Writer out(o.output, kIndexSchema, o.no_clobber);
+  const auto start = std::chrono::steady_clock::now();
+  // New keys join the exact buffer; a full buffer gets codes against the
+  // existing codebooks (its residuals are exact, so the guarantee holds).
+  for (int64_t h = 0; h < keys.heads; ++h) {
+    HeadIndex& head = index.heads[static_cast<size_t>(h)];
+    head.keys.insert(head.keys.end(), keys.row(h, 0), keys.row(h, 0) + keys.count * keys.dims);
+    if (index.value_dims) head.values.insert(head.values.end(), values.row(h, 0), values.row(h, 0) + keys.count * values.dims);
+    if (head.size(index.dims) - head.coded >= index.params.buffer) code_buffer(head, index.subspaces);
+    finish_head(head, index.dims);
+  }
+  const double seconds = seconds_since(start);
+  write_index(out, index);
+  out.attr("/", "append_seconds", seconds);
+  out.commit();
+  spdlog::info("appended {} key(s) per head in {:.3f} s; {} key(s) in the exact buffer", keys.count, seconds,
+               index.heads[0].size(index.dims) - index.heads[0].coded);
+}
+
+void query(const QueryOptions& o) {
+  if (o.has_threshold == (o.topk_oracle > 0)) throw nk::usage_error("give exactly one of --threshold and --topk-oracle");
+  const nk::h5::File index_file = nk::h5::File::open(o.input);
+  const Index index = read_index(index_file);
+  const nk::h5::File query_file = nk::h5::File::open(o.queries);
+  const Vectors queries = read_vectors(query_file, "/queries");
+  if (queries.dims != index.dims) {
+    throw nk::input_error(query_file.path(), "/queries", "has d = " + std::to_string(queries.dims) +
+                                                             " but the index has d = " + std::to_string(index.dims));
+  }
+  const auto kv_heads = static_cast<int64_t>(index.heads.size());
+  if (queries.heads % kv_heads != 0) {
+    throw nk::input_error(query_file.path(), "/queries", std::to_string(queries.heads) + " query head(s) are not a multiple of the index's " +
+                                                             std::to_string(kv_heads) + " KV head(s)");
+  }
+  const int64_t group = queries.heads / kv_heads, rows = queries.heads * queries.count;
+  const nk::Shard shard = nk::resolve_shard(o.shard);
+  if (!shard.whole()) nk::run_context().shard = shard.text();
+  const auto [first, last] = nk::shard_range(shard, rows);
+  const int64_t count = last - first;
+  std::vector<SearchResult> results(static_cast<size_t>(count));
+  std::vector<double> thresholds(static_cast<size_t>(count));
+  // Thresholds first: the top-k oracle scans every key, and must not be timed as the index's work.
+  for (int64_t r = 0; r < count; ++r) {
+    const int64_t row = first + r, qh = row / queries.count;
+    const float* q = queries.row(qh, row % queries.count);
+    thresholds[static_cast<size_t>(r)] = o.has_threshold ? o.threshold
+                                                         : kth_score(index.heads[static_cast<size_t>(qh / group)], q, index.dims, o.topk_oracle);
+  }
+  nk::Progress progress("query", count);
+  const auto start = std::chrono::steady_clock::now();
+#pragma omp parallel for schedule(dynamic, 4)
+  for (int64_t r = 0; r < count; ++r) {
+    const int64_t row = first + r, qh = row / queries.count;
+    results[static_cast<size_t>(r)] = search(index.heads[static_cast<size_t>(qh / group)], index.subspaces,
+                                             queries.row(qh, row % queries.count), thresholds[static_cast<size_t>(r)]);
+    if (omp_get_thread_num() == 0) progress.update(r + 1);
+  }
+  const double index_seconds = seconds_since(start);
+  progress.finish();
+  double dense_seconds = 0;
+  if (o.compare_dense) {
+    std::vector<SearchResult> dense(static_cast<size_t>(count));
+    const auto dense_start = std::chrono::steady_clock::now();
+#pragma omp parallel for schedule(dynamic, 4)
+    for (int64_t r = 0; r < count; ++r) {
+      const int64_t row = first + r, qh = row / queries.count;
+      dense[static_cast<size_t>(r)] = dense_scan(index.heads[static_cast<size_t>(qh / group)], queries.row(qh, row % queries.count),
+                                                 index.dims, thresholds[static_cast<size_t>(r)]);
+    }
+    dense_seconds = seconds_since(dense_start);
+    for (int64_t r = 0; r < count; ++r) {
+      const auto& a = results[static_cast<size_t>(r)].hits;
+      const auto& b = dense[static_cast<size_t>(r)].hits;
+      const bool same = a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](const Hit& x, const Hit& y) { return x.id == y.id; });
+      if (!same) throw nk::Error(nk::Exit::runtime, "internal error: query " + std::to_string(first + r) + " differs from the dense scan");
+    }
+  }
+  std::vector<int64_t> offsets{0}, ids, scanned;
+  std::vector<double> scores;
+  int64_t total_scanned = 0;
+  for (const SearchResult& result : results) {
+    for (const Hit& hit : result.hits) {
+      ids.push_back(hit.id);
+      scores.push_back(hit.score);
+    }
+    offsets.push_back(static_cast<int64_t>(ids.size()));
+    scanned.push_back(result.scanned);
+    total_scanned += result.scanned;
+  }
+  nk::h5::Writer out(o.output, kHitsSchema, o.no_clobber);
+  out.write("/offsets", offsets.data(), {count + 1}, "Q+1");
+  out.attr("/offsets", "nk_merge", "offsets");
+  out.write("/ids", ids.data(), {static_cast<int64_t>(ids.size())}, "hits");
+  out.write("/scores", scores.data(), {static_cast<int64_t>(scores.size())}, "hits");
+  out.write("/scanned", scanned.data(), {count}, "Q");
+  out.write("/threshold", thresholds.data(), {count}, "Q");
+  const double fraction = static_cast<double>(total_scanned) / static_cast<double>(std::max<int64_t>(1, count * index.keys_per_head()));
+  out.attr("/", "query_seconds", index_seconds);
+  out.attr("/", "scanned_fraction", fraction);
+  if (o.compare_dense) out.attr("/", "dense_seconds", dense_seconds);
+  out.commit();
+  spdlog::info("{} quer(ies): {} hit(s), scanned {:.1f}% of keys, {:.3f} ms per query{}", count, ids.size(), 100 * fraction,
+               1e3 * index_seconds / std::max<int64_t>(1, count),
+               o.compare_dense ? fmt::format("; dense scan {:.3f} ms per query, same hits", 1e3 * dense_seconds / std::max<int64_t>(1, count)) : "");
+}
+
+}  // namespace louver
