@@ -125,6 +125,21 @@ void AtomicFile::commit() {
   fsync_path(folder_of(path_), O_RDONLY | O_DIRECTORY);
 }
 
+std::vector<unsigned char> read_stdin() {
+  std::vector<unsigned char> bytes;
+  unsigned char chunk[1 << 16];
+  for (;;) {
+    const ssize_t got = ::read(STDIN_FILENO, chunk, sizeof chunk);
+    if (got == 0) break;
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw io_error("-", std::string("cannot read standard input: ") + std::strerror(errno));
+    }
+    bytes.insert(bytes.end(), chunk, chunk + got);
+  }
+  return bytes;
+}
+
 void write_stdout(const unsigned char* bytes, size_t size) {
   size_t done = 0;
   while (done < size) {

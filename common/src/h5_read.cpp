@@ -15,23 +15,8 @@ namespace {
 
 constexpr unsigned char kSignature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
 
-std::vector<char> read_all_stdin() {
-  std::vector<char> bytes;
-  char chunk[1 << 16];
-  for (;;) {
-    const ssize_t got = ::read(STDIN_FILENO, chunk, sizeof chunk);
-    if (got == 0) break;
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      throw io_error("-", std::string("cannot read standard input: ") + std::strerror(errno));
-    }
-    bytes.insert(bytes.end(), chunk, chunk + got);
-  }
-  return bytes;
-}
-
 // HDF5 looks for its superblock at 0, 512, 1024, 2048, ... (after a user block).
-bool has_signature(const std::vector<char>& bytes) {
+bool has_signature(const std::vector<unsigned char>& bytes) {
   for (size_t offset = 0; offset + 8 <= bytes.size(); offset = offset ? offset * 2 : 512) {
     if (std::memcmp(bytes.data() + offset, kSignature, 8) == 0) return true;
   }
@@ -41,12 +26,6 @@ bool has_signature(const std::vector<char>& bytes) {
 std::string with_reason(const std::string& message) {
   const std::string reason = detail::innermost_error();
   return reason.empty() ? message : message + ": " + reason;
-}
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? "," : "") + std::to_string(shape[i]);
-  return text + "]";
 }
 
 template <class T>
@@ -78,7 +57,7 @@ File File::open(const std::string& path) {
     if (isatty(STDIN_FILENO)) {
       throw usage_error("input '-' is a terminal: pipe or redirect an HDF5 file into it");
     }
-    std::vector<char> bytes = read_all_stdin();
+    std::vector<unsigned char> bytes = read_stdin();
     if (bytes.empty()) throw input_error(path, "", "standard input is empty (expected an HDF5 file)");
     if (!has_signature(bytes)) {
       throw input_error(path, "", "not an HDF5 file (no HDF5 signature in " + std::to_string(bytes.size()) +

@@ -66,6 +66,12 @@ int64_t DatasetInfo::elements() const {
   return n;
 }
 
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? "," : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
 double available_memory_bytes() {
   std::ifstream meminfo("/proc/meminfo");
   std::string key, unit;

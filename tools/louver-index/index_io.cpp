@@ -10,24 +10,19 @@
 namespace louver {
 
 namespace {
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? "," : "") + std::to_string(shape[i]);
-  return text + "]";
-}
 }  // namespace
 
 Vectors read_vectors(const nk::h5::File& file, const std::string& dataset) {
   const nk::h5::DatasetInfo info = file.info(dataset);
   if (info.shape.size() != 2 && info.shape.size() != 3) {
-    throw nk::input_error(file.path(), dataset, "expected [N,d] or [H,N,d], found " + shape_text(info.shape));
+    throw nk::input_error(file.path(), dataset, "expected [N,d] or [H,N,d], found " + nk::h5::shape_text(info.shape));
   }
   Vectors v;
   v.heads = info.shape.size() == 3 ? info.shape[0] : 1;
   v.count = info.shape[info.shape.size() - 2];
   v.dims = info.shape.back();
   if (v.heads < 1 || v.count < 1 || v.dims < 1) {
-    throw nk::input_error(file.path(), dataset, "is empty: shape " + shape_text(info.shape));
+    throw nk::input_error(file.path(), dataset, "is empty: shape " + nk::h5::shape_text(info.shape));
   }
   nk::h5::Array<float> array = file.read<float>(dataset);
   nk::h5::require_finite(file.path(), dataset, array);
@@ -102,7 +97,7 @@ Index read_index(const nk::h5::File& file) {
     const nk::h5::Array<float> residuals = file.read<float>(group + "/residuals", 2, "S,N");
     nk::h5::require_finite(name, group + "/residuals", residuals);
     if (codes.shape[0] != s_count || codes.shape[1] > n || residuals.shape != codes.shape) {
-      throw nk::input_error(name, group + "/codes", "shape " + shape_text(codes.shape) + " does not fit N = " +
+      throw nk::input_error(name, group + "/codes", "shape " + nk::h5::shape_text(codes.shape) + " does not fit N = " +
                                                        std::to_string(n) + ", S = " + std::to_string(s_count));
     }
     head.coded = codes.shape[1];
@@ -117,7 +112,7 @@ Index read_index(const nk::h5::File& file) {
       Codebook book;
       book.width = index.subspaces.width(s);
       if (centroids.shape[1] != book.width || centroids.shape[0] < 1 || centroids.shape[0] > 65536) {
-        throw nk::input_error(name, dataset, "shape " + shape_text(centroids.shape) + " does not fit subspace width " +
+        throw nk::input_error(name, dataset, "shape " + nk::h5::shape_text(centroids.shape) + " does not fit subspace width " +
                                                  std::to_string(book.width));
       }
       book.centroid = centroids.data;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "nk/atomic_file.hpp"
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
 #include "nk/image.hpp"
@@ -16,21 +17,6 @@
 namespace nk::data {
 
 namespace {
-
-std::vector<unsigned char> read_stdin() {
-  std::vector<unsigned char> bytes;
-  unsigned char chunk[1 << 16];
-  for (;;) {
-    const ssize_t got = ::read(STDIN_FILENO, chunk, sizeof chunk);
-    if (got == 0) break;
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      throw io_error("-", std::string("cannot read standard input: ") + std::strerror(errno));
-    }
-    bytes.insert(bytes.end(), chunk, chunk + got);
-  }
-  return bytes;
-}
 
 /// Parses --resize WxH.
 std::pair<int, int> parse_size(const std::string& text) {

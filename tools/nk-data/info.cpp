@@ -34,12 +34,6 @@ std::string json_string(const std::string& text) {
   return out + "\"";
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? "," : "") + std::to_string(shape[i]);
-  return text + "]";
-}
-
 /// One line per value in TSV and tables: control characters are escaped.
 std::string one_line(const std::string& text) {
   std::string out;
@@ -77,7 +71,7 @@ void info(const InfoOptions& options) {
     out << (attributes.empty() ? "},\n" : "\n  },\n") << "  \"datasets\": [";
     for (size_t i = 0; i < datasets.size(); ++i) {
       const h5::DatasetInfo& d = datasets[i];
-      out << (i ? ",\n    " : "\n    ") << "{\"path\": " << json_string(d.path) << ", \"shape\": " << shape_text(d.shape)
+      out << (i ? ",\n    " : "\n    ") << "{\"path\": " << json_string(d.path) << ", \"shape\": " << nk::h5::shape_text(d.shape)
           << ", \"dtype\": " << json_string(d.type_text) << ", \"dims\": " << json_string(d.dims)
           << ", \"units\": " << json_string(d.units) << "}";
     }
@@ -86,7 +80,7 @@ void info(const InfoOptions& options) {
     out << "kind\tname\tshape\tdtype\tdims\tunits\tvalue\n";
     for (const h5::AttrValue& a : attributes) out << "attribute\t" << a.name << "\t\t\t\t\t" << one_line(a.text) << "\n";
     for (const h5::DatasetInfo& d : datasets) {
-      out << "dataset\t" << d.path << "\t" << shape_text(d.shape) << "\t" << d.type_text << "\t" << d.dims << "\t"
+      out << "dataset\t" << d.path << "\t" << nk::h5::shape_text(d.shape) << "\t" << d.type_text << "\t" << d.dims << "\t"
           << d.units << "\t\n";
     }
   } else {
@@ -97,12 +91,12 @@ void info(const InfoOptions& options) {
     size_t path_width = 7, shape_width = 5;
     for (const h5::DatasetInfo& d : datasets) {
       path_width = std::max(path_width, d.path.size());
-      shape_width = std::max(shape_width, shape_text(d.shape).size());
+      shape_width = std::max(shape_width, nk::h5::shape_text(d.shape).size());
     }
     out << "\n  " << padded("DATASET", path_width) << "  " << padded("SHAPE", shape_width) << "  "
         << padded("DTYPE", 10) << "  " << padded("DIMS", 8) << "  UNITS\n";
     for (const h5::DatasetInfo& d : datasets) {
-      out << "  " << padded(d.path, path_width) << "  " << padded(shape_text(d.shape), shape_width) << "  "
+      out << "  " << padded(d.path, path_width) << "  " << padded(nk::h5::shape_text(d.shape), shape_width) << "  "
           << padded(d.type_text, 10) << "  " << padded(d.dims.empty() ? "-" : d.dims, 8) << "  "
           << (d.units.empty() ? "-" : d.units) << "\n";
     }

@@ -24,12 +24,6 @@ struct Part {
   Shard shard;
 };
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? "," : "") + std::to_string(shape[i]);
-  return text + "]";
-}
-
 std::vector<Part> open_parts(const MergeOptions& options) {
   std::vector<Part> parts;
   for (const std::string& path : options.inputs) {
@@ -109,8 +103,8 @@ void merge_sum(h5::Writer& out, const std::vector<Part>& parts, const std::strin
   for (size_t i = 1; i < parts.size(); ++i) {
     const h5::Array<double> part = parts[i].file.read<double>(path);
     if (part.shape != total.shape) {
-      throw input_error(parts[i].file.path(), path, "shape " + shape_text(part.shape) + " differs from " +
-                                                        shape_text(total.shape) + " (nk_merge 'sum')");
+      throw input_error(parts[i].file.path(), path, "shape " + nk::h5::shape_text(part.shape) + " differs from " +
+                                                        nk::h5::shape_text(total.shape) + " (nk_merge 'sum')");
     }
     for (size_t j = 0; j < total.data.size(); ++j) total.data[j] += part.data[j];
   }
@@ -144,8 +138,8 @@ void merge_dataset(h5::Writer& out, const std::vector<Part>& parts, const std::s
                                 std::equal(raw.info.shape.begin() + (first.shape.empty() ? 0 : 1), raw.info.shape.end(),
                                            first.shape.begin() + (first.shape.empty() ? 0 : 1));
     if (!trailing_match || (rule == "same" && raw.info.shape != first.shape)) {
-      throw input_error(part.file.path(), path, "shape " + shape_text(raw.info.shape) + " does not fit " +
-                                                    shape_text(first.shape) + " of '" + parts[0].file.path() + "'");
+      throw input_error(part.file.path(), path, "shape " + nk::h5::shape_text(raw.info.shape) + " does not fit " +
+                                                    nk::h5::shape_text(first.shape) + " of '" + parts[0].file.path() + "'");
     }
     if (rule == "same" && !raws.empty() && !raw.has_vlen && raw.bytes != raws.front().bytes) {
       throw input_error(part.file.path(), path, "differs from '" + parts[0].file.path() + "' but nk_merge is 'same'");

@@ -14,12 +14,6 @@ namespace rubiconv {
 
 namespace {
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? "," : "") + std::to_string(shape[i]);
-  return text + "]";
-}
-
 /// Accepts files without nk_schema (the user's own data), refuses other tools' files.
 void check_schema(const nk::h5::File& file) {
   if (file.attr_string("/", "nk_schema")) file.require_schema("rubiconv.input/");
@@ -49,7 +43,7 @@ Inputs<Real> load(const nk::h5::File& file, const RunOptions& o, bool gradients)
   const std::string& name = file.path();
   const nk::h5::DatasetInfo xi = file.info("/x");
   if (xi.shape.size() != 3) {
-    throw nk::input_error(name, "/x", "expected rank 3 [B,L,H], found " + shape_text(xi.shape));
+    throw nk::input_error(name, "/x", "expected rank 3 [B,L,H], found " + nk::h5::shape_text(xi.shape));
   }
   if (!nk::h5::is_float(xi.dtype)) throw nk::input_error(name, "/x", "expected float32 or float64, found " + xi.type_text);
   Inputs<Real> in;
@@ -57,7 +51,7 @@ Inputs<Real> load(const nk::h5::File& file, const RunOptions& o, bool gradients)
   in.length = xi.shape[1];
   in.channels = xi.shape[2];
   if (batch < 1 || in.length < 1 || in.channels < 1) {
-    throw nk::input_error(name, "/x", "is empty: shape " + shape_text(xi.shape));
+    throw nk::input_error(name, "/x", "is empty: shape " + nk::h5::shape_text(xi.shape));
   }
   const nk::Shard shard = nk::resolve_shard(o.shard);
   const auto [first, last] = nk::shard_range(shard, batch);
@@ -66,7 +60,7 @@ Inputs<Real> load(const nk::h5::File& file, const RunOptions& o, bool gradients)
   in.batch = last - first;
 
   const nk::h5::DatasetInfo ki = file.info("/k");
-  if (ki.shape.size() != 2) throw nk::input_error(name, "/k", "expected rank 2 [H,Lk], found " + shape_text(ki.shape));
+  if (ki.shape.size() != 2) throw nk::input_error(name, "/k", "expected rank 2 [H,Lk], found " + nk::h5::shape_text(ki.shape));
   if (ki.shape[0] != in.channels) {
     throw nk::input_error(name, "/k", "has H = " + std::to_string(ki.shape[0]) + " filters but /x has H = " +
                                           std::to_string(in.channels) + " channels");
@@ -83,7 +77,7 @@ Inputs<Real> load(const nk::h5::File& file, const RunOptions& o, bool gradients)
   const double needed = element * (static_cast<double>(in.batch) * in.length * in.channels * arrays +
                                    static_cast<double>(in.channels) * in.filter_length * 3.0);
   if (needed > nk::h5::available_memory_bytes()) {
-    throw nk::input_error(name, "/x", shape_text(xi.shape) + " needs " + std::to_string(static_cast<int64_t>(needed / (1 << 20))) +
+    throw nk::input_error(name, "/x", nk::h5::shape_text(xi.shape) + " needs " + std::to_string(static_cast<int64_t>(needed / (1 << 20))) +
                                           " MiB, more than the memory available");
   }
   if (!file.has("/cu_seqlens")) throw nk::input_error(name, "/cu_seqlens", "missing (no such dataset in the file)");
@@ -92,7 +86,7 @@ Inputs<Real> load(const nk::h5::File& file, const RunOptions& o, bool gradients)
     throw nk::input_error(name, "/cu_seqlens", "expected integers, found " + ci.type_text);
   }
   if (ci.shape.empty() || ci.elements() > batch * (in.length + 1) + 1) {
-    throw nk::input_error(name, "/cu_seqlens", "shape " + shape_text(ci.shape) + " does not fit L = " + std::to_string(in.length));
+    throw nk::input_error(name, "/cu_seqlens", "shape " + nk::h5::shape_text(ci.shape) + " does not fit L = " + std::to_string(in.length));
   }
   const nk::h5::Array<int64_t> cu = file.read<int64_t>("/cu_seqlens");
   Packing all = packing_from_cu_seqlens(cu.data, cu.shape, batch, in.length, name);
@@ -115,7 +109,7 @@ Inputs<Real> load(const nk::h5::File& file, const RunOptions& o, bool gradients)
   if (gradients) {
     const nk::h5::DatasetInfo di = file.info("/dy");
     if (di.shape != xi.shape) {
-      throw nk::input_error(name, "/dy", "shape " + shape_text(di.shape) + " differs from /x " + shape_text(xi.shape));
+      throw nk::input_error(name, "/dy", "shape " + nk::h5::shape_text(di.shape) + " differs from /x " + nk::h5::shape_text(xi.shape));
     }
     in.dy = file.read_rows<Real>("/dy", first, last);
     nk::h5::require_finite(name, "/dy", in.dy, first);

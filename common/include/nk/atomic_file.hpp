@@ -31,6 +31,9 @@ class AtomicFile {
 /// Writes 'bytes' to 'path' atomically, or to stdout when path is '-'.
 void write_output_bytes(const std::string& path, const std::vector<unsigned char>& bytes, bool no_clobber);
 
+/// All of standard input; exit 4 when it cannot be read.
+std::vector<unsigned char> read_stdin();
+
 /// Writes all of 'bytes' to standard output; exit 4 on failure.
 void write_stdout(const unsigned char* bytes, size_t size);
 

@@ -194,6 +194,9 @@ class Writer {
   Handle file_;
 };
 
+/// "[2,3,4]": a shape for messages.
+std::string shape_text(const std::vector<int64_t>& shape);
+
 /// Bytes of memory this process can still take (MemAvailable), for refusing
 /// absurd sizes before allocating.
 double available_memory_bytes();
