@@ -38,5 +38,11 @@ for method in rubiconv perdoc fullfft; do
   rubiconv apply -i "$out/rubiconv-in.h5" --method "$method" -o "$out/rubiconv-$method.h5"
 done
 
+step "louver-index: every key with q.k >= T (T = each query's top-1% score), checked against a dense scan" \
+     "louver-index gen --n 32768 --queries 50 -o - | louver-index build -i - -o index.h5; louver-index query ..."
+louver-index gen --n 32768 --queries 50 --seed 1 -o "$out/kv.h5"
+louver-index build -i "$out/kv.h5" -o "$out/louver-index.h5"
+louver-index query -i "$out/louver-index.h5" --queries "$out/kv.h5" --topk-oracle 328 --compare-dense -o "$out/hits.h5"
+
 echo
 echo "demo: outputs in $out"

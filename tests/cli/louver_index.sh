@@ -11,6 +11,10 @@ check "append 700 keys (buffer flushes into codes)" louver-index -q append -i in
 check "query after appends" louver-index -q query -i index2.h5 --queries kv.h5 --topk-oracle 47 -o hits2.h5
 for i in 0 1 2; do louver-index -q query -i index.h5 --queries kv.h5 --topk-oracle 40 --shard $i/3 -o "shard$i.h5"; done
 check "merge sharded queries" nk-data -q merge shard2.h5 shard0.h5 shard1.h5 -o merged.h5
+for i in 0 1; do
+  SLURM_ARRAY_TASK_ID=$i SLURM_ARRAY_TASK_COUNT=2 bash "$NK_SOURCE/data/batch/louver-index.sbatch" index.h5 kv.h5 40 slurm 2>/dev/null
+done
+check "the sbatch example's shards merge to the whole run" sh -c 'nk-data -q merge slurm.shard-1.h5 slurm.shard-0.h5 -o slurm.h5 && h5diff slurm.h5 hits.h5 /ids /ids' 
 check "GQA: 4 query heads over 2 KV heads" sh -c 'louver-index -q gen --n 1500 --d 32 --queries 5 --heads 2 --query-heads 4 -o gqa.h5 && louver-index -q build -i gqa.h5 --subspaces 4 -o gqa_index.h5 && louver-index -q query -i gqa_index.h5 --queries gqa.h5 --topk-oracle 15 -o gqa_hits.h5'
 check "iid profile" sh -c 'louver-index -q gen --n 2000 --d 32 --queries 10 --profile iid -o iid.h5 && louver-index -q build -i iid.h5 -o iid_index.h5 && louver-index -q query -i iid_index.h5 --queries iid.h5 --topk-oracle 20 --compare-dense -o iid_hits.h5'
 

@@ -110,12 +110,14 @@ SearchResult search(const HeadIndex& head, const Subspaces& sub, const float* qu
       const uint16_t* code = head.code16[static_cast<size_t>(s)].data() + first;
       const uint16_t* rho = head.residual16[static_cast<size_t>(s)].data() + first;
       const float norm = q_norm[static_cast<size_t>(s)];
+      // Two simple loops: the residual term vectorises, the look-ups stay scalar.
       for (int64_t i = 0; i < count; ++i) {
         const uint32_t bits = static_cast<uint32_t>(rho[i]) << 16;
         float residual;
         std::memcpy(&residual, &bits, sizeof residual);
-        bound[i] += entries[code[i]] + norm * residual;
+        bound[i] += norm * residual;
       }
+      for (int64_t i = 0; i < count; ++i) bound[i] += entries[code[i]];
     }
     for (int64_t i = 0; i < count; ++i) {
       if (static_cast<double>(bound[i]) < cut) continue;
