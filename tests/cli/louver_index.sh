@@ -6,6 +6,8 @@ check "gen | build through a pipe" sh -c 'louver-index gen --n 4000 --d 64 --que
 check "gen the same file" louver-index -q gen --n 4000 --d 64 --queries 30 --dv 16 --seed 3 -o kv.h5
 check "query --topk-oracle --compare-dense" louver-index -q query -i index.h5 --queries kv.h5 --topk-oracle 40 --compare-dense -o hits.h5
 check "query --threshold" louver-index -q query -i index.h5 --queries kv.h5 --threshold 2.5 -o hits_t.h5
+check "query --method quest-threshold (exact, agrees with dense)" louver-index -q query -i index.h5 --queries kv.h5 --topk-oracle 40 --method quest-threshold --compare-dense -o quest_t.h5
+check "query --method quest-topk --budget 0.05" louver-index -q query -i index.h5 --queries kv.h5 --topk-oracle 40 --method quest-topk --budget 0.05 --page-size 16 --compare-dense -o quest_k.h5
 check "gen more keys" louver-index -q gen --n 700 --d 64 --queries 1 --dv 16 --seed 9 -o more.h5
 check "append 700 keys (buffer flushes into codes)" louver-index -q append -i index.h5 --keys more.h5 -o index2.h5
 check "query after appends" louver-index -q query -i index2.h5 --queries kv.h5 --topk-oracle 47 -o hits2.h5
@@ -44,6 +46,9 @@ h = verify(keys, q, "hits.h5", "topk-oracle")
 check("top-k oracle returns at least k keys per query", np.all(np.diff(h["/offsets"][...]) >= 40))
 check("scanned fraction below 1 (the index prunes)", h.attrs["scanned_fraction"] < 1.0)
 verify(keys, q, "hits_t.h5", "fixed threshold")
+verify(keys, q, "quest_t.h5", "quest-threshold")
+qk = h5py.File("quest_k.h5", "r")
+check(f"quest-topk reports its recall ({qk.attrs['recall']:.3f}) and scans at most its budget", 0 <= qk.attrs["recall"] <= 1 and qk.attrs["scanned_fraction"] <= 0.06)
 more = h5py.File("more.h5", "r")["/keys"][...]
 verify(np.concatenate([keys, more]), q, "hits2.h5", "after appends")
 m = h5py.File("merged.h5", "r"); w = h5py.File("hits.h5", "r")

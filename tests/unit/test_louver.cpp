@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "codes.hpp"
+#include "quest.hpp"
 #include "nk/rng.hpp"
 #include "search.hpp"
 
@@ -147,6 +148,28 @@ TEST_SUITE("louver") {
     const std::vector<double> t = topk_thresholds(head, queries, dims, 40);
     CHECK(mismatches(head, params, dims, queries, t, Bound::centroid_only) > 0);
     CHECK(mismatches(head, params, dims, queries, t, Bound::safe) == 0);
+  }
+
+  TEST_CASE("Quest baselines: the threshold variant is exact, top-K at a budget may miss keys") {
+    const int64_t dims = 32;
+    IndexParams params;
+    nk::Rng rng(11);
+    const HeadIndex head = make_head(gaussian(3000 * dims, rng.split(1)), dims, params);
+    const Pages pages = build_pages(head, dims, 16);
+    const std::vector<float> queries = gaussian(20 * dims, rng.split(2));
+    int64_t found = 0, expected = 0;
+    for (int m = 0; m < 20; ++m) {
+      const float* q = queries.data() + m * dims;
+      const double t = kth_score(head, q, dims, 30);
+      const std::vector<int64_t> truth = brute_force(head, q, dims, t);
+      CHECK(ids_of(quest_threshold(head, pages, q, dims, t)) == truth);
+      const SearchResult topk = quest_topk(head, pages, q, dims, t, 150);
+      CHECK(topk.scanned <= 160);
+      found += static_cast<int64_t>(topk.hits.size());
+      expected += static_cast<int64_t>(truth.size());
+      for (const Hit& hit : topk.hits) CHECK(hit.score >= t);
+    }
+    CHECK(found < expected);  // 5% of the keys cannot hold every top-1% key of iid data
   }
 
   TEST_CASE("residuals are upper bounds and codes stay in range after appends") {

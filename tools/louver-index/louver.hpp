@@ -40,7 +40,10 @@ struct QueryOptions {
   double threshold = 0;
   bool has_threshold = false;
   int64_t topk_oracle = 0;
-  bool compare_dense = false;  ///< also time a dense exact scan and check it agrees
+  bool compare_dense = false;  ///< also time a dense exact scan and check it agrees (or measure recall)
+  std::string method = "louver";  ///< louver | quest-threshold | quest-topk
+  double budget = 0.1;            ///< quest-topk: fraction of keys scanned
+  int64_t page_size = 16;         ///< quest-*: keys per page
   std::string shard;
 };
 void query(const QueryOptions& options);

@@ -41,7 +41,12 @@ int main(int argc, char** argv) {
   query_verb->add_option("--topk-oracle", query.topk_oracle, "T = the k-th largest exact score of each query")
       ->check(CLI::PositiveNumber)
       ->excludes(threshold);
-  query_verb->add_flag("--compare-dense", query.compare_dense, "Also time a dense exact scan and check it agrees");
+  query_verb->add_flag("--compare-dense", query.compare_dense,
+                       "Also time a dense exact scan: exact methods must agree with it; quest-topk reports its recall");
+  query_verb->add_option("--method", query.method, "louver (the index), quest-threshold (exact) or quest-topk (approximate)")
+      ->check(CLI::IsMember({"louver", "quest-threshold", "quest-topk"}));
+  query_verb->add_option("--budget", query.budget, "quest-topk: fraction of the keys to scan")->check(CLI::Range(0.0, 1.0));
+  query_verb->add_option("--page-size", query.page_size, "quest-*: keys per page")->check(CLI::Range(1, 1 << 20));
   nk::cli::App::add_shard(*query_verb, query.shard);
 
   return cli.run(argc, argv, [&] {

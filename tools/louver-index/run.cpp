@@ -11,6 +11,7 @@
 #include "nk/log.hpp"
 #include "nk/progress.hpp"
 #include "nk/shard.hpp"
+#include "quest.hpp"
 #include "search.hpp"
 
 namespace louver {
@@ -134,18 +135,29 @@ void query(const QueryOptions& o) {
     thresholds[static_cast<size_t>(r)] = o.has_threshold ? o.threshold
                                                          : kth_score(index.heads[static_cast<size_t>(qh / group)], q, index.dims, o.topk_oracle);
   }
+  const bool quest = o.method != "louver";
+  std::vector<Pages> pages;
+  if (quest) {
+    if (o.page_size < 1) throw nk::usage_error("--page-size must be >= 1");
+    for (const HeadIndex& head : index.heads) pages.push_back(build_pages(head, index.dims, o.page_size));
+  }
+  const int64_t budget = std::max<int64_t>(1, static_cast<int64_t>(std::llround(o.budget * static_cast<double>(index.keys_per_head()))));
   nk::Progress progress("query", count);
   const auto start = std::chrono::steady_clock::now();
 #pragma omp parallel for schedule(dynamic, 4)
   for (int64_t r = 0; r < count; ++r) {
-    const int64_t row = first + r, qh = row / queries.count;
-    results[static_cast<size_t>(r)] = search(index.heads[static_cast<size_t>(qh / group)], index.subspaces,
-                                             queries.row(qh, row % queries.count), thresholds[static_cast<size_t>(r)]);
+    const int64_t row = first + r, qh = row / queries.count, kv = qh / group;
+    const float* q = queries.row(qh, row % queries.count);
+    const double t = thresholds[static_cast<size_t>(r)];
+    const HeadIndex& head = index.heads[static_cast<size_t>(kv)];
+    if (o.method == "louver") results[static_cast<size_t>(r)] = search(head, index.subspaces, q, t);
+    else if (o.method == "quest-threshold") results[static_cast<size_t>(r)] = quest_threshold(head, pages[static_cast<size_t>(kv)], q, index.dims, t);
+    else results[static_cast<size_t>(r)] = quest_topk(head, pages[static_cast<size_t>(kv)], q, index.dims, t, budget);
     if (omp_get_thread_num() == 0) progress.update(r + 1);
   }
   const double index_seconds = seconds_since(start);
   progress.finish();
-  double dense_seconds = 0;
+  double dense_seconds = 0, recall = -1;
   if (o.compare_dense) {
     std::vector<SearchResult> dense(static_cast<size_t>(count));
     const auto dense_start = std::chrono::steady_clock::now();
@@ -156,12 +168,19 @@ void query(const QueryOptions& o) {
                                                  index.dims, thresholds[static_cast<size_t>(r)]);
     }
     dense_seconds = seconds_since(dense_start);
+    int64_t found = 0, expected = 0;
     for (int64_t r = 0; r < count; ++r) {
       const auto& a = results[static_cast<size_t>(r)].hits;
       const auto& b = dense[static_cast<size_t>(r)].hits;
+      expected += static_cast<int64_t>(b.size());
+      found += static_cast<int64_t>(a.size());
       const bool same = a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](const Hit& x, const Hit& y) { return x.id == y.id; });
-      if (!same) throw nk::Error(nk::Exit::runtime, "internal error: query " + std::to_string(first + r) + " differs from the dense scan");
+      // Exact methods must agree with the dense scan; quest-topk is allowed to miss keys.
+      if (!same && o.method != "quest-topk") {
+        throw nk::Error(nk::Exit::runtime, "internal error: query " + std::to_string(first + r) + " differs from the dense scan");
+      }
     }
+    recall = expected ? static_cast<double>(found) / static_cast<double>(expected) : 1.0;
   }
   std::vector<int64_t> offsets{0}, ids, scanned;
   std::vector<double> scores;
@@ -185,11 +204,15 @@ void query(const QueryOptions& o) {
   const double fraction = static_cast<double>(total_scanned) / static_cast<double>(std::max<int64_t>(1, count * index.keys_per_head()));
   out.attr("/", "query_seconds", index_seconds);
   out.attr("/", "scanned_fraction", fraction);
-  if (o.compare_dense) out.attr("/", "dense_seconds", dense_seconds);
+  out.attr("/", "method", o.method);
+  if (o.compare_dense) {
+    out.attr("/", "dense_seconds", dense_seconds);
+    out.attr("/", "recall", recall);
+  }
   out.commit();
-  spdlog::info("{} quer(ies): {} hit(s), scanned {:.1f}% of keys, {:.3f} ms per query{}", count, ids.size(), 100 * fraction,
-               1e3 * index_seconds / std::max<int64_t>(1, count),
-               o.compare_dense ? fmt::format("; dense scan {:.3f} ms per query, same hits", 1e3 * dense_seconds / std::max<int64_t>(1, count)) : "");
+  spdlog::info("{}: {} quer(ies): {} hit(s), scanned {:.1f}% of keys, {:.3f} ms per query{}", o.method, count, ids.size(),
+               100 * fraction, 1e3 * index_seconds / std::max<int64_t>(1, count),
+               o.compare_dense ? fmt::format("; dense scan {:.3f} ms per query; recall {:.4f}", 1e3 * dense_seconds / std::max<int64_t>(1, count), recall) : "");
 }
 
 }  // namespace louver

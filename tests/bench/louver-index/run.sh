@@ -3,7 +3,9 @@
 # N in {8K, 32K, 128K} (override: SIZES="8192 32768"), d = 128, llm profile,
 # T = the top-k oracle with k = 1% of N, M = 200 queries, 2 threads.
 # Reported: recall against the dense scan (the tool fails unless identical),
-# scanned fraction, time per query of each, build time and 10K appends.
+# scanned fraction, time per query of each, build time and 10K appends; then
+# the Quest baselines: page bounds as an exact filter (quest-threshold) and
+# Quest's top-K pages at Louver's scanned fraction (quest-topk, approximate).
 set -euo pipefail
 bin=$(cd "$1" && pwd)
 export PATH="$bin:$PATH"
@@ -25,6 +27,13 @@ for n in $sizes; do
       -v qd="$(attr "$work/hits.h5" dense_seconds)" -v b="$(attr "$work/index.h5" build_seconds)" \
       -v a="$(attr "$work/index2.h5" append_seconds)" -v m="$queries" -v rss="$(cat "$work/rss")" 'BEGIN {
     printf "%-8d %6d | %8s %8.1f%% %10.3f %10.3f %7.2fx | %9.3f %12.3f %9.0f\n", n, k, "1.0", 100 * f, 1e3 * qi / m, 1e3 * qd / m, qd / qi, b, a, rss / 1024 }'
+  louver-index -q query -i "$work/index.h5" --queries "$work/kv.h5" --topk-oracle "$k" --method quest-threshold -o "$work/qt.h5"
+  budget=$(attr "$work/hits.h5" scanned_fraction)
+  louver-index -q query -i "$work/index.h5" --queries "$work/kv.h5" --topk-oracle "$k" --method quest-topk --budget "$budget" --compare-dense -o "$work/qk.h5"
+  awk -v n="$n" -v f="$(attr "$work/qt.h5" scanned_fraction)" -v t="$(attr "$work/qt.h5" query_seconds)" -v m="$queries" \
+      -v b="$budget" -v r="$(attr "$work/qk.h5" recall)" -v tk="$(attr "$work/qk.h5" query_seconds)" 'BEGIN {
+    printf "         quest-threshold (exact): scanned %.1f%%, %.3f ms/query; quest-topk at %.1f%% of keys: recall %.3f, %.3f ms/query\n",
+           100 * f, 1e3 * t / m, 100 * b, r, 1e3 * tk / m }'
 done
 echo "recall 1.0: --compare-dense fails the run unless every query's hits equal the dense exact scan's"
 echo "goals: recall 1.0 with scanned <= 15% and >= 3x faster than the dense scan at N = 128K"
