@@ -8,6 +8,8 @@ check "query --topk-oracle --compare-dense" louver-index -q query -i index.h5 --
 check "query --threshold" louver-index -q query -i index.h5 --queries kv.h5 --threshold 2.5 -o hits_t.h5
 check "query --method quest-threshold (exact, agrees with dense)" louver-index -q query -i index.h5 --queries kv.h5 --topk-oracle 40 --method quest-threshold --compare-dense -o quest_t.h5
 check "query --method quest-topk --budget 0.05" louver-index -q query -i index.h5 --queries kv.h5 --topk-oracle 40 --method quest-topk --budget 0.05 --page-size 16 --compare-dense -o quest_k.h5
+check "attend (sparse vs dense attention)" louver-index -q attend -i index.h5 --queries kv.h5 --topk-oracle 40 -o att.h5
+check "attend with every key (T below all scores) equals dense" louver-index -q attend -i index.h5 --queries kv.h5 --threshold -1e30 -o att_all.h5
 check "gen more keys" louver-index -q gen --n 700 --d 64 --queries 1 --dv 16 --seed 9 -o more.h5
 check "append 700 keys (buffer flushes into codes)" louver-index -q append -i index.h5 --keys more.h5 -o index2.h5
 check "query after appends" louver-index -q query -i index2.h5 --queries kv.h5 --topk-oracle 47 -o hits2.h5
@@ -51,6 +53,25 @@ qk = h5py.File("quest_k.h5", "r")
 check(f"quest-topk reports its recall ({qk.attrs['recall']:.3f}) and scans at most its budget", 0 <= qk.attrs["recall"] <= 1 and qk.attrs["scanned_fraction"] <= 0.06)
 more = h5py.File("more.h5", "r")["/keys"][...]
 verify(np.concatenate([keys, more]), q, "hits2.h5", "after appends")
+a = h5py.File("att.h5", "r")
+K = keys.astype(np.float64); V = kv["/values"][...].astype(np.float64)
+logits = (q.astype(np.float64) @ K.T) / np.sqrt(K.shape[1])
+p = np.exp(logits - logits.max(axis=1, keepdims=True)); p /= p.sum(axis=1, keepdims=True)
+dense = p @ V
+check("attend: dense output equals numpy softmax attention", np.allclose(a["/dense_output"][...], dense, rtol=1e-9, atol=1e-12))
+thr = a["/threshold"][...]
+hits_file = h5py.File("hits.h5", "r")  # query with the same index, queries and oracle: the same hits
+off, hit_ids = hits_file["/offsets"][...], hits_file["/ids"][...]
+check("attend used the same thresholds as query", np.array_equal(thr, hits_file["/threshold"][...]))
+sparse = []
+for r in range(len(thr)):
+    keep = hit_ids[off[r]:off[r + 1]]
+    w = np.exp(logits[r][keep] - logits[r][keep].max()); w /= w.sum()
+    sparse.append(w @ V[keep])
+check("attend: sparse output equals numpy softmax over the hits", np.allclose(a["/output"][...], np.array(sparse), rtol=1e-7, atol=1e-9))
+check("attend: mass and relative error are consistent", np.all(a["/mass"][...] <= 1 + 1e-12) and np.all(a["/relative_error"][...] >= 0))
+al = h5py.File("att_all.h5", "r")
+check("attend over every key has zero error and mass 1", np.max(al["/relative_error"][...]) < 1e-12 and np.min(al["/mass"][...]) > 1 - 1e-12)
 m = h5py.File("merged.h5", "r"); w = h5py.File("hits.h5", "r")
 check("merged shards equal the whole run", np.array_equal(m["/ids"][...], w["/ids"][...]) and np.array_equal(m["/offsets"][...], w["/offsets"][...]))
 g = h5py.File("gqa.h5", "r")
@@ -87,6 +108,7 @@ expect_fail "code out of range" 3 "dataset /head0/codes: key 7 has cluster 10485
 expect_fail "a foreign file as index" 3 "nk_schema is 'louver-index.kv/1', expected louver-index.index/" louver-index query -i kv.h5 --queries kv.h5 --threshold 0 -o bad.h5
 expect_fail "threshold and oracle together" 2 "error: --threshold excludes --topk-oracle" louver-index query -i index.h5 --queries kv.h5 --threshold 1 --topk-oracle 3 -o bad.h5
 expect_fail "no threshold" 2 "give exactly one of --threshold and --topk-oracle" louver-index query -i index.h5 --queries kv.h5 -o bad.h5
+expect_fail "attend without values" 3 "dataset /values: missing: attend needs an index built with /values" louver-index attend -i iid_index.h5 --queries iid.h5 --threshold 0 -o bad.h5
 expect_fail "subspaces > d" 2 "--subspaces must be in 1..d = 64" louver-index build -i kv.h5 --subspaces 65 -o bad.h5
 [ ! -e bad.h5 ] && pass "no output file from failed runs" || fail "a failed run left bad.h5"
 no_temp_files "no temp files" "$WORK"

@@ -48,4 +48,8 @@ struct QueryOptions {
 };
 void query(const QueryOptions& options);
 
+/// Sparse attention over the hits of each query (softmax over hits only)
+/// against dense attention over every key: outputs, error and covered mass.
+void attend(const QueryOptions& options, double scale);
+
 }  // namespace louver

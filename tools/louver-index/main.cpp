@@ -49,6 +49,19 @@ int main(int argc, char** argv) {
   query_verb->add_option("--page-size", query.page_size, "quest-*: keys per page")->check(CLI::Range(1, 1 << 20));
   nk::cli::App::add_shard(*query_verb, query.shard);
 
+  louver::QueryOptions attend;
+  double scale = 0;
+  CLI::App* attend_verb = cli.add_verb("attend", "Attention over each query's hits vs dense attention: outputs, error, mass");
+  nk::cli::App::add_input(*attend_verb, attend.input, "index file (built with /values)")->required();
+  attend_verb->add_option("--queries", attend.queries, "File with /queries [M,d] or [Hq,M,d]")->required();
+  nk::cli::App::add_output(*attend_verb, attend.output, attend.no_clobber);
+  CLI::Option* attend_threshold = attend_verb->add_option("--threshold", attend.threshold, "The score threshold T");
+  attend_verb->add_option("--topk-oracle", attend.topk_oracle, "T = the k-th largest exact score of each query")
+      ->check(CLI::PositiveNumber)
+      ->excludes(attend_threshold);
+  attend_verb->add_option("--scale", scale, "Softmax scale of q.k (default 1/sqrt(d))")->check(CLI::NonNegativeNumber);
+  nk::cli::App::add_shard(*attend_verb, attend.shard);
+
   return cli.run(argc, argv, [&] {
     if (*gen_verb) {
       gen.seed = cli.common().seed;
@@ -59,6 +72,10 @@ int main(int argc, char** argv) {
     if (*query_verb) {
       query.has_threshold = threshold->count() > 0;
       louver::query(query);
+    }
+    if (*attend_verb) {
+      attend.has_threshold = attend_threshold->count() > 0;
+      louver::attend(attend, scale);
     }
   });
 }

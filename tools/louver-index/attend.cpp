@@ -1,0 +1,114 @@
+// attend.cpp - louver-index attend: attention restricted to the returned keys,
+// and its error against dense attention over every key.
+#include <chrono>
+#include <cmath>
+
+#include "index_io.hpp"
+#include "louver.hpp"
+#include "nk/context.hpp"
+#include "nk/error.hpp"
+#include "nk/log.hpp"
+#include "nk/shard.hpp"
+#include "search.hpp"
+
+namespace louver {
+
+namespace {
+
+/// softmax(scale * scores) . values over the keys in 'ids' (all keys when
+/// ids is null); also returns log of the softmax normaliser.
+std::vector<double> attention(const HeadIndex& head, int64_t dims, int64_t value_dims, const float* q, double scale,
+                              const std::vector<int64_t>* ids, double& log_normaliser) {
+  const int64_t n = head.size(dims);
+  const int64_t count = ids ? static_cast<int64_t>(ids->size()) : n;
+  std::vector<double> logits(static_cast<size_t>(count));
+  double top = -INFINITY;
+  for (int64_t r = 0; r < count; ++r) {
+    const int64_t key = ids ? (*ids)[static_cast<size_t>(r)] : r;
+    logits[static_cast<size_t>(r)] = scale * exact_score(q, head.keys.data() + key * dims, dims);
+    top = std::max(top, logits[static_cast<size_t>(r)]);
+  }
+  std::vector<double> out(static_cast<size_t>(value_dims), 0.0);
+  double total = 0;
+  for (int64_t r = 0; r < count; ++r) {
+    const int64_t key = ids ? (*ids)[static_cast<size_t>(r)] : r;
+    const double weight = std::exp(logits[static_cast<size_t>(r)] - top);
+    total += weight;
+    const float* v = head.values.data() + key * value_dims;
+    for (int64_t j = 0; j < value_dims; ++j) out[static_cast<size_t>(j)] += weight * v[j];
+  }
+  for (double& value : out) value = total > 0 ? value / total : 0.0;
+  log_normaliser = count ? top + std::log(total) : -INFINITY;
+  return out;
+}
+
+}  // namespace
+
+void attend(const QueryOptions& o, double scale) {
+  if (o.has_threshold == (o.topk_oracle > 0)) throw nk::usage_error("give exactly one of --threshold and --topk-oracle");
+  const nk::h5::File index_file = nk::h5::File::open(o.input);
+  const Index index = read_index(index_file);
+  if (index.value_dims == 0) throw nk::input_error(index_file.path(), "/values", "missing: attend needs an index built with /values");
+  const nk::h5::File query_file = nk::h5::File::open(o.queries);
+  const Vectors queries = read_vectors(query_file, "/queries");
+  if (queries.dims != index.dims) {
+    throw nk::input_error(query_file.path(), "/queries", "has d = " + std::to_string(queries.dims) +
+                                                             " but the index has d = " + std::to_string(index.dims));
+  }
+  const auto kv_heads = static_cast<int64_t>(index.heads.size());
+  if (queries.heads % kv_heads != 0) {
+    throw nk::input_error(query_file.path(), "/queries", "query heads are not a multiple of the index's KV heads");
+  }
+  if (scale <= 0) scale = 1.0 / std::sqrt(static_cast<double>(index.dims));
+  const int64_t group = queries.heads / kv_heads, rows = queries.heads * queries.count, dv = index.value_dims;
+  const nk::Shard shard = nk::resolve_shard(o.shard);
+  if (!shard.whole()) nk::run_context().shard = shard.text();
+  const auto [first, last] = nk::shard_range(shard, rows);
+  const int64_t count = last - first;
+  std::vector<double> sparse(static_cast<size_t>(count * dv)), dense(static_cast<size_t>(count * dv));
+  std::vector<double> error(static_cast<size_t>(count)), mass(static_cast<size_t>(count)), thresholds(static_cast<size_t>(count));
+  std::vector<int64_t> kept(static_cast<size_t>(count));
+#pragma omp parallel for schedule(dynamic, 4)
+  for (int64_t r = 0; r < count; ++r) {
+    const int64_t row = first + r, qh = row / queries.count;
+    const HeadIndex& head = index.heads[static_cast<size_t>(qh / group)];
+    const float* q = queries.row(qh, row % queries.count);
+    const double t = o.has_threshold ? o.threshold : kth_score(head, q, index.dims, o.topk_oracle);
+    const SearchResult result = search(head, index.subspaces, q, t);
+    std::vector<int64_t> ids;
+    for (const Hit& hit : result.hits) ids.push_back(hit.id);
+    double log_hits = 0, log_all = 0;
+    const std::vector<double> a = attention(head, index.dims, dv, q, scale, &ids, log_hits);
+    const std::vector<double> b = attention(head, index.dims, dv, q, scale, nullptr, log_all);
+    double diff = 0, norm = 0;
+    for (int64_t j = 0; j < dv; ++j) {
+      diff += std::pow(a[static_cast<size_t>(j)] - b[static_cast<size_t>(j)], 2);
+      norm += std::pow(b[static_cast<size_t>(j)], 2);
+    }
+    std::copy(a.begin(), a.end(), sparse.begin() + r * dv);
+    std::copy(b.begin(), b.end(), dense.begin() + r * dv);
+    error[static_cast<size_t>(r)] = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+    mass[static_cast<size_t>(r)] = ids.empty() ? 0.0 : std::exp(log_hits - log_all);
+    thresholds[static_cast<size_t>(r)] = t;
+    kept[static_cast<size_t>(r)] = static_cast<int64_t>(ids.size());
+  }
+  nk::h5::Writer out(o.output, "louver-index.attention/1", o.no_clobber);
+  out.write("/output", sparse.data(), {count, dv}, "Q,dv");
+  out.write("/dense_output", dense.data(), {count, dv}, "Q,dv");
+  out.write("/relative_error", error.data(), {count}, "Q");
+  out.write("/mass", mass.data(), {count}, "Q");
+  out.write("/hits", kept.data(), {count}, "Q");
+  out.write("/threshold", thresholds.data(), {count}, "Q");
+  out.attr("/", "scale", scale);
+  out.commit();
+  double worst = 0, mean = 0, least_mass = 1;
+  for (int64_t r = 0; r < count; ++r) {
+    worst = std::max(worst, error[static_cast<size_t>(r)]);
+    mean += error[static_cast<size_t>(r)] / static_cast<double>(std::max<int64_t>(1, count));
+    least_mass = std::min(least_mass, mass[static_cast<size_t>(r)]);
+  }
+  spdlog::info("{} quer(ies): relative L2 error of sparse attention: mean {:.2e}, worst {:.2e}; softmax mass kept >= {:.4f}",
+               count, mean, worst, least_mass);
+}
+
+}  // namespace louver
