@@ -10,6 +10,8 @@ check "query --method quest-threshold (exact, agrees with dense)" louver-index -
 check "query --method quest-topk --budget 0.05" louver-index -q query -i index.h5 --queries kv.h5 --topk-oracle 40 --method quest-topk --budget 0.05 --page-size 16 --compare-dense -o quest_k.h5
 check "attend (sparse vs dense attention)" louver-index -q attend -i index.h5 --queries kv.h5 --topk-oracle 40 -o att.h5
 check "attend with every key (T below all scores) equals dense" louver-index -q attend -i index.h5 --queries kv.h5 --threshold -1e30 -o att_all.h5
+check "attend --mass 0.99" louver-index -q attend -i index.h5 --queries kv.h5 --mass 0.99 -o att_mass.h5
+check "query --mass 0.9 --mass-sample 64" louver-index -q query -i index.h5 --queries kv.h5 --mass 0.9 --mass-sample 64 --compare-dense -o hits_mass.h5
 check "gen more keys" louver-index -q gen --n 700 --d 64 --queries 1 --dv 16 --seed 9 -o more.h5
 check "append 700 keys (buffer flushes into codes)" louver-index -q append -i index.h5 --keys more.h5 -o index2.h5
 check "query after appends" louver-index -q query -i index2.h5 --queries kv.h5 --topk-oracle 47 -o hits2.h5
@@ -70,6 +72,9 @@ for r in range(len(thr)):
     sparse.append(w @ V[keep])
 check("attend: sparse output equals numpy softmax over the hits", np.allclose(a["/output"][...], np.array(sparse), rtol=1e-7, atol=1e-9))
 check("attend: mass and relative error are consistent", np.all(a["/mass"][...] <= 1 + 1e-12) and np.all(a["/relative_error"][...] >= 0))
+am = h5py.File("att_mass.h5", "r")
+check(f"--mass 0.99 keeps at least 0.99 of the softmax mass on every query (least {am['/mass'][...].min():.5f})", am["/mass"][...].min() >= 0.99)
+verify(keys, q, "hits_mass.h5", "--mass threshold")
 al = h5py.File("att_all.h5", "r")
 check("attend over every key has zero error and mass 1", np.max(al["/relative_error"][...]) < 1e-12 and np.min(al["/mass"][...]) > 1 - 1e-12)
 m = h5py.File("merged.h5", "r"); w = h5py.File("hits.h5", "r")
@@ -107,7 +112,8 @@ expect_fail "residual that is not an upper bound" 3 "dataset /head0/residuals: k
 expect_fail "code out of range" 3 "dataset /head0/codes: key 7 has cluster 1048576 outside" louver-index query -i corrupt_codes.h5 --queries kv.h5 --threshold 0 -o bad.h5
 expect_fail "a foreign file as index" 3 "nk_schema is 'louver-index.kv/1', expected louver-index.index/" louver-index query -i kv.h5 --queries kv.h5 --threshold 0 -o bad.h5
 expect_fail "threshold and oracle together" 2 "error: --threshold excludes --topk-oracle" louver-index query -i index.h5 --queries kv.h5 --threshold 1 --topk-oracle 3 -o bad.h5
-expect_fail "no threshold" 2 "give exactly one of --threshold and --topk-oracle" louver-index query -i index.h5 --queries kv.h5 -o bad.h5
+expect_fail "--mass with --threshold" 2 "error: --(mass|threshold) excludes --(mass|threshold)" louver-index query -i index.h5 --queries kv.h5 --threshold 1 --mass 0.9 -o bad.h5
+expect_fail "no threshold" 2 "give exactly one of --threshold, --topk-oracle and --mass" louver-index query -i index.h5 --queries kv.h5 -o bad.h5
 expect_fail "attend without values" 3 "dataset /values: missing: attend needs an index built with /values" louver-index attend -i iid_index.h5 --queries iid.h5 --threshold 0 -o bad.h5
 expect_fail "subspaces > d" 2 "--subspaces must be in 1..d = 64" louver-index build -i kv.h5 --subspaces 65 -o bad.h5
 [ ! -e bad.h5 ] && pass "no output file from failed runs" || fail "a failed run left bad.h5"

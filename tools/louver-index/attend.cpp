@@ -44,8 +44,10 @@ std::vector<double> attention(const HeadIndex& head, int64_t dims, int64_t value
 
 }  // namespace
 
-void attend(const QueryOptions& o, double scale) {
-  if (o.has_threshold == (o.topk_oracle > 0)) throw nk::usage_error("give exactly one of --threshold and --topk-oracle");
+void attend(const QueryOptions& o) {
+  if (static_cast<int>(o.has_threshold) + static_cast<int>(o.topk_oracle > 0) + static_cast<int>(o.mass > 0) != 1) {
+    throw nk::usage_error("give exactly one of --threshold, --topk-oracle and --mass");
+  }
   const nk::h5::File index_file = nk::h5::File::open(o.input);
   const Index index = read_index(index_file);
   if (index.value_dims == 0) throw nk::input_error(index_file.path(), "/values", "missing: attend needs an index built with /values");
@@ -59,7 +61,7 @@ void attend(const QueryOptions& o, double scale) {
   if (queries.heads % kv_heads != 0) {
     throw nk::input_error(query_file.path(), "/queries", "query heads are not a multiple of the index's KV heads");
   }
-  if (scale <= 0) scale = 1.0 / std::sqrt(static_cast<double>(index.dims));
+  const double scale = o.scale > 0 ? o.scale : 1.0 / std::sqrt(static_cast<double>(index.dims));
   const int64_t group = queries.heads / kv_heads, rows = queries.heads * queries.count, dv = index.value_dims;
   const nk::Shard shard = nk::resolve_shard(o.shard);
   if (!shard.whole()) nk::run_context().shard = shard.text();
@@ -73,7 +75,7 @@ void attend(const QueryOptions& o, double scale) {
     const int64_t row = first + r, qh = row / queries.count;
     const HeadIndex& head = index.heads[static_cast<size_t>(qh / group)];
     const float* q = queries.row(qh, row % queries.count);
-    const double t = o.has_threshold ? o.threshold : kth_score(head, q, index.dims, o.topk_oracle);
+    const double t = row_threshold(o, head, q, index.dims, row);
     const SearchResult result = search(head, index.subspaces, q, t);
     std::vector<int64_t> ids;
     for (const Hit& hit : result.hits) ids.push_back(hit.id);

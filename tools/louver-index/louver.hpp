@@ -40,6 +40,10 @@ struct QueryOptions {
   double threshold = 0;
   bool has_threshold = false;
   int64_t topk_oracle = 0;
+  double mass = 0;             ///< > 0: T from a sampled bound that keeps this softmax mass
+  int64_t mass_sample = 256;   ///< keys sampled per query for --mass
+  double scale = 0;            ///< softmax scale for --mass and attend (0 = 1/sqrt(d))
+  uint64_t seed = 0;
   bool compare_dense = false;  ///< also time a dense exact scan and check it agrees (or measure recall)
   std::string method = "louver";  ///< louver | quest-threshold | quest-topk
   double budget = 0.1;            ///< quest-topk: fraction of keys scanned
@@ -50,6 +54,10 @@ void query(const QueryOptions& options);
 
 /// Sparse attention over the hits of each query (softmax over hits only)
 /// against dense attention over every key: outputs, error and covered mass.
-void attend(const QueryOptions& options, double scale);
+void attend(const QueryOptions& options);
+
+/// The threshold of each query row: --threshold, --topk-oracle or --mass.
+double row_threshold(const QueryOptions& options, const HeadIndex& head, const float* query, int64_t dims,
+                     int64_t row);
 
 }  // namespace louver

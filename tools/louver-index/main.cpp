@@ -41,6 +41,11 @@ int main(int argc, char** argv) {
   query_verb->add_option("--topk-oracle", query.topk_oracle, "T = the k-th largest exact score of each query")
       ->check(CLI::PositiveNumber)
       ->excludes(threshold);
+  query_verb->add_option("--mass", query.mass, "T keeping at least this softmax mass of scale * q.k (provable; see man page)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->excludes(threshold);
+  query_verb->add_option("--mass-sample", query.mass_sample, "Keys sampled per query for --mass")->check(CLI::Range(1, 1 << 24));
+  query_verb->add_option("--scale", query.scale, "Softmax scale for --mass (default 1/sqrt(d))")->check(CLI::NonNegativeNumber);
   query_verb->add_flag("--compare-dense", query.compare_dense,
                        "Also time a dense exact scan: exact methods must agree with it; quest-topk reports its recall");
   query_verb->add_option("--method", query.method, "louver (the index), quest-threshold (exact) or quest-topk (approximate)")
@@ -50,7 +55,6 @@ int main(int argc, char** argv) {
   nk::cli::App::add_shard(*query_verb, query.shard);
 
   louver::QueryOptions attend;
-  double scale = 0;
   CLI::App* attend_verb = cli.add_verb("attend", "Attention over each query's hits vs dense attention: outputs, error, mass");
   nk::cli::App::add_input(*attend_verb, attend.input, "index file (built with /values)")->required();
   attend_verb->add_option("--queries", attend.queries, "File with /queries [M,d] or [Hq,M,d]")->required();
@@ -59,7 +63,11 @@ int main(int argc, char** argv) {
   attend_verb->add_option("--topk-oracle", attend.topk_oracle, "T = the k-th largest exact score of each query")
       ->check(CLI::PositiveNumber)
       ->excludes(attend_threshold);
-  attend_verb->add_option("--scale", scale, "Softmax scale of q.k (default 1/sqrt(d))")->check(CLI::NonNegativeNumber);
+  attend_verb->add_option("--mass", attend.mass, "T keeping at least this softmax mass (provable; see man page)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->excludes(attend_threshold);
+  attend_verb->add_option("--mass-sample", attend.mass_sample, "Keys sampled per query for --mass")->check(CLI::Range(1, 1 << 24));
+  attend_verb->add_option("--scale", attend.scale, "Softmax scale of q.k (default 1/sqrt(d))")->check(CLI::NonNegativeNumber);
   nk::cli::App::add_shard(*attend_verb, attend.shard);
 
   return cli.run(argc, argv, [&] {
@@ -71,11 +79,13 @@ int main(int argc, char** argv) {
     if (*append_verb) louver::append(append);
     if (*query_verb) {
       query.has_threshold = threshold->count() > 0;
+      query.seed = cli.common().seed;
       louver::query(query);
     }
     if (*attend_verb) {
       attend.has_threshold = attend_threshold->count() > 0;
-      louver::attend(attend, scale);
+      attend.seed = cli.common().seed;
+      louver::attend(attend);
     }
   });
 }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "index_io.hpp"
 #include "louver.hpp"
@@ -10,6 +11,7 @@
 #include "nk/error.hpp"
 #include "nk/log.hpp"
 #include "nk/progress.hpp"
+#include "nk/rng.hpp"
 #include "nk/shard.hpp"
 #include "quest.hpp"
 #include "search.hpp"
@@ -106,8 +108,26 @@ void append(const AppendOptions& o) {
                index.heads[0].size(index.dims) - index.heads[0].coded);
 }
 
+double row_threshold(const QueryOptions& o, const HeadIndex& head, const float* query, int64_t dims, int64_t row) {
+  if (o.has_threshold) return o.threshold;
+  if (o.topk_oracle > 0) return kth_score(head, query, dims, o.topk_oracle);
+  // --mass: a seeded sample per query row, so shards give the same thresholds.
+  const int64_t n = head.size(dims);
+  std::vector<int64_t> sample;
+  if (n <= o.mass_sample) {
+    for (int64_t i = 0; i < n; ++i) sample.push_back(i);
+  } else {
+    nk::Rng rng = nk::Rng(o.seed).split(static_cast<uint64_t>(row));
+    for (int64_t i = 0; i < o.mass_sample; ++i) sample.push_back(static_cast<int64_t>(rng.below(static_cast<uint64_t>(n))));
+  }
+  const double scale = o.scale > 0 ? o.scale : 1.0 / std::sqrt(static_cast<double>(dims));
+  return mass_threshold(head, query, dims, o.mass, scale, sample);
+}
+
 void query(const QueryOptions& o) {
-  if (o.has_threshold == (o.topk_oracle > 0)) throw nk::usage_error("give exactly one of --threshold and --topk-oracle");
+  if (static_cast<int>(o.has_threshold) + static_cast<int>(o.topk_oracle > 0) + static_cast<int>(o.mass > 0) != 1) {
+    throw nk::usage_error("give exactly one of --threshold, --topk-oracle and --mass");
+  }
   const nk::h5::File index_file = nk::h5::File::open(o.input);
   const Index index = read_index(index_file);
   const nk::h5::File query_file = nk::h5::File::open(o.queries);
@@ -132,8 +152,7 @@ void query(const QueryOptions& o) {
   for (int64_t r = 0; r < count; ++r) {
     const int64_t row = first + r, qh = row / queries.count;
     const float* q = queries.row(qh, row % queries.count);
-    thresholds[static_cast<size_t>(r)] = o.has_threshold ? o.threshold
-                                                         : kth_score(index.heads[static_cast<size_t>(qh / group)], q, index.dims, o.topk_oracle);
+    thresholds[static_cast<size_t>(r)] = row_threshold(o, index.heads[static_cast<size_t>(qh / group)], q, index.dims, row);
   }
   const bool quest = o.method != "louver";
   std::vector<Pages> pages;

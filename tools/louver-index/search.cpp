@@ -158,6 +158,22 @@ SearchResult dense_scan(const HeadIndex& head, const float* query, int64_t dims,
   return out;
 }
 
+double mass_threshold(const HeadIndex& head, const float* query, int64_t dims, double mass, double scale,
+                      const std::vector<int64_t>& sample) {
+  double top = -INFINITY;
+  std::vector<double> logits;
+  for (int64_t key : sample) {
+    logits.push_back(scale * exact_score(query, head.keys.data() + key * dims, dims));
+    top = std::max(top, logits.back());
+  }
+  double sum = 0;
+  for (double logit : logits) sum += std::exp(logit - top);
+  const double log_z = top + std::log(sum);
+  // Rounded down a little so that floating point cannot lift T past the bound.
+  const double t = (std::log1p(-mass) + log_z - std::log(static_cast<double>(head.size(dims)))) / scale;
+  return t - 1e-12 * (std::abs(t) + 1.0);
+}
+
 double kth_score(const HeadIndex& head, const float* query, int64_t dims, int64_t k) {
   const int64_t n = head.size(dims);
   std::vector<double> scores(static_cast<size_t>(n));

@@ -34,6 +34,14 @@ SearchResult search(const HeadIndex& head, const Subspaces& subspaces, const flo
 /// The k-th largest exact score of 'query' over all keys (the top-k oracle).
 double kth_score(const HeadIndex& head, const float* query, int64_t dims, int64_t k);
 
+/// The --mass rule: a threshold T such that keys scoring below T carry at
+/// most 1 - mass of softmax(scale * scores), whatever the other scores are.
+/// With Z_S the softmax normaliser over 'sample' keys (a lower bound on Z)
+/// and N keys, T = (ln((1 - mass) Z_S) - ln N) / scale, since the keys below
+/// T weigh at most N exp(scale T) / Z <= 1 - mass.
+double mass_threshold(const HeadIndex& head, const float* query, int64_t dims, double mass, double scale,
+                      const std::vector<int64_t>& sample);
+
 /// Dense exact scan (the reference and the baseline): same result as search().
 SearchResult dense_scan(const HeadIndex& head, const float* query, int64_t dims, double threshold);
 
