@@ -45,36 +45,19 @@ std::vector<double> attention(const HeadIndex& head, int64_t dims, int64_t value
 }  // namespace
 
 void attend(const QueryOptions& o) {
-  if (static_cast<int>(o.has_threshold) + static_cast<int>(o.topk_oracle > 0) + static_cast<int>(o.mass > 0) != 1) {
-    throw nk::usage_error("give exactly one of --threshold, --topk-oracle and --mass");
-  }
-  const nk::h5::File index_file = nk::h5::File::open(o.input);
-  const Index index = read_index(index_file);
-  if (index.value_dims == 0) throw nk::input_error(index_file.path(), "/values", "missing: attend needs an index built with /values");
-  const nk::h5::File query_file = nk::h5::File::open(o.queries);
-  const Vectors queries = read_vectors(query_file, "/queries");
-  if (queries.dims != index.dims) {
-    throw nk::input_error(query_file.path(), "/queries", "has d = " + std::to_string(queries.dims) +
-                                                             " but the index has d = " + std::to_string(index.dims));
-  }
-  const auto kv_heads = static_cast<int64_t>(index.heads.size());
-  if (queries.heads % kv_heads != 0) {
-    throw nk::input_error(query_file.path(), "/queries", "query heads are not a multiple of the index's KV heads");
-  }
+  const QueryJob job = open_query_job(o);
+  const Index& index = job.index;
+  if (index.value_dims == 0) throw nk::input_error(o.input, "/values", "missing: attend needs an index built with /values");
   const double scale = o.scale > 0 ? o.scale : 1.0 / std::sqrt(static_cast<double>(index.dims));
-  const int64_t group = queries.heads / kv_heads, rows = queries.heads * queries.count, dv = index.value_dims;
-  const nk::Shard shard = nk::resolve_shard(o.shard);
-  if (!shard.whole()) nk::run_context().shard = shard.text();
-  const auto [first, last] = nk::shard_range(shard, rows);
-  const int64_t count = last - first;
+  const int64_t first = job.first, count = job.count, dv = index.value_dims;
   std::vector<double> sparse(static_cast<size_t>(count * dv)), dense(static_cast<size_t>(count * dv));
   std::vector<double> error(static_cast<size_t>(count)), mass(static_cast<size_t>(count)), thresholds(static_cast<size_t>(count));
   std::vector<int64_t> kept(static_cast<size_t>(count));
 #pragma omp parallel for schedule(dynamic, 4)
   for (int64_t r = 0; r < count; ++r) {
-    const int64_t row = first + r, qh = row / queries.count;
-    const HeadIndex& head = index.heads[static_cast<size_t>(qh / group)];
-    const float* q = queries.row(qh, row % queries.count);
+    const int64_t row = first + r;
+    const HeadIndex& head = job.head_of(row);
+    const float* q = job.query_of(row);
     const double t = row_threshold(o, head, q, index.dims, row);
     const SearchResult result = search(head, index.subspaces, q, t);
     std::vector<int64_t> ids;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "codes.hpp"
+#include "index_io.hpp"
 
 namespace louver {
 
@@ -55,6 +56,20 @@ void query(const QueryOptions& options);
 /// Sparse attention over the hits of each query (softmax over hits only)
 /// against dense attention over every key: outputs, error and covered mass.
 void attend(const QueryOptions& options);
+
+/// What query and attend share: the index, the queries (checked against it),
+/// and the slice of (query head, query) rows this run answers.
+struct QueryJob {
+  Index index;
+  Vectors queries;
+  int64_t group = 1;             ///< query heads per KV head (GQA)
+  int64_t first = 0, count = 0;  ///< rows [first, first + count)
+  const HeadIndex& head_of(int64_t row) const {
+    return index.heads[static_cast<size_t>(row / queries.count / group)];
+  }
+  const float* query_of(int64_t row) const { return queries.row(row / queries.count, row % queries.count); }
+};
+QueryJob open_query_job(const QueryOptions& options);
 
 /// The threshold of each query row: --threshold, --topk-oracle or --mass.
 double row_threshold(const QueryOptions& options, const HeadIndex& head, const float* query, int64_t dims,

@@ -124,35 +124,43 @@ double row_threshold(const QueryOptions& o, const HeadIndex& head, const float* 
   return mass_threshold(head, query, dims, o.mass, scale, sample);
 }
 
-void query(const QueryOptions& o) {
+QueryJob open_query_job(const QueryOptions& o) {
   if (static_cast<int>(o.has_threshold) + static_cast<int>(o.topk_oracle > 0) + static_cast<int>(o.mass > 0) != 1) {
     throw nk::usage_error("give exactly one of --threshold, --topk-oracle and --mass");
   }
+  QueryJob job;
   const nk::h5::File index_file = nk::h5::File::open(o.input);
-  const Index index = read_index(index_file);
+  job.index = read_index(index_file);
   const nk::h5::File query_file = nk::h5::File::open(o.queries);
-  const Vectors queries = read_vectors(query_file, "/queries");
-  if (queries.dims != index.dims) {
-    throw nk::input_error(query_file.path(), "/queries", "has d = " + std::to_string(queries.dims) +
-                                                             " but the index has d = " + std::to_string(index.dims));
+  job.queries = read_vectors(query_file, "/queries");
+  if (job.queries.dims != job.index.dims) {
+    throw nk::input_error(query_file.path(), "/queries", "has d = " + std::to_string(job.queries.dims) +
+                                                             " but the index has d = " + std::to_string(job.index.dims));
   }
-  const auto kv_heads = static_cast<int64_t>(index.heads.size());
-  if (queries.heads % kv_heads != 0) {
-    throw nk::input_error(query_file.path(), "/queries", std::to_string(queries.heads) + " query head(s) are not a multiple of the index's " +
+  const auto kv_heads = static_cast<int64_t>(job.index.heads.size());
+  if (job.queries.heads % kv_heads != 0) {
+    throw nk::input_error(query_file.path(), "/queries", std::to_string(job.queries.heads) + " query head(s) are not a multiple of the index's " +
                                                              std::to_string(kv_heads) + " KV head(s)");
   }
-  const int64_t group = queries.heads / kv_heads, rows = queries.heads * queries.count;
+  job.group = job.queries.heads / kv_heads;
   const nk::Shard shard = nk::resolve_shard(o.shard);
   if (!shard.whole()) nk::run_context().shard = shard.text();
-  const auto [first, last] = nk::shard_range(shard, rows);
-  const int64_t count = last - first;
+  const auto [first, last] = nk::shard_range(shard, job.queries.heads * job.queries.count);
+  job.first = first;
+  job.count = last - first;
+  return job;
+}
+
+void query(const QueryOptions& o) {
+  const QueryJob job = open_query_job(o);
+  const Index& index = job.index;
+  const int64_t first = job.first, count = job.count;
   std::vector<SearchResult> results(static_cast<size_t>(count));
   std::vector<double> thresholds(static_cast<size_t>(count));
   // Thresholds first: the top-k oracle scans every key, and must not be timed as the index's work.
   for (int64_t r = 0; r < count; ++r) {
-    const int64_t row = first + r, qh = row / queries.count;
-    const float* q = queries.row(qh, row % queries.count);
-    thresholds[static_cast<size_t>(r)] = row_threshold(o, index.heads[static_cast<size_t>(qh / group)], q, index.dims, row);
+    const int64_t row = first + r;
+    thresholds[static_cast<size_t>(r)] = row_threshold(o, job.head_of(row), job.query_of(row), index.dims, row);
   }
   const bool quest = o.method != "louver";
   std::vector<Pages> pages;
@@ -165,10 +173,10 @@ void query(const QueryOptions& o) {
   const auto start = std::chrono::steady_clock::now();
 #pragma omp parallel for schedule(dynamic, 4)
   for (int64_t r = 0; r < count; ++r) {
-    const int64_t row = first + r, qh = row / queries.count, kv = qh / group;
-    const float* q = queries.row(qh, row % queries.count);
+    const int64_t row = first + r, kv = row / job.queries.count / job.group;
+    const float* q = job.query_of(row);
     const double t = thresholds[static_cast<size_t>(r)];
-    const HeadIndex& head = index.heads[static_cast<size_t>(kv)];
+    const HeadIndex& head = job.head_of(row);
     if (o.method == "louver") results[static_cast<size_t>(r)] = search(head, index.subspaces, q, t);
     else if (o.method == "quest-threshold") results[static_cast<size_t>(r)] = quest_threshold(head, pages[static_cast<size_t>(kv)], q, index.dims, t);
     else results[static_cast<size_t>(r)] = quest_topk(head, pages[static_cast<size_t>(kv)], q, index.dims, t, budget);
@@ -182,9 +190,8 @@ void query(const QueryOptions& o) {
     const auto dense_start = std::chrono::steady_clock::now();
 #pragma omp parallel for schedule(dynamic, 4)
     for (int64_t r = 0; r < count; ++r) {
-      const int64_t row = first + r, qh = row / queries.count;
-      dense[static_cast<size_t>(r)] = dense_scan(index.heads[static_cast<size_t>(qh / group)], queries.row(qh, row % queries.count),
-                                                 index.dims, thresholds[static_cast<size_t>(r)]);
+      const int64_t row = first + r;
+      dense[static_cast<size_t>(r)] = dense_scan(job.head_of(row), job.query_of(row), index.dims, thresholds[static_cast<size_t>(r)]);
     }
     dense_seconds = seconds_since(dense_start);
     int64_t found = 0, expected = 0;
