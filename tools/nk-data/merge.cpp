@@ -3,10 +3,13 @@
 // Per dataset, the attribute nk_merge says how: "concat" (default for arrays):
 // concatenate along axis 0; "same": identical in every part, copied once
 // (default for scalars); "offsets": CSR offsets [n+1], re-based and joined;
-// "sum": floating-point partial sums (e.g. gradients of shards), added up.
+// "sum": floating-point partial sums (e.g. gradients of shards), added up;
+// "item": belongs to exactly one part (e.g. /results/ALGO/INSTANCE/...), copied
+// with the attributes of its group.
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include "nk/context.hpp"
 #include "nk/error.hpp"
@@ -170,11 +173,29 @@ void merge(const MergeOptions& options) {
   if (options.inputs.empty()) throw usage_error("merge: give the files to merge");
   std::vector<Part> parts = open_parts(options);
   check_parts(parts, options);
-  const std::vector<std::string> paths = parts[0].file.datasets();
-  for (const Part& part : parts) {
-    for (const std::string& path : part.file.datasets()) {
-      if (std::find(paths.begin(), paths.end(), path) == paths.end()) {
-        throw input_error(part.file.path(), path, "not present in '" + parts[0].file.path() + "'");
+  // Datasets marked "item" live in exactly one part; every other dataset must be in all.
+  std::vector<std::string> paths;
+  std::map<std::string, std::vector<size_t>> holders;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    for (const std::string& path : parts[i].file.datasets()) {
+      if (holders[path].empty()) paths.push_back(path);
+      holders[path].push_back(i);
+    }
+  }
+  std::map<std::string, bool> item;
+  for (const std::string& path : paths) {
+    const Part& first = parts[holders[path].front()];
+    item[path] = first.file.attr_string(path, "nk_merge").value_or("") == "item";
+    if (item[path]) {
+      if (holders[path].size() > 1) {
+        throw input_error(parts[holders[path][1]].file.path(), path,
+                          "is an item of one shard but is also in '" + first.file.path() + "'");
+      }
+    } else if (holders[path].size() != parts.size()) {
+      for (size_t i = 0; i < parts.size(); ++i) {
+        if (std::find(holders[path].begin(), holders[path].end(), i) == holders[path].end()) {
+          throw input_error(parts[i].file.path(), path, "missing here but present in '" + first.file.path() + "'");
+        }
       }
     }
   }
@@ -188,7 +209,25 @@ void merge(const MergeOptions& options) {
   for (const Part& part : parts) sources += (sources.empty() ? "" : "\n") + part.file.path();
   out.attr("/", "nk_merged_from", sources);
   if (const auto tool = parts[0].file.attr_string("/", "nk_command")) out.attr("/", "nk_source_command", *tool);
-  for (const std::string& path : paths) merge_dataset(out, parts, path);
+  std::set<std::string> groups_done;
+  for (const std::string& path : paths) {
+    if (!item[path]) {
+      merge_dataset(out, parts, path);
+      continue;
+    }
+    const Part& part = parts[holders[path].front()];
+    h5::RawDataset raw = part.file.read_raw(path);
+    out.write_raw(path, raw);
+    h5::release_vlen(raw);
+    out.attr(path, "nk_merge", "item");
+    const std::string group = path.substr(0, path.rfind('/'));
+    if (!group.empty() && groups_done.insert(group).second) {
+      for (const h5::AttrValue& a : part.file.attrs(group)) {
+        if (a.numeric) out.attr(group, a.name, part.file.attr_number(group, a.name).value_or(0.0));
+        else out.attr(group, a.name, a.text);
+      }
+    }
+  }
   out.commit();
   spdlog::info("merged {} file(s), {} dataset(s)", parts.size(), paths.size());
 }
