@@ -287,16 +287,20 @@ std::optional<std::string> File::attr_string(const std::string& object, const st
 }
 
 std::optional<double> File::attr_number(const std::string& object, const std::string& name) const {
-  for (const AttrValue& value : attrs(object)) {
-    if (value.name == name && value.numeric) {
-      try {
-        return std::stod(value.text);
-      } catch (const std::exception&) {
-        return std::nullopt;
-      }
-    }
+  // Read the value itself (not its text form) so no digits are lost.
+  if (H5Aexists_by_name(file_.get(), object.c_str(), name.c_str(), H5P_DEFAULT) <= 0) {
+    detail::innermost_error();
+    return std::nullopt;
   }
-  return std::nullopt;
+  Handle attribute(H5Aopen_by_name(file_.get(), object.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT));
+  if (!attribute.valid()) return std::nullopt;
+  Handle type(H5Aget_type(attribute.get()));
+  const H5T_class_t cls = H5Tget_class(type.get());
+  Handle space(H5Aget_space(attribute.get()));
+  if ((cls != H5T_INTEGER && cls != H5T_FLOAT) || H5Sget_simple_extent_npoints(space.get()) < 1) return std::nullopt;
+  std::vector<double> values(static_cast<size_t>(H5Sget_simple_extent_npoints(space.get())));
+  if (H5Aread(attribute.get(), H5T_NATIVE_DOUBLE, values.data()) < 0) return std::nullopt;
+  return values.front();
 }
 
 namespace {
