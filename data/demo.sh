@@ -44,5 +44,15 @@ louver-index gen --n 32768 --queries 50 --seed 1 -o "$out/kv.h5"
 louver-index build -i "$out/kv.h5" -o "$out/louver-index.h5"
 louver-index query -i "$out/louver-index.h5" --queries "$out/kv.h5" --topk-oracle 328 --compare-dense -o "$out/hits.h5"
 
+step "speedscale-sim: energy of online speed scaling against the YDS optimum, with noisy speed predictions" \
+     "speedscale-sim gen --jobs 100 --instances 200 -o inst.h5; speedscale-sim predict --noise 0.2 ...; speedscale-sim solve ..."
+speedscale-sim gen --jobs 100 --instances 200 --seed 1 -o "$out/speed-inst.h5"
+speedscale-sim predict -i "$out/speed-inst.h5" --noise 0.2 --seed 1 -o "$out/speed-pred.h5"
+speedscale-sim solve -i "$out/speed-inst.h5" --predictions "$out/speed-pred.h5" \
+  --algo yds,avr,oa,qoa,bkp,las,pred-dynamic,pred-jobspeed -o "$out/speed-res.h5"
+speedscale-sim -q eval -i "$out/speed-inst.h5" --noise 0,0.2,0.5,1 \
+  --plot "$out/speed-curve.svg" --profile-plot "$out/speed-profile.svg" -o "$out/speed-eval.h5"
+echo "plots: $out/speed-curve.svg $out/speed-profile.svg"
+
 echo
 echo "demo: outputs in $out"

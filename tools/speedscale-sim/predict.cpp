@@ -65,6 +65,7 @@ void predict(const PredictOptions& o) {
     return;
   }
   if (o.method != "mean" && o.method != "quantile") throw nk::usage_error("--method must be oracle, mean or quantile");
+  if (!o.adversarial.empty()) throw nk::usage_error("--adversarial applies to --method oracle only");
   if (o.grid < 1 || o.grid > (int64_t{1} << 24)) throw nk::usage_error("--grid must be in [1, 2^24]");
   if (!(o.quantile >= 0 && o.quantile <= 1)) throw nk::usage_error("--quantile must be in [0, 1]");
   std::vector<Profile> optimal;
