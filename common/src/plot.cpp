@@ -32,7 +32,7 @@ const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
 }  // namespace
 
 std::string line_plot_svg(const Axes& axes, const std::vector<Series>& series) {
-  const double width = 720, height = 440, left = 70, right = 170, top = 40, bottom = 55;
+  const double width = 780, height = 440, left = 70, right = 230, top = 40, bottom = 55;
   auto tx = [&](double v) { return axes.log_x ? std::log10(v) : v; };
   auto ty = [&](double v) { return axes.log_y ? std::log10(v) : v; };
   double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
@@ -42,7 +42,8 @@ std::string line_plot_svg(const Axes& axes, const std::vector<Series>& series) {
   }
   if (!std::isfinite(x0)) x0 = 0, x1 = 1;
   if (!std::isfinite(y0)) y0 = 0, y1 = 1;
-  if (!axes.log_y && y0 > 0) y0 = 0;
+  if (!axes.log_y && y0 > 0 && y0 < 0.25 * y1) y0 = 0;  // start at 0 unless the data sit far above it
+  if (!axes.log_y && y0 > 0) y0 -= 0.05 * (y1 - y0);
   if (x1 <= x0) x1 = x0 + 1;
   if (y1 <= y0) y1 = y0 + 1;
   y1 += 0.05 * (y1 - y0);

@@ -152,7 +152,9 @@ void eval(const EvalOptions& o) {
   if (!o.plot.empty()) {
     std::vector<nk::plot::Series> series;
     double eta_max = 0;
-    for (double e : col_eta) eta_max = std::max(eta_max, e);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      if (algorithm_needs_prediction(rows[r].algorithm) && rows[r].corruption.empty()) eta_max = std::max(eta_max, col_eta[r]);
+    }
     for (const Row& row : rows) {
       if (algorithm_needs_prediction(row.algorithm)) continue;
       double mean = 0;
