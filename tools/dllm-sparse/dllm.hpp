@@ -52,6 +52,8 @@ inline int64_t block_count(int64_t length, int64_t block) { return (length + blo
 /// Returns the ISA used ("avx2+fma" or "generic").
 std::string attention(const Qkv& x, const BlockMask* mask, int64_t block, float scale, float* out,
                       float* block_mass = nullptr);
+/// Tests: run the baseline-ISA build of the kernel even where AVX2+FMA exist.
+void force_generic_isa(bool on);
 /// Unfused dense attention: the whole L x L score matrix of a head, softmax, then P V.
 void attention_unfused(const Qkv& x, float scale, float* out);
 /// Masked softmax attention in float64, row by row (the test reference).

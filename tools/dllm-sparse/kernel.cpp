@@ -205,7 +205,11 @@ __attribute__((always_inline)) inline void run_task(const Task& t, int64_t h, in
 __attribute__((target("avx2,fma"))) void task_avx2(const Task& t, int64_t h, int64_t qb) { run_task(t, h, qb); }
 void task_generic(const Task& t, int64_t h, int64_t qb) { run_task(t, h, qb); }
 
+bool g_force_generic = false;
+
 }  // namespace
+
+void force_generic_isa(bool on) { g_force_generic = on; }
 
 std::string attention(const Qkv& x, const BlockMask* mask, int64_t block, float scale, float* out, float* block_mass) {
   const int64_t nk = block_count(x.length, block);
@@ -248,7 +252,7 @@ std::string attention(const Qkv& x, const BlockMask* mask, int64_t block, float 
   std::vector<float> pairs;
   if (block_mass) pairs.resize(static_cast<size_t>(x.heads * Lq * nk * 2), 0.0f);
   const Task task{use, mask, kt.data(), block, lpad, nk, scale, target, block_mass ? pairs.data() : nullptr};
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool avx2 = !g_force_generic && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   const int64_t tasks = x.heads * nq;
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t id = 0; id < tasks; ++id) {
