@@ -54,5 +54,13 @@ speedscale-sim -q eval -i "$out/speed-inst.h5" --noise 0,0.2,0.5,1 \
   --plot "$out/speed-curve.svg" --profile-plot "$out/speed-profile.svg" -o "$out/speed-eval.h5"
 echo "plots: $out/speed-curve.svg $out/speed-profile.svg"
 
+step "dllm-sparse: anchor-step block-sparse attention (90% of blocks dropped) against the mask-once baseline" \
+     "dllm-sparse gen --length 1024 --heads 8 --steps 16 -o traj.h5; dllm-sparse plan --policy step|once-uniform ...; dllm-sparse eval ..."
+dllm-sparse gen --length 1024 --heads 8 --steps 16 --transitions 2 --seed 1 -o "$out/dllm-traj.h5"
+for policy in step once-uniform; do
+  dllm-sparse -q plan -i "$out/dllm-traj.h5" --policy "$policy" -o "$out/dllm-plan-$policy.h5"
+  dllm-sparse eval -i "$out/dllm-traj.h5" --plan "$out/dllm-plan-$policy.h5" -o "$out/dllm-eval-$policy.h5" | tail -1
+done
+
 echo
 echo "demo: outputs in $out"

@@ -75,7 +75,7 @@ void gen(const GenOptions& o) {
     for (int64_t h = 0; h < o.heads; ++h) {
       Head& hd = heads[static_cast<size_t>(h)];
       const int kind = static_cast<int>(h % 4);
-      hd.temperature = std::exp(std::log(1.5) + (std::log(40.0) - std::log(1.5)) * lrng.uniform());  // concentration differs by ~25x
+      hd.temperature = std::exp(std::log(2.0) + (std::log(40.0) - std::log(2.0)) * lrng.uniform());  // concentration differs by ~20x
       hd.window = 8.0 * std::pow(2.0, static_cast<double>(lrng.below(6)));
       hd.local = kind == 0 ? 1.0 : 0.25 * lrng.uniform();
       hd.content = kind == 1 ? 1.0 : 0.3 * lrng.uniform();
@@ -101,8 +101,21 @@ void gen(const GenOptions& o) {
     std::vector<double> base_window(static_cast<size_t>(o.heads));
     for (int64_t h = 0; h < o.heads; ++h) base_window[static_cast<size_t>(h)] = heads[static_cast<size_t>(h)].window;
     std::vector<int> topic = topic_runs(L, topics, lrng);
+    // Values share a strong common direction per KV head (as real value vectors
+    // do), vary with the token's topic, and carry token noise.
     std::vector<float> vbase(static_cast<size_t>(kv_heads * L * d));
-    for (float& v : vbase) v = static_cast<float>(lrng.normal());
+    std::vector<double> vtopic(static_cast<size_t>((topics + 1) * d));
+    for (double& t : vtopic) t = 0.7 * lrng.normal();
+    for (int64_t g = 0; g < kv_heads; ++g) {
+      std::vector<double> common(static_cast<size_t>(d));
+      for (double& c : common) c = lrng.normal();
+      for (int64_t i = 0; i < L; ++i) {
+        for (int64_t c = 0; c < d; ++c) {
+          vbase[static_cast<size_t>((g * L + i) * d + c)] =
+              static_cast<float>(common[static_cast<size_t>(c)] + vtopic[static_cast<size_t>(topic[static_cast<size_t>(i)] * d + c)] + 0.7 * lrng.normal());
+        }
+      }
+    }
     const std::string layer_prefix = o.layers > 1 ? "/layers/" + name3(layer).substr(1) : "";
     for (int64_t step = 0; step < steps; ++step) {
       if (std::binary_search(transitions.begin(), transitions.end(), step)) {

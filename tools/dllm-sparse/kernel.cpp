@@ -232,14 +232,23 @@ std::string attention(const Qkv& x, const BlockMask* mask, int64_t block, float 
     use = &padded;
   }
   const int64_t d = use->dims;
-  // K transposed block by block: [Hkv][nk][d][block], so each block's tile is contiguous.
-  std::vector<float> kt(static_cast<size_t>(use->kv_heads * nk * d * kTile), 0.0f);
+  // K transposed block by block: [Hkv][nk][d][block], so each block's tile is
+  // contiguous. The buffer is kept between calls (planning calls the kernel
+  // for a few rows at every step; fresh pages would cost more than the work).
+  thread_local std::vector<float> kt_buffer;
+  const size_t kt_size = static_cast<size_t>(use->kv_heads * nk * d * kTile);
+  if (kt_buffer.size() < kt_size) kt_buffer.resize(kt_size);
+  float* kt = kt_buffer.data();
 #pragma omp parallel for schedule(static)
   for (int64_t g = 0; g < use->kv_heads; ++g) {
-    for (int64_t i = 0; i < use->length; ++i) {
-      const float* k = use->k_row(g, i);
-      float* tile = kt.data() + (g * nk + i / block) * d * kTile + i % block;
-      for (int64_t c = 0; c < d; ++c) tile[c * kTile] = k[c];
+    for (int64_t b = 0; b < nk; ++b) {
+      float* tile = kt + (g * nk + b) * d * kTile;
+      const int64_t n = std::min(block, use->length - b * block);
+      for (int64_t c = 0; c < d; ++c) std::fill(tile + c * kTile + n, tile + (c + 1) * kTile, 0.0f);  // padding columns
+      for (int64_t i = 0; i < n; ++i) {
+        const float* k = use->k_row(g, b * block + i);
+        for (int64_t c = 0; c < d; ++c) tile[c * kTile + i] = k[c];
+      }
     }
   }
   std::vector<float> padded_out;
@@ -251,7 +260,7 @@ std::string attention(const Qkv& x, const BlockMask* mask, int64_t block, float 
   // block_mass is [H, L, nk] floats for the caller; the kernel keeps (sum, max) pairs.
   std::vector<float> pairs;
   if (block_mass) pairs.resize(static_cast<size_t>(x.heads * Lq * nk * 2), 0.0f);
-  const Task task{use, mask, kt.data(), block, lpad, nk, scale, target, block_mass ? pairs.data() : nullptr};
+  const Task task{use, mask, kt, block, lpad, nk, scale, target, block_mass ? pairs.data() : nullptr};
   const bool avx2 = !g_force_generic && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   const int64_t tasks = x.heads * nq;
 #pragma omp parallel for schedule(dynamic, 1)

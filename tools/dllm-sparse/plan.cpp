@@ -190,6 +190,8 @@ std::vector<float> exact_block_mass(const Qkv& x, int64_t block, float scale) {
 
 namespace {
 
+constexpr int64_t kProbeSamples = 4;  // rows per probed query block
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -236,6 +238,10 @@ void plan(const PlanOptions& o) {
   std::vector<double> concentration, plan_seconds, anchor_share;
   int64_t heads = 0, nb = 0, step_index = 0, since_anchor = 0;
   std::vector<int64_t> probe_rows;
+  auto probe_scores = [&](const Qkv& x, float scale) {
+    return o.score == "pooled" ? pooled_scores(x, o.block, scale, &probe_rows)
+                               : sampled_scores(x, o.block, scale, kProbeSamples, &probe_rows);
+  };
   auto flush_layer = [&] {
     if (layer_now == "\x01") return;
     const std::string g = layer_now;
@@ -274,8 +280,9 @@ void plan(const PlanOptions& o) {
     if (o.policy == "step" && step_index > 0) {
       if (o.drift > 0) {
         // Probe a fixed few query blocks: has the estimated mass kept on them fallen since the anchor?
-        // The probe always uses the cheap pooled scores, compared with the same estimate at the anchor.
-        const std::vector<float> probe = pooled_scores(x, o.block, scale, &probe_rows);
+        // The probe: a few sampled rows of a few query blocks (or pooled scores), compared with
+        // the same estimate at the anchor.
+        const std::vector<float> probe = probe_scores(x, scale);
         anchor = kept_share(probe, current, probe_rows) < anchor_share.back() - o.drift || since_anchor >= o.anchor_every;
       } else {
         anchor = since_anchor >= o.anchor_every;
@@ -288,7 +295,7 @@ void plan(const PlanOptions& o) {
       current = select_blocks(p, heads, nb, o.block, budget, o.policy == "step" || o.policy == "oracle");
       std::vector<int64_t> all(static_cast<size_t>(nb));
       std::iota(all.begin(), all.end(), 0);
-      anchor_share.push_back(kept_share(o.score == "pooled" ? p : pooled_scores(x, o.block, scale, &probe_rows), current, probe_rows));
+      anchor_share.push_back(kept_share(probe_scores(x, scale), current, probe_rows));
       masks.insert(masks.end(), current.keep.begin(), current.keep.end());
       anchor_steps.push_back(step_index);
       for (int64_t h = 0; h < heads; ++h) {

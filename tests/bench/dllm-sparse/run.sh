@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# dllm-sparse benchmark, one run:
+# 1. kernel time for one step, H = 32, d = 128, block 64, L in {4K, 8K, 16K}
+#    (override: SIZES="4096 8192"): the fused dense kernel, and the fused
+#    block-sparse kernel at 90% and 95% sparsity (masks from plan --policy
+#    step on that step); the naive unfused dense at L <= UNFUSED_MAX (4096);
+# 2. quality at equal sparsity (90%) on synthetic trajectories (L = 2048,
+#    H = 16, d = 64, 24 steps, 3 transitions; SEEDS seeds, default "1 2 3"):
+#    mean output error and mass recall of once-uniform, every-uniform, step
+#    (sampled and pooled scores) and the oracle, and step's planning overhead.
+set -euo pipefail
+bin=$(cd "$1" && pwd)
+export PATH="$bin:$PATH"
+work=$(mktemp -d "${TMPDIR:-/tmp}/dllm-bench-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+sizes=${SIZES:-"4096 8192 16384"}
+unfused_max=${UNFUSED_MAX:-4096}
+seeds=${SEEDS:-"1 2 3"}
+attr() { nk-data info "$1" --format tsv | awk -F'\t' -v k="$2" '$1=="attribute" && $2==k {print $7}'; }
+
+echo "== kernel, one step: H = 32, d = 128, block 64, $(nproc) threads"
+printf '%-7s | %10s %10s | %10s %8s | %10s %8s\n' L "unfused s" "dense s" "90% s" speedup "95% s" speedup
+for n in $sizes; do
+  dllm-sparse -q gen --single-step --length "$n" --heads 32 --dims 128 --seed 1 -o "$work/step.h5"
+  # plan reads trajectories: the same step as /steps/000
+  dllm-sparse -q gen --length "$n" --heads 32 --dims 128 --steps 1 --seed 1 -o "$work/traj.h5"
+  dllm-sparse -q attend -i "$work/step.h5" --dense -o "$work/dense.h5"
+  td=$(attr "$work/dense.h5" seconds)
+  tu="-"
+  if [ "$n" -le "$unfused_max" ]; then dllm-sparse -q attend -i "$work/step.h5" --unfused -o "$work/unfused.h5"; tu=$(attr "$work/unfused.h5" seconds); fi
+  row=()
+  for s in 0.9 0.95; do
+    dllm-sparse -q plan -i "$work/traj.h5" --sparsity "$s" -o "$work/plan.h5"
+    dllm-sparse -q attend -i "$work/step.h5" --mask "$work/plan.h5" -o "$work/sparse.h5"
+    row+=("$(attr "$work/sparse.h5" seconds)")
+  done
+  awk -v n="$n" -v tu="$tu" -v td="$td" -v a="${row[0]}" -v b="${row[1]}" 'BEGIN {
+    printf "%-7d | %10s %10.3f | %10.3f %7.2fx | %10.3f %7.2fx\n", n, (tu == "-" ? "-" : sprintf("%.3f", tu)), td, a, td / a, b, td / b }'
+done
+echo "goal (CPU): >= 6x at 90% and >= 12x at 95% at L = 16K (ideal 10x / 20x)"
+
+echo
+echo "== quality at 90% sparsity: L = 2048, H = 16, d = 64, 24 steps, 3 transitions"
+printf '%-5s %-22s %12s %10s %9s %10s\n' seed policy "mean error" recall anchors "plan/dense"
+for seed in $seeds; do
+  dllm-sparse -q gen --length 2048 --heads 16 --dims 64 --steps 24 --transitions 3 --seed "$seed" -o "$work/q.h5"
+  for spec in "once-uniform" "every-uniform" "step" "step --score pooled" "oracle"; do
+    set -- $spec
+    policy=$1; shift
+    dllm-sparse -q plan -i "$work/q.h5" --policy "$policy" "$@" -o "$work/p.h5"
+    dllm-sparse -q eval -i "$work/q.h5" --plan "$work/p.h5" -o "$work/e.h5"
+    awk -v seed="$seed" -v name="$spec" -v e="$(attr "$work/e.h5" mean_error)" -v r="$(attr "$work/e.h5" mean_recall)" \
+        -v a="$(nk-data info "$work/p.h5" --format tsv | awk -F'\t' '$1=="dataset" && $2=="/anchor_steps" {print $3}' | tr -d '[]')" \
+        -v ps="$(attr "$work/e.h5" plan_seconds)" -v ds="$(attr "$work/e.h5" dense_seconds)" 'BEGIN {
+      printf "%-5s %-22s %12.4f %10.4f %9s %9.1f%%\n", seed, name, e, r, a, 100 * ps / ds }'
+  done
+done
+echo "goal: step's mean error >= 30% below once-uniform's and no worse than every-uniform's; planning < 10% of dense at anchor-every 8"
