@@ -5,7 +5,9 @@
 # Reported: recall against the dense scan (the tool fails unless identical),
 # scanned fraction, time per query of each, build time and 10K appends; then
 # the Quest baselines: page bounds as an exact filter (quest-threshold) and
-# Quest's top-K pages at Louver's scanned fraction (quest-topk, approximate).
+# Quest's top-K pages at Louver's scanned fraction (quest-topk, approximate);
+# and FAISS IVF (Debian's python3-faiss, faiss_ivf.py) at 1x, 2x and 4x
+# Louver's scanned fraction (approximate; recall against the exact hits).
 set -euo pipefail
 bin=$(cd "$1" && pwd)
 export PATH="$bin:$PATH"
@@ -34,6 +36,11 @@ for n in $sizes; do
       -v b="$budget" -v r="$(attr "$work/qk.h5" recall)" -v tk="$(attr "$work/qk.h5" query_seconds)" 'BEGIN {
     printf "         quest-threshold (exact): scanned %.1f%%, %.3f ms/query; quest-topk at %.1f%% of keys: recall %.3f, %.3f ms/query\n",
            100 * f, 1e3 * t / m, 100 * b, r, 1e3 * tk / m }'
+  if /usr/bin/python3 -c 'import faiss' 2>/dev/null; then
+    /usr/bin/python3 "$(dirname "$0")/faiss_ivf.py" "$work/kv.h5" "$work/hits.h5" 2 2>/dev/null | sed 's/^/         /'
+  else
+    echo "         faiss-ivf: skipped (install Debian's python3-faiss: make -f Makefile.dist bench does)"
+  fi
 done
 echo "recall 1.0: --compare-dense fails the run unless every query's hits equal the dense exact scan's"
 echo "goals: recall 1.0 with scanned <= 15% and >= 3x faster than the dense scan at N = 128K"
