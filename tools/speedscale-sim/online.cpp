@@ -25,6 +25,31 @@ struct Pending {
   int64_t job;
 };
 
+/// Appends speed v on [t0, t1) to a profile built left to right (a gap becomes an idle piece).
+void append_piece(Profile& out, double t0, double t1, double v) {
+  if (!(t1 > t0)) return;
+  if (out.t.empty()) out.t.push_back(t0);
+  else if (out.t.back() != t0) out.speed.push_back(0), out.t.push_back(t0);
+  out.speed.push_back(v);
+  out.t.push_back(t1);
+}
+
+/// Inserts released job j into the pending work, kept sorted by deadline.
+void admit(std::vector<Pending>& pending, const Instance& inst, int64_t j) {
+  const Pending p{inst.deadline[j], inst.work[j], inst.work[j], j};
+  pending.insert(std::upper_bound(pending.begin(), pending.end(), p,
+                                  [](const Pending& x, const Pending& y) { return x.deadline < y.deadline; }),
+                 p);
+}
+
+/// Drops finished jobs; work past its deadline can only be rounding residue
+/// (every rule runs at least at rho).
+void drop_settled(std::vector<Pending>& pending, double now) {
+  pending.erase(std::remove_if(pending.begin(), pending.end(),
+                               [&](const Pending& p) { return p.left <= 1e-12 * p.work || p.deadline <= now; }),
+                pending.end());
+}
+
 /// The state the rules see at time 'now'.
 struct View {
   double now;
@@ -41,34 +66,20 @@ Profile simulate(const Instance& inst, Rule rule, NextChange next_change, bool c
   const int64_t n = inst.size();
   Profile out;
   if (n == 0) return out;
-  std::vector<int64_t> by_release(static_cast<size_t>(n));
-  std::iota(by_release.begin(), by_release.end(), 0);
-  std::stable_sort(by_release.begin(), by_release.end(), [&](int64_t a, int64_t b) { return inst.release[a] < inst.release[b]; });
+  const std::vector<int64_t> by_release = release_order(inst);
   const double first = inst.release[by_release.front()];
   const double last = *std::max_element(inst.deadline.begin(), inst.deadline.end());
   const double dt = dt_option > 0 ? dt_option : (last - first) / (8.0 * static_cast<double>(n));
   std::vector<Pending> pending;
   size_t next = 0;
   double now = first;
-  auto push_piece = [&](double t0, double t1, double v) {
-    if (!(t1 > t0)) return;
-    if (out.t.empty()) out.t.push_back(t0);
-    else if (out.t.back() != t0) out.speed.push_back(0), out.t.push_back(t0);
-    out.speed.push_back(v);
-    out.t.push_back(t1);
-  };
+  auto push_piece = [&](double t0, double t1, double v) { append_piece(out, t0, t1, v); };
   while (next < by_release.size() || !pending.empty()) {
     while (next < by_release.size() && inst.release[by_release[next]] <= now) {
       const int64_t j = by_release[next++];
-      const Pending p{inst.deadline[j], inst.work[j], inst.work[j], j};
-      pending.insert(std::upper_bound(pending.begin(), pending.end(), p,
-                                      [](const Pending& x, const Pending& y) { return x.deadline < y.deadline; }),
-                     p);
+      admit(pending, inst, j);
     }
-    // Work past its deadline can only be rounding residue (every rule runs >= rho).
-    pending.erase(std::remove_if(pending.begin(), pending.end(),
-                                 [&](const Pending& p) { return p.left <= 1e-12 * p.work || p.deadline <= now; }),
-                  pending.end());
+    drop_settled(pending, now);
     const double next_release = next < by_release.size() ? inst.release[by_release[next]] : INFINITY;
     if (pending.empty()) {
       if (!std::isfinite(next_release)) break;
@@ -141,9 +152,7 @@ Profile bkp(const Instance& inst, const OnlineParams& p) {
   // is the work released in [t1, t] with deadline <= t2. Job j counts for t2 >=
   // tau_j = max(d_j, (e t - r_j) / (e - 1)), so the max is over the sorted tau_j.
   const double e = std::exp(1.0);
-  std::vector<int64_t> by_release(static_cast<size_t>(inst.size()));
-  std::iota(by_release.begin(), by_release.end(), 0);
-  std::stable_sort(by_release.begin(), by_release.end(), [&](int64_t a, int64_t b) { return inst.release[a] < inst.release[b]; });
+  const std::vector<int64_t> by_release = release_order(inst);
   std::vector<std::pair<double, double>> tau;
   auto rule = [&](const View& v) {
     tau.clear();
@@ -226,17 +235,8 @@ FollowStats follow(const Instance& inst, const std::function<double(double)>& pr
   out = Profile{};
   const int64_t n = inst.size();
   if (n == 0) return stats;
-  std::vector<int64_t> by_release(static_cast<size_t>(n));
-  std::iota(by_release.begin(), by_release.end(), 0);
-  std::stable_sort(by_release.begin(), by_release.end(), [&](int64_t a, int64_t b) { return inst.release[a] < inst.release[b]; });
-  auto push_piece = [&](double t0, double t1, double v) {
-    if (!(t1 > t0)) return;
-    if (out.t.empty()) out.t.push_back(t0);
-    else if (out.t.back() != t0) out.speed.push_back(0), out.t.push_back(t0);
-    out.speed.push_back(v);
-    out.t.push_back(t1);
-  };
-  auto by_deadline = [](const Pending& x, const Pending& y) { return x.deadline < y.deadline; };
+  const std::vector<int64_t> by_release = release_order(inst);
+  auto push_piece = [&](double t0, double t1, double v) { append_piece(out, t0, t1, v); };
   std::vector<Pending> pending;
   size_t next = 0;
   double now = inst.release[by_release.front()];
@@ -258,16 +258,13 @@ FollowStats follow(const Instance& inst, const std::function<double(double)>& pr
     if (next < by_release.size() && inst.release[by_release[next]] <= now) exhausted = false;
     while (next < by_release.size() && inst.release[by_release[next]] <= now) {
       const int64_t j = by_release[next++];
-      const Pending p{inst.deadline[j], inst.work[j], inst.work[j], j};
-      pending.insert(std::upper_bound(pending.begin(), pending.end(), p, by_deadline), p);
+      admit(pending, inst, j);
       released.release.push_back(inst.release[j]);
       released.deadline.push_back(inst.deadline[j]);
       released.work.push_back(inst.work[j]);
       psi_stale = true;
     }
-    pending.erase(std::remove_if(pending.begin(), pending.end(),
-                                 [&](const Pending& p) { return p.left <= 1e-12 * p.work || p.deadline <= now; }),
-                  pending.end());
+    drop_settled(pending, now);
     const double next_release = next < by_release.size() ? inst.release[by_release[next]] : INFINITY;
     if (pending.empty()) {
       if (!std::isfinite(next_release)) break;
@@ -361,9 +358,7 @@ Profile follow(const Instance& inst, const std::function<double(double)>& predic
 }
 
 Profile follow_job_speeds(const Instance& inst, const std::vector<double>& job_speed, const OnlineParams& p) {
-  std::vector<int64_t> by_release(static_cast<size_t>(inst.size()));
-  std::iota(by_release.begin(), by_release.end(), 0);
-  std::stable_sort(by_release.begin(), by_release.end(), [&](int64_t a, int64_t b) { return inst.release[a] < inst.release[b]; });
+  const std::vector<int64_t> by_release = release_order(inst);
   // s_hat(t) = max over released jobs whose window holds t of their predicted speed.
   auto predicted = [&](double now) {
     double best = 0;

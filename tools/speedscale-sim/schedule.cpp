@@ -24,6 +24,13 @@ double energy(const Profile& p, double alpha) {
   return e;
 }
 
+std::vector<int64_t> release_order(const Instance& inst) {
+  std::vector<int64_t> order(static_cast<size_t>(inst.size()));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return inst.release[a] < inst.release[b]; });
+  return order;
+}
+
 Profile simplify(const Profile& p) {
   Profile out;
   for (size_t i = 0; i < p.speed.size(); ++i) {
@@ -45,10 +52,7 @@ Profile simplify(const Profile& p) {
 Check edf_check(const Instance& inst, const Profile& p, double rel_tol) {
   Check check;
   const int64_t n = inst.size();
-  std::vector<int64_t> by_release(static_cast<size_t>(n));
-  std::iota(by_release.begin(), by_release.end(), 0);
-  std::stable_sort(by_release.begin(), by_release.end(),
-                   [&](int64_t a, int64_t b) { return inst.release[a] < inst.release[b]; });
+  const std::vector<int64_t> by_release = release_order(inst);
   std::vector<double> left(inst.work);
   auto later = [&](int64_t a, int64_t b) {
     return inst.deadline[a] != inst.deadline[b] ? inst.deadline[a] > inst.deadline[b] : a > b;

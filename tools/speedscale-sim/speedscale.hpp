@@ -45,6 +45,8 @@ struct Check {
 };
 
 double energy(const Profile& p, double alpha);
+/// Job indices sorted by release (stable: ties keep input order).
+std::vector<int64_t> release_order(const Instance& inst);
 /// Runs EDF on 'p'; a job is late when more than rel_tol of its work is left at its deadline.
 Check edf_check(const Instance& inst, const Profile& p, double rel_tol = 1e-9);
 /// Joins equal neighbouring speeds and drops empty pieces.

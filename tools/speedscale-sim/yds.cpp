@@ -148,14 +148,14 @@ std::vector<double> yds_job_speeds(const Instance& inst) {
   const int64_t n = inst.size();
   std::vector<double> speed(static_cast<size_t>(n), 0);
   if (n == 0) return speed;
-  std::vector<Sub> todo(1);
-  todo[0].jobs.resize(static_cast<size_t>(n));
-  std::iota(todo[0].jobs.begin(), todo[0].jobs.end(), 0);
-  todo[0].a = inst.release;
-  todo[0].b = inst.deadline;
-  while (!todo.empty()) {
-    Sub sub = std::move(todo.back());
-    todo.pop_back();
+  std::vector<Sub> stack(1);  // sub-problems still to split
+  stack[0].jobs.resize(static_cast<size_t>(n));
+  std::iota(stack[0].jobs.begin(), stack[0].jobs.end(), 0);
+  stack[0].a = inst.release;
+  stack[0].b = inst.deadline;
+  while (!stack.empty()) {
+    Sub sub = std::move(stack.back());
+    stack.pop_back();
     const size_t m = sub.jobs.size();
     std::vector<size_t> all(m);
     std::iota(all.begin(), all.end(), 0);
@@ -184,8 +184,8 @@ std::vector<double> yds_job_speeds(const Instance& inst) {
       low.a.push_back(collapse(sub.a[i]));
       low.b.push_back(collapse(sub.b[i]));
     }
-    todo.push_back(std::move(low));
-    todo.push_back(std::move(high));
+    stack.push_back(std::move(low));
+    stack.push_back(std::move(high));
   }
   return speed;
 }
