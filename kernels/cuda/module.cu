@@ -138,6 +138,10 @@ extern "C" __attribute__((visibility("default"))) const nk_cuda_api* nk_cuda_get
       NK_CUDA_ABI_VERSION,       nk::cuda::runtime_version, nk::cuda::device_count,
       nk::cuda::device_name,     nk::cuda::spectral_multiply_c64, nk::cuda::rfft_f32,
       nk::cuda::irfft_f32,       nk::cuda::gemm_f32,
+      nk::cuda::block_sparse_attention_f32, nk::cuda::dense_attention_cublas_f32,
+      nk::cuda::packed_conv_f32, nk::cuda::packed_conv_f64,
+      nk::cuda::louver_search_f32,
+      nk::cuda::packed_conv_grad_f32, nk::cuda::packed_conv_grad_f64,
   };
   return &api;
 }

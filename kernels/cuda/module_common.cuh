@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdio>
 
+#include "nk/kernels/cuda_module.hpp"
+
 namespace nk::cuda {
 
 inline void set_error(char* error, size_t error_size, const char* message) {
@@ -40,5 +42,37 @@ class DeviceBuffer {
 
 int spectral_multiply_c64(const float* x, const float* k, float* y, long batch, long channels, long bins,
                           char* error, size_t error_size);
+
+int block_sparse_attention_f32(const float* q, const float* k, const float* v, const int* kv_of,
+                               const unsigned char* keep, long heads, long kv_heads, long length, long dims,
+                               long block, float scale, int repeats, float* out, nk_cuda_timing* timing, char* error,
+                               size_t error_size);
+int dense_attention_cublas_f32(const float* q, const float* k, const float* v, const int* kv_of, long heads,
+                               long kv_heads, long length, long dims, float scale, int repeats, float* out,
+                               nk_cuda_timing* timing, char* error, size_t error_size);
+int packed_conv_f32(const float* x, const float* k, const float* bias, float* y, long batch, long length,
+                    long channels, long filter_length, const nk_conv_bucket* buckets, long bucket_count,
+                    const long* direct, long direct_count, int repeats, nk_cuda_timing* timing, char* error,
+                    size_t error_size);
+int packed_conv_f64(const double* x, const double* k, const double* bias, double* y, long batch, long length,
+                    long channels, long filter_length, const nk_conv_bucket* buckets, long bucket_count,
+                    const long* direct, long direct_count, int repeats, nk_cuda_timing* timing, char* error,
+                    size_t error_size);
+int louver_search_f32(const float* keys, const float* key_norm, long n, long dims, long coded, long subspaces,
+                      const unsigned short* code16, const unsigned short* residual16, const float* queries,
+                      long query_count, const float* tables, const long* table_offset, const float* q_norm,
+                      const double* cut, const double* unit, const double* threshold, int dense, int repeats,
+                      long* scanned, nk_hit_sink sink, void* sink_context, nk_cuda_timing* timing, char* error,
+                      size_t error_size);
+int packed_conv_grad_f32(const float* x, const float* k, const float* bias, const float* dy, float* dx, float* dk,
+                         float* dbias, long batch, long length, long channels, long filter_length,
+                         const nk_conv_bucket* buckets, const nk_conv_bucket* anticausal, long bucket_count,
+                         const long* direct, long direct_count, int repeats, nk_cuda_timing* timing, char* error,
+                         size_t error_size);
+int packed_conv_grad_f64(const double* x, const double* k, const double* bias, const double* dy, double* dx,
+                         double* dk, double* dbias, long batch, long length, long channels, long filter_length,
+                         const nk_conv_bucket* buckets, const nk_conv_bucket* anticausal, long bucket_count,
+                         const long* direct, long direct_count, int repeats, nk_cuda_timing* timing, char* error,
+                         size_t error_size);
 
 }  // namespace nk::cuda

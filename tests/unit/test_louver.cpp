@@ -9,6 +9,7 @@
 #include "quest.hpp"
 #include "nk/rng.hpp"
 #include "search.hpp"
+#include "test_support.hpp"
 
 using namespace louver;
 
@@ -64,6 +65,37 @@ std::vector<float> gaussian(int64_t count, nk::Rng rng, double scale = 1.0) {
   std::vector<float> v(static_cast<size_t>(count));
   for (float& x : v) x = static_cast<float>(scale * rng.normal());
   return v;
+}
+
+/// Keys like those of 'gen --profile llm': clusters with a low-rank spread and
+/// uneven channel scales.
+std::vector<float> llm_like_keys(int64_t n, int64_t dims, nk::Rng rng) {
+  const int64_t clusters = 12, rank = 4;
+  const std::vector<float> centers = gaussian(clusters * dims, rng.split(1));
+  const std::vector<float> basis = gaussian(dims * rank, rng.split(2), 0.5);
+  std::vector<float> keys = gaussian(n * dims, rng.split(3), 0.1);
+  nk::Rng pick = rng.split(4), latent = rng.split(5);
+  for (int64_t i = 0; i < n; ++i) {
+    const auto c = static_cast<int64_t>(pick.below(clusters));
+    double z[rank];
+    for (double& value : z) value = latent.normal();
+    for (int64_t j = 0; j < dims; ++j) {
+      double value = keys[static_cast<size_t>(i * dims + j)] + centers[static_cast<size_t>(c * dims + j)];
+      for (int64_t r = 0; r < rank; ++r) value += basis[static_cast<size_t>(j * rank + r)] * z[r];
+      const double slowness = static_cast<double>(j) / static_cast<double>(dims);
+      keys[static_cast<size_t>(i * dims + j)] = static_cast<float>((0.1 + 1.5 * slowness * slowness) * value);
+    }
+  }
+  return keys;
+}
+
+/// The same hits (ids and scores, bit for bit) and, if asked, the same scanned count.
+bool identical(const SearchResult& a, const SearchResult& b, bool scanned) {
+  if (a.hits.size() != b.hits.size() || (scanned && a.scanned != b.scanned)) return false;
+  for (size_t i = 0; i < a.hits.size(); ++i) {
+    if (a.hits[i].id != b.hits[i].id || a.hits[i].score != b.hits[i].score) return false;
+  }
+  return true;
 }
 
 /// Thresholds at the k-th largest score of each query (the top-k oracle).
@@ -195,6 +227,84 @@ TEST_SUITE("louver") {
         }
         CHECK(static_cast<double>(head.residual[static_cast<size_t>(s)][static_cast<size_t>(i)]) >= std::sqrt(sum));
       }
+    }
+  }
+
+  TEST_CASE("CUDA search returns exactly the CPU's hits and scanned counts (and the dense scan too)") {
+    if (!nk::test::cuda_or_skip()) return;
+    struct Case {
+      const char* name;
+      bool llm;
+      int64_t n, dims, subspaces, leaf, coded;  // coded >= 0: the rest appended (1200: a coded tail and 201 in the buffer)
+    };
+    // Covers both table paths (shared memory up to 4096 floats, global beyond)
+    // and both load paths (float4 when d % 4 == 0, scalar otherwise).
+    for (const Case& c : {Case{"iid d=67 S=8, appends", false, 3000, 67, 8, 16, 1800},
+                          Case{"llm-like d=67 S=8, appends", true, 5000, 67, 8, 16, 3800},
+                          Case{"llm-like d=128 S=32", true, 4000, 128, 32, 64, -1},
+                          Case{"llm-like d=130 S=16, large tables, appends", true, 12000, 130, 16, 8, 10800},
+                          Case{"iid d=96 S=12, large tables", false, 8000, 96, 12, 8, -1},
+                          Case{"S=d=16", true, 800, 16, 16, 4, -1}}) {
+      INFO(c.name);
+      IndexParams params;
+      params.subspaces = c.subspaces;
+      params.leaf_size = c.leaf;
+      params.buffer = 300;
+      nk::Rng rng(static_cast<uint64_t>(c.n * 7 + c.dims));
+      const std::vector<float> keys = c.llm ? llm_like_keys(c.n, c.dims, rng.split(1)) : gaussian(c.n * c.dims, rng.split(1));
+      const HeadIndex head = make_head(keys, c.dims, params, c.coded);
+      if (c.coded >= 0) REQUIRE(head.coded < c.n);  // an exact buffer remains
+      const Subspaces sub = Subspaces::split(c.dims, params.subspaces);
+      const int64_t count = 40;
+      std::vector<float> queries = gaussian(count * c.dims, rng.split(2));
+      std::fill(queries.end() - c.dims, queries.end(), 0.0f);  // a zero query: every score is 0
+      // Several thresholds in one batch: top 1%, top 20%, a key's own score (a tie at T), 0, +-1e30.
+      std::vector<double> thresholds;
+      for (int64_t m = 0; m < count; ++m) {
+        const float* q = queries.data() + m * c.dims;
+        switch (m % 6) {
+          case 0: thresholds.push_back(kth_score(head, q, c.dims, c.n / 100 + 1)); break;
+          case 1: thresholds.push_back(kth_score(head, q, c.dims, c.n / 5)); break;
+          case 2: thresholds.push_back(exact_score(q, head.keys.data() + (m * 97 % c.n) * c.dims, c.dims)); break;
+          case 3: thresholds.push_back(0.0); break;
+          case 4: thresholds.push_back(m == 4 ? -1e30 : 1e30); break;
+          default: thresholds.push_back(kth_score(head, q, c.dims, 3)); break;
+        }
+      }
+      GpuTiming timing;
+      const std::vector<SearchResult> gpu = search_cuda(head, sub, queries.data(), count, thresholds.data(), false, 3, &timing);
+      const std::vector<SearchResult> gpu_dense = search_cuda(head, sub, queries.data(), count, thresholds.data(), true);
+      REQUIRE(gpu.size() == static_cast<size_t>(count));
+      REQUIRE(gpu_dense.size() == static_cast<size_t>(count));
+      CHECK(timing.compute > 0);
+      int64_t differ = 0, dense_differ = 0, scanned = 0;
+      for (int64_t m = 0; m < count; ++m) {
+        const float* q = queries.data() + m * c.dims;
+        const SearchResult cpu = search(head, sub, q, thresholds[static_cast<size_t>(m)]);
+        const SearchResult dense = dense_scan(head, q, c.dims, thresholds[static_cast<size_t>(m)]);
+        const auto at = static_cast<size_t>(m);
+        if (!identical(gpu[at], cpu, true)) {
+          ++differ;
+          MESSAGE("query " << m << ": GPU " << gpu[at].hits.size() << " hits, " << gpu[at].scanned << " scanned; CPU "
+                           << cpu.hits.size() << " hits, " << cpu.scanned << " scanned");
+        }
+        if (!identical(gpu_dense[at], dense, true)) ++dense_differ;
+        scanned += cpu.scanned;
+      }
+      CHECK(differ == 0);
+      CHECK(dense_differ == 0);
+      if (c.subspaces > 1) CHECK(scanned < count * c.n);  // the bound pass skipped keys at all
+
+      // Every key a hit for every query: more hits than the first buffer holds (it grows and runs again).
+      const std::vector<double> everything(static_cast<size_t>(count), -1e30);
+      const std::vector<SearchResult> all = search_cuda(head, sub, queries.data(), count, everything.data(), false);
+      REQUIRE(all.size() == static_cast<size_t>(count));
+      int64_t incomplete = 0;
+      for (int64_t m = 0; m < count; ++m) {
+        const SearchResult& result = all[static_cast<size_t>(m)];
+        if (result.hits.size() != static_cast<size_t>(c.n) || !identical(result, search(head, sub, queries.data() + m * c.dims, -1e30), true)) ++incomplete;
+      }
+      CHECK(incomplete == 0);
     }
   }
 }

@@ -11,6 +11,7 @@
 #include "nk/rng.hpp"
 #include "packing.hpp"
 #include "plan.hpp"
+#include "test_support.hpp"
 
 using namespace rubiconv;
 
@@ -291,6 +292,70 @@ TEST_SUITE("rubiconv") {
         CHECK(fits_whole(n, size, lk));
         CHECK(size >= n + std::min(n, lk) - 1);
         CHECK(size < 4 * (n + std::min(n, lk)));
+      }
+    }
+  }
+
+  TEST_CASE("CUDA: every method's plan on the GPU equals the CPU engine and the definition, gradients too") {
+    if (!nk::test::cuda_or_skip()) return;
+    PlanOptions tiles;
+    tiles.tile = 256;
+    tiles.direct_max = 8;
+    struct Shape {
+      const char* name;
+      std::vector<std::vector<int64_t>> lengths;
+      int64_t channels, taps;
+      PlanOptions options;
+      bool bias;
+    };
+    const std::vector<Shape> shapes = {
+        {"one document", {{1000}}, 5, 1000, {}, false},
+        {"every document of length 1", {std::vector<int64_t>(300, 1)}, 3, 300, {}, false},
+        {"Lk = L, L not a power of two, many channels", {{129, 1, 64, 77, 500, 2}}, 70, 773, {}, true},
+        {"ragged batch", random_lengths(3, 3001, 150, 11), 33, 3001, {}, false},
+        {"overlap-save tiles", {{193, 386, 579, 194, 192, 2000, 300}}, 3, 64, tiles, true},
+        {"short filter, mixed lengths", random_lengths(2, 5003, 300, 12), 64, 5, {}, false},
+    };
+    for (const Shape& shape : shapes) {
+      const Case<float> c32(shape.lengths, shape.channels, shape.taps, 21, shape.bias);
+      const Case<double> c64(shape.lengths, shape.channels, shape.taps, 22, shape.bias);
+      const std::vector<double> ref32 = definition(c32), ref64 = definition(c64);
+      for (Method method : {Method::rubiconv, Method::perdoc, Method::padded, Method::fullfft, Method::direct}) {
+        INFO(shape.name << ", method " << method_name(method));
+        const Plan p32 = make_plan(method, c32.packing, shape.taps, shape.options);
+        std::vector<float> gpu32(c32.x.size()), cpu32(c32.x.size());
+        apply_cuda(c32.problem(), p32, gpu32.data());
+        apply(c32.problem(), p32, cpu32.data());
+        CHECK(relative_error(gpu32, cpu32) <= 1e-5);
+        const Plan p64 = make_plan(method, c64.packing, shape.taps, shape.options);
+        std::vector<double> gpu64(c64.x.size()), cpu64(c64.x.size());
+        apply_cuda(c64.problem(), p64, gpu64.data(), 2);
+        apply(c64.problem(), p64, cpu64.data());
+        CHECK(relative_error(gpu64, cpu64) <= 1e-12);
+        if (method != Method::fullfft) {
+          CHECK(relative_error(std::vector<double>(gpu32.begin(), gpu32.end()), ref32) <= 1e-5);
+          CHECK(relative_error(gpu64, ref64) <= 1e-12);
+        }
+        // Gradients: dx, dk (and dbias) on the GPU against the CPU engine.
+        nk::Rng rng(31);
+        std::vector<double> dy64(c64.x.size());
+        for (double& v : dy64) v = rng.normal();
+        std::vector<float> dy32(dy64.begin(), dy64.end());
+        const size_t taps32 = c32.k.size(), taps64 = c64.k.size();
+        std::vector<float> dx_g(c32.x.size()), dk_g(taps32), db_g(static_cast<size_t>(shape.channels));
+        std::vector<float> dx_c(c32.x.size()), dk_c(taps32), db_c(static_cast<size_t>(shape.channels));
+        grad_cuda(c32.problem(), p32, dy32.data(), dx_g.data(), dk_g.data(), shape.bias ? db_g.data() : nullptr);
+        grad(c32.problem(), p32, dy32.data(), dx_c.data(), dk_c.data(), shape.bias ? db_c.data() : nullptr);
+        CHECK(relative_error(dx_g, dx_c) <= 1e-5);
+        CHECK(relative_error(dk_g, dk_c) <= 1e-5);
+        if (shape.bias) CHECK(relative_error(db_g, db_c) <= 1e-5);
+        std::vector<double> dx_g64(c64.x.size()), dk_g64(taps64), db_g64(static_cast<size_t>(shape.channels));
+        std::vector<double> dx_c64(c64.x.size()), dk_c64(taps64), db_c64(static_cast<size_t>(shape.channels));
+        grad_cuda(c64.problem(), p64, dy64.data(), dx_g64.data(), dk_g64.data(), shape.bias ? db_g64.data() : nullptr, 2);
+        grad(c64.problem(), p64, dy64.data(), dx_c64.data(), dk_c64.data(), shape.bias ? db_c64.data() : nullptr);
+        CHECK(relative_error(dx_g64, dx_c64) <= 1e-12);
+        CHECK(relative_error(dk_g64, dk_c64) <= 1e-12);
+        if (shape.bias) CHECK(relative_error(db_g64, db_c64) <= 1e-12);
       }
     }
   }

@@ -50,6 +50,7 @@ struct QueryOptions {
   double budget = 0.1;            ///< quest-topk: fraction of keys scanned
   int64_t page_size = 16;         ///< quest-*: keys per page
   std::string shard;
+  bool cuda = false;  ///< query: --device resolved to CUDA (the louver method then searches on the GPU)
 };
 void query(const QueryOptions& options);
 

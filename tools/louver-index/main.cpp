@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
     if (*query_verb) {
       query.has_threshold = threshold->count() > 0;
       query.seed = cli.common().seed;
+      query.cuda = cli.device().kind == nk::DeviceKind::cuda;
       louver::query(query);
     }
     if (*attend_verb) {

@@ -169,31 +169,62 @@ void query(const QueryOptions& o) {
     for (const HeadIndex& head : index.heads) pages.push_back(build_pages(head, index.dims, o.page_size));
   }
   const int64_t budget = std::max<int64_t>(1, static_cast<int64_t>(std::llround(o.budget * static_cast<double>(index.keys_per_head()))));
+  // On CUDA, louver searches all rows of one KV head (contiguous rows) in one
+  // GPU call, and the times are the GPU's; the Quest baselines stay on the CPU.
+  const bool gpu = o.cuda && o.method == "louver";
+  if (o.cuda && !gpu) spdlog::info("{} has no CUDA path: searching on the CPU", o.method);
+  const int64_t rows_per_head = job.queries.count * job.group;
+  // Runs search_cuda over [first, first + count), one call per KV head; returns the summed times.
+  const auto on_gpu = [&](std::vector<SearchResult>& out, bool dense, nk::Progress* bar) {
+    GpuTiming sum;
+    for (int64_t r = 0; r < count;) {
+      const int64_t row = first + r, end = std::min(count, (row / rows_per_head + 1) * rows_per_head - first);
+      GpuTiming t;
+      std::vector<SearchResult> part = search_cuda(job.head_of(row), index.subspaces, job.query_of(row), end - r,
+                                                   thresholds.data() + r, dense, 1, &t);
+      std::move(part.begin(), part.end(), out.begin() + r);
+      sum.prepare += t.prepare, sum.upload += t.upload, sum.setup += t.setup, sum.compute += t.compute, sum.download += t.download;
+      r = end;
+      if (bar) bar->update(r);
+    }
+    return sum;
+  };
   nk::Progress progress("query", count);
-  const auto start = std::chrono::steady_clock::now();
+  GpuTiming gpu_time;
+  double index_seconds = 0;
+  if (gpu) {
+    gpu_time = on_gpu(results, false, &progress);
+    index_seconds = gpu_time.compute;
+  } else {
+    const auto start = std::chrono::steady_clock::now();
 #pragma omp parallel for schedule(dynamic, 4)
-  for (int64_t r = 0; r < count; ++r) {
-    const int64_t row = first + r, kv = row / job.queries.count / job.group;
-    const float* q = job.query_of(row);
-    const double t = thresholds[static_cast<size_t>(r)];
-    const HeadIndex& head = job.head_of(row);
-    if (o.method == "louver") results[static_cast<size_t>(r)] = search(head, index.subspaces, q, t);
-    else if (o.method == "quest-threshold") results[static_cast<size_t>(r)] = quest_threshold(head, pages[static_cast<size_t>(kv)], q, index.dims, t);
-    else results[static_cast<size_t>(r)] = quest_topk(head, pages[static_cast<size_t>(kv)], q, index.dims, t, budget);
-    if (omp_get_thread_num() == 0) progress.update(r + 1);
+    for (int64_t r = 0; r < count; ++r) {
+      const int64_t row = first + r, kv = row / job.queries.count / job.group;
+      const float* q = job.query_of(row);
+      const double t = thresholds[static_cast<size_t>(r)];
+      const HeadIndex& head = job.head_of(row);
+      if (o.method == "louver") results[static_cast<size_t>(r)] = search(head, index.subspaces, q, t);
+      else if (o.method == "quest-threshold") results[static_cast<size_t>(r)] = quest_threshold(head, pages[static_cast<size_t>(kv)], q, index.dims, t);
+      else results[static_cast<size_t>(r)] = quest_topk(head, pages[static_cast<size_t>(kv)], q, index.dims, t, budget);
+      if (omp_get_thread_num() == 0) progress.update(r + 1);
+    }
+    index_seconds = seconds_since(start);
   }
-  const double index_seconds = seconds_since(start);
   progress.finish();
   double dense_seconds = 0, recall = -1;
   if (o.compare_dense) {
     std::vector<SearchResult> dense(static_cast<size_t>(count));
-    const auto dense_start = std::chrono::steady_clock::now();
+    if (gpu) {
+      dense_seconds = on_gpu(dense, true, nullptr).compute;
+    } else {
+      const auto dense_start = std::chrono::steady_clock::now();
 #pragma omp parallel for schedule(dynamic, 4)
-    for (int64_t r = 0; r < count; ++r) {
-      const int64_t row = first + r;
-      dense[static_cast<size_t>(r)] = dense_scan(job.head_of(row), job.query_of(row), index.dims, thresholds[static_cast<size_t>(r)]);
+      for (int64_t r = 0; r < count; ++r) {
+        const int64_t row = first + r;
+        dense[static_cast<size_t>(r)] = dense_scan(job.head_of(row), job.query_of(row), index.dims, thresholds[static_cast<size_t>(r)]);
+      }
+      dense_seconds = seconds_since(dense_start);
     }
-    dense_seconds = seconds_since(dense_start);
     int64_t found = 0, expected = 0;
     for (int64_t r = 0; r < count; ++r) {
       const auto& a = results[static_cast<size_t>(r)].hits;
@@ -231,12 +262,19 @@ void query(const QueryOptions& o) {
   out.attr("/", "query_seconds", index_seconds);
   out.attr("/", "scanned_fraction", fraction);
   out.attr("/", "method", o.method);
+  out.attr("/", "device", gpu ? "cuda" : "cpu");
+  if (gpu) {
+    out.attr("/", "prepare_seconds", gpu_time.prepare);
+    out.attr("/", "upload_seconds", gpu_time.upload);
+    out.attr("/", "setup_seconds", gpu_time.setup);
+    out.attr("/", "download_seconds", gpu_time.download);
+  }
   if (o.compare_dense) {
     out.attr("/", "dense_seconds", dense_seconds);
     out.attr("/", "recall", recall);
   }
   out.commit();
-  spdlog::info("{}: {} quer(ies): {} hit(s), scanned {:.1f}% of keys, {:.3f} ms per query{}", o.method, count, ids.size(),
+  spdlog::info("{}{}: {} quer(ies): {} hit(s), scanned {:.1f}% of keys, {:.3f} ms per query{}", o.method, gpu ? " (cuda)" : "", count, ids.size(),
                100 * fraction, 1e3 * index_seconds / std::max<int64_t>(1, count),
                o.compare_dense ? fmt::format("; dense scan {:.3f} ms per query; recall {:.4f}", 1e3 * dense_seconds / std::max<int64_t>(1, count), recall) : "");
 }

@@ -42,13 +42,6 @@ float fast_score(const float* q, const float* k, int64_t dims) {
   return sum;
 }
 
-/// |q| rounded up, times the float error factor of fast_score and Eigen's GEMV.
-double float_error_unit(const float* query, int64_t dims) {
-  double squares = 0;
-  for (int64_t j = 0; j < dims; ++j) squares += static_cast<double>(query[j]) * query[j];
-  return static_cast<double>(2 * dims + 16) * FLT_EPSILON * std::sqrt(squares) * (1 + static_cast<double>(dims + 4) * DBL_EPSILON);
-}
-
 void scan_range(const HeadIndex& head, const float* q, int64_t dims, int64_t begin, int64_t end, double threshold,
                 SearchResult& out) {
   for (int64_t i = begin; i < end; ++i) {
@@ -60,31 +53,40 @@ void scan_range(const HeadIndex& head, const float* q, int64_t dims, int64_t beg
 
 }  // namespace
 
+/// |q| rounded up, times the float error factor of fast_score and Eigen's GEMV.
+double float_error_unit(const float* query, int64_t dims) {
+  double squares = 0;
+  for (int64_t j = 0; j < dims; ++j) squares += static_cast<double>(query[j]) * query[j];
+  return static_cast<double>(2 * dims + 16) * FLT_EPSILON * std::sqrt(squares) * (1 + static_cast<double>(dims + 4) * DBL_EPSILON);
+}
+
 // For key i with cluster c_s and residual rho_s in subspace s, in real numbers
 //   q.k = sum_s q_s.mu_{s,c_s} + q_s.(k_s - mu_{s,c_s}) <= sum_s q_s.mu_{s,c_s} + |q_s| rho_s
 // (Cauchy-Schwarz per subspace; rho_s is rounded up). In floating point the
 // bound is raised by a margin that covers its own rounding and the rounding of
 // exact_score, so no key with exact_score >= T is ever skipped.
-SearchResult search(const HeadIndex& head, const Subspaces& sub, const float* query, double threshold, Bound mode) {
-  const int64_t dims = sub.dims, s_count = sub.count(), n = head.size(dims);
+QueryPrep prepare_query(const HeadIndex& head, const Subspaces& sub, const float* query, double threshold, Bound mode) {
+  const int64_t dims = sub.dims, s_count = sub.count();
+  QueryPrep prep;
   // Per-query tables, in float for a fast key pass; every entry is rounded up
   // and the float sum gets its own margin below.
-  std::vector<std::vector<float>> table(static_cast<size_t>(s_count));
-  std::vector<float> q_norm(static_cast<size_t>(s_count));
+  prep.table_offset.assign(1, 0);
+  for (int64_t s = 0; s < s_count; ++s) prep.table_offset.push_back(prep.table_offset.back() + head.books[static_cast<size_t>(s)].clusters());
+  prep.tables.resize(static_cast<size_t>(prep.table_offset.back()));
+  prep.q_norm.resize(static_cast<size_t>(s_count));
   double slack = 0;  // bounds |any key's bound terms| + sum_j |q_j k_j| for every key
   for (int64_t s = 0; s < s_count; ++s) {
     const int64_t offset = sub.begin[static_cast<size_t>(s)], width = sub.width(s);
     double squares = 0;
     for (int64_t j = 0; j < width; ++j) squares += static_cast<double>(query[offset + j]) * query[offset + j];
     const double norm = std::sqrt(squares) * (1 + static_cast<double>(width + 4) * DBL_EPSILON);
-    q_norm[static_cast<size_t>(s)] = mode == Bound::centroid_only ? 0.0f : std::nextafter(static_cast<float>(norm), INFINITY);
+    prep.q_norm[static_cast<size_t>(s)] = mode == Bound::centroid_only ? 0.0f : std::nextafter(static_cast<float>(norm), INFINITY);
     const Codebook& book = head.books[static_cast<size_t>(s)];
-    std::vector<float>& row = table[static_cast<size_t>(s)];
-    row.resize(static_cast<size_t>(book.clusters()));
+    float* row = prep.tables.data() + prep.table_offset[static_cast<size_t>(s)];
     // A float GEMV: its error (and that of float centroids) is at most a few
     // float ulps of |q_s| |mu|, which the margin covers through 'worst'.
     Eigen::Map<const RowMatrix> centroids(book.centroid_f32.data(), book.clusters(), width);
-    Eigen::Map<Eigen::VectorXf>(row.data(), book.clusters()).noalias() =
+    Eigen::Map<Eigen::VectorXf>(row, book.clusters()).noalias() =
         centroids * Eigen::Map<const Eigen::VectorXf>(query + offset, width);
     double worst = 0;
     for (int64_t c = 0; c < book.clusters(); ++c) worst = std::max(worst, book.norm[static_cast<size_t>(c)]);
@@ -97,19 +99,29 @@ SearchResult search(const HeadIndex& head, const Subspaces& sub, const float* qu
   const double margin = mode == Bound::safe
                             ? (static_cast<double>(2 * (dims + 2 * s_count) + 16) * FLT_EPSILON + static_cast<double>(2 * dims + 16) * DBL_EPSILON) * slack
                             : 0.0;
-  const double cut = threshold - margin;
-  const double unit = float_error_unit(query, dims);
+  prep.cut = threshold - margin;
+  prep.unit = float_error_unit(query, dims);
+  return prep;
+}
+
+SearchResult search(const HeadIndex& head, const Subspaces& sub, const float* query, double threshold, Bound mode) {
+  const int64_t dims = sub.dims, s_count = sub.count(), n = head.size(dims);
+  const QueryPrep prep = prepare_query(head, sub, query, threshold, mode);
+  const double cut = prep.cut, unit = prep.unit;
   SearchResult out;
+  // The key pass. Its CUDA twin (kernels/cuda/louver.cu) repeats every float
+  // operation below in the same order, without fused multiply-adds (this file
+  // is built with -ffp-contract=off), so both skip exactly the same keys.
   constexpr int64_t kBlock = 512;
   float bound[kBlock];
   for (int64_t first = 0; first < head.coded; first += kBlock) {
     const int64_t count = std::min(kBlock, head.coded - first);
     std::fill(bound, bound + count, 0.0f);
     for (int64_t s = 0; s < s_count; ++s) {
-      const float* entries = table[static_cast<size_t>(s)].data();
+      const float* entries = prep.tables.data() + prep.table_offset[static_cast<size_t>(s)];
       const uint16_t* code = head.code16[static_cast<size_t>(s)].data() + first;
       const uint16_t* rho = head.residual16[static_cast<size_t>(s)].data() + first;
-      const float norm = q_norm[static_cast<size_t>(s)];
+      const float norm = prep.q_norm[static_cast<size_t>(s)];
       // Two simple loops: the residual term vectorises, the look-ups stay scalar.
       for (int64_t i = 0; i < count; ++i) {
         const uint32_t bits = static_cast<uint32_t>(rho[i]) << 16;

@@ -27,6 +27,24 @@ struct SearchResult {
 /// tests can show the recall checker catches unsafe variants.
 enum class Bound { safe, no_margin, centroid_only };
 
+/// What search() computes once per query before its key pass. The CUDA path
+/// (search_cuda) takes the same numbers, so both take the same decisions.
+struct QueryPrep {
+  std::vector<float> tables;          ///< q_s . mu_{s,c} in float32, subspace s from table_offset[s]
+  std::vector<int64_t> table_offset;  ///< [S + 1]: table_offset[S] = tables.size()
+  std::vector<float> q_norm;          ///< [S]: |q_s| rounded up (0 for Bound::centroid_only)
+  double cut = 0;                     ///< a coded key whose float bound is below this is skipped
+  double unit = 0;                    ///< the float score's error bound per unit of |k|
+};
+
+/// The per-query tables, norms, cut (threshold - margin) and float error unit.
+QueryPrep prepare_query(const HeadIndex& head, const Subspaces& subspaces, const float* query, double threshold,
+                        Bound bound = Bound::safe);
+
+/// |q| rounded up, times the float error factor of the float32 score filter:
+/// a float score plus unit |k| below T settles a key as a miss.
+double float_error_unit(const float* query, int64_t dims);
+
 /// Keys of 'head' with exact_score(q, k) >= threshold.
 SearchResult search(const HeadIndex& head, const Subspaces& subspaces, const float* query, double threshold,
                     Bound bound = Bound::safe);
@@ -44,5 +62,20 @@ double mass_threshold(const HeadIndex& head, const float* query, int64_t dims, d
 
 /// Dense exact scan (the reference and the baseline): same result as search().
 SearchResult dense_scan(const HeadIndex& head, const float* query, int64_t dims, double threshold);
+
+/// Where the GPU's time went, in seconds: the per-query tables on the CPU,
+/// copies to the device, set-up, the search itself (the fastest of 'repeats'
+/// runs) and copies back.
+struct GpuTiming {
+  double prepare = 0, upload = 0, setup = 0, compute = 0, download = 0;
+};
+
+/// search() (dense = false) or dense_scan() (dense = true) of 'count' queries
+/// [count, d] of one KV head on the GPU, in one call to the CUDA module: the
+/// same hits (ids and scores) and the same scanned counts, bit for bit.
+/// Throws nk::Error (exit 1) when no CUDA device or module can be used.
+std::vector<SearchResult> search_cuda(const HeadIndex& head, const Subspaces& subspaces, const float* queries,
+                                      int64_t count, const double* thresholds, bool dense, int repeats = 1,
+                                      GpuTiming* timing = nullptr);
 
 }  // namespace louver

@@ -23,6 +23,20 @@ struct Problem {
 template <class Real>
 void apply(const Problem<Real>& problem, const Plan& plan, Real* y);
 
+/// Seconds spent by a GPU run: copies in, set-up (cuFFT plans, buffers), the
+/// computation (fastest of the repeats) and copies out.
+struct GpuTiming {
+  double upload = 0, setup = 0, compute = 0, download = 0;
+};
+/// apply() on the GPU through the CUDA module (same plan, same result up to rounding).
+template <class Real>
+GpuTiming apply_cuda(const Problem<Real>& problem, const Plan& plan, Real* y, int repeats = 1);
+
+/// grad() on the GPU through the CUDA module (same plan; dbias only with a bias).
+template <class Real>
+GpuTiming grad_cuda(const Problem<Real>& problem, const Plan& plan, const Real* dy, Real* dx, Real* dk, Real* dbias,
+                    int repeats = 1);
+
 /// Gradients of <dy, y> for the same problem: dx [B,L,H], dk [H,Lk], and
 /// dbias [H] when the problem has a bias (dbias may be null otherwise).
 template <class Real>

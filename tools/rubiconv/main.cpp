@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
     verb->add_option("--tile", run.plan.tile, "Overlap-save FFT size for long documents with short filters")
         ->check(CLI::Range(64, 1 << 26));
     verb->add_option("--chunk-mib", chunk_mib, "Work buffer per thread and task of FFT rows, in MiB")->check(CLI::Range(1, 1 << 16));
+    verb->add_option("--repeats", run.repeats, "Compute this many times and report the fastest (timing)")
+        ->check(CLI::Range(int64_t{1}, int64_t{1000}));
     nk::cli::App::add_shard(*verb, run.shard);
   };
   CLI::App* apply = cli.add_verb("apply", "y = per-document causal convolution of /x with /k");
@@ -44,7 +46,7 @@ int main(int argc, char** argv) {
   return cli.run(argc, argv, [&] {
     run.method = rubiconv::parse_method(method);
     run.plan.task_bytes = chunk_mib << 20;
-    run.cuda = cli.common().device == "cuda";
+    run.cuda = cli.device().kind == nk::DeviceKind::cuda;
     if (*apply) rubiconv::run_apply(run);
     if (*grad) rubiconv::run_grad(run);
     if (*gen_verb) {

@@ -34,7 +34,8 @@ struct RunOptions {
   bool skip = false;  ///< add /bias[h] * x (Hyena's D term)
   PlanOptions plan;
   std::string shard;
-  bool cuda = false;  ///< --device picked CUDA
+  bool cuda = false;     ///< --device picked CUDA
+  int64_t repeats = 1;  ///< run the computation this many times, report the fastest
 };
 void run_apply(const RunOptions& options);
 void run_grad(const RunOptions& options);

@@ -1,0 +1,100 @@
+// search_cuda.cpp - search() and dense_scan() of a batch of queries on the
+// GPU, through the CUDA module (kernels/cuda/louver.cu). The per-query tables,
+// norms, cut and float error unit are prepared here by prepare_query, exactly
+// as search() prepares them, so the GPU takes the CPU's decisions.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <limits>
+
+#include "nk/error.hpp"
+#include "nk/kernels/cuda_call.hpp"
+#include "search.hpp"
+
+namespace louver {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// Where the module hands the hits: each goes to its query's list.
+struct HitSink {
+  std::vector<SearchResult>* results = nullptr;
+};
+
+int take_hits(void* context, long count, const unsigned long long* query_key, const double* score) {
+  std::vector<SearchResult>& results = *static_cast<HitSink*>(context)->results;
+  try {
+    for (long i = 0; i < count; ++i) {
+      const auto query = static_cast<size_t>(query_key[i] >> 32);
+      if (query >= results.size()) return 1;
+      results[query].hits.push_back({static_cast<int64_t>(query_key[i] & 0xffffffffULL), score[i]});
+    }
+  } catch (...) {  // out of memory: the entry fails and says so
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<SearchResult> search_cuda(const HeadIndex& head, const Subspaces& sub, const float* queries, int64_t count,
+                                      const double* thresholds, bool dense, int repeats, GpuTiming* timing) {
+  const int64_t dims = sub.dims, s_count = sub.count(), n = head.size(dims), coded = head.coded;
+  const nk_cuda_api& api = nk::kernels::cuda_api("louver-index search");
+  const auto start = std::chrono::steady_clock::now();
+  const auto rows = static_cast<size_t>(count);
+  std::vector<double> cut(rows), unit(rows);
+  std::vector<float> tables, q_norm;
+  std::vector<long> table_offset;
+  std::vector<uint16_t> code16, residual16;
+  const bool bound_pass = !dense && coded > 0 && count > 0;
+  if (bound_pass) {
+    for (int64_t s = 0; s <= s_count; ++s) {
+      table_offset.push_back(s ? table_offset.back() + static_cast<long>(head.books[static_cast<size_t>(s - 1)].clusters()) : 0L);
+    }
+    const auto table_size = static_cast<size_t>(table_offset.back());
+    tables.resize(rows * table_size);
+    q_norm.resize(rows * static_cast<size_t>(s_count));
+#pragma omp parallel for schedule(static)
+    for (int64_t m = 0; m < count; ++m) {
+      const QueryPrep prep = prepare_query(head, sub, queries + m * dims, thresholds[m]);
+      std::copy(prep.tables.begin(), prep.tables.end(), tables.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(m) * table_size));
+      std::copy(prep.q_norm.begin(), prep.q_norm.end(), q_norm.begin() + m * s_count);
+      cut[static_cast<size_t>(m)] = prep.cut;
+      unit[static_cast<size_t>(m)] = prep.unit;
+    }
+    // Codes and residuals as one [S][coded] block each.
+    code16.resize(static_cast<size_t>(s_count * coded));
+    residual16.resize(code16.size());
+    for (int64_t s = 0; s < s_count; ++s) {
+      std::memcpy(code16.data() + s * coded, head.code16[static_cast<size_t>(s)].data(), sizeof(uint16_t) * static_cast<size_t>(coded));
+      std::memcpy(residual16.data() + s * coded, head.residual16[static_cast<size_t>(s)].data(), sizeof(uint16_t) * static_cast<size_t>(coded));
+    }
+  } else {
+    for (int64_t m = 0; m < count; ++m) unit[static_cast<size_t>(m)] = float_error_unit(queries + m * dims, dims);
+  }
+  const double prepare = seconds_since(start);
+
+  std::vector<SearchResult> results(rows);
+  std::vector<long> scanned(rows);
+  HitSink sink{&results};
+  nk_cuda_timing t{};
+  nk::kernels::cuda_call("louver-index search", api.louver_search_f32, head.keys.data(), head.key_norm.data(),
+                         static_cast<long>(n), static_cast<long>(dims), static_cast<long>(coded), static_cast<long>(s_count),
+                         bound_pass ? code16.data() : nullptr, bound_pass ? residual16.data() : nullptr, queries,
+                         static_cast<long>(count), bound_pass ? tables.data() : nullptr,
+                         bound_pass ? table_offset.data() : nullptr, bound_pass ? q_norm.data() : nullptr,
+                         bound_pass ? cut.data() : nullptr, unit.data(), thresholds, dense ? 1 : 0, repeats,
+                         scanned.data(), &take_hits, static_cast<void*>(&sink), &t);
+  for (size_t m = 0; m < rows; ++m) {
+    results[m].scanned = scanned[m];
+    std::sort(results[m].hits.begin(), results[m].hits.end(), [](const Hit& a, const Hit& b) { return a.id < b.id; });
+  }
+  if (timing) *timing = {prepare, t.upload_ms / 1e3, t.setup_ms / 1e3, t.compute_ms / 1e3, t.download_ms / 1e3};
+  return results;
+}
+
+}  // namespace louver
