@@ -15,6 +15,9 @@ check "query --mass 0.9 --mass-sample 64" louver-index -q query -i index.h5 --qu
 check "gen more keys" louver-index -q gen --n 700 --d 64 --queries 1 --dv 16 --seed 9 -o more.h5
 check "append 700 keys (buffer flushes into codes)" louver-index -q append -i index.h5 --keys more.h5 -o index2.h5
 check "query after appends" louver-index -q query -i index2.h5 --queries kv.h5 --topk-oracle 47 -o hits2.h5
+check "append with --rebuild-growth 1.1 rebuilds the codebooks" sh -c 'louver-index -q append -i index.h5 --keys more.h5 --rebuild-growth 1.1 -o index3.h5 && [ "$(nk-data info index3.h5 --format tsv | awk -F"\t" "\$2==\"rebuilt_heads\" {print \$7}")" = 1 ]'
+check "append with rebuilds off keeps the old codebooks" sh -c 'louver-index -q append -i index.h5 --keys more.h5 --rebuild-growth 0 --rebuild-ratio 0 -o index4.h5 && [ "$(nk-data info index4.h5 --format tsv | awk -F"\t" "\$2==\"rebuilt_heads\" {print \$7}")" = 0 ]'
+check "query after a rebuild" louver-index -q query -i index3.h5 --queries kv.h5 --topk-oracle 47 --compare-dense -o hits3.h5
 for i in 0 1 2; do louver-index -q query -i index.h5 --queries kv.h5 --topk-oracle 40 --shard $i/3 -o "shard$i.h5"; done
 check "merge sharded queries" nk-data -q merge shard2.h5 shard0.h5 shard1.h5 -o merged.h5
 for i in 0 1; do
@@ -55,6 +58,7 @@ qk = h5py.File("quest_k.h5", "r")
 check(f"quest-topk reports its recall ({qk.attrs['recall']:.3f}) and scans at most its budget", 0 <= qk.attrs["recall"] <= 1 and qk.attrs["scanned_fraction"] <= 0.06)
 more = h5py.File("more.h5", "r")["/keys"][...]
 verify(np.concatenate([keys, more]), q, "hits2.h5", "after appends")
+verify(np.concatenate([keys, more]), q, "hits3.h5", "after appends and a codebook rebuild")
 a = h5py.File("att.h5", "r")
 K = keys.astype(np.float64); V = kv["/values"][...].astype(np.float64)
 logits = (q.astype(np.float64) @ K.T) / np.sqrt(K.shape[1])

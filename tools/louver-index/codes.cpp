@@ -132,6 +132,15 @@ void build_codes(HeadIndex& head, const Subspaces& sub, const IndexParams& given
     }
   }
   head.coded = n;
+  head.built = n;
+}
+
+double mean_residual(const HeadIndex& head, int64_t begin, int64_t end) {
+  if (end <= begin) return 0;
+  double sum = 0;
+  for (const std::vector<float>& rho : head.residual)
+    for (int64_t i = begin; i < end; ++i) sum += rho[static_cast<size_t>(i)];
+  return sum / static_cast<double>(end - begin);
 }
 
 void finish_head(HeadIndex& head, int64_t dims) {

@@ -47,12 +47,16 @@ struct HeadIndex {
   /// upper 16 bits of the float, rounded up (bfloat16 towards +infinity).
   std::vector<std::vector<uint16_t>> code16, residual16;
   int64_t coded = 0;            ///< keys [coded, n) are the exact buffer
+  int64_t built = 0;            ///< keys [0, built) were clustered when the codebooks were made
   int64_t size(int64_t dims) const { return static_cast<int64_t>(keys.size()) / dims; }
 };
 
 /// |k_s - mu| computed in double from float coordinates and rounded up past
 /// every rounding of that computation, then up to float.
 float residual_up(const float* k, const double* mu, int64_t width);
+
+/// Mean over keys of the summed residuals sum_s rho_{i,s}, for keys [begin, end).
+double mean_residual(const HeadIndex& head, int64_t begin, int64_t end);
 
 /// Fills the float copies of centroids and key norms (after building or loading).
 void finish_head(HeadIndex& head, int64_t dims);

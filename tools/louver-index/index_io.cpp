@@ -55,6 +55,7 @@ void write_index(nk::h5::Writer& out, const Index& index) {
     }
     out.write(group + "/codes", codes.data(), {s_count, head.coded}, "S,N");
     out.write(group + "/residuals", residuals.data(), {s_count, head.coded}, "S,N");
+    out.attr(group, "built", head.built);
     for (int64_t s = 0; s < s_count; ++s) {
       const Codebook& book = head.books[static_cast<size_t>(s)];
       out.write(group + "/centroids" + std::to_string(s), book.centroid.data(), {book.clusters(), book.width}, "cluster,width");
@@ -101,6 +102,12 @@ Index read_index(const nk::h5::File& file) {
                                                        std::to_string(n) + ", S = " + std::to_string(s_count));
     }
     head.coded = codes.shape[1];
+    // Files from before the attribute: every coded key counts as built.
+    const auto built = file.attr_number(group, "built");
+    head.built = built ? static_cast<int64_t>(*built) : head.coded;
+    if (head.built < 0 || head.built > head.coded) {
+      throw nk::input_error(name, group, "attribute built = " + std::to_string(head.built) + " outside 0.." + std::to_string(head.coded));
+    }
     for (int64_t s = 0; s < s_count; ++s) {
       head.code.emplace_back(codes.data.begin() + s * head.coded, codes.data.begin() + (s + 1) * head.coded);
       head.residual.emplace_back(residuals.data.begin() + s * head.coded, residuals.data.begin() + (s + 1) * head.coded);

@@ -32,6 +32,12 @@ void build(const BuildOptions& options);
 struct AppendOptions {
   std::string input = "-", keys, output = "-";
   bool no_clobber = false;
+  /// Rebuild the codebooks over every key when the mean summed residual of
+  /// the keys coded by appends exceeds this multiple of the built keys' (0: never).
+  double rebuild_ratio = 1.25;
+  /// Rebuild when the coded keys reach this multiple of the keys the
+  /// codebooks were made from (clusters twice as full as a fresh build's; 0: never).
+  double rebuild_growth = 2.0;
 };
 void append(const AppendOptions& options);
 

@@ -30,6 +30,12 @@ int main(int argc, char** argv) {
   CLI::App* append_verb = cli.add_verb("append", "Append /keys (and /values) of a file to an index");
   nk::cli::App::add_input(*append_verb, append.input, "index file");
   append_verb->add_option("--keys", append.keys, "File with the new /keys [n,d] or [Hkv,n,d]")->required();
+  append_verb->add_option("--rebuild-ratio", append.rebuild_ratio,
+                          "Rebuild the codebooks when appended keys' mean residual exceeds this multiple of the built keys' (0: never)")
+      ->check(CLI::Range(0.0, 1e6));
+  append_verb->add_option("--rebuild-growth", append.rebuild_growth,
+                          "Rebuild the codebooks when the indexed keys reach this multiple of those they were made from (0: never)")
+      ->check(CLI::Range(0.0, 1e6));
   nk::cli::App::add_output(*append_verb, append.output, append.no_clobber);
 
   louver::QueryOptions query;

@@ -93,16 +93,38 @@ void append(const AppendOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   // New keys join the exact buffer; a full buffer gets codes against the
   // existing codebooks (its residuals are exact, so the guarantee holds).
+  int64_t rebuilt = 0;
+  double worst_ratio = 0;
   for (int64_t h = 0; h < keys.heads; ++h) {
     HeadIndex& head = index.heads[static_cast<size_t>(h)];
     head.keys.insert(head.keys.end(), keys.row(h, 0), keys.row(h, 0) + keys.count * keys.dims);
     if (index.value_dims) head.values.insert(head.values.end(), values.row(h, 0), values.row(h, 0) + keys.count * values.dims);
     if (head.size(index.dims) - head.coded >= index.params.buffer) code_buffer(head, index.subspaces);
+    // Drift: keys that arrive later (new positions, new topics) sit farther
+    // from the old centroids; when their residuals grow past the ratio, the
+    // codebooks are rebuilt over every key, as a fresh build would make them.
+    const double base = mean_residual(head, 0, head.built);
+    const double ratio = base > 0 ? mean_residual(head, head.built, head.coded) / base : 0;
+    worst_ratio = std::max(worst_ratio, ratio);
+    const bool drifted = o.rebuild_ratio > 0 && head.coded > head.built && ratio > o.rebuild_ratio;
+    const bool grown = o.rebuild_growth > 0 && static_cast<double>(head.coded) >= o.rebuild_growth * static_cast<double>(head.built);
+    if (drifted || grown) {
+      build_codes(head, index.subspaces, index.params);
+      ++rebuilt;
+    }
     finish_head(head, index.dims);
   }
   const double seconds = seconds_since(start);
+  if (rebuilt) {
+    spdlog::info("codebooks of {} head(s) rebuilt over all keys (appended keys' residuals {:.2f}x the built keys'; "
+                 "--rebuild-ratio {}, --rebuild-growth {})", rebuilt, worst_ratio, o.rebuild_ratio, o.rebuild_growth);
+  } else {
+    spdlog::debug("appended keys' residuals: {:.2f}x the built keys'", worst_ratio);
+  }
   write_index(out, index);
   out.attr("/", "append_seconds", seconds);
+  out.attr("/", "residual_ratio", worst_ratio);
+  out.attr("/", "rebuilt_heads", rebuilt);
   out.commit();
   spdlog::info("appended {} key(s) per head in {:.3f} s; {} key(s) in the exact buffer", keys.count, seconds,
                index.heads[0].size(index.dims) - index.heads[0].coded);

@@ -42,5 +42,39 @@ for n in $sizes; do
     echo "         faiss-ivf: skipped (install Debian's python3-faiss: make -f Makefile.dist bench does)"
   fi
 done
+
+# Appends as a cache grows: build on the first half of the keys (positions
+# 0..N/2), append the second half (later RoPE positions) 4096 keys at a time,
+# and compare the pruning (scanned fraction, time) with a fresh build over all
+# N keys, on the same queries and thresholds; with codebook rebuilds turned
+# off, and with the defaults (rebuild on drift or when the keys double).
+echo
+echo "== appends vs a fresh build: build on N/2 keys, append N/2 more in chunks of 4096"
+printf '%-8s %-8s | %14s %14s | %14s %14s | %10s %8s %11s\n' N rebuild "appended scan" "fresh scan" "appended ms/q" "fresh ms/q" "appends s" rebuilds "final ratio"
+for n in $sizes; do
+for rebuild in "--rebuild-ratio 0 --rebuild-growth 0" ""; do
+  k=$(( n / 100 ))
+  louver-index -q gen --n "$n" --d 128 --queries "$queries" --seed 1 -o "$work/kv.h5"
+  parts=$(/usr/bin/python3 "$(dirname "$0")/split_keys.py" "$work/kv.h5" $(( n / 2 )) "$work" 4096)
+  louver-index -q build -i "$work/first.h5" -o "$work/grown.h5"
+  total=0 rebuilds=0 ratio=0
+  for p in $(seq 0 $(( parts - 1 ))); do
+    f=$(printf '%s/part_%03d.h5' "$work" "$p")
+    louver-index -q append -i "$work/grown.h5" --keys "$f" $rebuild -o "$work/grown2.h5"
+    total=$(awk -v a="$total" -v b="$(attr "$work/grown2.h5" append_seconds)" 'BEGIN{print a+b}')
+    rebuilds=$(( rebuilds + $(attr "$work/grown2.h5" rebuilt_heads) ))
+    ratio=$(attr "$work/grown2.h5" residual_ratio)
+    mv "$work/grown2.h5" "$work/grown.h5"
+  done
+  louver-index -q build -i "$work/kv.h5" -o "$work/fresh.h5"
+  louver-index -q query -i "$work/grown.h5" --queries "$work/kv.h5" --topk-oracle "$k" --compare-dense -o "$work/h1.h5"
+  louver-index -q query -i "$work/fresh.h5" --queries "$work/kv.h5" --topk-oracle "$k" -o "$work/h2.h5"
+  awk -v n="$n" -v r="${rebuild:+never}" -v a="$(attr "$work/h1.h5" scanned_fraction)" -v b="$(attr "$work/h2.h5" scanned_fraction)" \
+      -v ta="$(attr "$work/h1.h5" query_seconds)" -v tb="$(attr "$work/h2.h5" query_seconds)" -v m="$queries" -v s="$total" \
+      -v nr="$rebuilds" -v fr="$ratio" 'BEGIN {
+    printf "%-8d %-8s | %13.1f%% %13.1f%% | %14.3f %14.3f | %10.3f %8d %11.2f\n", n, (r == "" ? "default" : r), 100 * a, 100 * b, 1e3 * ta / m, 1e3 * tb / m, s, nr, fr }'
+  rm -f "$work"/part_*.h5 "$work"/first.h5
+done
+done
 echo "recall 1.0: --compare-dense fails the run unless every query's hits equal the dense exact scan's"
 echo "goals: recall 1.0 with scanned <= 15% and >= 3x faster than the dense scan at N = 128K"
