@@ -2,9 +2,13 @@
 # rubiconv benchmark: every method on the same packed input, one run.
 # L in {64K, 256K, 1M} (override: LENGTHS="65536 262144"), H = 64, B = 1,
 # lognormal document lengths with median 512 and 4096 (sigma 1), Lk = L.
-# Time = the output's compute_seconds (plan + convolution, no file I/O), best
-# of REPEAT runs (default 3: a shared 2-core machine is noisy); peak = the
-# largest peak resident memory of the whole process (inputs and outputs included).
+# Time = the output's compute_seconds (plan + convolution, no file I/O):
+# steady state, the fastest of INPROC calls inside one process (default 3;
+# FFTW plans are then cached, as in a training loop), best over REPEAT
+# processes (default 2: a shared 2-core machine is noisy); and, for rubiconv
+# and fullfft, the first call of a fresh process ("cold": FFTW planning and
+# page faults included). Peak = the largest peak resident memory of the whole
+# process (inputs and outputs included).
 set -euo pipefail
 bin=$(cd "$1" && pwd)
 export PATH="$bin:$PATH"
@@ -16,13 +20,14 @@ threads=${THREADS:-$(nproc)}
 
 attr() { nk-data info "$1" --format tsv | awk -F'\t' -v k="$2" '$1=="attribute" && $2==k {print $7}'; }
 
-repeat=${REPEAT:-3}
+repeat=${REPEAT:-2}
+inproc=${INPROC:-3}
 
-# run VERB METHOD: prints "best_seconds peak_MiB"
+# run VERB METHOD [CALLS]: prints "best_seconds peak_MiB"
 run() {
-  local verb=$1 method=$2 best="" peak=0 seconds kib
+  local verb=$1 method=$2 calls=${3:-$inproc} best="" peak=0 seconds kib
   for _ in $(seq "$repeat"); do
-    /usr/bin/time -f '%M' -o "$work/rss" rubiconv -q --threads "$threads" "$verb" -i "$work/in.h5" --method "$method" -o "$work/out.h5" 2>/dev/null
+    /usr/bin/time -f '%M' -o "$work/rss" rubiconv -q --threads "$threads" "$verb" -i "$work/in.h5" --method "$method" --repeats "$calls" -o "$work/out.h5" 2>/dev/null
     seconds=$(attr "$work/out.h5" compute_seconds)
     kib=$(cat "$work/rss")
     rm -f "$work/out.h5"
@@ -32,8 +37,8 @@ run() {
   printf '%s %s\n' "$best" "$(awk -v k="$peak" 'BEGIN{printf "%.0f", k/1024}')"
 }
 
-printf '%-8s %-7s %6s | %9s %9s %9s %9s %9s | %7s %7s %7s %7s | %8s %8s\n' \
-  L median docs rubiconv fullfft padded perdoc grad "rc/full" "pad/rc" "per/rc" "grd/rc" "MiB rc" "MiB full"
+printf '%-8s %-7s %6s | %9s %9s %9s %9s %9s | %7s %7s %7s %7s | %8s %8s | %9s %9s %7s\n' \
+  L median docs rubiconv fullfft padded perdoc grad "rc/full" "pad/rc" "per/rc" "grd/rc" "MiB rc" "MiB full" "rc cold" "full cold" "rc/full"
 for length in $lengths; do
   for median in $medians; do
     rubiconv -q gen --length "$length" --channels 64 --doc-lengths "lognormal:$median,1.0" --with-dy --seed 1 -o "$work/in.h5"
@@ -43,10 +48,12 @@ for length in $lengths; do
     read -r t_pad m_pad < <(run apply padded)
     read -r t_per m_per < <(run apply perdoc)
     read -r t_grad m_grad < <(run grad rubiconv)
+    read -r c_rc _ < <(run apply rubiconv 1)
+    read -r c_full _ < <(run apply fullfft 1)
     awk -v L="$length" -v md="$median" -v d="$docs" -v rc="$t_rc" -v full="$t_full" -v pad="$t_pad" -v per="$t_per" \
-        -v grad="$t_grad" -v mrc="$m_rc" -v mfull="$m_full" 'BEGIN {
-      printf "%-8d %-7d %6d | %8.3fs %8.3fs %8.3fs %8.3fs %8.3fs | %6.2fx %6.2fx %6.2fx %6.2fx | %8d %8d\n",
-             L, md, d, rc, full, pad, per, grad, rc/full, pad/rc, per/rc, grad/rc, mrc, mfull }'
+        -v grad="$t_grad" -v mrc="$m_rc" -v mfull="$m_full" -v crc="$c_rc" -v cfull="$c_full" 'BEGIN {
+      printf "%-8d %-7d %6d | %8.3fs %8.3fs %8.3fs %8.3fs %8.3fs | %6.2fx %6.2fx %6.2fx %6.2fx | %8d %8d | %8.3fs %8.3fs %6.2fx\n",
+             L, md, d, rc, full, pad, per, grad, rc/full, pad/rc, per/rc, grad/rc, mrc, mfull, crc, cfull, crc/cfull }'
     rm -f "$work/in.h5"
   done
 done
