@@ -62,5 +62,11 @@ for policy in step once-uniform; do
   dllm-sparse eval -i "$out/dllm-traj.h5" --plan "$out/dllm-plan-$policy.h5" -o "$out/dllm-eval-$policy.h5" | tail -1
 done
 
+step "spike-sft: a spiking network (LIF, BPTT with surrogate gradients) on 3000 Fashion-MNIST images" \
+     "nk-data import-idx ... --limit 3000 | spike-sft pretrain -i - --epochs 2 -o base.h5; spike-sft eval -i base.h5 --data fmnist.h5"
+nk-data import-idx "$fmnist/train-images-idx3-ubyte.gz" "$fmnist/train-labels-idx1-ubyte.gz" --limit 3000 -o - |
+  spike-sft pretrain -i - --hidden 128 --epochs 2 --seed 1 -o "$out/spike-base.h5"
+spike-sft eval -i "$out/spike-base.h5" --data "$out/fmnist.h5"
+
 echo
 echo "demo: outputs in $out"

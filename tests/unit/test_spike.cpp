@@ -1,0 +1,168 @@
+// test_spike.cpp - the LIF network: BPTT equals finite differences (smooth
+// spikes, both resets, direct and rate coding, one and two hidden layers),
+// the forward pass follows the LIF equations step by step, and training
+// learns a separable problem.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "nk/rng.hpp"
+#include "nk/optim.hpp"
+#include "snn.hpp"
+
+using namespace snn;
+
+namespace {
+
+double loss_of(const Network& net, const Matrix& x, const std::vector<int64_t>& y, uint64_t seed) {
+  Workspace ws(net.config, x.rows());
+  nk::Rng rng(seed);
+  return forward(net, x, y.data(), ws, &rng).loss;
+}
+
+Matrix random_inputs(int64_t rows, int64_t cols, nk::Rng& rng) {
+  Matrix x(rows, cols);
+  for (int64_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<float>(rng.uniform());
+  return x;
+}
+
+}  // namespace
+
+TEST_SUITE("spike") {
+  TEST_CASE("BPTT equals central finite differences with smooth spikes (both resets, both codings, 1-2 hidden layers)") {
+    struct Case {
+      std::vector<int64_t> sizes;
+      Reset reset;
+      Coding coding;
+    };
+    for (const Case& k : {Case{{6, 5, 3}, Reset::subtract, Coding::direct}, Case{{6, 5, 3}, Reset::zero, Coding::direct},
+                          Case{{5, 4, 4, 3}, Reset::subtract, Coding::rate}, Case{{5, 4, 4, 3}, Reset::zero, Coding::direct}}) {
+      Config c;
+      c.sizes = k.sizes;
+      c.steps = 5;
+      c.beta = 0.8f;
+      c.threshold = 0.7f;
+      c.reset = k.reset;
+      c.coding = k.coding;
+      c.surrogate = Surrogate::sigmoid;
+      c.slope = 3.0f;
+      nk::Rng rng(11);
+      Network net = Network::init(c, rng);
+      for (auto& b : net.bias) b.setConstant(0.2f);
+      const Matrix x = random_inputs(4, c.sizes[0], rng);
+      const std::vector<int64_t> y = {0, 2, 1, 2};
+      Workspace ws(c, 4);
+      nk::Rng coding_rng(5);
+      forward(net, x, y.data(), ws, &coding_rng);
+      std::vector<Matrix> gw;
+      std::vector<Vector> gb;
+      for (size_t l = 0; l < net.weight.size(); ++l) {
+        gw.push_back(Matrix::Zero(net.weight[l].rows(), net.weight[l].cols()));
+        gb.push_back(Vector::Zero(net.bias[l].size()));
+      }
+      backward(net, y.data(), ws, gw, gb);
+      const float eps = 2e-3f;
+      int checked = 0, bad = 0;
+      for (size_t l = 0; l < net.weight.size(); ++l) {
+        for (int64_t i = 0; i < net.weight[l].size(); i += 3) {
+          Network plus = net, minus = net;
+          plus.weight[l].data()[i] += eps;
+          minus.weight[l].data()[i] -= eps;
+          const double fd = (loss_of(plus, x, y, 5) - loss_of(minus, x, y, 5)) / (2.0 * eps);
+          const double bp = gw[l].data()[i];
+          ++checked;
+          if (std::abs(fd - bp) > 2e-3 + 2e-2 * std::abs(fd)) {
+            ++bad;
+            INFO("layer " << l << " weight " << i << ": fd " << fd << " bptt " << bp);
+            CHECK(std::abs(fd - bp) <= 2e-3 + 2e-2 * std::abs(fd));
+          }
+        }
+        for (int64_t i = 0; i < net.bias[l].size(); ++i) {
+          Network plus = net, minus = net;
+          plus.bias[l][i] += eps;
+          minus.bias[l][i] -= eps;
+          const double fd = (loss_of(plus, x, y, 5) - loss_of(minus, x, y, 5)) / (2.0 * eps);
+          ++checked;
+          CHECK(std::abs(fd - gb[l][i]) <= 2e-3 + 2e-2 * std::abs(fd));
+        }
+      }
+      CHECK(checked > 20);
+      CHECK(bad == 0);
+    }
+  }
+
+  TEST_CASE("forward follows the LIF equations step by step (spikes, subtract and zero reset)") {
+    for (Reset reset : {Reset::subtract, Reset::zero}) {
+      Config c;
+      c.sizes = {1, 1, 2};
+      c.steps = 6;
+      c.beta = 0.5f;
+      c.threshold = 1.0f;
+      c.reset = reset;
+      nk::Rng rng(1);
+      Network net = Network::init(c, rng);
+      net.weight[0](0, 0) = 0.8f;
+      net.bias[0][0] = 0.0f;
+      Matrix x(1, 1);
+      x(0, 0) = 1.0f;
+      Workspace ws(c, 1);
+      const std::vector<int64_t> y = {0};
+      const BatchStats s = forward(net, x, y.data(), ws, nullptr);
+      // By hand: I = 0.8 each step; V = 0.5 U + 0.8; spike when V > 1.
+      float u = 0;
+      int spikes = 0;
+      for (int t = 0; t < 6; ++t) {
+        const float v = 0.5f * u + 0.8f;
+        const bool fired = v > 1.0f;
+        spikes += fired;
+        u = reset == Reset::subtract ? v - (fired ? 1.0f : 0.0f) : (fired ? 0.0f : v);
+      }
+      CHECK(spikes > 0);
+      CHECK(s.rate[0] == doctest::Approx(spikes / 6.0));
+    }
+  }
+
+  TEST_CASE("Adam on BPTT gradients learns a separable problem with binary spikes") {
+    Config c;
+    c.sizes = {8, 32, 2};
+    c.steps = 6;
+    nk::Rng rng(3);
+    Network net = Network::init(c, rng);
+    const int64_t n = 256;
+    Matrix x(n, 8);
+    std::vector<int64_t> y(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      y[static_cast<size_t>(i)] = i % 2;
+      for (int64_t j = 0; j < 8; ++j) x(i, j) = static_cast<float>(0.3 * rng.uniform() + ((j < 4) == (i % 2 == 0) ? 0.6 : 0.0));
+    }
+    Eigen::VectorXd theta = net.flat();
+    nk::AdamConfig config;
+    config.learning_rate = 5e-3;
+    nk::Adam adam(theta.size(), config);
+    Workspace ws(c, n);
+    std::vector<Matrix> gw;
+    std::vector<Vector> gb;
+    for (size_t l = 0; l < net.weight.size(); ++l) {
+      gw.push_back(Matrix::Zero(net.weight[l].rows(), net.weight[l].cols()));
+      gb.push_back(Vector::Zero(net.bias[l].size()));
+    }
+    BatchStats s;
+    for (int step = 0; step < 150; ++step) {
+      s = forward(net, x, y.data(), ws, &rng);
+      for (auto& g : gw) g.setZero();
+      for (auto& g : gb) g.setZero();
+      backward(net, y.data(), ws, gw, gb);
+      Eigen::VectorXd grad(theta.size());
+      Eigen::Index at = 0;
+      for (size_t l = 0; l < gw.size(); ++l) {
+        grad.segment(at, gw[l].size()) = Eigen::Map<const Eigen::VectorXf>(gw[l].data(), gw[l].size()).cast<double>();
+        at += gw[l].size();
+        grad.segment(at, gb[l].size()) = gb[l].cast<double>();
+        at += gb[l].size();
+      }
+      adam.step(theta, grad);
+      net.set_flat(theta);
+    }
+    CHECK(s.correct >= n * 95 / 100);
+  }
+}

@@ -1,0 +1,96 @@
+// snn.hpp - the spiking network of spike-sft: leaky integrate-and-fire (LIF)
+// MLP layers unrolled over T steps, a linear rate readout, surrogate
+// gradients and exact backpropagation through time (BPTT), batched.
+#pragma once
+#include <Eigen/Core>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nk/rng.hpp"
+
+namespace snn {
+
+using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using Vector = Eigen::VectorXf;
+
+enum class Reset { subtract, zero };
+/// Heaviside spikes with the derivative of a fast sigmoid or of atan in the
+/// backward pass; 'sigmoid' spikes smoothly (s = sigma(slope x)) in both
+/// passes, so that BPTT is an exact gradient (used to check BPTT against
+/// finite differences).
+enum class Surrogate { fast_sigmoid, atan, sigmoid };
+enum class Coding { direct, rate };
+
+struct Config {
+  std::vector<int64_t> sizes;  ///< inputs, hidden LIF layers..., classes
+  int64_t steps = 8;           ///< T
+  float beta = 0.9f;           ///< leak per step
+  float threshold = 1.0f;
+  Reset reset = Reset::subtract;
+  Surrogate surrogate = Surrogate::fast_sigmoid;
+  float slope = 25.0f;  ///< fast sigmoid k, atan alpha, or the sigmoid's slope
+  Coding coding = Coding::direct;
+  int64_t hidden_layers() const { return static_cast<int64_t>(sizes.size()) - 2; }
+  int64_t layers() const { return static_cast<int64_t>(sizes.size()) - 1; }  ///< weight layers
+  /// Number of parameters: every W [out, in] and b [out].
+  int64_t parameter_count() const;
+};
+
+Reset parse_reset(const std::string& name);
+Surrogate parse_surrogate(const std::string& name);
+Coding parse_coding(const std::string& name);
+std::string name_of(Reset r);
+std::string name_of(Surrogate s);
+std::string name_of(Coding c);
+
+/// Weights of layer l map sizes[l] inputs to sizes[l+1] outputs.
+struct Network {
+  Config config;
+  std::vector<Matrix> weight;  ///< [out, in]
+  std::vector<Vector> bias;    ///< [out]
+  /// Kaiming-uniform-like initialisation scaled so hidden layers fire.
+  static Network init(const Config& config, nk::Rng& rng);
+  /// Parameters flattened layer by layer (W row-major, then b), and back.
+  Eigen::VectorXd flat() const;
+  void set_flat(const Eigen::VectorXd& theta);
+};
+
+/// Per-layer firing rates and the loss of one batch.
+struct BatchStats {
+  double loss = 0;
+  int64_t correct = 0;
+  std::vector<double> rate;  ///< mean spikes per neuron and step, per hidden layer
+};
+
+/// Buffers of one batch size, reused across batches (nothing is allocated in
+/// the time loop). Holds every step's membrane potentials for BPTT.
+class Workspace {
+ public:
+  Workspace(const Config& config, int64_t batch);
+  int64_t batch() const { return batch_; }
+  /// Activation bytes held for BPTT (potentials and spikes of all T steps).
+  int64_t activation_bytes() const;
+
+ private:
+  friend BatchStats forward(const Network&, const Matrix&, const int64_t*, Workspace&, nk::Rng*);
+  friend void backward(const Network&, const int64_t*, Workspace&, std::vector<Matrix>&, std::vector<Vector>&);
+  int64_t batch_;
+  Matrix input;                 ///< [T*B, in] coded input (rate coding) or [B, in] (direct)
+  std::vector<Matrix> current;  ///< per hidden layer: [T*B, n] input currents
+  std::vector<Matrix> potential;  ///< per hidden layer: [T*B, n] pre-reset potentials V[t]
+  std::vector<Matrix> spikes;     ///< per hidden layer: [T*B, n]
+  Matrix logits, probabilities;   ///< [B, classes]
+  Matrix grad_v, grad_s;          ///< scratch [T*B, n] for the widest layer
+  Matrix rate_sum;                ///< [B, last hidden]: spikes summed over t
+};
+
+/// Runs the batch (rows of x: flattened inputs in [0, 1]); labels may be null
+/// (no loss). rng is used by rate coding only.
+BatchStats forward(const Network& net, const Matrix& x, const int64_t* labels, Workspace& ws, nk::Rng* rng);
+/// Gradients of the mean cross-entropy of the last forward() batch (BPTT
+/// through every step, the reset included), accumulated into zeroed buffers.
+void backward(const Network& net, const int64_t* labels, Workspace& ws, std::vector<Matrix>& grad_weight,
+              std::vector<Vector>& grad_bias);
+
+}  // namespace snn

@@ -1,0 +1,323 @@
+// train.cpp - pretrain (Adam over BPTT gradients) and eval, with the data
+// and model files.
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#include "nk/error.hpp"
+#include "nk/h5.hpp"
+#include "nk/optim.hpp"
+#include "nk/progress.hpp"
+#include "spike_sft.hpp"
+
+namespace spike {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// Rows 'order[first .. first + rows)' of data into x and labels.
+void gather(const Dataset& data, const std::vector<int64_t>& order, int64_t first, int64_t rows, snn::Matrix& x,
+            std::vector<int64_t>& labels) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i = order[static_cast<size_t>(first + r)];
+    x.row(r) = data.x.row(i);
+    labels[static_cast<size_t>(r)] = data.labels[static_cast<size_t>(i)];
+  }
+}
+
+Dataset subset(const Dataset& data, const std::vector<int64_t>& rows) {
+  Dataset out;
+  out.x.resize(static_cast<Eigen::Index>(rows.size()), data.x.cols());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    out.x.row(static_cast<Eigen::Index>(r)) = data.x.row(rows[r]);
+    out.labels.push_back(data.labels[static_cast<size_t>(rows[r])]);
+  }
+  out.shape = data.shape;
+  out.classes = data.classes;
+  return out;
+}
+
+void write_model(nk::h5::Writer& out, const snn::Network& net, const std::vector<int64_t>& shape) {
+  const snn::Config& c = net.config;
+  out.write("/model/sizes", c.sizes.data(), {static_cast<int64_t>(c.sizes.size())}, "layer");
+  if (!shape.empty()) out.write("/model/input_shape", shape.data(), {static_cast<int64_t>(shape.size())}, "axis");
+  for (size_t l = 0; l < net.weight.size(); ++l) {
+    out.write_matrix("/model/weight" + std::to_string(l), net.weight[l], "out,in");
+    out.write("/model/bias" + std::to_string(l), net.bias[l].data(), {net.bias[l].size()}, "out");
+  }
+  out.attr("/model", "steps", c.steps);
+  out.attr("/model", "beta", static_cast<double>(c.beta));
+  out.attr("/model", "threshold", static_cast<double>(c.threshold));
+  out.attr("/model", "slope", static_cast<double>(c.slope));
+  out.attr("/model", "reset", snn::name_of(c.reset));
+  out.attr("/model", "surrogate", snn::name_of(c.surrogate));
+  out.attr("/model", "coding", snn::name_of(c.coding));
+}
+
+}  // namespace
+
+Dataset read_dataset(const std::string& path) {
+  const nk::h5::File file = nk::h5::File::open(path);
+  const std::string& name = file.path();
+  Dataset data;
+  std::string dataset;
+  nk::h5::Array<float> values;
+  if (file.has("/images")) {
+    dataset = "/images";
+    values = file.read<float>(dataset, 4, "N,H,W,C");
+    data.shape.assign(values.shape.begin() + 1, values.shape.end());
+  } else if (file.has("/vectors")) {
+    dataset = "/vectors";
+    values = file.read<float>(dataset, 2, "N,D");
+    data.shape = {values.shape[1]};
+  } else {
+    throw nk::input_error(name, "/images", "missing (expected /images [N,H,W,C] or /vectors [N,D], as nk-data writes)");
+  }
+  const int64_t n = values.shape[0];
+  if (n == 0) throw nk::input_error(name, dataset, "holds no examples");
+  nk::h5::require_finite(name, dataset, values);
+  const int64_t d = values.size() / n;
+  data.x = Eigen::Map<const snn::Matrix>(values.data.data(), n, d);
+  if (!file.has("/labels")) throw nk::input_error(name, "/labels", "missing (a labelled file is needed)");
+  const nk::h5::Array<int64_t> labels = file.read<int64_t>("/labels", 1, "N");
+  if (labels.shape[0] != n) {
+    throw nk::input_error(name, "/labels", "has " + std::to_string(labels.shape[0]) + " entries for " + std::to_string(n) + " examples");
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t y = labels.data[static_cast<size_t>(i)];
+    if (y < 0 || y > 100000) throw nk::input_error(name, "/labels", "entry " + std::to_string(i) + " is " + std::to_string(y) + " (labels are 0..C-1)");
+    data.classes = std::max(data.classes, y + 1);
+  }
+  data.labels = labels.data;
+  return data;
+}
+
+snn::Network read_model(const std::string& path) {
+  const nk::h5::File file = nk::h5::File::open(path);
+  file.require_schema(kModelSchema);
+  const std::string& name = file.path();
+  snn::Network net;
+  snn::Config& c = net.config;
+  const nk::h5::Array<int64_t> sizes = file.read<int64_t>("/model/sizes", 1, "layer");
+  c.sizes = sizes.data;
+  if (c.sizes.size() < 3) throw nk::input_error(name, "/model/sizes", "needs inputs, at least one hidden layer and classes");
+  for (int64_t s : c.sizes) {
+    if (s < 1 || s > (int64_t{1} << 24)) throw nk::input_error(name, "/model/sizes", "has a layer of " + std::to_string(s) + " units");
+  }
+  auto number = [&](const char* key) {
+    const auto v = file.attr_number("/model", key);
+    if (!v) throw nk::input_error(name, "/model", std::string("attribute ") + key + " is missing");
+    return *v;
+  };
+  auto text = [&](const char* key) {
+    const auto v = file.attr_string("/model", key);
+    if (!v) throw nk::input_error(name, "/model", std::string("attribute ") + key + " is missing");
+    return *v;
+  };
+  c.steps = static_cast<int64_t>(number("steps"));
+  c.beta = static_cast<float>(number("beta"));
+  c.threshold = static_cast<float>(number("threshold"));
+  c.slope = static_cast<float>(number("slope"));
+  try {
+    c.reset = snn::parse_reset(text("reset"));
+    c.surrogate = snn::parse_surrogate(text("surrogate"));
+    c.coding = snn::parse_coding(text("coding"));
+  } catch (const std::invalid_argument& e) {
+    throw nk::input_error(name, "/model", e.what());
+  }
+  if (c.steps < 1 || c.steps > 100000) throw nk::input_error(name, "/model", "attribute steps = " + std::to_string(c.steps) + " (T >= 1)");
+  for (int64_t l = 0; l < c.layers(); ++l) {
+    const std::string w = "/model/weight" + std::to_string(l), b = "/model/bias" + std::to_string(l);
+    const nk::h5::Array<float> weight = file.read<float>(w, 2, "out,in");
+    const nk::h5::Array<float> bias = file.read<float>(b, 1, "out");
+    const int64_t in = c.sizes[static_cast<size_t>(l)], out = c.sizes[static_cast<size_t>(l) + 1];
+    if (weight.shape != std::vector<int64_t>{out, in}) {
+      throw nk::input_error(name, w, "shape " + nk::h5::shape_text(weight.shape) + " does not match /model/sizes (" +
+                                         std::to_string(out) + "x" + std::to_string(in) + ")");
+    }
+    if (bias.shape[0] != out) throw nk::input_error(name, b, "has " + std::to_string(bias.shape[0]) + " entries, expected " + std::to_string(out));
+    nk::h5::require_finite(name, w, weight);
+    nk::h5::require_finite(name, b, bias);
+    net.weight.push_back(Eigen::Map<const snn::Matrix>(weight.data.data(), out, in));
+    net.bias.push_back(Eigen::Map<const snn::Vector>(bias.data.data(), out));
+  }
+  return net;
+}
+
+snn::BatchStats evaluate(const snn::Network& net, const Dataset& data, int64_t batch, uint64_t seed) {
+  nk::Rng rng(seed);
+  snn::BatchStats total;
+  total.rate.assign(static_cast<size_t>(net.config.hidden_layers()), 0.0);
+  std::vector<int64_t> order(static_cast<size_t>(data.size()));
+  std::iota(order.begin(), order.end(), 0);
+  std::vector<int64_t> labels(static_cast<size_t>(batch));
+  for (int64_t first = 0; first < data.size(); first += batch) {
+    const int64_t rows = std::min(batch, data.size() - first);
+    snn::Workspace ws(net.config, rows);
+    snn::Matrix x(rows, data.x.cols());
+    labels.resize(static_cast<size_t>(rows));
+    gather(data, order, first, rows, x, labels);
+    const snn::BatchStats s = snn::forward(net, x, labels.data(), ws, &rng);
+    total.loss += s.loss * static_cast<double>(rows);
+    total.correct += s.correct;
+    for (size_t h = 0; h < s.rate.size(); ++h) total.rate[h] += s.rate[h] * static_cast<double>(rows);
+  }
+  total.loss /= static_cast<double>(data.size());
+  for (double& r : total.rate) r /= static_cast<double>(data.size());
+  return total;
+}
+
+void pretrain(const TrainOptions& o) {
+  snn::Config c;
+  try {
+    c.reset = snn::parse_reset(o.reset);
+    c.surrogate = snn::parse_surrogate(o.surrogate);
+    c.coding = snn::parse_coding(o.coding);
+  } catch (const std::invalid_argument& e) {
+    throw nk::usage_error(e.what());
+  }
+  if (o.hidden.empty()) throw nk::usage_error("--hidden needs at least one layer size");
+  Dataset all = read_dataset(o.input);
+  nk::Rng rng(o.seed);
+  std::vector<int64_t> order(static_cast<size_t>(all.size()));
+  std::iota(order.begin(), order.end(), 0);
+  for (int64_t i = all.size() - 1; i > 0; --i) std::swap(order[static_cast<size_t>(i)], order[rng.below(static_cast<uint64_t>(i + 1))]);
+  if (o.limit > 0 && o.limit < all.size()) order.resize(static_cast<size_t>(o.limit));
+  Dataset train, test;
+  if (!o.test.empty()) {
+    train = subset(all, order);
+    test = read_dataset(o.test);
+    if (test.x.cols() != train.x.cols()) {
+      throw nk::input_error(o.test, "/images", "examples have " + std::to_string(test.x.cols()) + " values, the training data " +
+                                                   std::to_string(train.x.cols()));
+    }
+  } else {
+    const auto held = static_cast<size_t>(std::llround(o.holdout * static_cast<double>(order.size())));
+    test = subset(all, std::vector<int64_t>(order.end() - static_cast<std::ptrdiff_t>(held), order.end()));
+    order.resize(order.size() - held);
+    train = subset(all, order);
+  }
+  if (train.size() < o.batch) {
+    throw nk::usage_error("--batch " + std::to_string(o.batch) + " is larger than the " + std::to_string(train.size()) + " training examples");
+  }
+  const int64_t classes = std::max(train.classes, test.classes);
+  c.sizes.push_back(train.x.cols());
+  c.sizes.insert(c.sizes.end(), o.hidden.begin(), o.hidden.end());
+  c.sizes.push_back(classes);
+  c.steps = o.steps;
+  c.beta = static_cast<float>(o.beta);
+  c.threshold = static_cast<float>(o.threshold);
+  c.slope = static_cast<float>(o.slope);
+  snn::Network net = snn::Network::init(c, rng);
+  nk::h5::Writer out(o.output, kModelSchema, o.no_clobber);  // fails early on a bad output path
+  Eigen::VectorXd theta = net.flat();
+  nk::AdamConfig adam_config;
+  adam_config.learning_rate = o.learning_rate;
+  nk::Adam adam(theta.size(), adam_config);
+  snn::Workspace ws(c, o.batch);
+  std::vector<snn::Matrix> gw;
+  std::vector<snn::Vector> gb;
+  for (size_t l = 0; l < net.weight.size(); ++l) {
+    gw.emplace_back(net.weight[l].rows(), net.weight[l].cols());
+    gb.emplace_back(net.bias[l].size());
+  }
+  Eigen::VectorXd grad(theta.size());
+  snn::Matrix x(o.batch, train.x.cols());
+  std::vector<int64_t> labels(static_cast<size_t>(o.batch));
+  std::vector<int64_t> train_order(static_cast<size_t>(train.size()));
+  std::iota(train_order.begin(), train_order.end(), 0);
+  const int64_t batches = train.size() / o.batch;  // the last partial batch is dropped
+  std::vector<double> epoch_loss, train_accuracy, test_accuracy, epoch_seconds, first_rate;
+  spdlog::info("{} training and {} test examples, {} classes; network {} with T = {}, {} parameters", train.size(), test.size(),
+               classes, fmt::format("{}", fmt::join(c.sizes, "-")), c.steps, c.parameter_count());
+  for (int64_t epoch = 0; epoch < o.epochs; ++epoch) {
+    for (int64_t i = train.size() - 1; i > 0; --i) {
+      std::swap(train_order[static_cast<size_t>(i)], train_order[rng.below(static_cast<uint64_t>(i + 1))]);
+    }
+    nk::Progress progress("epoch " + std::to_string(epoch + 1), batches);
+    const auto start = std::chrono::steady_clock::now();
+    double loss = 0;
+    int64_t correct = 0;
+    for (int64_t k = 0; k < batches; ++k) {
+      gather(train, train_order, k * o.batch, o.batch, x, labels);
+      const snn::BatchStats s = snn::forward(net, x, labels.data(), ws, &rng);
+      if (!std::isfinite(s.loss)) throw nk::Error(nk::Exit::runtime, "the loss became " + std::to_string(s.loss) + " in epoch " + std::to_string(epoch + 1) + ": lower --lr");
+      loss += s.loss;
+      correct += s.correct;
+      for (auto& g : gw) g.setZero();
+      for (auto& g : gb) g.setZero();
+      snn::backward(net, labels.data(), ws, gw, gb);
+      Eigen::Index at = 0;
+      for (size_t l = 0; l < gw.size(); ++l) {
+        grad.segment(at, gw[l].size()) = Eigen::Map<const Eigen::VectorXf>(gw[l].data(), gw[l].size()).cast<double>();
+        at += gw[l].size();
+        grad.segment(at, gb[l].size()) = gb[l].cast<double>();
+        at += gb[l].size();
+      }
+      adam.step(theta, grad);
+      net.set_flat(theta);
+      progress.update(k + 1);
+    }
+    progress.finish();
+    epoch_seconds.push_back(seconds_since(start));
+    epoch_loss.push_back(loss / static_cast<double>(batches));
+    train_accuracy.push_back(static_cast<double>(correct) / static_cast<double>(batches * o.batch));
+    const snn::BatchStats t = evaluate(net, test, 256, o.seed + 1);
+    test_accuracy.push_back(static_cast<double>(t.correct) / static_cast<double>(test.size()));
+    first_rate.push_back(t.rate.empty() ? 0.0 : t.rate[0]);
+    spdlog::info("epoch {}/{}: loss {:.4f}, train {:.2f}%, test {:.2f}%, {:.2f} s, firing rate {:.3f}", epoch + 1, o.epochs,
+                 epoch_loss.back(), 100 * train_accuracy.back(), 100 * test_accuracy.back(), epoch_seconds.back(), first_rate.back());
+  }
+  write_model(out, net, train.shape);
+  const auto epochs = static_cast<int64_t>(epoch_loss.size());
+  out.write("/metrics/loss", epoch_loss.data(), {epochs}, "epoch");
+  out.write("/metrics/train_accuracy", train_accuracy.data(), {epochs}, "epoch");
+  out.write("/metrics/test_accuracy", test_accuracy.data(), {epochs}, "epoch");
+  out.write("/metrics/epoch_seconds", epoch_seconds.data(), {epochs}, "epoch", "s");
+  out.write("/metrics/firing_rate", first_rate.data(), {epochs}, "epoch");
+  out.attr("/", "test_accuracy", test_accuracy.empty() ? 0.0 : test_accuracy.back());
+  out.attr("/", "activation_bytes", ws.activation_bytes());
+  out.attr("/", "gradient_bytes", c.parameter_count() * static_cast<int64_t>(sizeof(float)));
+  out.attr("/", "optimizer_bytes", c.parameter_count() * static_cast<int64_t>(2 * sizeof(double)));
+  out.commit();
+}
+
+void eval(const EvalOptions& o) {
+  const snn::Network net = read_model(o.input);
+  const Dataset data = read_dataset(o.data);
+  if (data.x.cols() != net.config.sizes.front()) {
+    throw nk::input_error(o.data == "-" ? "standard input" : o.data, "/images",
+                          "examples have " + std::to_string(data.x.cols()) + " values, the model takes " +
+                              std::to_string(net.config.sizes.front()));
+  }
+  if (data.classes > net.config.sizes.back()) {
+    throw nk::input_error(o.data == "-" ? "standard input" : o.data, "/labels",
+                          "has label " + std::to_string(data.classes - 1) + " but the model has " + std::to_string(net.config.sizes.back()) + " classes");
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const snn::BatchStats s = evaluate(net, data, o.batch, o.seed);
+  const double seconds = seconds_since(start);
+  const double accuracy = static_cast<double>(s.correct) / static_cast<double>(data.size());
+  std::printf("accuracy\t%.4f\nloss\t%.4f\nexamples\t%lld\n", accuracy, s.loss, static_cast<long long>(data.size()));
+  for (size_t h = 0; h < s.rate.size(); ++h) std::printf("firing_rate_%zu\t%.4f\n", h, s.rate[h]);
+  if (!o.output.empty()) {
+    nk::h5::Writer out(o.output, kEvalSchema, o.no_clobber);
+    out.write("/firing_rate", s.rate.data(), {static_cast<int64_t>(s.rate.size())}, "layer");
+    out.attr("/", "accuracy", accuracy);
+    out.attr("/", "loss", s.loss);
+    out.attr("/", "examples", data.size());
+    out.attr("/", "seconds", seconds);
+    out.commit();
+  }
+}
+
+}  // namespace spike
