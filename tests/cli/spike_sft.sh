@@ -10,6 +10,12 @@ check "the same seed gives the same model" sh -c 'spike-sft -q --seed 1 pretrain
 check "eval prints accuracy and writes a file" spike-sft -q eval -i base.h5 --data fm.h5 -o eval.h5
 spike-sft -q eval -i base.h5 --data fm.h5 > eval.txt 2>/dev/null
 check "eval of the rate-coded model" spike-sft -q eval -i rate.h5 --data fm.h5
+check "tasks (all kinds)" spike-sft -q --seed 2 tasks -i fm.h5 --kinds identity,rotate90,invert,permute,noise,relabel --train 400 --test 200 -o tasks.h5
+check "spe with a fixed mask (no re-selection, no shrinkage)" spike-sft -q --seed 3 spe -i base.h5 --task tasks.h5:invert --fraction 0.05 --epochs 2 --batch 50 --reselect-every 0 --low-rank 0 -o spe.h5
+check "spe with re-selection and shrinkage" spike-sft -q spe -i base.h5 --task tasks.h5:rotate90 --epochs 2 --batch 50 -o spe2.h5
+check "baselines: full, random, large" sh -c 'for m in full random large; do spike-sft -q spe -i base.h5 --task tasks.h5:invert --method $m --epochs 1 --batch 50 -o base_$m.h5 || exit 1; done'
+check "eval of an adapted model on a task" spike-sft -q eval -i spe.h5 --task tasks.h5:invert -o spe_eval.h5
+spike-sft -q eval -i spe.h5 --task tasks.h5:invert > spe_eval.txt 2>/dev/null
 
 if "$PY" - <<'PYEOF'
 import h5py, numpy as np, sys
@@ -42,6 +48,36 @@ acc = float((logits.argmax(1) == y).mean())
 got = dict(line.split("\t") for line in open("eval.txt").read().split("\n") if line)
 check(f"eval accuracy {float(got['accuracy']):.4f} matches numpy's {acc:.4f} (within 0.5 point)", abs(float(got["accuracy"]) - acc) <= 0.005)
 e = h5py.File("eval.h5", "r")
+# SPE: only the smallest-magnitude 5% of each layer moved, and the adapted
+# model evaluates as numpy's forward pass of base + delta.
+a = h5py.File("spe.h5", "r")
+t = h5py.File("tasks.h5", "r")
+ok_mask = True
+Ws = []
+for l in range(2):
+    W = a[f"/model/weight{l}"][...]
+    idx, val = a[f"/delta/layer{l}/indices"][...], a[f"/delta/layer{l}/values"][...]
+    k = int(round(0.05 * W.size))
+    cutoff = np.sort(np.abs(W).ravel())[k - 1]
+    ok_mask &= len(idx) <= k and bool(np.all(np.abs(W.ravel()[idx]) <= cutoff))
+    W2 = W.astype(np.float64).ravel(); W2[idx] += val; Ws.append(W2.reshape(W.shape))
+check("spe: only the smallest-|w| 5% of each layer changed", ok_mask)
+check(f"spe: trainable state {a.attrs['trainable_state_bytes']} bytes <= 10% of full's {h5py.File('base_full.h5','r').attrs['trainable_state_bytes']}",
+      a.attrs["trainable_state_bytes"] <= 0.1 * h5py.File("base_full.h5", "r").attrs["trainable_state_bytes"])
+xt = t["/tasks/invert/test/images"][...].reshape(200, -1).astype(np.float64); yt = t["/tasks/invert/test/labels"][...]
+I = xt @ Ws[0].T + a["/model/bias0"][...]
+U = np.zeros_like(I); count = np.zeros_like(I)
+for step in range(T):
+    V = beta * U + I; S = (V - thr > 0).astype(np.float64); U = V - thr * S; count += S
+acc_spe = float((((count / T) @ Ws[1].T + a["/model/bias1"][...]).argmax(1) == yt).mean())
+got_spe = dict(line.split("\t") for line in open("spe_eval.txt").read().split("\n") if line)
+check(f"eval of the adapted model {float(got_spe['accuracy']):.4f} matches numpy's base + delta {acc_spe:.4f}", abs(float(got_spe["accuracy"]) - acc_spe) <= 0.01)
+inv = t["/tasks/invert/train/images"][...]; ide = t["/tasks/identity/train/images"][...]
+check("tasks: invert is 1 - x of the same examples", np.allclose(inv, 1 - ide))
+rot = t["/tasks/rotate90/train/images"][...]
+check("tasks: rotate90 is a clockwise quarter turn", np.allclose(rot[:, :, :, 0], np.rot90(ide[:, :, :, 0], k=-1, axes=(1, 2))))
+rel = t["/tasks/relabel/train/labels"][...]; idl = t["/tasks/identity/train/labels"][...]
+check("tasks: relabel is a fixed cyclic shift of the classes", len(set(((rel - idl) % 10).tolist())) == 1 and rel[0] != idl[0])
 check("eval file holds the same accuracy", abs(e.attrs["accuracy"] - float(got["accuracy"])) <= 5e-5)
 sys.exit(1 if fails else 0)
 PYEOF
@@ -70,6 +106,18 @@ expect_fail "empty stdin" 3 "standard input" sh -c 'spike-sft pretrain -i - -o b
 head -c 3000 base.h5 > truncated.h5
 expect_fail "truncated model" 3 "truncated.h5" spike-sft eval -i truncated.h5 --data fm.h5
 expect_fail "a foreign file as model" 3 "schema" spike-sft eval -i fm.h5 --data fm.h5
+expect_fail "spe --fraction 1" 2 "fraction" spike-sft spe -i base.h5 --task tasks.h5:invert --fraction 1 -o bad.h5
+expect_fail "spe on a task of another input size" 3 "the base model takes 784" sh -c 'spike-sft -q tasks -i small.h5 --kinds invert --train 10 --test 5 -o small_tasks.h5 && spike-sft spe -i base.h5 --task small_tasks.h5:invert -o bad.h5'
+expect_fail "a task the file does not hold" 3 "no such task" spike-sft spe -i base.h5 --task tasks.h5:nope -o bad.h5
+expect_fail "a --task without a name" 2 "FILE:NAME" spike-sft spe -i base.h5 --task tasks.h5 -o bad.h5
+expect_fail "eval with neither --data nor --task" 2 "give --data" spike-sft eval -i base.h5
+"$PY" -c "
+import h5py, shutil
+shutil.copy('base.h5', 'nanmodel.h5')
+with h5py.File('nanmodel.h5', 'r+') as f:
+    w = f['/model/weight0']; a = w[...]; a[0, 0] = float('nan'); w[...] = a
+"
+expect_fail "NaN weights" 3 "dataset /model/weight0: NaN" spike-sft eval -i nanmodel.h5 --data fm.h5
 [ ! -e bad.h5 ] && pass "no output file from failed runs" || fail "a failed run left bad.h5"
 no_temp_files "no temp files" "$WORK"
 finish

@@ -30,10 +30,36 @@ int main(int argc, char** argv) {
   pretrain->add_option("--batch", train.batch, "Examples per Adam step")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   pretrain->add_option("--lr", train.learning_rate, "Adam learning rate")->check(CLI::Range(1e-9, 10.0));
 
+  spike::TasksOptions tasks;
+  CLI::App* tasks_verb = cli.add_verb("tasks", "Derive adaptation tasks (rotated, inverted, permuted, noisy, relabelled) with train/test splits");
+  nk::cli::App::add_input(*tasks_verb, tasks.input, "labelled images (nk-data)");
+  nk::cli::App::add_output(*tasks_verb, tasks.output, tasks.no_clobber);
+  tasks_verb->add_option("--kinds", tasks.kinds, "Tasks: identity, rotate90, invert, permute, noise, relabel")->delimiter(',');
+  tasks_verb->add_option("--train", tasks.train, "Training examples per task")->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  tasks_verb->add_option("--test", tasks.test, "Test examples per task")->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  tasks_verb->add_option("--noise", tasks.noise, "Standard deviation of the noise task")->check(CLI::Range(0.0, 10.0));
+
+  spike::SpeOptions spe;
+  CLI::App* spe_verb = cli.add_verb("spe", "Stage 1: fine-tune the smallest-magnitude weights on a task (or a baseline mask, or fully)");
+  nk::cli::App::add_input(*spe_verb, spe.input, "base model");
+  nk::cli::App::add_output(*spe_verb, spe.output, spe.no_clobber);
+  spe_verb->add_option("--task", spe.task, "FILE:NAME: a task from spike-sft tasks")->required();
+  spe_verb->add_option("--method", spe.method, "spe (smallest |w|), random, large (largest |w|) or full")
+      ->check(CLI::IsMember({"spe", "random", "large", "full"}));
+  spe_verb->add_option("--fraction", spe.fraction, "q: trainable share of each weight layer, in (0, 1)");
+  spe_verb->add_option("--epochs", spe.epochs, "Passes over the task's training data")->check(CLI::Range(int64_t{1}, int64_t{100000}));
+  spe_verb->add_option("--batch", spe.batch, "Examples per Adam step")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  spe_verb->add_option("--lr", spe.learning_rate, "Adam learning rate (default 1e-3 for full, 1e-2 for masks)")->check(CLI::Range(0.0, 10.0));
+  spe_verb->add_option("--reselect-every", spe.reselect_every, "Re-select the mask every E epochs (0: never)")
+      ->check(CLI::Range(int64_t{0}, int64_t{100000}));
+  spe_verb->add_option("--low-rank", spe.low_rank, "Nuclear-norm shrinkage of the delta per epoch, relative to its largest singular value (0: off)")
+      ->check(CLI::Range(0.0, 1.0));
+
   spike::EvalOptions eval;
   CLI::App* eval_verb = cli.add_verb("eval", "Accuracy, loss and firing rates of a model on labelled data");
   nk::cli::App::add_input(*eval_verb, eval.input, "model file");
-  eval_verb->add_option("--data", eval.data, "Labelled data (/images or /vectors, /labels)")->required();
+  eval_verb->add_option("--data", eval.data, "Labelled data (/images or /vectors, /labels)");
+  eval_verb->add_option("--task", eval.task, "FILE:NAME: the test split of a task from spike-sft tasks");
   eval_verb->add_option("-o,--output", eval.output, "Also write the figures to this HDF5 file");
   eval_verb->add_flag("--no-clobber", eval.no_clobber, "Fail instead of replacing an existing output file");
   eval_verb->add_option("--batch", eval.batch, "Examples per forward pass")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
@@ -42,6 +68,14 @@ int main(int argc, char** argv) {
     if (*pretrain) {
       train.seed = cli.common().seed;
       spike::pretrain(train);
+    }
+    if (*tasks_verb) {
+      tasks.seed = cli.common().seed;
+      spike::tasks(tasks);
+    }
+    if (*spe_verb) {
+      spe.seed = cli.common().seed;
+      spike::spe(spe);
     }
     if (*eval_verb) {
       eval.seed = cli.common().seed;

@@ -203,15 +203,14 @@ BatchStats forward(const Network& net, const Matrix& x, const int64_t* labels, W
   return stats;
 }
 
-void backward(const Network& net, const int64_t* labels, Workspace& ws, std::vector<Matrix>& gw, std::vector<Vector>& gb) {
+void backward(const Network& net, const int64_t* labels, Workspace& ws, const LayerSink& sink) {
   const Config& c = net.config;
   const int64_t b = ws.batch_, t_count = c.steps, hidden = c.hidden_layers();
   // Readout.
   Matrix g_logits = ws.probabilities;
   for (int64_t r = 0; r < b; ++r) g_logits(r, labels[r]) -= 1.0f;
   g_logits /= static_cast<float>(b);
-  gw.back().noalias() += g_logits.transpose() * (ws.rate_sum / static_cast<float>(t_count));
-  gb.back() += g_logits.colwise().sum().transpose();
+  sink(hidden, g_logits, ws.rate_sum / static_cast<float>(t_count));
   {
     const int64_t n = c.sizes[static_cast<size_t>(hidden)];
     const Matrix per_step = (g_logits * net.weight.back()) / static_cast<float>(t_count);
@@ -237,22 +236,26 @@ void backward(const Network& net, const int64_t* labels, Workspace& ws, std::vec
       }
     }
     const auto gv = ws.grad_v.block(0, 0, t_count * b, n);
-    Matrix& gwh = gw[static_cast<size_t>(h)];
     if (h == 0 && c.coding == Coding::direct) {
+      // The input is the same at every step: sum the steps first.
       Matrix summed = gv.topRows(b);
       for (int64_t t = 1; t < t_count; ++t) summed += gv.middleRows(t * b, b);
-      gwh.noalias() += summed.transpose() * ws.input;
-      gb[0] += summed.colwise().sum().transpose();
+      sink(0, summed, ws.input);
     } else {
-      const Matrix& in = h == 0 ? ws.input : ws.spikes[static_cast<size_t>(h) - 1];
-      gwh.noalias() += gv.transpose() * in;
-      gb[static_cast<size_t>(h)] += gv.colwise().sum().transpose();
+      sink(h, gv, h == 0 ? ws.input : ws.spikes[static_cast<size_t>(h) - 1]);
     }
     if (h > 0) {
       const int64_t m = c.sizes[static_cast<size_t>(h)];
       ws.grad_s.block(0, 0, t_count * b, m).noalias() = gv * net.weight[static_cast<size_t>(h)];
     }
   }
+}
+
+void backward(const Network& net, const int64_t* labels, Workspace& ws, std::vector<Matrix>& gw, std::vector<Vector>& gb) {
+  backward(net, labels, ws, [&](int64_t l, const Eigen::Ref<const Matrix>& gv, const Eigen::Ref<const Matrix>& x) {
+    gw[static_cast<size_t>(l)].noalias() += gv.transpose() * x;
+    gb[static_cast<size_t>(l)] += gv.colwise().sum().transpose();
+  });
 }
 
 }  // namespace snn

@@ -4,6 +4,7 @@
 #pragma once
 #include <Eigen/Core>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -74,7 +75,7 @@ class Workspace {
 
  private:
   friend BatchStats forward(const Network&, const Matrix&, const int64_t*, Workspace&, nk::Rng*);
-  friend void backward(const Network&, const int64_t*, Workspace&, std::vector<Matrix>&, std::vector<Vector>&);
+  friend void backward(const Network&, const int64_t*, Workspace&, const std::function<void(int64_t, const Eigen::Ref<const Matrix>&, const Eigen::Ref<const Matrix>&)>&);
   int64_t batch_;
   Matrix input;                 ///< [T*B, in] coded input (rate coding) or [B, in] (direct)
   std::vector<Matrix> current;  ///< per hidden layer: [T*B, n] input currents
@@ -88,8 +89,18 @@ class Workspace {
 /// Runs the batch (rows of x: flattened inputs in [0, 1]); labels may be null
 /// (no loss). rng is used by rate coding only.
 BatchStats forward(const Network& net, const Matrix& x, const int64_t* labels, Workspace& ws, nk::Rng* rng);
-/// Gradients of the mean cross-entropy of the last forward() batch (BPTT
-/// through every step, the reset included), accumulated into zeroed buffers.
+/// What backward hands over per weight layer l: the gradient with respect to
+/// the layer's outputs (currents or logits), gv [R, out], and the layer's
+/// inputs x [R, in], over the same R rows (steps x examples). Then
+/// dL/dW = gv^T x and dL/db = the column sums of gv: a sink computes all of
+/// them (dense training) or only masked entries (selective fine-tuning).
+using LayerSink = std::function<void(int64_t layer, const Eigen::Ref<const Matrix>& gv, const Eigen::Ref<const Matrix>& x)>;
+
+/// BPTT of the mean cross-entropy of the last forward() batch (through
+/// every step, the reset included), layer by layer from the readout down.
+void backward(const Network& net, const int64_t* labels, Workspace& ws, const LayerSink& sink);
+
+/// The dense gradients, accumulated into buffers shaped like the weights.
 void backward(const Network& net, const int64_t* labels, Workspace& ws, std::vector<Matrix>& grad_weight,
               std::vector<Vector>& grad_bias);
 

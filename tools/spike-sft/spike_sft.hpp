@@ -6,12 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "nk/h5.hpp"
 #include "snn.hpp"
 
 namespace spike {
 
 inline constexpr const char* kModelSchema = "spike-sft.model/1";
 inline constexpr const char* kEvalSchema = "spike-sft.eval/1";
+inline constexpr const char* kTasksSchema = "spike-sft.tasks/1";
+inline constexpr const char* kAdaptedSchema = "spike-sft.adapted/1";
 
 /// Labelled examples: x [N, D] in [0, 1] (images flattened), labels [N].
 struct Dataset {
@@ -26,6 +29,26 @@ struct Dataset {
 /// file; refuses NaN, values outside [0, 1] after scaling, negative labels
 /// and empty files (exit 3, naming the dataset).
 Dataset read_dataset(const std::string& path);
+/// The same from prefix + "/images" (or "/vectors") and prefix + "/labels".
+Dataset read_dataset(const nk::h5::File& file, const std::string& prefix);
+
+struct TasksOptions {
+  std::string input = "-", output = "-";
+  bool no_clobber = false;
+  std::vector<std::string> kinds = {"rotate90", "invert", "permute", "noise", "relabel"};
+  int64_t train = 10000, test = 2000;
+  double noise = 0.3;
+  uint64_t seed = 0;
+};
+/// Writes /tasks/KIND/{train,test}/{images,labels} for every kind.
+void tasks(const TasksOptions& options);
+
+struct Task {
+  std::string name;
+  Dataset train, test;
+};
+/// "FILE:NAME" -> the task NAME of a tasks file (exit 2 for a bad spec, 3 for a missing task).
+Task read_task(const std::string& spec);
 
 struct TrainOptions {
   std::string input = "-", test, output = "-";
@@ -39,15 +62,30 @@ struct TrainOptions {
 void pretrain(const TrainOptions& options);
 
 struct EvalOptions {
-  std::string input, data = "-", output;
+  std::string input, data, task, output;
   bool no_clobber = false;
   int64_t batch = 256;
   uint64_t seed = 0;
 };
 void eval(const EvalOptions& options);
 
-/// Model files (schema spike-sft.model/1).
+struct SpeOptions {
+  std::string input, task, output = "-";
+  bool no_clobber = false;
+  std::string method = "spe";  ///< spe (smallest |w|) | random | large (largest |w|) | full
+  double fraction = 0.05;      ///< q: trainable share of each weight layer
+  int64_t epochs = 3, batch = 128, reselect_every = 1;
+  double learning_rate = 0;  ///< 0: 1e-3 for full, 1e-2 for masks
+  double low_rank = 0.02;
+  uint64_t seed = 0;
+};
+/// Stage 1: fine-tune the base model on one task with a mask (or fully).
+void spe(const SpeOptions& options);
+
+/// Model files (schema spike-sft.model/1, or spike-sft.adapted/1: base plus sparse delta).
 snn::Network read_model(const std::string& path);
+/// Writes /model (weights, sizes and neuron attributes).
+void write_model(nk::h5::Writer& out, const snn::Network& net, const std::vector<int64_t>& shape);
 
 /// Accuracy, mean loss and per-layer firing rates of 'net' on 'data'.
 snn::BatchStats evaluate(const snn::Network& net, const Dataset& data, int64_t batch, uint64_t seed);

@@ -46,6 +46,8 @@ Dataset subset(const Dataset& data, const std::vector<int64_t>& rows) {
   return out;
 }
 
+}  // namespace
+
 void write_model(nk::h5::Writer& out, const snn::Network& net, const std::vector<int64_t>& shape) {
   const snn::Config& c = net.config;
   out.write("/model/sizes", c.sizes.data(), {static_cast<int64_t>(c.sizes.size())}, "layer");
@@ -63,38 +65,39 @@ void write_model(nk::h5::Writer& out, const snn::Network& net, const std::vector
   out.attr("/model", "coding", snn::name_of(c.coding));
 }
 
-}  // namespace
 
-Dataset read_dataset(const std::string& path) {
-  const nk::h5::File file = nk::h5::File::open(path);
+Dataset read_dataset(const std::string& path) { return read_dataset(nk::h5::File::open(path), ""); }
+
+Dataset read_dataset(const nk::h5::File& file, const std::string& prefix) {
   const std::string& name = file.path();
   Dataset data;
   std::string dataset;
   nk::h5::Array<float> values;
-  if (file.has("/images")) {
-    dataset = "/images";
+  if (file.has(prefix + "/images")) {
+    dataset = prefix + "/images";
     values = file.read<float>(dataset, 4, "N,H,W,C");
     data.shape.assign(values.shape.begin() + 1, values.shape.end());
-  } else if (file.has("/vectors")) {
-    dataset = "/vectors";
+  } else if (file.has(prefix + "/vectors")) {
+    dataset = prefix + "/vectors";
     values = file.read<float>(dataset, 2, "N,D");
     data.shape = {values.shape[1]};
   } else {
-    throw nk::input_error(name, "/images", "missing (expected /images [N,H,W,C] or /vectors [N,D], as nk-data writes)");
+    throw nk::input_error(name, prefix + "/images", "missing (expected /images [N,H,W,C] or /vectors [N,D], as nk-data writes)");
   }
   const int64_t n = values.shape[0];
   if (n == 0) throw nk::input_error(name, dataset, "holds no examples");
   nk::h5::require_finite(name, dataset, values);
   const int64_t d = values.size() / n;
   data.x = Eigen::Map<const snn::Matrix>(values.data.data(), n, d);
-  if (!file.has("/labels")) throw nk::input_error(name, "/labels", "missing (a labelled file is needed)");
-  const nk::h5::Array<int64_t> labels = file.read<int64_t>("/labels", 1, "N");
+  const std::string label_path = prefix + "/labels";
+  if (!file.has(label_path)) throw nk::input_error(name, label_path, "missing (a labelled file is needed)");
+  const nk::h5::Array<int64_t> labels = file.read<int64_t>(label_path, 1, "N");
   if (labels.shape[0] != n) {
-    throw nk::input_error(name, "/labels", "has " + std::to_string(labels.shape[0]) + " entries for " + std::to_string(n) + " examples");
+    throw nk::input_error(name, label_path, "has " + std::to_string(labels.shape[0]) + " entries for " + std::to_string(n) + " examples");
   }
   for (int64_t i = 0; i < n; ++i) {
     const int64_t y = labels.data[static_cast<size_t>(i)];
-    if (y < 0 || y > 100000) throw nk::input_error(name, "/labels", "entry " + std::to_string(i) + " is " + std::to_string(y) + " (labels are 0..C-1)");
+    if (y < 0 || y > 100000) throw nk::input_error(name, label_path, "entry " + std::to_string(i) + " is " + std::to_string(y) + " (labels are 0..C-1)");
     data.classes = std::max(data.classes, y + 1);
   }
   data.labels = labels.data;
@@ -103,7 +106,9 @@ Dataset read_dataset(const std::string& path) {
 
 snn::Network read_model(const std::string& path) {
   const nk::h5::File file = nk::h5::File::open(path);
-  file.require_schema(kModelSchema);
+  const std::string schema = file.attr_string("/", "nk_schema").value_or("");
+  const bool adapted = schema.rfind("spike-sft.adapted/", 0) == 0;
+  if (!adapted) file.require_schema(kModelSchema);
   const std::string& name = file.path();
   snn::Network net;
   snn::Config& c = net.config;
@@ -149,6 +154,24 @@ snn::Network read_model(const std::string& path) {
     nk::h5::require_finite(name, b, bias);
     net.weight.push_back(Eigen::Map<const snn::Matrix>(weight.data.data(), out, in));
     net.bias.push_back(Eigen::Map<const snn::Vector>(bias.data.data(), out));
+    // An adapted model: the base plus its sparse delta.
+    const std::string delta = "/delta/layer" + std::to_string(l);
+    if (adapted && file.has(delta + "/indices")) {
+      const nk::h5::Array<int64_t> index = file.read<int64_t>(delta + "/indices", 1, "entry");
+      const nk::h5::Array<float> value = file.read<float>(delta + "/values", 1, "entry");
+      if (value.shape != index.shape) throw nk::input_error(name, delta + "/values", "does not match /indices");
+      nk::h5::require_finite(name, delta + "/values", value);
+      for (int64_t e = 0; e < index.size(); ++e) {
+        const int64_t at = index.data[static_cast<size_t>(e)];
+        if (at < 0 || at >= out * in) throw nk::input_error(name, delta + "/indices", "entry " + std::to_string(e) + " is outside the weight matrix");
+        net.weight.back().data()[at] += value.data[static_cast<size_t>(e)];
+      }
+      if (file.has(delta + "/bias")) {
+        const nk::h5::Array<float> db = file.read<float>(delta + "/bias", 1, "out");
+        if (db.shape[0] != out) throw nk::input_error(name, delta + "/bias", "does not match the layer");
+        net.bias.back() += Eigen::Map<const snn::Vector>(db.data.data(), out);
+      }
+    }
   }
   return net;
 }
@@ -292,15 +315,17 @@ void pretrain(const TrainOptions& o) {
 }
 
 void eval(const EvalOptions& o) {
+  if (o.data.empty() == o.task.empty()) throw nk::usage_error("give --data FILE or --task FILE:NAME (its test split)");
   const snn::Network net = read_model(o.input);
-  const Dataset data = read_dataset(o.data);
+  const std::string source = o.task.empty() ? (o.data == "-" ? "standard input" : o.data) : o.task;
+  const Dataset data = o.task.empty() ? read_dataset(o.data) : read_task(o.task).test;
   if (data.x.cols() != net.config.sizes.front()) {
-    throw nk::input_error(o.data == "-" ? "standard input" : o.data, "/images",
+    throw nk::input_error(source, "/images",
                           "examples have " + std::to_string(data.x.cols()) + " values, the model takes " +
                               std::to_string(net.config.sizes.front()));
   }
   if (data.classes > net.config.sizes.back()) {
-    throw nk::input_error(o.data == "-" ? "standard input" : o.data, "/labels",
+    throw nk::input_error(source, "/labels",
                           "has label " + std::to_string(data.classes - 1) + " but the model has " + std::to_string(net.config.sizes.back()) + " classes");
   }
   const auto start = std::chrono::steady_clock::now();

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# spike-sft benchmark, one run: a base LIF network on Fashion-MNIST (60K
+# training images from Debian's dataset-fashion-mnist, 784-256-10, T = 8,
+# 5 epochs), four derived tasks (rotate90, invert, permute, relabel; 10K
+# training and 2K test images each), and Stage 1 on each task: SPE (the
+# smallest-magnitude 5% of each layer) against full fine-tuning, a random
+# mask and a large-magnitude mask of the same size; 3 epochs each, SEEDS
+# seeds (default "1 2 3"). Reported: test accuracy (mean over seeds), time
+# per epoch, and trainable-state bytes (gradients + Adam moments + indices).
+set -euo pipefail
+bin=$(cd "$1" && pwd)
+export PATH="$bin:$PATH"
+work=$(mktemp -d "${TMPDIR:-/tmp}/spike-bench-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+seeds=${SEEDS:-"1 2 3"}
+taskset=${TASKS:-"rotate90 invert permute relabel"}
+F=/usr/share/datasets/fashion-mnist
+attr() { nk-data info "$1" --format tsv | awk -F'\t' -v k="$2" '$1=="attribute" && $2==k {print $7}'; }
+nk-data -q import-idx "$F/train-images-idx3-ubyte.gz" "$F/train-labels-idx1-ubyte.gz" -o "$work/train.h5"
+nk-data -q import-idx "$F/t10k-images-idx3-ubyte.gz" "$F/t10k-labels-idx1-ubyte.gz" -o "$work/test.h5"
+spike-sft -q --seed 1 pretrain -i "$work/train.h5" --test "$work/test.h5" --epochs 5 -o "$work/base.h5"
+echo "base: $(attr "$work/base.h5" test_accuracy) test accuracy on Fashion-MNIST, $(nk-data info "$work/base.h5" --format tsv | awk -F'\t' '$2=="/metrics/epoch_seconds"{print $3}') epochs"
+spike-sft -q --seed 1 tasks -i "$work/train.h5" --kinds "$(echo $taskset | tr ' ' ',')" -o "$work/tasks.h5"
+printf '%-9s %-7s | %9s %9s | %10s %12s %8s\n' task method "base acc" "acc (mean)" "s/epoch" "state bytes" "vs full"
+for task in $taskset; do
+  full_bytes=0
+  for method in full spe random large; do
+    sum=0 secs=0 n=0
+    for seed in $seeds; do
+      spike-sft -q --seed "$seed" spe -i "$work/base.h5" --task "$work/tasks.h5:$task" --method "$method" -o "$work/a.h5"
+      sum=$(awk -v a="$sum" -v b="$(attr "$work/a.h5" test_accuracy)" 'BEGIN{print a+b}')
+      secs=$(awk -v a="$secs" -v b="$(attr "$work/a.h5" epoch_seconds)" 'BEGIN{print a+b}')
+      n=$((n + 1))
+    done
+    bytes=$(attr "$work/a.h5" trainable_state_bytes)
+    [ "$method" = full ] && full_bytes=$bytes
+    awk -v t="$task" -v m="$method" -v b="$(attr "$work/a.h5" base_accuracy)" -v s="$sum" -v sec="$secs" -v n="$n" -v by="$bytes" -v fb="$full_bytes" 'BEGIN {
+      printf "%-9s %-7s | %8.2f%% %8.2f%% | %10.3f %12d %7.1f%%\n", t, m, 100 * b, 100 * s / n, sec / n, by, 100 * by / fb }'
+  done
+done
+echo "goals: q = 5%: state <= 10% of full, time/epoch <= 70% of full, accuracy within 2 points of full; SPE above random and large masks"
