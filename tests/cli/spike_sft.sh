@@ -15,6 +15,9 @@ check "spe with a fixed mask (no re-selection, no shrinkage)" spike-sft -q --see
 check "spe with re-selection and shrinkage" spike-sft -q spe -i base.h5 --task tasks.h5:rotate90 --epochs 2 --batch 50 -o spe2.h5
 check "baselines: full, random, large" sh -c 'for m in full random large; do spike-sft -q spe -i base.h5 --task tasks.h5:invert --method $m --epochs 1 --batch 50 -o base_$m.h5 || exit 1; done'
 check "eval of an adapted model on a task" spike-sft -q eval -i spe.h5 --task tasks.h5:invert -o spe_eval.h5
+check "pickit merges two adapted models" spike-sft -q pickit -i spe.h5 spe2.h5 --tasks tasks.h5 --calibration 64 -o merged.h5
+check "merging baselines: ties, average, task-arithmetic" sh -c 'for m in ties average task-arithmetic; do spike-sft -q pickit -i spe.h5 spe2.h5 --method $m -o merged_$m.h5 || exit 1; done'
+check "eval of the merged model" spike-sft -q eval -i merged.h5 --task tasks.h5:rotate90
 spike-sft -q eval -i spe.h5 --task tasks.h5:invert > spe_eval.txt 2>/dev/null
 
 if "$PY" - <<'PYEOF'
@@ -72,6 +75,15 @@ for step in range(T):
 acc_spe = float((((count / T) @ Ws[1].T + a["/model/bias1"][...]).argmax(1) == yt).mean())
 got_spe = dict(line.split("\t") for line in open("spe_eval.txt").read().split("\n") if line)
 check(f"eval of the adapted model {float(got_spe['accuracy']):.4f} matches numpy's base + delta {acc_spe:.4f}", abs(float(got_spe["accuracy"]) - acc_spe) <= 0.01)
+mg = h5py.File("merged.h5", "r")
+check("pickit: the merged model has the base architecture", mg["/model/sizes"][...].tolist() == a["/model/sizes"][...].tolist()
+      and all(mg[f"/model/weight{l}"].shape == a[f"/model/weight{l}"].shape for l in range(2)))
+av = h5py.File("merged_average.h5", "r")
+d1 = h5py.File("spe.h5", "r"); d2 = h5py.File("spe2.h5", "r")
+W = a["/model/weight0"][...].astype(np.float64).ravel().copy()
+for f in (d1, d2):
+    W[f["/delta/layer0/indices"][...]] += 0.5 * f["/delta/layer0/values"][...]
+check("average merge is base + the mean of the deltas", np.allclose(av["/model/weight0"][...].ravel(), W, atol=1e-6))
 inv = t["/tasks/invert/train/images"][...]; ide = t["/tasks/identity/train/images"][...]
 check("tasks: invert is 1 - x of the same examples", np.allclose(inv, 1 - ide))
 rot = t["/tasks/rotate90/train/images"][...]
@@ -111,6 +123,9 @@ expect_fail "spe on a task of another input size" 3 "the base model takes 784" s
 expect_fail "a task the file does not hold" 3 "no such task" spike-sft spe -i base.h5 --task tasks.h5:nope -o bad.h5
 expect_fail "a --task without a name" 2 "FILE:NAME" spike-sft spe -i base.h5 --task tasks.h5 -o bad.h5
 expect_fail "eval with neither --data nor --task" 2 "give --data" spike-sft eval -i base.h5
+expect_fail "pickit of models with different bases" 3 "another base model" sh -c 'spike-sft -q spe -i rate.h5 --task tasks.h5:invert --epochs 1 --batch 50 -o other.h5 2>/dev/null; spike-sft pickit -i spe.h5 other.h5 --method ties -o bad.h5'
+expect_fail "pickit without --tasks" 2 "needs --tasks" spike-sft pickit -i spe.h5 spe2.h5 -o bad.h5
+expect_fail "pickit of one model" 2 "" spike-sft pickit -i spe.h5 -o bad.h5
 "$PY" -c "
 import h5py, shutil
 shutil.copy('base.h5', 'nanmodel.h5')

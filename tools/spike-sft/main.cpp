@@ -55,6 +55,17 @@ int main(int argc, char** argv) {
   spe_verb->add_option("--low-rank", spe.low_rank, "Nuclear-norm shrinkage of the delta per epoch, relative to its largest singular value (0: off)")
       ->check(CLI::Range(0.0, 1.0));
 
+  spike::PickitOptions pick;
+  CLI::App* pickit_verb = cli.add_verb("pickit", "Stage 2: merge adapted models of one base (TIES + spike-rate calibration)");
+  pickit_verb->add_option("-i,--input", pick.inputs, "Adapted models (from spe), two or more")->required()->expected(2, 1 << 16);
+  nk::cli::App::add_output(*pickit_verb, pick.output, pick.no_clobber);
+  pickit_verb->add_option("--tasks", pick.tasks, "The tasks file the models were adapted on (calibration data)");
+  pickit_verb->add_option("--method", pick.method, "pickit, ties (no calibration), average or task-arithmetic")
+      ->check(CLI::IsMember({"pickit", "ties", "average", "task-arithmetic"}));
+  pickit_verb->add_option("--trim", pick.trim, "Share of each delta's nonzero entries kept by TIES, in (0, 1]");
+  pickit_verb->add_option("--scale", pick.scale, "Scale of the merged delta (task arithmetic: of the summed deltas)")->check(CLI::Range(0.0, 100.0));
+  pickit_verb->add_option("--calibration", pick.calibration, "Calibration examples per task")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+
   spike::EvalOptions eval;
   CLI::App* eval_verb = cli.add_verb("eval", "Accuracy, loss and firing rates of a model on labelled data");
   nk::cli::App::add_input(*eval_verb, eval.input, "model file");
@@ -76,6 +87,10 @@ int main(int argc, char** argv) {
     if (*spe_verb) {
       spe.seed = cli.common().seed;
       spike::spe(spe);
+    }
+    if (*pickit_verb) {
+      pick.seed = cli.common().seed;
+      spike::pickit(pick);
     }
     if (*eval_verb) {
       eval.seed = cli.common().seed;

@@ -82,8 +82,22 @@ struct SpeOptions {
 /// Stage 1: fine-tune the base model on one task with a mask (or fully).
 void spe(const SpeOptions& options);
 
-/// Model files (schema spike-sft.model/1, or spike-sft.adapted/1: base plus sparse delta).
-snn::Network read_model(const std::string& path);
+struct PickitOptions {
+  std::vector<std::string> inputs;
+  std::string tasks, output = "-";
+  bool no_clobber = false;
+  std::string method = "pickit";  ///< pickit | ties | average | task-arithmetic
+  double trim = 0.2;              ///< TIES: share of each delta's nonzero entries kept
+  double scale = 1.0;             ///< lambda for ties/pickit and task arithmetic
+  int64_t calibration = 256;      ///< calibration examples per task
+  uint64_t seed = 0;
+};
+/// Stage 2: merge adapted models of one base into one model of the base architecture.
+void pickit(const PickitOptions& options);
+
+/// Model files (schema spike-sft.model/1, or spike-sft.adapted/1: base plus
+/// sparse delta, applied unless apply_delta is false).
+snn::Network read_model(const std::string& path, bool apply_delta = true);
 /// Writes /model (weights, sizes and neuron attributes).
 void write_model(nk::h5::Writer& out, const snn::Network& net, const std::vector<int64_t>& shape);
 

@@ -104,7 +104,7 @@ Dataset read_dataset(const nk::h5::File& file, const std::string& prefix) {
   return data;
 }
 
-snn::Network read_model(const std::string& path) {
+snn::Network read_model(const std::string& path, bool apply_delta) {
   const nk::h5::File file = nk::h5::File::open(path);
   const std::string schema = file.attr_string("/", "nk_schema").value_or("");
   const bool adapted = schema.rfind("spike-sft.adapted/", 0) == 0;
@@ -156,7 +156,7 @@ snn::Network read_model(const std::string& path) {
     net.bias.push_back(Eigen::Map<const snn::Vector>(bias.data.data(), out));
     // An adapted model: the base plus its sparse delta.
     const std::string delta = "/delta/layer" + std::to_string(l);
-    if (adapted && file.has(delta + "/indices")) {
+    if (adapted && apply_delta && file.has(delta + "/indices")) {
       const nk::h5::Array<int64_t> index = file.read<int64_t>(delta + "/indices", 1, "entry");
       const nk::h5::Array<float> value = file.read<float>(delta + "/values", 1, "entry");
       if (value.shape != index.shape) throw nk::input_error(name, delta + "/values", "does not match /indices");

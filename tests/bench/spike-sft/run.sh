@@ -7,6 +7,9 @@
 # mask and a large-magnitude mask of the same size; 3 epochs each, SEEDS
 # seeds (default "1 2 3"). Reported: test accuracy (mean over seeds), time
 # per epoch, and trainable-state bytes (gradients + Adam moments + indices).
+# Then Stage 2: the SPE models of the first seed merged by weight averaging,
+# task arithmetic, TIES (trim, sign election, disjoint mean) and PickIt (TIES
+# + spike-rate calibration), each evaluated on every task.
 set -euo pipefail
 bin=$(cd "$1" && pwd)
 export PATH="$bin:$PATH"
@@ -28,6 +31,7 @@ for task in $taskset; do
     sum=0 secs=0 n=0
     for seed in $seeds; do
       spike-sft -q --seed "$seed" spe -i "$work/base.h5" --task "$work/tasks.h5:$task" --method "$method" -o "$work/a.h5"
+      [ "$method" = spe ] && [ "$seed" = "$(echo $seeds | cut -d' ' -f1)" ] && cp "$work/a.h5" "$work/spe_$task.h5"
       sum=$(awk -v a="$sum" -v b="$(attr "$work/a.h5" test_accuracy)" 'BEGIN{print a+b}')
       secs=$(awk -v a="$secs" -v b="$(attr "$work/a.h5" epoch_seconds)" 'BEGIN{print a+b}')
       n=$((n + 1))
@@ -39,3 +43,26 @@ for task in $taskset; do
   done
 done
 echo "goals: q = 5%: state <= 10% of full, time/epoch <= 70% of full, accuracy within 2 points of full; SPE above random and large masks"
+
+# Stage 2: merge the SPE models of the first seed into one model; accuracy of
+# the merged model on each task's test split, and the mean.
+echo
+printf '%-16s |' merge; for task in $taskset; do printf ' %9s' "$task"; done; printf ' | %7s\n' mean
+models=$(for task in $taskset; do printf '%s ' "$work/spe_$task.h5"; done)
+for method in average task-arithmetic ties pickit; do
+  scale=1; [ "$method" = task-arithmetic ] && scale=0.5
+  spike-sft -q pickit -i $models --tasks "$work/tasks.h5" --method "$method" --scale "$scale" -o "$work/merged.h5"
+  printf '%-16s |' "$method"; sum=0
+  for task in $taskset; do
+    acc=$(spike-sft -q eval -i "$work/merged.h5" --task "$work/tasks.h5:$task" | awk -F'\t' '$1=="accuracy"{print $2}')
+    printf ' %8.2f%%' "$(awk -v a="$acc" 'BEGIN{print 100*a}')"; sum=$(awk -v a="$sum" -v b="$acc" 'BEGIN{print a+b}')
+  done
+  awk -v s="$sum" -v n="$(echo $taskset | wc -w)" 'BEGIN{printf " | %6.2f%%\n", 100*s/n}'
+done
+printf '%-16s |' "own SPE models"; sum=0
+for task in $taskset; do
+  acc=$(spike-sft -q eval -i "$work/spe_$task.h5" --task "$work/tasks.h5:$task" | awk -F'\t' '$1=="accuracy"{print $2}')
+  printf ' %8.2f%%' "$(awk -v a="$acc" 'BEGIN{print 100*a}')"; sum=$(awk -v a="$sum" -v b="$acc" 'BEGIN{print a+b}')
+done
+awk -v s="$sum" -v n="$(echo $taskset | wc -w)" 'BEGIN{printf " | %6.2f%%\n", 100*s/n}'
+echo "goal: PickIt's mean at least 1 point above the best merging baseline"
