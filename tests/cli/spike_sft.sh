@@ -18,6 +18,8 @@ check "eval of an adapted model on a task" spike-sft -q eval -i spe.h5 --task ta
 check "pickit merges two adapted models" spike-sft -q pickit -i spe.h5 spe2.h5 --tasks tasks.h5 --calibration 64 -o merged.h5
 check "merging baselines: ties, average, task-arithmetic" sh -c 'for m in ties average task-arithmetic; do spike-sft -q pickit -i spe.h5 spe2.h5 --method $m -o merged_$m.h5 || exit 1; done'
 check "eval of the merged model" spike-sft -q eval -i merged.h5 --task tasks.h5:rotate90
+check "stats: histograms, silencing curve and its plot" sh -c 'spike-sft -q stats -i base.h5 --data fm.h5 --fractions 0.5,0,0.9 --plot silence.svg -o stats.h5 > stats.txt && grep -q "<svg" silence.svg'
+expect_fail "stats with a share of 1" 2 "fractions" spike-sft stats -i base.h5 --data fm.h5 --fractions 1 -o bad.h5
 spike-sft -q eval -i spe.h5 --task tasks.h5:invert > spe_eval.txt 2>/dev/null
 
 if "$PY" - <<'PYEOF'
@@ -75,6 +77,10 @@ for step in range(T):
 acc_spe = float((((count / T) @ Ws[1].T + a["/model/bias1"][...]).argmax(1) == yt).mean())
 got_spe = dict(line.split("\t") for line in open("spe_eval.txt").read().split("\n") if line)
 check(f"eval of the adapted model {float(got_spe['accuracy']):.4f} matches numpy's base + delta {acc_spe:.4f}", abs(float(got_spe["accuracy"]) - acc_spe) <= 0.01)
+st = h5py.File("stats.h5", "r")
+check("stats: histogram counts add up to the weights", int(st["/histogram/layer0/counts"][...].sum()) == 784 * 48)
+check("stats: fractions sorted, and silencing nothing gives eval's accuracy",
+      st["/silenced/fraction"][...].tolist() == [0.0, 0.5, 0.9] and abs(st["/silenced/accuracy"][0] - float(got["accuracy"])) <= 5e-5)
 mg = h5py.File("merged.h5", "r")
 check("pickit: the merged model has the base architecture", mg["/model/sizes"][...].tolist() == a["/model/sizes"][...].tolist()
       and all(mg[f"/model/weight{l}"].shape == a[f"/model/weight{l}"].shape for l in range(2)))

@@ -66,6 +66,15 @@ int main(int argc, char** argv) {
   pickit_verb->add_option("--scale", pick.scale, "Scale of the merged delta (task arithmetic: of the summed deltas)")->check(CLI::Range(0.0, 100.0));
   pickit_verb->add_option("--calibration", pick.calibration, "Calibration examples per task")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
 
+  spike::StatsOptions stats;
+  CLI::App* stats_verb = cli.add_verb("stats", "Weight-magnitude histograms and accuracy after silencing the smallest synapses");
+  nk::cli::App::add_input(*stats_verb, stats.input, "model file");
+  nk::cli::App::add_output(*stats_verb, stats.output, stats.no_clobber);
+  stats_verb->add_option("--data", stats.data, "Labelled data for the silencing curve")->required();
+  stats_verb->add_option("--fractions", stats.fractions, "Shares of each layer's smallest weights to silence, in [0, 1)")->delimiter(',');
+  stats_verb->add_option("--bins", stats.bins, "Histogram bins")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  stats_verb->add_option("--plot", stats.plot, "Also write the silencing curve as SVG");
+
   spike::EvalOptions eval;
   CLI::App* eval_verb = cli.add_verb("eval", "Accuracy, loss and firing rates of a model on labelled data");
   nk::cli::App::add_input(*eval_verb, eval.input, "model file");
@@ -91,6 +100,10 @@ int main(int argc, char** argv) {
     if (*pickit_verb) {
       pick.seed = cli.common().seed;
       spike::pickit(pick);
+    }
+    if (*stats_verb) {
+      stats.seed = cli.common().seed;
+      spike::stats(stats);
     }
     if (*eval_verb) {
       eval.seed = cli.common().seed;

@@ -15,6 +15,7 @@ inline constexpr const char* kModelSchema = "spike-sft.model/1";
 inline constexpr const char* kEvalSchema = "spike-sft.eval/1";
 inline constexpr const char* kTasksSchema = "spike-sft.tasks/1";
 inline constexpr const char* kAdaptedSchema = "spike-sft.adapted/1";
+inline constexpr const char* kStatsSchema = "spike-sft.stats/1";
 
 /// Labelled examples: x [N, D] in [0, 1] (images flattened), labels [N].
 struct Dataset {
@@ -94,6 +95,16 @@ struct PickitOptions {
 };
 /// Stage 2: merge adapted models of one base into one model of the base architecture.
 void pickit(const PickitOptions& options);
+
+struct StatsOptions {
+  std::string input = "-", data, output = "-", plot;
+  bool no_clobber = false;
+  std::vector<double> fractions = {0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9};
+  int64_t bins = 50;
+  uint64_t seed = 0;
+};
+/// Weight-magnitude histograms and accuracy after silencing the smallest synapses.
+void stats(const StatsOptions& options);
 
 /// Model files (schema spike-sft.model/1, or spike-sft.adapted/1: base plus
 /// sparse delta, applied unless apply_delta is false).
