@@ -13,7 +13,7 @@ check "eval of the rate-coded model" spike-sft -q eval -i rate.h5 --data fm.h5
 check "tasks (all kinds)" spike-sft -q --seed 2 tasks -i fm.h5 --kinds identity,rotate90,invert,permute,noise,relabel --train 400 --test 200 -o tasks.h5
 check "spe with a fixed mask (no re-selection, no shrinkage)" spike-sft -q --seed 3 spe -i base.h5 --task tasks.h5:invert --fraction 0.05 --epochs 2 --batch 50 --reselect-every 0 --low-rank 0 -o spe.h5
 check "spe with re-selection and shrinkage" spike-sft -q spe -i base.h5 --task tasks.h5:rotate90 --epochs 2 --batch 50 -o spe2.h5
-check "baselines: full, random, large" sh -c 'for m in full random large; do spike-sft -q spe -i base.h5 --task tasks.h5:invert --method $m --epochs 1 --batch 50 -o base_$m.h5 || exit 1; done'
+check "baselines: full, random, large, lora" sh -c 'for m in full random large lora; do spike-sft -q spe -i base.h5 --task tasks.h5:invert --method $m --epochs 1 --batch 50 -o base_$m.h5 || exit 1; done'
 check "eval of an adapted model on a task" spike-sft -q eval -i spe.h5 --task tasks.h5:invert -o spe_eval.h5
 check "pickit merges two adapted models" spike-sft -q pickit -i spe.h5 spe2.h5 --tasks tasks.h5 --calibration 64 -o merged.h5
 check "merging baselines: ties, average, task-arithmetic" sh -c 'for m in ties average task-arithmetic; do spike-sft -q pickit -i spe.h5 spe2.h5 --method $m -o merged_$m.h5 || exit 1; done'
@@ -67,6 +67,8 @@ for l in range(2):
     ok_mask &= len(idx) <= k and bool(np.all(np.abs(W.ravel()[idx]) <= cutoff))
     W2 = W.astype(np.float64).ravel(); W2[idx] += val; Ws.append(W2.reshape(W.shape))
 check("spe: only the smallest-|w| 5% of each layer changed", ok_mask)
+lo = h5py.File("base_lora.h5", "r")
+check(f"lora: trainable state {lo.attrs['trainable_state_bytes']} bytes <= 10% of full's", lo.attrs["trainable_state_bytes"] <= 0.1 * h5py.File("base_full.h5", "r").attrs["trainable_state_bytes"])
 check(f"spe: trainable state {a.attrs['trainable_state_bytes']} bytes <= 10% of full's {h5py.File('base_full.h5','r').attrs['trainable_state_bytes']}",
       a.attrs["trainable_state_bytes"] <= 0.1 * h5py.File("base_full.h5", "r").attrs["trainable_state_bytes"])
 xt = t["/tasks/invert/test/images"][...].reshape(200, -1).astype(np.float64); yt = t["/tasks/invert/test/labels"][...]

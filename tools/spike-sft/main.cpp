@@ -44,8 +44,8 @@ int main(int argc, char** argv) {
   nk::cli::App::add_input(*spe_verb, spe.input, "base model");
   nk::cli::App::add_output(*spe_verb, spe.output, spe.no_clobber);
   spe_verb->add_option("--task", spe.task, "FILE:NAME: a task from spike-sft tasks")->required();
-  spe_verb->add_option("--method", spe.method, "spe (smallest |w|), random, large (largest |w|) or full")
-      ->check(CLI::IsMember({"spe", "random", "large", "full"}));
+  spe_verb->add_option("--method", spe.method, "spe (smallest |w|), random, large (largest |w|), lora (low-rank adapters of equal size) or full")
+      ->check(CLI::IsMember({"spe", "random", "large", "lora", "full"}));
   spe_verb->add_option("--fraction", spe.fraction, "q: trainable share of each weight layer, in (0, 1)");
   spe_verb->add_option("--epochs", spe.epochs, "Passes over the task's training data")->check(CLI::Range(int64_t{1}, int64_t{100000}));
   spe_verb->add_option("--batch", spe.batch, "Examples per Adam step")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));

@@ -1,5 +1,5 @@
 // spe.cpp - Stage 1 of Spike-SFT: selective parameter enhancement (SPE) and
-// its baselines (full fine-tuning, random and large-magnitude masks).
+// its baselines (full fine-tuning, random and large-magnitude masks, LoRA).
 //
 // A masked method keeps, per weight layer, a sorted list of trainable
 // entries and, for those entries only, the gradient and Adam's two moments
@@ -127,12 +127,16 @@ void spe(const SpeOptions& o) {
   const bool full = o.method == "full";
   const int64_t layers = c.layers();
   FloatAdam adam;
-  adam.lr = o.learning_rate > 0 ? o.learning_rate : full ? 1e-3 : 1e-2;
+  adam.lr = o.learning_rate > 0 ? o.learning_rate : full ? 1e-3 : 1e-2;  // LoRA's factors also take 1e-2
   // Trainable state.
   std::vector<MaskedLayer> masked(static_cast<size_t>(layers));
   std::vector<snn::Matrix> gw;
   std::vector<snn::Vector> gb;
   std::vector<std::vector<float>> mw, vw, mb, vb;
+  // LoRA: W = W_base + U V^T with U [out, r] (zero at the start) and V [in, r].
+  const bool lora = o.method == "lora";
+  std::vector<Eigen::MatrixXf> lu, lv, glu, glv;
+  std::vector<std::vector<float>> mu, vu, mv, vv;
   int64_t trainable = 0, state_bytes = 0;
   for (int64_t l = 0; l < layers; ++l) {
     const snn::Matrix& w = net.weight[static_cast<size_t>(l)];
@@ -145,6 +149,22 @@ void spe(const SpeOptions& o) {
       vb.emplace_back(static_cast<size_t>(w.rows()), 0.0f);
       trainable += w.size() + w.rows();
       state_bytes += (w.size() + w.rows()) * 12;
+    } else if (lora) {
+      // The rank whose factors hold about as many parameters as the mask would.
+      const int64_t rank = std::max<int64_t>(1, std::llround(o.fraction * static_cast<double>(w.size()) / static_cast<double>(w.rows() + w.cols())));
+      lu.push_back(Eigen::MatrixXf::Zero(w.rows(), rank));
+      Eigen::MatrixXf v(w.cols(), rank);
+      const double sd = 1.0 / std::sqrt(static_cast<double>(w.cols()));
+      for (int64_t e = 0; e < v.size(); ++e) v.data()[e] = static_cast<float>(sd * rng.normal());
+      lv.push_back(std::move(v));
+      glu.emplace_back(w.rows(), rank);
+      glv.emplace_back(w.cols(), rank);
+      mu.emplace_back(static_cast<size_t>(w.rows() * rank), 0.0f);
+      vu.emplace_back(static_cast<size_t>(w.rows() * rank), 0.0f);
+      mv.emplace_back(static_cast<size_t>(w.cols() * rank), 0.0f);
+      vv.emplace_back(static_cast<size_t>(w.cols() * rank), 0.0f);
+      trainable += (w.rows() + w.cols()) * rank;
+      state_bytes += (w.rows() + w.cols()) * rank * 12;
     } else {
       const int64_t k = std::max<int64_t>(1, std::llround(o.fraction * static_cast<double>(w.size())));
       reselect(masked[static_cast<size_t>(l)], select(w, k, o.method, rng));
@@ -171,6 +191,15 @@ void spe(const SpeOptions& o) {
       const int64_t at = layer.index[static_cast<size_t>(e)];
       layer.grad[static_cast<size_t>(e)] = gv_columns.col(at / cols).dot(x_columns.col(at % cols));
     }
+  };
+  // LoRA's factor gradients from the same per-layer factors:
+  // dL/dU = gv^T (x V), dL/dV = x^T (gv U); the dense gradient is never formed.
+  const snn::LayerSink lora_sink = [&](int64_t l, const Eigen::Ref<const snn::Matrix>& gv, const Eigen::Ref<const snn::Matrix>& x) {
+    const auto L = static_cast<size_t>(l);
+    const Eigen::MatrixXf xv = x * lv[L];
+    const Eigen::MatrixXf gu = gv * lu[L];
+    glu[L].noalias() = gv.transpose() * xv;
+    glv[L].noalias() = x.transpose() * gu;
   };
   std::vector<int64_t> order(static_cast<size_t>(task.train.size()));
   std::iota(order.begin(), order.end(), 0);
@@ -202,6 +231,16 @@ void spe(const SpeOptions& o) {
           adam.step(net.weight[L].size(), gw[L].data(), mw[L].data(), vw[L].data(), [&](int64_t e) -> float& { return w[e]; });
           adam.step(net.bias[L].size(), gb[L].data(), mb[L].data(), vb[L].data(), [&](int64_t e) -> float& { return b[e]; });
         }
+      } else if (lora) {
+        snn::backward(net, labels.data(), ws, lora_sink);
+        for (int64_t l = 0; l < layers; ++l) {
+          const auto L = static_cast<size_t>(l);
+          float* u = lu[L].data();
+          float* v = lv[L].data();
+          adam.step(lu[L].size(), glu[L].data(), mu[L].data(), vu[L].data(), [&](int64_t e) -> float& { return u[e]; });
+          adam.step(lv[L].size(), glv[L].data(), mv[L].data(), vv[L].data(), [&](int64_t e) -> float& { return v[e]; });
+          net.weight[L] = base.weight[L] + (lu[L] * lv[L].transpose());
+        }
       } else {
         snn::backward(net, labels.data(), ws, masked_sink);
         for (int64_t l = 0; l < layers; ++l) {
@@ -214,7 +253,7 @@ void spe(const SpeOptions& o) {
       }
       progress.update(k + 1);
     }
-    if (!full && o.low_rank > 0) {
+    if (!full && !lora && o.low_rank > 0) {
       for (int64_t l = 0; l < layers; ++l) {
         shrink_singular_values(net.weight[static_cast<size_t>(l)], base.weight[static_cast<size_t>(l)], masked[static_cast<size_t>(l)], o.low_rank);
       }
@@ -225,7 +264,7 @@ void spe(const SpeOptions& o) {
     accuracy.push_back(static_cast<double>(t.correct) / static_cast<double>(task.test.size()));
     spdlog::info("epoch {}/{}: test {:.2f}%, {:.2f} s", epoch + 1, o.epochs, 100 * accuracy.back(), epoch_seconds.back());
     // Progressive re-selection on the adapted weights.
-    if (!full && o.reselect_every > 0 && (epoch + 1) % o.reselect_every == 0 && epoch + 1 < o.epochs) {
+    if (!full && !lora && o.reselect_every > 0 && (epoch + 1) % o.reselect_every == 0 && epoch + 1 < o.epochs) {
       for (int64_t l = 0; l < layers; ++l) {
         MaskedLayer& layer = masked[static_cast<size_t>(l)];
         reselect(layer, select(net.weight[static_cast<size_t>(l)], static_cast<int64_t>(layer.index.size()), o.method, rng));

@@ -5,7 +5,7 @@
 # training and 2K test images each), and Stage 1 on each task: SPE (the
 # smallest-magnitude 5% of each layer) against full fine-tuning, a random
 # mask and a large-magnitude mask of the same size; 3 epochs each, SEEDS
-# seeds (default "1 2 3"). Reported: test accuracy (mean over seeds), time
+# seeds (default "1 2 3"), and LoRA adapters of the same parameter budget. Reported: test accuracy (mean over seeds), time
 # per epoch, and trainable-state bytes (gradients + Adam moments + indices).
 # Then Stage 2: the SPE models of the first seed merged by weight averaging,
 # task arithmetic, TIES (trim, sign election, disjoint mean) and PickIt (TIES
@@ -27,7 +27,7 @@ spike-sft -q --seed 1 tasks -i "$work/train.h5" --kinds "$(echo $taskset | tr ' 
 printf '%-9s %-7s | %9s %9s | %10s %12s %8s\n' task method "base acc" "acc (mean)" "s/epoch" "state bytes" "vs full"
 for task in $taskset; do
   full_bytes=0
-  for method in full spe random large; do
+  for method in full spe random large lora; do
     sum=0 secs=0 n=0
     for seed in $seeds; do
       spike-sft -q --seed "$seed" spe -i "$work/base.h5" --task "$work/tasks.h5:$task" --method "$method" -o "$work/a.h5"
