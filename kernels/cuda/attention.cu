@@ -225,30 +225,6 @@ cudaError_t run_flash(const AttentionArgs& a, int heads, cudaStream_t stream) {
   return launch_flash<256>(a, heads, stream);
 }
 
-/// Events around a stretch of stream work.
-class Timer {
- public:
-  Timer() {
-    cudaEventCreate(&start_);
-    cudaEventCreate(&stop_);
-  }
-  ~Timer() {
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
-  }
-  void start(cudaStream_t s = nullptr) { cudaEventRecord(start_, s); }
-  float stop(cudaStream_t s = nullptr) {
-    cudaEventRecord(stop_, s);
-    cudaEventSynchronize(stop_);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start_, stop_);
-    return ms;
-  }
-
- private:
-  cudaEvent_t start_{}, stop_{};
-};
-
 /// Row softmax of a [rows, n] matrix in place: one CTA per row.
 __global__ void softmax_rows(float* s, long n) {
   float* row = s + static_cast<long>(blockIdx.x) * n;

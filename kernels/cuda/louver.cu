@@ -209,32 +209,6 @@ Kernel pick_kernel(bool shared_tables, bool vec4) {
   return vec4 ? louver_search_kernel<false, true> : louver_search_kernel<false, false>;
 }
 
-/// Events around a stretch of work on the default stream.
-class Timer {
- public:
-  Timer() {
-    cudaEventCreate(&start_);
-    cudaEventCreate(&stop_);
-  }
-  Timer(const Timer&) = delete;
-  Timer& operator=(const Timer&) = delete;
-  ~Timer() {
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
-  }
-  cudaError_t start() { return cudaEventRecord(start_, nullptr); }
-  /// Waits for the work since start(); its status (a failed kernel shows here) and time.
-  cudaError_t stop(float* ms) {
-    cudaError_t status = cudaEventRecord(stop_, nullptr);
-    if (status == cudaSuccess) status = cudaEventSynchronize(stop_);
-    if (status == cudaSuccess) status = cudaEventElapsedTime(ms, start_, stop_);
-    return status;
-  }
-
- private:
-  cudaEvent_t start_{}, stop_{};
-};
-
 /// Allocates 'bytes' on the device and copies them from 'host' (when there are any).
 cudaError_t upload(DeviceBuffer& buffer, const void* host, size_t bytes) {
   cudaError_t status = buffer.allocate(bytes);

@@ -40,6 +40,39 @@ class DeviceBuffer {
   void* pointer_ = nullptr;
 };
 
+/// CUDA events around a stretch of work on the default stream.
+class Timer {
+ public:
+  Timer() {
+    cudaEventCreate(&start_);
+    cudaEventCreate(&stop_);
+  }
+  Timer(const Timer&) = delete;
+  Timer& operator=(const Timer&) = delete;
+  ~Timer() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+  cudaError_t start() { return cudaEventRecord(start_, nullptr); }
+  /// Waits for the work since start(); its status (a failed kernel shows here) and time.
+  cudaError_t stop(float* ms) {
+    cudaError_t status = cudaEventRecord(stop_, nullptr);
+    if (status == cudaSuccess) status = cudaEventSynchronize(stop_);
+    if (status == cudaSuccess) status = cudaEventElapsedTime(ms, start_, stop_);
+    return status;
+  }
+  /// Milliseconds since start() (0 when the events failed; callers check
+  /// cudaGetLastError separately).
+  double stop() {
+    float ms = 0;
+    stop(&ms);
+    return ms;
+  }
+
+ private:
+  cudaEvent_t start_{}, stop_{};
+};
+
 int spectral_multiply_c64(const float* x, const float* k, float* y, long batch, long channels, long bins,
                           char* error, size_t error_size);
 

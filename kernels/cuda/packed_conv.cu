@@ -315,29 +315,13 @@ int packed_conv(const Real* x, const Real* k, const Real* bias, Real* y, long ba
     set_error(error, error_size, "packed_conv: bad shape");
     return -1;
   }
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  auto since = [&](cudaEvent_t start) {
-    cudaEventRecord(e1);
-    cudaEventSynchronize(e1);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start, e1);
-    return static_cast<double>(ms);
-  };
-  struct Events {
-    cudaEvent_t a, b;
-    ~Events() {
-      cudaEventDestroy(a);
-      cudaEventDestroy(b);
-    }
-  } events{e0, e1};
+  Timer timer;
   nk_cuda_timing local{};
   const size_t signal_bytes = sizeof(Real) * batch * length * channels;
   long window_total = direct_count;
   for (long b = 0; b < bucket_count; ++b) window_total += buckets[b].count;
   DeviceBuffer d_x, d_y, d_k, d_bias, d_windows;
-  cudaEventRecord(e0);
+  timer.start();
   NK_CUDA_TRY(d_x.allocate(signal_bytes));
   NK_CUDA_TRY(d_y.allocate(signal_bytes));
   NK_CUDA_TRY(d_k.allocate(sizeof(Real) * channels * filter_length));
@@ -363,10 +347,10 @@ int packed_conv(const Real* x, const Real* k, const Real* bias, Real* y, long ba
     }
     offset += r.count;
   }
-  local.upload_ms = since(e0);
+  local.upload_ms = timer.stop();
 
   // Set-up: plans, work area, buffers (rows of a chunk hold at most 2^27 numbers).
-  cudaEventRecord(e0);
+  timer.start();
   PlanSet plans;
   size_t work_max = 0, filter_total = 0, rows_max = 0, spectra_max = 0;
   const long row_budget = 1L << 27;
@@ -399,7 +383,7 @@ int packed_conv(const Real* x, const Real* k, const Real* bias, Real* y, long ba
   NK_CUDA_TRY(d_filters.allocate(sizeof(Complex) * filter_total));
   for (cufftHandle p : plans.plans) NK_FFT_TRY(cufftSetWorkArea(p, d_work.get()));
   NK_CUDA_TRY(cudaMemset(d_y.get(), 0, signal_bytes));
-  local.setup_ms = since(e0);
+  local.setup_ms = timer.stop();
 
   Real* rows = static_cast<Real*>(d_rows.get());
   Complex* spectra = static_cast<Complex*>(d_spectra.get());
@@ -411,7 +395,7 @@ int packed_conv(const Real* x, const Real* k, const Real* bias, Real* y, long ba
   const int h = static_cast<int>(channels);
   double best = INFINITY;
   for (int rep = 0; rep < std::max(1, repeats); ++rep) {
-    cudaEventRecord(e0);
+    timer.start();
     if (direct_count) {
       direct_documents<Real><<<static_cast<unsigned>(direct_count), 256>>>(dx, dk, dbias, dy, windows, length, h,
                                                                             filter_length);
@@ -442,13 +426,13 @@ int packed_conv(const Real* x, const Real* k, const Real* bias, Real* y, long ba
         NK_CUDA_TRY(cudaGetLastError());
       }
     }
-    best = std::min(best, since(e0));
+    best = std::min(best, timer.stop());
   }
   NK_CUDA_TRY(cudaDeviceSynchronize());
   local.compute_ms = best;
-  cudaEventRecord(e0);
+  timer.start();
   NK_CUDA_TRY(cudaMemcpy(y, d_y.get(), signal_bytes, cudaMemcpyDeviceToHost));
-  local.download_ms = since(e0);
+  local.download_ms = timer.stop();
   if (timing) *timing = local;
   return 0;
 }
@@ -472,30 +456,14 @@ int packed_conv_grad(const Real* x, const Real* k, const Real* bias, const Real*
     set_error(error, error_size, "packed_conv_grad: bad shape");
     return -1;
   }
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  struct Events {
-    cudaEvent_t a, b;
-    ~Events() {
-      cudaEventDestroy(a);
-      cudaEventDestroy(b);
-    }
-  } events{e0, e1};
-  auto since = [&](cudaEvent_t start) {
-    cudaEventRecord(e1);
-    cudaEventSynchronize(e1);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start, e1);
-    return static_cast<double>(ms);
-  };
+  Timer timer;
   nk_cuda_timing local{};
   const long positions = batch * length;
   const size_t signal_bytes = sizeof(Real) * positions * channels, taps_count = static_cast<size_t>(channels * filter_length);
   long window_total = direct_count;
   for (long b = 0; b < bucket_count; ++b) window_total += buckets[b].count + anticausal[b].count;
   DeviceBuffer d_x, d_dy, d_dx, d_k, d_bias, d_windows, d_dk, d_dk_real, d_dbias, d_dbias_real;
-  cudaEventRecord(e0);
+  timer.start();
   NK_CUDA_TRY(d_x.allocate(signal_bytes));
   NK_CUDA_TRY(d_dy.allocate(signal_bytes));
   NK_CUDA_TRY(d_dx.allocate(signal_bytes));
@@ -528,9 +496,9 @@ int packed_conv_grad(const Real* x, const Real* k, const Real* bias, const Real*
     if (r.anti) NK_CUDA_TRY(cudaMemcpy(windows + offset * kFields, anticausal[b].windows, sizeof(long) * kFields * r.anti, cudaMemcpyHostToDevice));
     offset += r.anti;
   }
-  local.upload_ms = since(e0);
+  local.upload_ms = timer.stop();
 
-  cudaEventRecord(e0);
+  timer.start();
   PlanSet plans;
   size_t work_max = 0, rows_max = 0, spectra_max = 0, filter_max = 0;
   const long row_budget = 1L << 26;
@@ -573,7 +541,7 @@ int packed_conv_grad(const Real* x, const Real* k, const Real* bias, const Real*
   NK_CUDA_TRY(d_sum.allocate(sizeof(Complex) * filter_max));
   for (cufftHandle p : plans.plans) NK_FFT_TRY(cufftSetWorkArea(p, d_work.get()));
   NK_CUDA_TRY(cudaMemset(d_dx.get(), 0, signal_bytes));
-  local.setup_ms = since(e0);
+  local.setup_ms = timer.stop();
 
   Real* rows_x = static_cast<Real*>(d_rows_x.get());
   Real* rows_dy = static_cast<Real*>(d_rows_dy.get());
@@ -591,7 +559,7 @@ int packed_conv_grad(const Real* x, const Real* k, const Real* bias, const Real*
   const dim3 threads(32, 8);
   double best = INFINITY;
   for (int rep = 0; rep < std::max(1, repeats); ++rep) {
-    cudaEventRecord(e0);
+    timer.start();
     NK_CUDA_TRY(cudaMemsetAsync(gdk, 0, sizeof(double) * taps_count));
     if (direct_count) {
       direct_grad_documents<Real><<<static_cast<unsigned>(direct_count), 256>>>(gx, gk, gbias, gdy, gdx, gdk, windows,
@@ -652,15 +620,15 @@ int packed_conv_grad(const Real* x, const Real* k, const Real* bias, const Real*
                                                         static_cast<Real*>(d_dbias_real.get()), channels);
     }
     NK_CUDA_TRY(cudaGetLastError());
-    best = std::min(best, since(e0));
+    best = std::min(best, timer.stop());
   }
   NK_CUDA_TRY(cudaDeviceSynchronize());
   local.compute_ms = best;
-  cudaEventRecord(e0);
+  timer.start();
   NK_CUDA_TRY(cudaMemcpy(dx, d_dx.get(), signal_bytes, cudaMemcpyDeviceToHost));
   NK_CUDA_TRY(cudaMemcpy(dk, d_dk_real.get(), sizeof(Real) * taps_count, cudaMemcpyDeviceToHost));
   if (bias && dbias) NK_CUDA_TRY(cudaMemcpy(dbias, d_dbias_real.get(), sizeof(Real) * channels, cudaMemcpyDeviceToHost));
-  local.download_ms = since(e0);
+  local.download_ms = timer.stop();
   if (timing) *timing = local;
   return 0;
 }

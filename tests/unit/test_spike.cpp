@@ -140,27 +140,12 @@ TEST_SUITE("spike") {
     config.learning_rate = 5e-3;
     nk::Adam adam(theta.size(), config);
     Workspace ws(c, n);
-    std::vector<Matrix> gw;
-    std::vector<Vector> gb;
-    for (size_t l = 0; l < net.weight.size(); ++l) {
-      gw.push_back(Matrix::Zero(net.weight[l].rows(), net.weight[l].cols()));
-      gb.push_back(Vector::Zero(net.bias[l].size()));
-    }
+    DenseGradient gradient(net);
     BatchStats s;
     for (int step = 0; step < 150; ++step) {
       s = forward(net, x, y.data(), ws, &rng);
-      for (auto& g : gw) g.setZero();
-      for (auto& g : gb) g.setZero();
-      backward(net, y.data(), ws, gw, gb);
-      Eigen::VectorXd grad(theta.size());
-      Eigen::Index at = 0;
-      for (size_t l = 0; l < gw.size(); ++l) {
-        grad.segment(at, gw[l].size()) = Eigen::Map<const Eigen::VectorXf>(gw[l].data(), gw[l].size()).cast<double>();
-        at += gw[l].size();
-        grad.segment(at, gb[l].size()) = gb[l].cast<double>();
-        at += gb[l].size();
-      }
-      adam.step(theta, grad);
+      gradient.compute(net, y.data(), ws);
+      adam.step(theta, gradient.flat());
       net.set_flat(theta);
     }
     CHECK(s.correct >= n * 95 / 100);

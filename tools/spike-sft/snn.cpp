@@ -258,4 +258,28 @@ void backward(const Network& net, const int64_t* labels, Workspace& ws, std::vec
   });
 }
 
+DenseGradient::DenseGradient(const Network& net) : flat_(net.config.parameter_count()) {
+  for (size_t l = 0; l < net.weight.size(); ++l) {
+    weight.emplace_back(net.weight[l].rows(), net.weight[l].cols());
+    bias.emplace_back(net.bias[l].size());
+  }
+}
+
+void DenseGradient::compute(const Network& net, const int64_t* labels, Workspace& ws) {
+  for (Matrix& g : weight) g.setZero();
+  for (Vector& g : bias) g.setZero();
+  backward(net, labels, ws, weight, bias);
+}
+
+const Eigen::VectorXd& DenseGradient::flat() {
+  Eigen::Index at = 0;
+  for (size_t l = 0; l < weight.size(); ++l) {
+    flat_.segment(at, weight[l].size()) = Eigen::Map<const Eigen::VectorXf>(weight[l].data(), weight[l].size()).cast<double>();
+    at += weight[l].size();
+    flat_.segment(at, bias[l].size()) = bias[l].cast<double>();
+    at += bias[l].size();
+  }
+  return flat_;
+}
+
 }  // namespace snn

@@ -104,4 +104,20 @@ void backward(const Network& net, const int64_t* labels, Workspace& ws, const La
 void backward(const Network& net, const int64_t* labels, Workspace& ws, std::vector<Matrix>& grad_weight,
               std::vector<Vector>& grad_bias);
 
+/// Dense gradients of every weight and bias, with buffers reused across
+/// batches, also flattened in Network::flat()'s layout (for nk::Adam).
+class DenseGradient {
+ public:
+  explicit DenseGradient(const Network& net);
+  /// BPTT of the last forward() batch into weight and bias.
+  void compute(const Network& net, const int64_t* labels, Workspace& ws);
+  /// The last computed gradient, flattened.
+  const Eigen::VectorXd& flat();
+  std::vector<Matrix> weight;
+  std::vector<Vector> bias;
+
+ private:
+  Eigen::VectorXd flat_;
+};
+
 }  // namespace snn

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
@@ -130,8 +131,8 @@ void spe(const SpeOptions& o) {
   adam.lr = o.learning_rate > 0 ? o.learning_rate : full ? 1e-3 : 1e-2;  // LoRA's factors also take 1e-2
   // Trainable state.
   std::vector<MaskedLayer> masked(static_cast<size_t>(layers));
-  std::vector<snn::Matrix> gw;
-  std::vector<snn::Vector> gb;
+  std::optional<snn::DenseGradient> dense;  // full fine-tuning only: masks never hold a dense gradient
+  if (o.method == "full") dense.emplace(net);
   std::vector<std::vector<float>> mw, vw, mb, vb;
   // LoRA: W = W_base + U V^T with U [out, r] (zero at the start) and V [in, r].
   const bool lora = o.method == "lora";
@@ -141,8 +142,6 @@ void spe(const SpeOptions& o) {
   for (int64_t l = 0; l < layers; ++l) {
     const snn::Matrix& w = net.weight[static_cast<size_t>(l)];
     if (full) {
-      gw.emplace_back(w.rows(), w.cols());
-      gb.emplace_back(w.rows());
       mw.emplace_back(static_cast<size_t>(w.size()), 0.0f);
       vw.emplace_back(static_cast<size_t>(w.size()), 0.0f);
       mb.emplace_back(static_cast<size_t>(w.rows()), 0.0f);
@@ -221,15 +220,13 @@ void spe(const SpeOptions& o) {
       if (!std::isfinite(s.loss)) throw nk::Error(nk::Exit::runtime, "the loss became " + std::to_string(s.loss) + ": lower --lr");
       ++adam.t;
       if (full) {
-        for (auto& g : gw) g.setZero();
-        for (auto& g : gb) g.setZero();
-        snn::backward(net, labels.data(), ws, gw, gb);
+        dense->compute(net, labels.data(), ws);
         for (int64_t l = 0; l < layers; ++l) {
           const auto L = static_cast<size_t>(l);
           float* w = net.weight[L].data();
           float* b = net.bias[L].data();
-          adam.step(net.weight[L].size(), gw[L].data(), mw[L].data(), vw[L].data(), [&](int64_t e) -> float& { return w[e]; });
-          adam.step(net.bias[L].size(), gb[L].data(), mb[L].data(), vb[L].data(), [&](int64_t e) -> float& { return b[e]; });
+          adam.step(net.weight[L].size(), dense->weight[L].data(), mw[L].data(), vw[L].data(), [&](int64_t e) -> float& { return w[e]; });
+          adam.step(net.bias[L].size(), dense->bias[L].data(), mb[L].data(), vb[L].data(), [&](int64_t e) -> float& { return b[e]; });
         }
       } else if (lora) {
         snn::backward(net, labels.data(), ws, lora_sink);

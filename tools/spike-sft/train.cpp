@@ -247,13 +247,7 @@ void pretrain(const TrainOptions& o) {
   adam_config.learning_rate = o.learning_rate;
   nk::Adam adam(theta.size(), adam_config);
   snn::Workspace ws(c, o.batch);
-  std::vector<snn::Matrix> gw;
-  std::vector<snn::Vector> gb;
-  for (size_t l = 0; l < net.weight.size(); ++l) {
-    gw.emplace_back(net.weight[l].rows(), net.weight[l].cols());
-    gb.emplace_back(net.bias[l].size());
-  }
-  Eigen::VectorXd grad(theta.size());
+  snn::DenseGradient gradient(net);
   snn::Matrix x(o.batch, train.x.cols());
   std::vector<int64_t> labels(static_cast<size_t>(o.batch));
   std::vector<int64_t> train_order(static_cast<size_t>(train.size()));
@@ -276,17 +270,8 @@ void pretrain(const TrainOptions& o) {
       if (!std::isfinite(s.loss)) throw nk::Error(nk::Exit::runtime, "the loss became " + std::to_string(s.loss) + " in epoch " + std::to_string(epoch + 1) + ": lower --lr");
       loss += s.loss;
       correct += s.correct;
-      for (auto& g : gw) g.setZero();
-      for (auto& g : gb) g.setZero();
-      snn::backward(net, labels.data(), ws, gw, gb);
-      Eigen::Index at = 0;
-      for (size_t l = 0; l < gw.size(); ++l) {
-        grad.segment(at, gw[l].size()) = Eigen::Map<const Eigen::VectorXf>(gw[l].data(), gw[l].size()).cast<double>();
-        at += gw[l].size();
-        grad.segment(at, gb[l].size()) = gb[l].cast<double>();
-        at += gb[l].size();
-      }
-      adam.step(theta, grad);
+      gradient.compute(net, labels.data(), ws);
+      adam.step(theta, gradient.flat());
       net.set_flat(theta);
       progress.update(k + 1);
     }
