@@ -66,3 +66,20 @@ for task in $taskset; do
 done
 awk -v s="$sum" -v n="$(echo $taskset | wc -w)" 'BEGIN{printf " | %6.2f%%\n", 100*s/n}'
 echo "goal: PickIt's mean at least 1 point above the best merging baseline"
+
+# Training throughput against the same network in PyTorch (Debian's
+# python3-torch; `make -f Makefile.dist bench` installs it), 2 threads each,
+# 2 epochs on the 60K images; time of the second epoch.
+echo
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  spike-sft -q --threads 2 --seed 1 pretrain -i "$work/train.h5" --test "$work/test.h5" --epochs 2 -o "$work/ours.h5"
+  ours=$(/usr/bin/python3 -c "import h5py; f=h5py.File('$work/ours.h5','r'); print(f['/metrics/epoch_seconds'][1], f['/metrics/test_accuracy'][1])")
+  theirs=$(NK_THREADS=2 /usr/bin/python3 "$(dirname "$0")/torch_snn.py" "$work/train.h5" "$work/test.h5" 2 | tail -1 | awk '{print $3, $7}')
+  read -r t_ours a_ours <<< "$ours"
+  read -r t_torch a_torch <<< "$theirs"
+  awk -v a="$t_ours" -v b="$t_torch" -v aa="$a_ours" -v ab="$a_torch" 'BEGIN {
+    printf "throughput, 784-256-10 LIF, T = 8, batch 128, 2 threads: spike-sft %.2f s/epoch (test %.2f%%), PyTorch %.2f s/epoch (test %.2f%%): %.2fx\n", a, 100 * aa, b, 100 * ab, b / a }'
+  echo "goal: ours at least 2x faster"
+else
+  echo "PyTorch comparison skipped (install Debian's python3-torch: make -f Makefile.dist bench does)"
+fi

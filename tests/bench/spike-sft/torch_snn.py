@@ -1,0 +1,81 @@
+#!/usr/bin/python3
+"""torch_snn.py TRAIN.h5 TEST.h5 [EPOCHS]: the reference SNN in PyTorch (Debian's
+python3-torch) for the throughput comparison: the same network as
+`spike-sft pretrain` defaults (784-256-10 LIF, T = 8, beta 0.9, threshold 1,
+reset by subtraction differentiated, fast-sigmoid surrogate with slope 25,
+direct coding, spike-count readout, cross-entropy, Adam 1e-3, batch 128),
+written the usual way (a Python loop over steps, autograd for BPTT).
+Prints seconds per epoch and test accuracy; threads = NK_THREADS (default 2)."""
+import os
+import sys
+import time
+
+import h5py
+import numpy as np
+import torch
+
+torch.set_num_threads(int(os.environ.get("NK_THREADS", "2")))
+torch.manual_seed(1)
+
+
+class Spike(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return (x > 0).float()
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad / (1 + 25.0 * x.abs()) ** 2
+
+
+def load(path):
+    with h5py.File(path, "r") as f:
+        x = f["/images"][...].reshape(f["/images"].shape[0], -1).astype(np.float32)
+        y = f["/labels"][...].astype(np.int64)
+    return torch.from_numpy(x), torch.from_numpy(y)
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(784, 256)
+        self.fc2 = torch.nn.Linear(256, 10)
+
+    def forward(self, x, steps=8, beta=0.9, threshold=1.0):
+        current = self.fc1(x)
+        u = torch.zeros_like(current)
+        count = torch.zeros_like(current)
+        for _ in range(steps):
+            v = beta * u + current
+            s = Spike.apply(v - threshold)
+            u = v - threshold * s
+            count = count + s
+        return self.fc2(count / steps)
+
+
+def main():
+    xtr, ytr = load(sys.argv[1])
+    xte, yte = load(sys.argv[2])
+    epochs = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+    net = Net()
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    batches = xtr.shape[0] // 128
+    for epoch in range(epochs):
+        order = torch.randperm(xtr.shape[0])
+        start = time.perf_counter()
+        for k in range(batches):
+            idx = order[k * 128:(k + 1) * 128]
+            loss = torch.nn.functional.cross_entropy(net(xtr[idx]), ytr[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        seconds = time.perf_counter() - start
+        with torch.no_grad():
+            acc = (net(xte).argmax(1) == yte).float().mean().item()
+        print(f"epoch {epoch + 1}: {seconds:.3f} s, test accuracy {acc:.4f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
