@@ -209,12 +209,6 @@ Kernel pick_kernel(bool shared_tables, bool vec4) {
   return vec4 ? louver_search_kernel<false, true> : louver_search_kernel<false, false>;
 }
 
-/// Allocates 'bytes' on the device and copies them from 'host' (when there are any).
-cudaError_t upload(DeviceBuffer& buffer, const void* host, size_t bytes) {
-  cudaError_t status = buffer.allocate(bytes);
-  if (status == cudaSuccess && bytes && host) status = cudaMemcpy(buffer.get(), host, bytes, cudaMemcpyHostToDevice);
-  return status;
-}
 
 }  // namespace
 

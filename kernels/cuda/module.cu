@@ -39,28 +39,6 @@ int device_name(char* name, size_t name_size, char* error, size_t error_size) {
   return 0;
 }
 
-const char* cufft_text(cufftResult status) {
-  switch (status) {
-    case CUFFT_SUCCESS: return "success";
-    case CUFFT_INVALID_PLAN: return "invalid plan";
-    case CUFFT_ALLOC_FAILED: return "allocation failed";
-    case CUFFT_INVALID_VALUE: return "invalid value";
-    case CUFFT_EXEC_FAILED: return "execution failed";
-    case CUFFT_SETUP_FAILED: return "setup failed";
-    case CUFFT_INVALID_SIZE: return "invalid size";
-    default: return "cuFFT error";
-  }
-}
-
-#define NK_CUFFT_TRY(call)                                       \
-  do {                                                           \
-    const cufftResult nk_status = (call);                        \
-    if (nk_status != CUFFT_SUCCESS) {                            \
-      set_error(error, error_size, cufft_text(nk_status));       \
-      return -1;                                                 \
-    }                                                            \
-  } while (0)
-
 __global__ void scale_kernel(float* data, long count, float factor) {
   const long i = blockIdx.x * static_cast<long>(blockDim.x) + threadIdx.x;
   if (i < count) data[i] *= factor;

@@ -1,6 +1,7 @@
 // module_common.cuh - error plumbing and device buffers shared by the module's kernels.
 #pragma once
 #include <cuda_runtime.h>
+#include <cufft.h>
 
 #include <cstddef>
 #include <cstdio>
@@ -39,6 +40,36 @@ class DeviceBuffer {
  private:
   void* pointer_ = nullptr;
 };
+
+/// Allocates 'bytes' on the device and copies them from 'host' (when there are any).
+inline cudaError_t upload(DeviceBuffer& buffer, const void* host, size_t bytes) {
+  cudaError_t status = buffer.allocate(bytes);
+  if (status == cudaSuccess && bytes && host) status = cudaMemcpy(buffer.get(), host, bytes, cudaMemcpyHostToDevice);
+  return status;
+}
+
+inline const char* cufft_text(cufftResult status) {
+  switch (status) {
+    case CUFFT_SUCCESS: return "cuFFT: success";
+    case CUFFT_INVALID_PLAN: return "cuFFT: invalid plan";
+    case CUFFT_ALLOC_FAILED: return "cuFFT: allocation failed";
+    case CUFFT_INVALID_VALUE: return "cuFFT: invalid value";
+    case CUFFT_EXEC_FAILED: return "cuFFT: execution failed";
+    case CUFFT_SETUP_FAILED: return "cuFFT: setup failed";
+    case CUFFT_INVALID_SIZE: return "cuFFT: invalid size";
+    default: return "cuFFT error";
+  }
+}
+
+/// Returns -1 from the calling entry with cuFFT's message when 'call' fails.
+#define NK_CUFFT_TRY(call)                                                \
+  do {                                                                    \
+    const cufftResult nk_fft_status = (call);                             \
+    if (nk_fft_status != CUFFT_SUCCESS) {                                 \
+      ::nk::cuda::set_error(error, error_size, ::nk::cuda::cufft_text(nk_fft_status)); \
+      return -1;                                                          \
+    }                                                                     \
+  } while (0)
 
 /// CUDA events around a stretch of work on the default stream.
 class Timer {

@@ -258,24 +258,29 @@ __global__ void scale_real(Real* data, long count, Real factor) {
 
 unsigned blocks_for(long count, int threads) { return static_cast<unsigned>((count + threads - 1) / threads); }
 
-const char* fft_text(cufftResult status) {
-  switch (status) {
-    case CUFFT_ALLOC_FAILED: return "cuFFT: allocation failed";
-    case CUFFT_INVALID_SIZE: return "cuFFT: invalid size";
-    case CUFFT_EXEC_FAILED: return "cuFFT: execution failed";
-    case CUFFT_SETUP_FAILED: return "cuFFT: setup failed";
-    default: return "cuFFT error";
+/// Copies the window tables into one device table: the direct windows first,
+/// then per bucket its causal windows and, where given, its look-ahead ones.
+/// causal[b] and lookahead[b] point at bucket b's parts of the table.
+cudaError_t upload_windows(DeviceBuffer& table, const long* direct, long direct_count, const nk_conv_bucket* buckets,
+                           const nk_conv_bucket* anticausal, long bucket_count, std::vector<const long*>& causal,
+                           std::vector<const long*>& lookahead) {
+  long total = direct_count;
+  for (long b = 0; b < bucket_count; ++b) total += buckets[b].count + (anticausal ? anticausal[b].count : 0);
+  cudaError_t status = table.allocate(sizeof(long) * kFields * total);
+  long* at = static_cast<long*>(table.get());
+  auto copy = [&](const long* host, long count) {
+    if (status == cudaSuccess && count) status = cudaMemcpy(at, host, sizeof(long) * kFields * count, cudaMemcpyHostToDevice);
+    at += count * kFields;
+  };
+  copy(direct, direct_count);
+  for (long b = 0; b < bucket_count; ++b) {
+    causal.push_back(at);
+    copy(buckets[b].windows, buckets[b].count);
+    lookahead.push_back(at);
+    if (anticausal) copy(anticausal[b].windows, anticausal[b].count);
   }
+  return status;
 }
-
-#define NK_FFT_TRY(call)                                   \
-  do {                                                     \
-    const cufftResult nk_fft_status = (call);              \
-    if (nk_fft_status != CUFFT_SUCCESS) {                  \
-      set_error(error, error_size, fft_text(nk_fft_status)); \
-      return -1;                                           \
-    }                                                      \
-  } while (0)
 
 /// cuFFT plans sharing one work area, destroyed together.
 struct PlanSet {
@@ -318,34 +323,20 @@ int packed_conv(const Real* x, const Real* k, const Real* bias, Real* y, long ba
   Timer timer;
   nk_cuda_timing local{};
   const size_t signal_bytes = sizeof(Real) * batch * length * channels;
-  long window_total = direct_count;
-  for (long b = 0; b < bucket_count; ++b) window_total += buckets[b].count;
   DeviceBuffer d_x, d_y, d_k, d_bias, d_windows;
   timer.start();
-  NK_CUDA_TRY(d_x.allocate(signal_bytes));
+  NK_CUDA_TRY(upload(d_x, x, signal_bytes));
   NK_CUDA_TRY(d_y.allocate(signal_bytes));
-  NK_CUDA_TRY(d_k.allocate(sizeof(Real) * channels * filter_length));
-  NK_CUDA_TRY(d_bias.allocate(sizeof(Real) * channels));
-  NK_CUDA_TRY(d_windows.allocate(sizeof(long) * kFields * window_total));
-  NK_CUDA_TRY(cudaMemcpy(d_x.get(), x, signal_bytes, cudaMemcpyHostToDevice));
-  NK_CUDA_TRY(cudaMemcpy(d_k.get(), k, sizeof(Real) * channels * filter_length, cudaMemcpyHostToDevice));
-  if (bias) NK_CUDA_TRY(cudaMemcpy(d_bias.get(), bias, sizeof(Real) * channels, cudaMemcpyHostToDevice));
-  long* windows = static_cast<long*>(d_windows.get());
-  long offset = 0;
-  if (direct_count) {
-    NK_CUDA_TRY(cudaMemcpy(windows, direct, sizeof(long) * kFields * direct_count, cudaMemcpyHostToDevice));
-    offset += direct_count;
-  }
+  NK_CUDA_TRY(upload(d_k, k, sizeof(Real) * channels * filter_length));
+  NK_CUDA_TRY(upload(d_bias, bias, bias ? sizeof(Real) * channels : 0));
+  std::vector<const long*> causal, lookahead;
+  NK_CUDA_TRY(upload_windows(d_windows, direct, direct_count, buckets, nullptr, bucket_count, causal, lookahead));
+  const long* windows = static_cast<const long*>(d_windows.get());
   std::vector<BucketRun> runs(static_cast<size_t>(bucket_count));
   for (long b = 0; b < bucket_count; ++b) {
     BucketRun& r = runs[static_cast<size_t>(b)];
     r.n = buckets[b].fft_size, r.bins = r.n / 2 + 1, r.taps = buckets[b].taps, r.count = buckets[b].count;
-    r.windows = windows + offset * kFields;
-    if (r.count) {
-      NK_CUDA_TRY(cudaMemcpy(windows + offset * kFields, buckets[b].windows, sizeof(long) * kFields * r.count,
-                             cudaMemcpyHostToDevice));
-    }
-    offset += r.count;
+    r.windows = causal[static_cast<size_t>(b)];
   }
   local.upload_ms = timer.stop();
 
@@ -358,17 +349,17 @@ int packed_conv(const Real* x, const Real* k, const Real* bias, Real* y, long ba
     if (!r.count) continue;
     r.chunk = std::clamp<long>(row_budget / (channels * r.n), 1, std::min<long>(r.count, 65535));
     size_t work = 0;
-    NK_FFT_TRY(plans.make(F::forward, r.n, channels, &work, &r.filter_plan));
+    NK_CUFFT_TRY(plans.make(F::forward, r.n, channels, &work, &r.filter_plan));
     work_max = std::max(work_max, work);
-    NK_FFT_TRY(plans.make(F::forward, r.n, r.chunk * channels, &work, &r.forward_full));
+    NK_CUFFT_TRY(plans.make(F::forward, r.n, r.chunk * channels, &work, &r.forward_full));
     work_max = std::max(work_max, work);
-    NK_FFT_TRY(plans.make(F::inverse, r.n, r.chunk * channels, &work, &r.inverse_full));
+    NK_CUFFT_TRY(plans.make(F::inverse, r.n, r.chunk * channels, &work, &r.inverse_full));
     work_max = std::max(work_max, work);
     const long rest = r.count % r.chunk;
     if (rest) {
-      NK_FFT_TRY(plans.make(F::forward, r.n, rest * channels, &work, &r.forward_rest));
+      NK_CUFFT_TRY(plans.make(F::forward, r.n, rest * channels, &work, &r.forward_rest));
       work_max = std::max(work_max, work);
-      NK_FFT_TRY(plans.make(F::inverse, r.n, rest * channels, &work, &r.inverse_rest));
+      NK_CUFFT_TRY(plans.make(F::inverse, r.n, rest * channels, &work, &r.inverse_rest));
       work_max = std::max(work_max, work);
     }
     r.filter_offset = filter_total;
@@ -381,7 +372,7 @@ int packed_conv(const Real* x, const Real* k, const Real* bias, Real* y, long ba
   NK_CUDA_TRY(d_rows.allocate(sizeof(Real) * rows_max));
   NK_CUDA_TRY(d_spectra.allocate(sizeof(Complex) * spectra_max));
   NK_CUDA_TRY(d_filters.allocate(sizeof(Complex) * filter_total));
-  for (cufftHandle p : plans.plans) NK_FFT_TRY(cufftSetWorkArea(p, d_work.get()));
+  for (cufftHandle p : plans.plans) NK_CUFFT_TRY(cufftSetWorkArea(p, d_work.get()));
   NK_CUDA_TRY(cudaMemset(d_y.get(), 0, signal_bytes));
   local.setup_ms = timer.stop();
 
@@ -406,7 +397,7 @@ int packed_conv(const Real* x, const Real* k, const Real* bias, Real* y, long ba
       Complex* filter = filters + r.filter_offset;
       filter_rows<Real><<<blocks_for(r.n * channels, 256), 256>>>(dk, rows, r.n, r.taps, filter_length, h);
       NK_CUDA_TRY(cudaGetLastError());
-      NK_FFT_TRY(F::r2c(r.filter_plan, rows, filter));
+      NK_CUFFT_TRY(F::r2c(r.filter_plan, rows, filter));
       scale_rows<Real><<<blocks_for(channels * r.bins, 256), 256>>>(filter, channels * r.bins, Real(1) / static_cast<Real>(r.n));
       NK_CUDA_TRY(cudaGetLastError());
       for (long first = 0; first < r.count; first += r.chunk) {
@@ -417,11 +408,11 @@ int packed_conv(const Real* x, const Real* k, const Real* bias, Real* y, long ba
                         static_cast<unsigned>(std::min<long>(count, 65535)));
         gather_windows<Real><<<grid, threads>>>(dx, rows, r.windows, first, count, r.n, length, h);
         NK_CUDA_TRY(cudaGetLastError());
-        NK_FFT_TRY(F::r2c(full ? r.forward_full : r.forward_rest, rows, spectra));
+        NK_CUFFT_TRY(F::r2c(full ? r.forward_full : r.forward_rest, rows, spectra));
         multiply_spectra<Complex><<<blocks_for(count * channels * r.bins, 256), 256>>>(spectra, filter, count * channels,
                                                                                       r.bins, h);
         NK_CUDA_TRY(cudaGetLastError());
-        NK_FFT_TRY(F::c2r(full ? r.inverse_full : r.inverse_rest, spectra, rows));
+        NK_CUFFT_TRY(F::c2r(full ? r.inverse_full : r.inverse_rest, spectra, rows));
         scatter_windows<Real><<<grid, threads>>>(rows, dy, dx, dbias, r.windows, first, count, r.n, length, h);
         NK_CUDA_TRY(cudaGetLastError());
       }
@@ -460,41 +451,27 @@ int packed_conv_grad(const Real* x, const Real* k, const Real* bias, const Real*
   nk_cuda_timing local{};
   const long positions = batch * length;
   const size_t signal_bytes = sizeof(Real) * positions * channels, taps_count = static_cast<size_t>(channels * filter_length);
-  long window_total = direct_count;
-  for (long b = 0; b < bucket_count; ++b) window_total += buckets[b].count + anticausal[b].count;
   DeviceBuffer d_x, d_dy, d_dx, d_k, d_bias, d_windows, d_dk, d_dk_real, d_dbias, d_dbias_real;
   timer.start();
-  NK_CUDA_TRY(d_x.allocate(signal_bytes));
-  NK_CUDA_TRY(d_dy.allocate(signal_bytes));
+  NK_CUDA_TRY(upload(d_x, x, signal_bytes));
+  NK_CUDA_TRY(upload(d_dy, dy, signal_bytes));
   NK_CUDA_TRY(d_dx.allocate(signal_bytes));
-  NK_CUDA_TRY(d_k.allocate(sizeof(Real) * taps_count));
-  NK_CUDA_TRY(d_bias.allocate(sizeof(Real) * channels));
-  NK_CUDA_TRY(d_windows.allocate(sizeof(long) * kFields * window_total));
+  NK_CUDA_TRY(upload(d_k, k, sizeof(Real) * taps_count));
+  NK_CUDA_TRY(upload(d_bias, bias, bias ? sizeof(Real) * channels : 0));
   NK_CUDA_TRY(d_dk.allocate(sizeof(double) * taps_count));
   NK_CUDA_TRY(d_dk_real.allocate(sizeof(Real) * taps_count));
   NK_CUDA_TRY(d_dbias.allocate(sizeof(double) * channels));
   NK_CUDA_TRY(d_dbias_real.allocate(sizeof(Real) * channels));
-  NK_CUDA_TRY(cudaMemcpy(d_x.get(), x, signal_bytes, cudaMemcpyHostToDevice));
-  NK_CUDA_TRY(cudaMemcpy(d_dy.get(), dy, signal_bytes, cudaMemcpyHostToDevice));
-  NK_CUDA_TRY(cudaMemcpy(d_k.get(), k, sizeof(Real) * taps_count, cudaMemcpyHostToDevice));
-  if (bias) NK_CUDA_TRY(cudaMemcpy(d_bias.get(), bias, sizeof(Real) * channels, cudaMemcpyHostToDevice));
-  long* windows = static_cast<long*>(d_windows.get());
-  long offset = 0;
-  if (direct_count) {
-    NK_CUDA_TRY(cudaMemcpy(windows, direct, sizeof(long) * kFields * direct_count, cudaMemcpyHostToDevice));
-    offset += direct_count;
-  }
+  std::vector<const long*> causal, lookahead;
+  NK_CUDA_TRY(upload_windows(d_windows, direct, direct_count, buckets, anticausal, bucket_count, causal, lookahead));
+  const long* windows = static_cast<const long*>(d_windows.get());
   std::vector<GradBucketRun> runs(static_cast<size_t>(bucket_count));
   for (long b = 0; b < bucket_count; ++b) {
     GradBucketRun& r = runs[static_cast<size_t>(b)];
     r.n = buckets[b].fft_size, r.bins = r.n / 2 + 1, r.taps = buckets[b].taps;
     r.count = buckets[b].count, r.anti = anticausal[b].count;
-    r.windows = windows + offset * kFields;
-    if (r.count) NK_CUDA_TRY(cudaMemcpy(windows + offset * kFields, buckets[b].windows, sizeof(long) * kFields * r.count, cudaMemcpyHostToDevice));
-    offset += r.count;
-    r.anticausal = windows + offset * kFields;
-    if (r.anti) NK_CUDA_TRY(cudaMemcpy(windows + offset * kFields, anticausal[b].windows, sizeof(long) * kFields * r.anti, cudaMemcpyHostToDevice));
-    offset += r.anti;
+    r.windows = causal[static_cast<size_t>(b)];
+    r.anticausal = lookahead[static_cast<size_t>(b)];
   }
   local.upload_ms = timer.stop();
 
@@ -507,24 +484,24 @@ int packed_conv_grad(const Real* x, const Real* k, const Real* bias, const Real*
     if (!r.count) continue;
     r.chunk = std::clamp<long>(row_budget / (channels * r.n), 1, std::min<long>(std::max(r.count, r.anti), 65535));
     size_t work = 0;
-    NK_FFT_TRY(plans.make(F::forward, r.n, channels, &work, &r.filter_plan));
+    NK_CUFFT_TRY(plans.make(F::forward, r.n, channels, &work, &r.filter_plan));
     note(work);
-    NK_FFT_TRY(plans.make(F::inverse, r.n, channels, &work, &r.inverse_filter));
+    NK_CUFFT_TRY(plans.make(F::inverse, r.n, channels, &work, &r.inverse_filter));
     note(work);
-    NK_FFT_TRY(plans.make(F::forward, r.n, r.chunk * channels, &work, &r.forward_full));
+    NK_CUFFT_TRY(plans.make(F::forward, r.n, r.chunk * channels, &work, &r.forward_full));
     note(work);
-    NK_FFT_TRY(plans.make(F::inverse, r.n, r.chunk * channels, &work, &r.inverse_full));
+    NK_CUFFT_TRY(plans.make(F::inverse, r.n, r.chunk * channels, &work, &r.inverse_full));
     note(work);
     if (const long rest = r.count % r.chunk) {
-      NK_FFT_TRY(plans.make(F::forward, r.n, rest * channels, &work, &r.forward_rest));
+      NK_CUFFT_TRY(plans.make(F::forward, r.n, rest * channels, &work, &r.forward_rest));
     note(work);
-      NK_FFT_TRY(plans.make(F::inverse, r.n, rest * channels, &work, &r.inverse_rest));
+      NK_CUFFT_TRY(plans.make(F::inverse, r.n, rest * channels, &work, &r.inverse_rest));
     note(work);
     }
     if (const long rest = r.anti % r.chunk) {
-      NK_FFT_TRY(plans.make(F::forward, r.n, rest * channels, &work, &r.forward_anti_rest));
+      NK_CUFFT_TRY(plans.make(F::forward, r.n, rest * channels, &work, &r.forward_anti_rest));
     note(work);
-      NK_FFT_TRY(plans.make(F::inverse, r.n, rest * channels, &work, &r.inverse_anti_rest));
+      NK_CUFFT_TRY(plans.make(F::inverse, r.n, rest * channels, &work, &r.inverse_anti_rest));
     note(work);
     }
     rows_max = std::max(rows_max, static_cast<size_t>(r.chunk * channels * r.n));
@@ -539,7 +516,7 @@ int packed_conv_grad(const Real* x, const Real* k, const Real* bias, const Real*
   NK_CUDA_TRY(d_spec_dy.allocate(sizeof(Complex) * spectra_max));
   NK_CUDA_TRY(d_filter.allocate(sizeof(Complex) * filter_max));
   NK_CUDA_TRY(d_sum.allocate(sizeof(Complex) * filter_max));
-  for (cufftHandle p : plans.plans) NK_FFT_TRY(cufftSetWorkArea(p, d_work.get()));
+  for (cufftHandle p : plans.plans) NK_CUFFT_TRY(cufftSetWorkArea(p, d_work.get()));
   NK_CUDA_TRY(cudaMemset(d_dx.get(), 0, signal_bytes));
   local.setup_ms = timer.stop();
 
@@ -570,7 +547,7 @@ int packed_conv_grad(const Real* x, const Real* k, const Real* bias, const Real*
       if (!r.count) continue;
       filter_rows<Real><<<blocks_for(r.n * channels, 256), 256>>>(gk, rows_x, r.n, r.taps, filter_length, h);
       NK_CUDA_TRY(cudaGetLastError());
-      NK_FFT_TRY(F::r2c(r.filter_plan, rows_x, filter));
+      NK_CUFFT_TRY(F::r2c(r.filter_plan, rows_x, filter));
       scale_rows<Real><<<blocks_for(channels * r.bins, 256), 256>>>(filter, channels * r.bins, Real(1) / static_cast<Real>(r.n));
       NK_CUDA_TRY(cudaMemsetAsync(sum, 0, sizeof(Complex) * channels * r.bins));
       const bool tiled = r.anti > 0;
@@ -582,13 +559,13 @@ int packed_conv_grad(const Real* x, const Real* k, const Real* bias, const Real*
         gather_windows<Real><<<grid, threads>>>(gx, rows_x, r.windows, first, count, r.n, length, h);
         gather_windows<Real><<<grid, threads>>>(gdy, rows_dy, r.windows, first, count, r.n, length, h, kOutBegin, kOutEnd);
         NK_CUDA_TRY(cudaGetLastError());
-        NK_FFT_TRY(F::r2c(full ? r.forward_full : r.forward_rest, rows_x, spec_x));
-        NK_FFT_TRY(F::r2c(full ? r.forward_full : r.forward_rest, rows_dy, spec_dy));
+        NK_CUFFT_TRY(F::r2c(full ? r.forward_full : r.forward_rest, rows_x, spec_x));
+        NK_CUFFT_TRY(F::r2c(full ? r.forward_full : r.forward_rest, rows_dy, spec_dy));
         accumulate_cross<Complex><<<blocks_for(channels * r.bins, 256), 256>>>(sum, spec_x, spec_dy, count, r.bins, h);
         NK_CUDA_TRY(cudaGetLastError());
         if (!tiled) {
           multiply_conjugate<Complex><<<blocks_for(count * channels * r.bins, 256), 256>>>(spec_dy, filter, count * channels, r.bins, h);
-          NK_FFT_TRY(F::c2r(full ? r.inverse_full : r.inverse_rest, spec_dy, rows_dy));
+          NK_CUFFT_TRY(F::c2r(full ? r.inverse_full : r.inverse_rest, spec_dy, rows_dy));
           scatter_windows<Real><<<grid, threads>>>(rows_dy, gdx, gdy, gbias, r.windows, first, count, r.n, length, h);
           NK_CUDA_TRY(cudaGetLastError());
         }
@@ -601,13 +578,13 @@ int packed_conv_grad(const Real* x, const Real* k, const Real* bias, const Real*
                         static_cast<unsigned>(std::min<long>(count, 65535)));
         gather_windows<Real><<<grid, threads>>>(gdy, rows_dy, r.anticausal, first, count, r.n, length, h);
         NK_CUDA_TRY(cudaGetLastError());
-        NK_FFT_TRY(F::r2c(full ? r.forward_full : r.forward_anti_rest, rows_dy, spec_dy));
+        NK_CUFFT_TRY(F::r2c(full ? r.forward_full : r.forward_anti_rest, rows_dy, spec_dy));
         multiply_conjugate<Complex><<<blocks_for(count * channels * r.bins, 256), 256>>>(spec_dy, filter, count * channels, r.bins, h);
-        NK_FFT_TRY(F::c2r(full ? r.inverse_full : r.inverse_anti_rest, spec_dy, rows_dy));
+        NK_CUFFT_TRY(F::c2r(full ? r.inverse_full : r.inverse_anti_rest, spec_dy, rows_dy));
         scatter_windows<Real><<<grid, threads>>>(rows_dy, gdx, gdy, gbias, r.anticausal, first, count, r.n, length, h);
         NK_CUDA_TRY(cudaGetLastError());
       }
-      NK_FFT_TRY(F::c2r(r.inverse_filter, sum, rows_x));
+      NK_CUFFT_TRY(F::c2r(r.inverse_filter, sum, rows_x));
       add_taps<Real><<<blocks_for(r.taps * channels, 256), 256>>>(gdk, rows_x, r.n, r.taps, filter_length, h);
       NK_CUDA_TRY(cudaGetLastError());
     }
