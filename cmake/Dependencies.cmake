@@ -47,6 +47,10 @@ if(STB_INCLUDE_DIR AND STB_LIB)
 endif()
 nk_require(STB_FOUND libstb-dev "stb (stb_image, stb_image_write, stb_image_resize)")
 
+# LAPACK's cosine-sine decomposition (zuncsd) for tnqe-encode's Shannon decomposition.
+find_package(LAPACK QUIET)
+nk_require(LAPACK_FOUND liblapack-dev "LAPACK")
+
 find_package(ZLIB QUIET)
 nk_require(ZLIB_FOUND zlib1g-dev "zlib")
 

@@ -1,0 +1,261 @@
+// test_tnqe.cpp - tnqe-encode's compiler and simulator: KAK and the Shannon
+// decomposition reproduce random unitaries, Mottonen reproduces random
+// states with the closed-form CNOT count, the peephole passes keep the
+// unitary, counts are exact on hand-made circuits, QASM round-trips.
+#include <doctest/doctest.h>
+
+#include <Eigen/QR>
+#include <cmath>
+
+#include "circuit.hpp"
+#include "nk/error.hpp"
+#include "nk/rng.hpp"
+#include "synth.hpp"
+
+using namespace tnqe;
+
+namespace {
+
+CMat random_unitary(int dim, nk::Rng& rng) {
+  CMat g(dim, dim);
+  for (int i = 0; i < dim; ++i)
+    for (int j = 0; j < dim; ++j) g(i, j) = cd(rng.normal(), rng.normal());
+  Eigen::HouseholderQR<CMat> qr(g);
+  CMat q = qr.householderQ() * CMat::Identity(dim, dim);
+  // Fix the phases of R's diagonal so that q is Haar distributed.
+  const CMat r = qr.matrixQR().triangularView<Eigen::Upper>();
+  for (int j = 0; j < dim; ++j) q.col(j) *= r(j, j) / std::abs(r(j, j));
+  return q;
+}
+
+CVec random_state(int n, nk::Rng& rng, bool real) {
+  CVec v(int64_t{1} << n);
+  for (auto& x : v) x = real ? cd(rng.normal(), 0) : cd(rng.normal(), rng.normal());
+  return v / v.norm();
+}
+
+std::vector<int> iota(int n, int offset = 0) {
+  std::vector<int> q(n);
+  for (int i = 0; i < n; ++i) q[i] = offset + i;
+  return q;
+}
+
+}  // namespace
+
+TEST_SUITE("tnqe") {
+  TEST_CASE("u3 angles reproduce any single-qubit unitary up to phase") {
+    nk::Rng rng(1);
+    for (int t = 0; t < 50; ++t) {
+      Mat2 u = random_unitary(2, rng);
+      if (t == 0) u << 0, 1, 1, 0;             // sin = 1, cos = 0
+      if (t == 1) u << 1, 0, 0, cd(0, 1);      // diagonal
+      double th, ph, la;
+      u3_angles(u, th, ph, la);
+      CHECK(phase_distance(CMat(u3_matrix(th, ph, la)), CMat(u)) < 1e-12);
+    }
+  }
+
+  TEST_CASE("multiplexed rotations apply the pattern's angle") {
+    nk::Rng rng(2);
+    for (char axis : {'y', 'z'})
+      for (int m = 0; m <= 3; ++m) {
+        std::vector<double> angles(size_t{1} << m);
+        for (double& a : angles) a = rng.normal() * 2;
+        Circuit c;
+        c.qubits = m + 1;
+        emit_multiplexed_rotation(c, axis, 0, iota(m, 1), angles);
+        const Counts k = count(c);
+        CHECK(k.cnots == (m == 0 ? 0 : (int64_t{1} << m)));
+        const CMat u = unitary(c);
+        CMat expected = CMat::Zero(u.rows(), u.cols());
+        for (size_t i = 0; i < angles.size(); ++i) {
+          const double a = angles[i];
+          Mat2 r;
+          if (axis == 'y')
+            r << std::cos(a / 2), -std::sin(a / 2), std::sin(a / 2), std::cos(a / 2);
+          else
+            r << std::polar(1.0, -a / 2), 0, 0, std::polar(1.0, a / 2);
+          expected.block(2 * i, 2 * i, 2, 2) = r;
+        }
+        CHECK(phase_distance(u, expected) < 1e-12);
+      }
+  }
+
+  TEST_CASE("KAK: random two-qubit unitaries in 3 CNOTs to 1e-10") {
+    nk::Rng rng(3);
+    for (int t = 0; t < 200; ++t) {
+      Mat4 u = random_unitary(4, rng);
+      if (t == 0) u = Mat4::Identity();
+      if (t == 1) {  // a CNOT and a SWAP: degenerate spectra
+        u.setZero();
+        u(0, 0) = u(2, 2) = u(1, 3) = u(3, 1) = 1;
+      }
+      if (t == 2) {
+        u.setZero();
+        u(0, 0) = u(3, 3) = u(1, 2) = u(2, 1) = 1;
+      }
+      Circuit c;
+      c.qubits = 2;
+      emit_two_qubit(c, u, 0, 1);
+      CHECK(count(c).cnots <= 3);
+      CHECK(phase_distance(unitary(c), CMat(u)) < 1e-10);
+    }
+  }
+
+  TEST_CASE("cosine-sine decomposition (LAPACK zuncsd) reassembles the unitary") {
+    nk::Rng rng(4);
+    for (int n : {2, 3, 5}) {
+      const CMat u = random_unitary(1 << n, rng);
+      const CosineSine cs = cosine_sine(u);
+      const int h = 1 << (n - 1);
+      CMat mid = CMat::Zero(2 * h, 2 * h), left = CMat::Zero(2 * h, 2 * h), right = CMat::Zero(2 * h, 2 * h);
+      for (int i = 0; i < h; ++i) {
+        mid(i, i) = mid(h + i, h + i) = std::cos(cs.theta[i]);
+        mid(i, h + i) = -std::sin(cs.theta[i]);
+        mid(h + i, i) = std::sin(cs.theta[i]);
+      }
+      left.topLeftCorner(h, h) = cs.u1;
+      left.bottomRightCorner(h, h) = cs.u2;
+      right.topLeftCorner(h, h) = cs.v1h;
+      right.bottomRightCorner(h, h) = cs.v2h;
+      CHECK((left * mid * right - u).norm() < 1e-12);
+    }
+  }
+
+  TEST_CASE("Shannon decomposition: random unitaries of 3-6 qubits to 1e-10, closed-form CNOT count") {
+    nk::Rng rng(5);
+    for (int n = 3; n <= 6; ++n) {
+      const CMat u = random_unitary(1 << n, rng);
+      Circuit c;
+      c.qubits = n;
+      emit_unitary(c, u, iota(n));
+      CHECK(count(c).cnots == unitary_cnots(n));
+      CHECK(phase_distance(unitary(c), u) < 1e-10);
+      const Circuit o = optimise(c);
+      CHECK(count(o).cnots <= count(c).cnots);
+      CHECK(phase_distance(unitary(o), u) < 1e-10);
+    }
+  }
+
+  TEST_CASE("Shannon decomposition of an isometry: the promised-|0> columns are exact and cheaper") {
+    nk::Rng rng(6);
+    for (int n = 3; n <= 5; ++n)
+      for (int zeros = 1; zeros <= 2; ++zeros) {
+        const CMat u = random_unitary(1 << n, rng);
+        Circuit c;
+        c.qubits = n;
+        emit_unitary(c, u, iota(n), zeros);
+        CHECK(count(c).cnots < unitary_cnots(n));
+        const CMat got = unitary(c);
+        const int cols = 1 << (n - zeros);
+        CHECK(phase_distance(got.leftCols(cols), u.leftCols(cols)) < 1e-10);
+      }
+  }
+
+  TEST_CASE("Mottonen state preparation: exact states, 2^n - 2 CNOTs for real data, 2^(n+1) - 4 for complex") {
+    nk::Rng rng(7);
+    for (int n = 1; n <= 8; ++n)
+      for (bool real : {true, false}) {
+        const CVec psi = random_state(n, rng, real);
+        Circuit c;
+        c.qubits = n;
+        emit_state(c, psi, iota(n));
+        CHECK(count(c).cnots == state_cnots(n, real));
+        CHECK(fidelity(simulate(c), psi) > 1 - 1e-12);
+      }
+  }
+
+  TEST_CASE("simulator: gate fusion gives the same state as gate-by-gate application") {
+    nk::Rng rng(8);
+    Circuit c;
+    c.qubits = 9;
+    for (int t = 0; t < 300; ++t) {
+      const int a = static_cast<int>(rng.below(9));
+      int b = static_cast<int>(rng.below(8));
+      if (b >= a) ++b;
+      if (rng.uniform() < 0.4)
+        c.cx(a, b);
+      else
+        c.u3(a, rng.normal(), rng.normal(), rng.normal());
+    }
+    const CVec one = simulate(c, CVec(), 1), five = simulate(c, CVec(), 5), seven = simulate(c, CVec(), 7);
+    CHECK((one - five).norm() < 1e-12);
+    CHECK((one - seven).norm() < 1e-12);
+    CHECK(std::abs(one.norm() - 1) < 1e-12);
+    const CMat u = unitary(c);
+    CHECK((u.col(0) - one).norm() < 1e-12);
+  }
+
+  TEST_CASE("counts: depth and CNOT depth of a hand-made circuit") {
+    Circuit c;
+    c.qubits = 3;
+    c.h(0);        // layer 1 on q0
+    c.cx(0, 1);    // layer 2
+    c.u3(2, 1, 2, 3);  // layer 1 on q2
+    c.cx(1, 2);    // layer 3
+    c.cx(0, 1);    // layer 4 (q1 busy until 3)
+    const Counts k = count(c);
+    CHECK(k.qubits == 3);
+    CHECK(k.cnots == 3);
+    CHECK(k.single == 2);
+    CHECK(k.depth == 4);
+    CHECK(k.cnot_depth == 3);
+  }
+
+  TEST_CASE("peephole: fused single-qubit runs and cancelled CNOT pairs") {
+    Circuit c;
+    c.qubits = 2;
+    c.h(0);
+    c.h(0);      // identity: dropped
+    c.cx(0, 1);
+    c.cx(0, 1);  // cancels with the previous one
+    c.u3(1, 0.3, 0.1, 0.2);
+    c.u3(1, 0.4, 0.5, 0.6);  // fuses into one u3
+    const Circuit o = optimise(c);
+    CHECK(o.gates.size() == 1);
+    CHECK(phase_distance(unitary(o), unitary(c)) < 1e-12);
+  }
+
+  TEST_CASE("QASM: export parses back to the same state; qelib1 gates; errors name the line") {
+    nk::Rng rng(9);
+    const CVec psi = random_state(4, rng, false);
+    Circuit c;
+    c.qubits = 4;
+    emit_state(c, psi, iota(4));
+    const Circuit back = parse_qasm(to_qasm(c, "test"), "t.qasm");
+    CHECK(back.qubits == 4);
+    CHECK(fidelity(simulate(back), psi) > 1 - 1e-12);
+
+    const std::string bell = "OPENQASM 2.0;\ninclude \"qelib1.inc\";\nqreg a[1];\nqreg b[1];\ncreg m[2];\n"
+                             "h a[0]; // comment\ncx a[0],b[0];\nbarrier a,b;\nmeasure a[0] -> m[0];\n";
+    const CVec s = simulate(parse_qasm(bell, "bell.qasm"));
+    CHECK(std::abs(std::abs(s[0]) - std::sqrt(0.5)) < 1e-12);
+    CHECK(std::abs(std::abs(s[3]) - std::sqrt(0.5)) < 1e-12);
+
+    const std::string gates = "OPENQASM 2.0;\nqreg q[2];\nx q[0];\ny q[1];\nz q[0];\ns q;\nsdg q[1];\nt q[0];\n"
+                              "tdg q[0];\nsx q[1];\nrx(pi/3) q[0];\nry(-0.5*pi) q[1];\nrz(2^0.5) q[0];\nu2(0,pi) q[1];\n"
+                              "u1(0.1) q[0];\np(sin(0.2)) q[1];\ncz q[0],q[1];\ncy q[1],q[0];\nswap q[0],q[1];\n"
+                              "U(1,2,3) q[0];\nid q[1];\n";
+    const Circuit g = parse_qasm(gates, "gates.qasm");
+    CHECK(std::abs(simulate(g).norm() - 1) < 1e-12);
+
+    auto code_of = [](const std::string& text) {
+      try {
+        parse_qasm(text, "bad.qasm");
+      } catch (const nk::Error& e) {
+        return std::make_pair(static_cast<int>(e.code()), std::string(e.what()));
+      }
+      return std::make_pair(0, std::string());
+    };
+    auto [code, msg] = code_of("OPENQASM 2.0;\nqreg q[3];\nccx q[0],q[1],q[2];\n");
+    CHECK(code == 3);
+    CHECK(msg.find("line 3") != std::string::npos);
+    CHECK(msg.find("ccx") != std::string::npos);
+    CHECK(code_of("OPENQASM 2.0;\nqreg q[2];\ngate foo a { x a; }\n").first == 3);
+    CHECK(code_of("qreg q[2];\nx q[0];\n").first == 3);
+    CHECK(code_of("OPENQASM 2.0;\nqreg q[2];\nx q[5];\n").first == 3);
+    CHECK(code_of("OPENQASM 2.0;\nqreg q[31];\nx q[0];\n").first == 3);
+    CHECK(code_of("").first == 3);
+    CHECK(code_of("OPENQASM 2.0;\nqreg q[2];\nrx(pi q[0];\n").first == 3);
+  }
+}
