@@ -10,6 +10,8 @@
 #include "circuit.hpp"
 #include "nk/error.hpp"
 #include "nk/rng.hpp"
+#include "qtt.hpp"
+#include "strategy.hpp"
 #include "synth.hpp"
 
 using namespace tnqe;
@@ -258,4 +260,85 @@ TEST_SUITE("tnqe") {
     CHECK(code_of("").first == 3);
     CHECK(code_of("OPENQASM 2.0;\nqreg q[2];\nrx(pi q[0];\n").first == 3);
   }
+
+  TEST_CASE("QTT: exact without truncation, right-canonical, layouts are permutations") {
+    nk::Rng rng(10);
+    for (bool rgb : {false, true}) {
+      const int m = 3;
+      const Layout l = image_layout(m, rgb);
+      const int n = l.qubits();
+      CHECK(n == 2 * m + (rgb ? 2 : 0));
+      std::vector<char> seen_a(size_t{1} << n, 0), seen_t(size_t{1} << n, 0);
+      for (int64_t x = 0; x < (int64_t{1} << n); ++x) {
+        seen_a[l.to_amplitude(x)] = 1;
+        seen_t[l.to_tensor(x)] = 1;
+      }
+      CHECK(std::count(seen_a.begin(), seen_a.end(), 1) == (1 << n));
+      CHECK(std::count(seen_t.begin(), seen_t.end(), 1) == (1 << n));
+      const CVec data = random_state(n, rng, true) * 3.0;
+      std::vector<int64_t> phys;
+      for (int k = 0; k < l.cores(); ++k) phys.push_back(l.phys_dim(k));
+      const Mps mps = decompose(data_to_tensor(l, data), phys, {});
+      CHECK(std::abs(mps.norm - 3.0) < 1e-12);
+      CHECK((amplitudes_to_data(l, tensor_to_amplitudes(l, contract(mps))) * mps.norm - data).norm() < 1e-10);
+      for (size_t k = 1; k < mps.cores.size(); ++k) {
+        const CMat& c = mps.cores[k].m;
+        CHECK((c * c.adjoint() - CMat::Identity(c.rows(), c.rows())).norm() < 1e-10);
+      }
+    }
+    const Layout v = vector_layout(5);
+    CHECK(v.cores() == 3);
+    CHECK(v.phys_qubits(2) == 1);
+  }
+
+  TEST_CASE("sequential and parallel circuits prepare the contracted MPS (overlap >= 1 - 1e-10)") {
+    nk::Rng rng(11);
+    for (int n : {2, 3, 4, 6, 7, 8, 10}) {
+      for (int64_t chi : {1, 2, 4, 8}) {
+        const Layout l = vector_layout(n);
+        std::vector<int64_t> phys;
+        for (int k = 0; k < l.cores(); ++k) phys.push_back(l.phys_dim(k));
+        Truncation t;
+        t.max_bond = chi;
+        const Mps mps = decompose(random_state(n, rng, chi != 2), phys, t);
+        const CVec expected = tensor_to_amplitudes(l, contract(mps));
+        CHECK(std::abs(expected.norm() - 1) < 1e-10);
+        const Encoded seq = sequential(mps, l);
+        CHECK(seq.circuit.qubits == n);
+        CHECK(fidelity(run_encoding(seq, l).state, expected) > 1 - 1e-10);
+        const Encoded par = parallel(mps, l);
+        const Prepared pp = run_encoding(par, l);
+        CHECK(fidelity(pp.state, expected) > 1 - 1e-10);
+        CHECK(pp.success > 0);
+        CHECK(pp.success <= 1 + 1e-12);
+        CHECK(count(par.circuit).depth <= count(seq.circuit).depth + 2);
+      }
+    }
+  }
+
+  TEST_CASE("parallel: the Bell layer simulated whole matches the register-by-register contraction") {
+    nk::Rng rng(12);
+    const Layout l = vector_layout(6);  // 3 cores; chi 4 -> 2 + 2 bond pairs: 6 + 8 = 14 qubits
+    std::vector<int64_t> phys = {4, 4, 4};
+    Truncation t;
+    t.max_bond = 4;
+    const Mps mps = decompose(random_state(6, rng, false), phys, t);
+    const Encoded par = parallel(mps, l);
+    REQUIRE(par.circuit.qubits <= 16);
+    const CVec full = simulate(par.circuit);
+    // Keep the amplitudes whose post-selected qubits are 0; read the data qubits.
+    CVec data = CVec::Zero(int64_t{1} << l.qubits());
+    for (int64_t x = 0; x < full.size(); ++x) {
+      bool keep = true;
+      for (int q : par.postselect) keep = keep && !((x >> q) & 1);
+      if (!keep) continue;
+      int64_t a = 0;
+      for (size_t j = 0; j < par.readout.size(); ++j) a |= ((x >> par.readout[j]) & 1) << j;
+      data[a] += full[x];
+    }
+    const Prepared pp = run_encoding(par, l);
+    CHECK(std::abs(data.squaredNorm() - pp.success) < 1e-10);
+    CHECK(fidelity(data, pp.state) > 1 - 1e-10);
+  }
 }
+

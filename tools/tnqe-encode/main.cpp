@@ -1,0 +1,59 @@
+// main.cpp - tnqe-encode: circuit-efficient quantum data encoding from unitary tensor networks (TNQE).
+#include "nk/cli.hpp"
+#include "tnqe.hpp"
+
+int main(int argc, char** argv) {
+  nk::cli::App cli("tnqe-encode", "Shallow quantum circuits that encode images and vectors, from tensor networks (TNQE)");
+  cli.app().require_subcommand(1);
+
+  bool all_items = false;
+  tnqe::EncodeOptions enc;
+  CLI::App* encode = cli.add_verb("encode", "QTT cores -> unitary-aware cores -> CNOT+U3 circuit, verified by simulation");
+  nk::cli::App::add_input(*encode, enc.input, "nk-data file with /images [N,H,W,C] or /vectors [N,D]")->required();
+  nk::cli::App::add_output(*encode, enc.output, enc.no_clobber);
+  CLI::Option* enc_index = encode->add_option("--index", enc.index, "Encode item K only")->check(CLI::NonNegativeNumber);
+  encode->add_flag("--all", all_items, "Encode every item (the default; --shard splits them)")->excludes(enc_index);
+  encode->add_option("--bond", enc.bond, "Bond-dimension cap chi of the QTT (0: no cap)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  encode->add_option("--tol", enc.tol, "Relative Frobenius truncation error of the QTT (0: only --bond)")->check(CLI::Range(0.0, 1.0));
+  encode->add_option("--strategy", enc.strategy, "sequential (n qubits, staircase) or parallel (cores at once, Bell fusion)")
+      ->check(CLI::IsMember({"sequential", "parallel"}));
+  encode->add_option("--qasm", enc.qasm_dir, "Also write one OpenQASM 2.0 file per item into this folder");
+  encode->add_flag("--pad", enc.pad, "Pad images to a square power-of-two side with zeros instead of refusing");
+  encode->add_flag("!--no-verify", enc.verify, "Skip the state-vector check (fidelity, PSNR, SSIM are then NaN)");
+  nk::cli::App::add_shard(*encode, enc.shard);
+
+  tnqe::BaselineOptions base;
+  CLI::App* baseline = cli.add_verb("baseline", "Exact amplitude encoding (Mottonen) by the same compiler and counter");
+  nk::cli::App::add_input(*baseline, base.input, "nk-data file with /images [N,H,W,C] or /vectors [N,D]")->required();
+  nk::cli::App::add_output(*baseline, base.output, base.no_clobber);
+  CLI::Option* base_index = baseline->add_option("--index", base.index, "Encode item K only")->check(CLI::NonNegativeNumber);
+  baseline->add_flag("--all", all_items, "Encode every item (the default; --shard splits them)")->excludes(base_index);
+  baseline->add_option("--qasm", base.qasm_dir, "Also write one OpenQASM 2.0 file per item into this folder");
+  baseline->add_flag("--pad", base.pad, "Pad images to a square power-of-two side with zeros instead of refusing");
+  baseline->add_option("--verify-qubits", base.verify_qubits, "Simulate to verify only up to this many qubits")
+      ->check(CLI::Range(0, 30));
+  nk::cli::App::add_shard(*baseline, base.shard);
+
+  tnqe::SimulateOptions sim;
+  CLI::App* simulate = cli.add_verb("simulate", "State-vector simulation of an encoding: fidelity, noise, decoded image");
+  CLI::Option* sim_in = nk::cli::App::add_input(*simulate, sim.input, "circuits file written by encode or baseline");
+  CLI::Option* sim_qasm = simulate->add_option("--qasm", sim.qasm, "Simulate an OpenQASM 2.0 file instead")->excludes(sim_in);
+  simulate->add_option("--target", sim.target, "With --qasm: the nk-data file holding the encoded item")->needs(sim_qasm);
+  simulate->add_option("--index", sim.index, "Item K only")->check(CLI::NonNegativeNumber);
+  simulate->add_option("--noise", sim.noise, "Depolarising probability per CNOT (Monte Carlo trajectories)")
+      ->check(CLI::Range(0.0, 1.0));
+  simulate->add_option("--trajectories", sim.trajectories, "Trajectories for --noise")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  simulate->add_option("--decode", sim.decode, "Write the decoded image as PNG");
+  simulate->add_option("-o,--output", sim.output, "Also write the results as HDF5");
+  simulate->add_flag("--no-clobber", sim.no_clobber, "Refuse to overwrite existing output files");
+
+  return cli.run(argc, argv, [&] {
+    if (*encode) tnqe::encode(enc);
+    if (*baseline) tnqe::baseline(base);
+    if (*simulate) {
+      if (sim.input.empty() && sim.qasm.empty()) throw nk::usage_error("simulate needs -i FILE or --qasm FILE");
+      sim.seed = cli.common().seed;
+      tnqe::simulate_verb(sim);
+    }
+  });
+}

@@ -1,0 +1,79 @@
+// tnqe.hpp - the verbs of tnqe-encode: encode (TNQE), baseline (exact
+// amplitude encoding) and simulate (state-vector check, noise, decoding).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "circuit.hpp"
+#include "nk/h5.hpp"
+#include "nk/image.hpp"
+#include "qtt.hpp"
+
+namespace tnqe {
+
+inline constexpr const char* kCircuitsSchema = "tnqe-encode.circuits/1";
+inline constexpr const char* kSimulationSchema = "tnqe-encode.simulation/1";
+
+/// One item of the input: an image (H, W, C) or a vector (D), padded to the
+/// power-of-two sizes the qubits need.
+struct Item {
+  int64_t index = 0;          ///< position in the input dataset
+  bool image = true;
+  int64_t height = 0, width = 0, channels = 0;  ///< as read (vectors: height 1, width D, channels 1)
+  int side = 0;               ///< padded square side 2^m (images)
+  int qubits = 0;
+  Layout layout;
+  CVec data;                  ///< data order, padded, unnormalised
+  std::vector<float> original;  ///< the values as read, for PSNR/SSIM
+};
+
+/// The input dataset (/images [N,H,W,C] or /vectors [N,D]) of an nk-data
+/// file, checked: sizes, power of two (or --pad), C in {1, 3}, finite values.
+struct Source {
+  nk::h5::File file;
+  std::string dataset;
+  bool image = true;
+  std::vector<int64_t> shape;
+  int64_t count() const { return shape[0]; }
+};
+Source open_source(const std::string& path);
+Item read_item(const Source& source, int64_t index, bool pad);
+
+/// The items a run takes: --index K, or all (after --shard).
+std::vector<int64_t> select_items(const Source& source, int64_t index, const std::string& shard);
+
+/// Decoded data from a prepared state (amplitude order): the global phase is
+/// aligned with the target, the norm restored, images clipped to [0, 1].
+nk::Image decode_image(const Item& item, const CVec& amplitudes);
+/// PSNR and SSIM of the decoded state against the item (NaN for vectors).
+void quality(const Item& item, const CVec& amplitudes, double& psnr, double& ssim);
+/// The item's normalised amplitude vector (the target state).
+CVec target_state(const Item& item);
+
+struct EncodeOptions {
+  std::string input, output = "-", qasm_dir, strategy = "sequential", shard;
+  bool no_clobber = false, pad = false, verify = true;
+  int64_t index = -1, bond = 8;
+  double tol = 0;
+};
+void encode(const EncodeOptions& o);
+
+struct BaselineOptions {
+  std::string input, output = "-", qasm_dir, shard;
+  bool no_clobber = false, pad = false;
+  int64_t index = -1;
+  int verify_qubits = 16;
+};
+void baseline(const BaselineOptions& o);
+
+struct SimulateOptions {
+  std::string input, qasm, target, output, decode;
+  bool no_clobber = false;
+  int64_t index = -1, trajectories = 100;
+  double noise = 0;
+  uint64_t seed = 0;
+};
+void simulate_verb(const SimulateOptions& o);
+
+}  // namespace tnqe
