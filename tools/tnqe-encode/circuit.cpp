@@ -97,6 +97,38 @@ void check_qubit(const Circuit& c, int q) {
 
 }  // namespace
 
+void apply_matrix(CVec& psi, const std::vector<int>& qs, const CMat& m) { apply_block(psi, qs, m); }
+
+CMat reduced_outer(const CVec& phi, const CVec& mu, const std::vector<int>& qs) {
+  const int k = static_cast<int>(qs.size());
+  const int64_t dim = int64_t{1} << k;
+  std::vector<int> sorted = qs;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<uint64_t> offset(dim, 0);
+  for (int64_t l = 0; l < dim; ++l)
+    for (int j = 0; j < k; ++j)
+      if (l >> j & 1) offset[l] |= uint64_t{1} << qs[j];
+  const int64_t bases = phi.size() >> k;
+  CMat total = CMat::Zero(dim, dim);
+#pragma omp parallel if (bases >= 64)
+  {
+    CMat local = CMat::Zero(dim, dim);
+    CVec a(dim), b(dim);
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < bases; ++r) {
+      const uint64_t base = insert_zeros(static_cast<uint64_t>(r), sorted.data(), k);
+      for (int64_t l = 0; l < dim; ++l) {
+        a[l] = phi[base | offset[l]];
+        b[l] = mu[base | offset[l]];
+      }
+      local.noalias() += a * b.adjoint();
+    }
+#pragma omp critical
+    total += local;
+  }
+  return total;
+}
+
 Mat2 u3_matrix(double theta, double phi, double lambda) {
   const double c = std::cos(theta / 2), s = std::sin(theta / 2);
   Mat2 m;

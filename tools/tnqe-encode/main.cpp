@@ -17,6 +17,11 @@ int main(int argc, char** argv) {
   encode->add_option("--tol", enc.tol, "Relative Frobenius truncation error of the QTT (0: only --bond)")->check(CLI::Range(0.0, 1.0));
   encode->add_option("--strategy", enc.strategy, "sequential (n qubits, staircase) or parallel (cores at once, Bell fusion)")
       ->check(CLI::IsMember({"sequential", "parallel"}));
+  encode->add_flag("--train", enc.train, "Train the block unitaries (Adam on the unitary manifold, Cayley steps)");
+  encode->add_option("--layers", enc.layers, "Layers of two-qubit gates (> 1: layered circuit, SVD-initialised; ignores --bond)")
+      ->check(CLI::Range(1, 1000));
+  encode->add_option("--iterations", enc.iterations, "Adam iterations for --train")->check(CLI::Range(0, 1000000));
+  encode->add_option("--lr", enc.learning_rate, "Adam learning rate for --train")->check(CLI::Range(1e-9, 10.0));
   encode->add_option("--qasm", enc.qasm_dir, "Also write one OpenQASM 2.0 file per item into this folder");
   encode->add_flag("--pad", enc.pad, "Pad images to a square power-of-two side with zeros instead of refusing");
   encode->add_flag("!--no-verify", enc.verify, "Skip the state-vector check (fidelity, PSNR, SSIM are then NaN)");
@@ -48,7 +53,11 @@ int main(int argc, char** argv) {
   simulate->add_flag("--no-clobber", sim.no_clobber, "Refuse to overwrite existing output files");
 
   return cli.run(argc, argv, [&] {
-    if (*encode) tnqe::encode(enc);
+    if (*encode) {
+      if (enc.strategy == "parallel" && (enc.train || enc.layers > 1))
+        throw nk::usage_error("--train and --layers apply to the sequential strategy");
+      tnqe::encode(enc);
+    }
     if (*baseline) tnqe::baseline(base);
     if (*simulate) {
       if (sim.input.empty() && sim.qasm.empty()) throw nk::usage_error("simulate needs -i FILE or --qasm FILE");

@@ -18,6 +18,7 @@
 #include "strategy.hpp"
 #include "synth.hpp"
 #include "tnqe.hpp"
+#include "train.hpp"
 
 namespace tnqe {
 namespace {
@@ -110,11 +111,12 @@ struct Record {
   std::vector<CMat> unitaries;
   Item item;
   std::string qasm;
+  std::vector<double> history;
 };
 
 void write_records(const std::string& path, bool no_clobber, const std::string& strategy,
                    const std::vector<Record>& recs, const std::string& input, double tol, int64_t bond,
-                   const std::string& qasm_dir) {
+                   const std::string& qasm_dir, bool trained = false, int layers = 1) {
   // QASM files first, each atomically; the HDF5 file is committed last.
   if (!qasm_dir.empty()) {
     std::error_code ec;
@@ -131,6 +133,8 @@ void write_records(const std::string& path, bool no_clobber, const std::string& 
   out.attr("/", "input", input);
   out.attr("/", "bond", bond);
   out.attr("/", "tol", tol);
+  out.attr("/", "trained", static_cast<int64_t>(trained));
+  out.attr("/", "layers", static_cast<int64_t>(layers));
   const int64_t n = static_cast<int64_t>(recs.size());
   auto column = [&](const std::string& name, auto get, const std::string& units = "") {
     std::vector<double> v(n);
@@ -176,6 +180,8 @@ void write_records(const std::string& path, bool no_clobber, const std::string& 
     out.attr(g, "kind", r.item.image ? "image" : "vector");
     out.attr(g, "shape", std::to_string(r.item.height) + "," + std::to_string(r.item.width) + "," +
                              std::to_string(r.item.channels));
+    if (!r.history.empty())
+      out.write(g + "/train_loss", r.history.data(), {static_cast<int64_t>(r.history.size())}, "iteration");
     if (r.enc.strategy == "parallel") {
       int64_t reg_gates = 0;
       for (const Circuit& reg : r.enc.registers) reg_gates += static_cast<int64_t>(reg.gates.size());
@@ -366,10 +372,29 @@ void encode(const EncodeOptions& o) {
     r.bonds = r.mps.bonds();
     r.bond = 1;
     for (int64_t b : r.bonds) r.bond = std::max(r.bond, b);
-    r.enc = o.strategy == "parallel" ? parallel(r.mps, it.layout) : sequential(r.mps, it.layout);
+    if (o.layers > 1 || o.train) {
+      // Trainable block unitaries: the staircase's site unitaries (layers = 1)
+      // or L layers of two-qubit gates (Ran's SVD initialisation).
+      const CVec target = target_state(it);
+      std::vector<Block> blocks =
+          o.layers > 1 ? layered_blocks(target, it.qubits, o.layers) : staircase_blocks(r.mps, it.layout);
+      if (o.train) {
+        TrainOptions to;
+        to.iterations = o.iterations;
+        to.learning_rate = o.learning_rate;
+        r.history = train(blocks, it.qubits, target, to);
+      }
+      r.enc.strategy = o.layers > 1 ? "layered" : "sequential";
+      r.enc.circuit = compile_blocks(blocks, it.qubits);
+      for (int q = 0; q < it.qubits; ++q) r.enc.readout.push_back(q);
+      for (const Block& b : blocks) r.unitaries.push_back(b.u);
+      if (o.layers > 1) r.mps.cores.clear();  // the layers are not the QTT cores
+    } else {
+      r.enc = o.strategy == "parallel" ? parallel(r.mps, it.layout) : sequential(r.mps, it.layout);
+    }
     r.counts = count(r.enc.circuit);
     // The unitary-aware cores: each site's isometry completed to a unitary.
-    for (size_t k = 0; k < r.mps.cores.size(); ++k) {
+    for (size_t k = 0; k < r.mps.cores.size() && r.unitaries.size() < r.mps.cores.size(); ++k) {
       const Core& core = r.mps.cores[k];
       const int rb = o.strategy == "parallel" ? 0 : bits_for(core.right);
       if (o.strategy == "parallel") {
@@ -384,14 +409,16 @@ void encode(const EncodeOptions& o) {
       r.fidelity = fidelity(target_state(it), p.state);
       quality(it, p.state, r.psnr, r.ssim);
     }
-    std::string comment = "tnqe-encode encode: item " + std::to_string(r.index) + ", strategy " + o.strategy +
+    std::string comment = "tnqe-encode encode: item " + std::to_string(r.index) + ", strategy " + r.enc.strategy +
+                          (o.train ? " (trained)" : "") +
                           ", bond " + std::to_string(r.bond);
     if (!r.enc.postselect.empty())
       comment += "\npost-select qubits " + join(r.enc.postselect) + " on 0; data qubits " + join(r.enc.readout);
     r.qasm = to_qasm(r.enc.circuit, comment);
   });
-  for (const Record& r : recs) log_record(r, o.strategy);
-  write_records(o.output, o.no_clobber, o.strategy, recs, o.input, o.tol, o.bond, o.qasm_dir);
+  const std::string name = o.layers > 1 ? "layered" : o.strategy;
+  for (const Record& r : recs) log_record(r, name);
+  write_records(o.output, o.no_clobber, name, recs, o.input, o.tol, o.bond, o.qasm_dir, o.train, o.layers);
 }
 
 void baseline(const BaselineOptions& o) {

@@ -5,6 +5,7 @@
 
 #include "nk/error.hpp"
 #include "synth.hpp"
+#include "train.hpp"
 
 namespace tnqe {
 
@@ -26,33 +27,8 @@ CMat site_unitary(const Core& core, int right_bits) {
 Encoded sequential(const Mps& mps, const Layout& layout) {
   Encoded e;
   e.strategy = "sequential";
-  Circuit c;
-  c.qubits = layout.qubits();
-  const int kc = static_cast<int>(mps.cores.size());
-  int in_bits = 0;
-  for (int k = 0; k < kc; ++k) {
-    const Core& core = mps.cores[k];
-    const int o = layout.offset(k);
-    const int pb = layout.phys_qubits(k);
-    const int rb = bits_for(core.right);
-    if (o + pb + rb > c.qubits)
-      throw nk::Error(nk::Exit::runtime, "internal: bond of site " + std::to_string(k + 1) + " runs past the last qubit");
-    std::vector<int> qs(pb + rb);
-    for (int j = 0; j < pb + rb; ++j) qs[j] = o + j;
-    if (k == 0) {
-      // Nothing comes in: the first site is a state preparation.
-      CVec first(int64_t{1} << (pb + rb));
-      first.setZero();
-      for (int64_t p = 0; p < core.phys; ++p)
-        for (int64_t b = 0; b < core.right; ++b) first[p + core.phys * b] = core.at(0, p, b);
-      emit_state(c, first / first.norm(), qs);
-    } else {
-      emit_unitary(c, site_unitary(core, rb), qs, pb + rb - in_bits);
-    }
-    in_bits = rb;
-  }
-  e.circuit = optimise(c);
-  for (int q = 0; q < c.qubits; ++q) e.readout.push_back(q);
+  e.circuit = compile_blocks(staircase_blocks(mps, layout), layout.qubits());
+  for (int q = 0; q < layout.qubits(); ++q) e.readout.push_back(q);
   return e;
 }
 

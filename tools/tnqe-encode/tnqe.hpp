@@ -56,6 +56,9 @@ struct EncodeOptions {
   bool no_clobber = false, pad = false, verify = true;
   int64_t index = -1, bond = 8;
   double tol = 0;
+  bool train = false;
+  int layers = 1, iterations = 200;
+  double learning_rate = 0.01;
 };
 void encode(const EncodeOptions& o);
 
