@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# tnqe-encode benchmark, one run: TNQE circuits next to exact amplitude
+# encoding compiled by the same compiler and counted by the same counter.
+# Images: Debian's python3-skimage camera (256x256 and 32x32 gray),
+# astronaut and coffee (256x256 RGB), and FM Fashion-MNIST test images
+# (default 1000; 28x28 padded to 32x32). For camera 256: sequential and
+# parallel at chi in {2,4,8,16} (SVD only, and sequential trained), and
+# layered circuits of L two-qubit-gate layers (SVD-initialised, and trained).
+# Prints one table (qubits, CNOTs, depth, depth ratio to the baseline,
+# fidelity, PSNR, SSIM, seconds per image) and writes the depth-vs-PSNR plot
+# of camera 256 to $PLOT (default tnqe_camera.svg).
+# Environment: FM (Fashion-MNIST items), ONLY (camera|rgb|fmnist: one part),
+# ITER (Adam iterations, default 200).
+set -euo pipefail
+bin=$(cd "$1" && pwd)
+export PATH="$bin:$PATH"
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/tnqe-bench-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+S=$(/usr/bin/python3 -c 'import skimage, os; print(os.path.join(os.path.dirname(skimage.__file__), "data"))')
+F=/usr/share/datasets/fashion-mnist
+fm=${FM:-1000}
+only=${ONLY:-all}
+iter=${ITER:-200}
+plot=${PLOT:-tnqe_camera.svg}
+runs="$work/runs.tsv"
+: > "$runs"
+# enc LABEL IMAGE METHOD PARAM FILE ARGS...: one encode (or baseline) run, timed.
+enc() {
+  local label=$1 image=$2 method=$3 param=$4 data=$5; shift 5
+  local out="$work/$label.h5" t0 t1
+  t0=$(date +%s.%N)
+  if [ "$method" = amplitude ]; then tnqe-encode -q baseline -i "$data" "$@" -o "$out"; else tnqe-encode -q encode -i "$data" "$@" -o "$out"; fi
+  t1=$(date +%s.%N)
+  printf '%s\t%s\t%s\t%s\t%s\n' "$image" "$method" "$param" "$out" "$(echo "$t1 - $t0" | bc)" >> "$runs"
+}
+if [ "$only" = all ] || [ "$only" = camera ]; then
+  nk-data -q import "$S/camera.png" --channels 1 --resize 256x256 -o "$work/camera256.h5"
+  nk-data -q import "$S/camera.png" --channels 1 --resize 32x32 -o "$work/camera32.h5"
+  enc cam256-amp camera256 amplitude - "$work/camera256.h5"
+  for chi in 2 4 8 16; do
+    enc cam256-seq$chi camera256 sequential "chi=$chi" "$work/camera256.h5" --bond $chi
+    enc cam256-par$chi camera256 parallel "chi=$chi" "$work/camera256.h5" --bond $chi --strategy parallel
+    enc cam256-tr$chi camera256 "sequential+train" "chi=$chi" "$work/camera256.h5" --bond $chi --train --iterations "$iter"
+  done
+  for layers in 2 4 8 16; do
+    enc cam256-lay$layers camera256 layered "L=$layers" "$work/camera256.h5" --layers $layers
+    enc cam256-laytr$layers camera256 "layered+train" "L=$layers" "$work/camera256.h5" --layers $layers --train --iterations "$iter" --lr 0.02
+  done
+  enc cam32-amp camera32 amplitude - "$work/camera32.h5"
+  for chi in 2 4 8; do enc cam32-seq$chi camera32 sequential "chi=$chi" "$work/camera32.h5" --bond $chi; done
+fi
+if [ "$only" = all ] || [ "$only" = rgb ]; then
+  for img in astronaut coffee; do
+    nk-data -q import "$S/$img.png" --channels 3 --resize 256x256 -o "$work/$img.h5"
+    enc $img-amp $img amplitude - "$work/$img.h5" --verify-qubits 18
+    for chi in 4 8 16; do
+      enc $img-seq$chi $img sequential "chi=$chi" "$work/$img.h5" --bond $chi
+      enc $img-par$chi $img parallel "chi=$chi" "$work/$img.h5" --bond $chi --strategy parallel
+    done
+  done
+fi
+if [ "$only" = all ] || [ "$only" = fmnist ]; then
+  nk-data -q import-idx "$F/t10k-images-idx3-ubyte.gz" "$F/t10k-labels-idx1-ubyte.gz" --limit "$fm" -o "$work/fm.h5"
+  enc fm-amp "fmnist$fm" amplitude - "$work/fm.h5" --pad
+  for chi in 4 8; do enc fm-seq$chi "fmnist$fm" sequential "chi=$chi" "$work/fm.h5" --pad --bond $chi; done
+  for layers in 8 16; do
+    enc fm-laytr$layers "fmnist$fm" "layered+train" "L=$layers" "$work/fm.h5" --pad --layers $layers --train --iterations 300 --lr 0.02
+  done
+fi
+/usr/bin/python3 "$here/summary.py" "$runs" "$plot"
