@@ -14,7 +14,7 @@ check "encode layered, trained" tnqe-encode -q encode -i cam.h5 --layers 3 --tra
 check "encode --pad --shard 1/2 of Fashion-MNIST" tnqe-encode -q encode -i fm.h5 --pad --bond 4 --shard 1/2 -o fm_seq.h5
 check "baseline (amplitude encoding) with QASM" tnqe-encode -q baseline -i cam.h5 --qasm bqasm -o base.h5
 check "simulate the encoded file, decode a PNG" sh -c 'tnqe-encode -q simulate -i seq.h5 --decode seq.png > sim.txt && file seq.png | grep -q PNG'
-check "simulate the parallel file" sh -c 'tnqe-encode -q simulate -i par.h5 > simpar.txt'
+check "simulate the parallel file, with noise" sh -c 'tnqe-encode -q simulate -i par.h5 --noise 0.01 --trajectories 10 > simpar.txt'
 check "simulate the exported QASM against its target" sh -c 'tnqe-encode -q simulate --qasm qasm/item_000000.qasm --target cam.h5 > simq.txt'
 check "simulate with depolarising noise" sh -c 'tnqe-encode -q --seed 3 simulate -i seq.h5 --noise 0.01 --trajectories 20 -o noisy.h5 > simn.txt'
 check "same seed, same file but for nk_created" sh -c 'tnqe-encode -q encode -i cam.h5 --bond 4 -o seq2.h5 && h5diff seq.h5 seq2.h5 /items /items'
@@ -107,6 +107,7 @@ sim = table("sim.txt")[0]
 check(f"simulate reproduces the stored fidelity ({sim['fidelity']})", abs(float(sim["fidelity"]) - m["fidelity"][0]) < 1e-9)
 simp = table("simpar.txt")[0]
 check("simulate of the parallel file reproduces its fidelity", abs(float(simp["fidelity"]) - p["fidelity"][0]) < 1e-9)
+check(f"noise lowers the parallel fidelity ({simp['noisy_fidelity']})", float(simp["noisy_fidelity"]) < float(simp["fidelity"]))
 simq = table("simq.txt")[0]
 check("the QASM export simulates to the same fidelity", abs(float(simq["fidelity"]) - m["fidelity"][0]) < 1e-9)
 simn = table("simn.txt")[0]

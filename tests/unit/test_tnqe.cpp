@@ -4,12 +4,11 @@
 // unitary, counts are exact on hand-made circuits, QASM round-trips.
 #include <doctest/doctest.h>
 
-#include <Eigen/Eigenvalues>
 #include <Eigen/LU>
-#include <Eigen/QR>
 #include <cmath>
 
 #include "circuit.hpp"
+#include "linalg.hpp"
 #include "nk/error.hpp"
 #include "nk/rng.hpp"
 #include "qtt.hpp"
@@ -25,10 +24,9 @@ CMat random_unitary(int dim, nk::Rng& rng) {
   CMat g(dim, dim);
   for (int i = 0; i < dim; ++i)
     for (int j = 0; j < dim; ++j) g(i, j) = cd(rng.normal(), rng.normal());
-  Eigen::HouseholderQR<CMat> qr(g);
-  CMat q = qr.householderQ() * CMat::Identity(dim, dim);
+  CMat q, r;
+  linalg::qr_thin(g, q, r);
   // Fix the phases of R's diagonal so that q is Haar distributed.
-  const CMat r = qr.matrixQR().triangularView<Eigen::Upper>();
   for (int j = 0; j < dim; ++j) q.col(j) *= r(j, j) / std::abs(r(j, j));
   return q;
 }
@@ -151,6 +149,7 @@ TEST_SUITE("tnqe") {
         c.qubits = n;
         emit_unitary(c, u, iota(n), zeros);
         CHECK(count(c).cnots < unitary_cnots(n));
+        CHECK(count(c).cnots == isometry_cnots(n, zeros));
         const CMat got = unitary(c);
         const int cols = 1 << (n - zeros);
         CHECK(phase_distance(got.leftCols(cols), u.leftCols(cols)) < 1e-10);
@@ -168,6 +167,32 @@ TEST_SUITE("tnqe") {
         CHECK(count(c).cnots == state_cnots(n, real));
         CHECK(fidelity(simulate(c), psi) > 1 - 1e-12);
       }
+  }
+
+  TEST_CASE("Schmidt (Plesch-Brukner) state preparation: exact states, closed-form count; 5 qubits against Qiskit's 26") {
+    nk::Rng rng(15);
+    for (int n = 1; n <= 8; ++n)
+      for (bool real : {true, false}) {
+        const CVec psi = random_state(n, rng, real);
+        Circuit c;
+        c.qubits = n;
+        emit_state_schmidt(c, psi, iota(n));
+        CHECK(count(c).cnots == schmidt_cnots(n));
+        CHECK(fidelity(simulate(c), psi) > 1 - 1e-12);
+      }
+    // A random complex 5-qubit state: Qiskit's StatePreparation (isometry
+    // synthesis, PR #12178) reports 26 CNOTs; Mottonen needs 60, Schmidt 23.
+    const CVec psi = random_state(5, rng, false);
+    Circuit c;
+    c.qubits = 5;
+    emit_state_schmidt(c, psi, iota(5));
+    const Circuit o = optimise(c);
+    CHECK(count(o).cnots == 23);
+    CHECK(count(o).cnots < 26);
+    CHECK(state_cnots(5, false) == 60);
+    CHECK(fidelity(simulate(o), psi) > 1 - 1e-12);
+    CHECK(schmidt_cnots(2) == 1);
+    CHECK(schmidt_cnots(4) == 9);
   }
 
   TEST_CASE("simulator: gate fusion gives the same state as gate-by-gate application") {
@@ -342,6 +367,13 @@ TEST_SUITE("tnqe") {
     const Prepared pp = run_encoding(par, l);
     CHECK(std::abs(data.squaredNorm() - pp.success) < 1e-10);
     CHECK(fidelity(data, pp.state) > 1 - 1e-10);
+    // Noise: p = 0 is the ideal run; p > 0 lowers the fidelity.
+    const CVec target = tensor_to_amplitudes(l, contract(mps));
+    const NoisyFidelity clean = noisy_parallel(par, l, target, 0.0, 3, 1);
+    CHECK(std::abs(clean.mean - fidelity(target, pp.state)) < 1e-10);
+    CHECK(std::abs(clean.success - pp.success) < 1e-10);
+    const NoisyFidelity noisy = noisy_parallel(par, l, target, 0.2, 40, 1);
+    CHECK(noisy.mean < clean.mean - 1e-3);
   }
 
   TEST_CASE("training: Riemannian gradients match finite differences; Adam raises the fidelity") {
@@ -362,9 +394,8 @@ TEST_SUITE("tnqe") {
       const double eps = 1e-6;
       auto loss_at = [&](double e) {
         std::vector<Block> moved = blocks;
-        Eigen::ComplexEigenSolver<CMat> es(a * e);
-        const CMat ex = es.eigenvectors() * es.eigenvalues().array().exp().matrix().asDiagonal() *
-                        es.eigenvectors().inverse();
+        const CMat eye = CMat::Identity(d, d);  // Cayley: exp to first order, exactly unitary
+        const CMat ex = (eye - a * (e / 2)).inverse() * (eye + a * (e / 2));
         moved[b].u = moved[b].u * ex;
         return 1 - fidelity(target, apply_blocks(moved, n));
       };

@@ -77,6 +77,7 @@ CMat unitary(const Circuit& c);
 struct NoisyFidelity {
   double mean = 0, stderr_ = 0;
   int64_t trajectories = 0;
+  double success = 1;  ///< mean post-selection probability (parallel encodings)
 };
 NoisyFidelity noisy_fidelity(const Circuit& c, const CVec& target, double p, int64_t trajectories, uint64_t seed);
 

@@ -1,10 +1,9 @@
 // qtt.cpp - see qtt.hpp.
 #include "qtt.hpp"
 
-#include <Eigen/QR>
-#include <Eigen/SVD>
 #include <cmath>
 
+#include "linalg.hpp"
 #include "nk/error.hpp"
 
 namespace tnqe {
@@ -102,8 +101,9 @@ Mps decompose(const CVec& tensor, const std::vector<int64_t>& phys, const Trunca
     for (int64_t a = 0; a < left; ++a)
       for (int64_t p = 0; p < d; ++p)
         for (int64_t x = 0; x < remaining; ++x) unf(a * d + p, x) = carry[(a * d + p) * remaining + x];
-    Eigen::BDCSVD<CMat> svd(unf, Eigen::ComputeThinU | Eigen::ComputeThinV);
-    const Eigen::VectorXd& s = svd.singularValues();
+    CMat su, sv;
+    Eigen::VectorXd s;
+    linalg::svd(unf, su, s, sv);
     int64_t r = 0;
     for (int64_t i = 0; i < s.size(); ++i)
       if (s[i] > 1e-14 * s[0]) r = i + 1;
@@ -120,9 +120,9 @@ Mps decompose(const CVec& tensor, const std::vector<int64_t>& phys, const Trunca
     core.m.resize(left, d * r);
     for (int64_t a = 0; a < left; ++a)
       for (int64_t p = 0; p < d; ++p)
-        for (int64_t b = 0; b < r; ++b) core.m(a, p * r + b) = svd.matrixU()(a * d + p, b);
+        for (int64_t b = 0; b < r; ++b) core.m(a, p * r + b) = su(a * d + p, b);
     mps.cores.push_back(std::move(core));
-    const CMat next = s.head(r).cast<cd>().asDiagonal() * svd.matrixV().leftCols(r).adjoint();  // r x remaining
+    const CMat next = s.head(r).cast<cd>().asDiagonal() * sv.leftCols(r).adjoint();  // r x remaining
     carry.assign(static_cast<size_t>(r * remaining), cd(0));
     for (int64_t b = 0; b < r; ++b)
       for (int64_t x = 0; x < remaining; ++x) carry[b * remaining + x] = next(b, x);
@@ -131,12 +131,13 @@ Mps decompose(const CVec& tensor, const std::vector<int64_t>& phys, const Trunca
   // Right-to-left LQ sweep: core k = L Q with Q's rows orthonormal; L moves left.
   for (int k = kcores - 1; k >= 1; --k) {
     Core& c = mps.cores[k];
-    Eigen::HouseholderQR<CMat> qr(c.m.adjoint());  // m^H = Q R  ->  m = R^H Q^H
-    const int64_t rank = std::min(c.left, c.phys * c.right);
-    const CMat q = qr.householderQ() * CMat::Identity(c.m.cols(), rank);
-    const CMat r = qr.matrixQR().topRows(rank).triangularView<Eigen::Upper>();
-    const CMat l = r.adjoint();  // left x rank
-    c.m = q.adjoint();           // rank x (phys * right)
+    // m = U S V^H: the rows of V^H are orthonormal, U S moves left.
+    CMat u, v;
+    Eigen::VectorXd sv;
+    linalg::svd(c.m, u, sv, v);
+    const int64_t rank = sv.size();
+    const CMat l = u * sv.cast<cd>().asDiagonal();  // left x rank
+    c.m = v.adjoint();                               // rank x (phys * right)
     Core& prev = mps.cores[k - 1];
     CMat merged(prev.left, prev.phys * rank);
     for (int64_t p = 0; p < prev.phys; ++p) {

@@ -41,7 +41,10 @@ std::string item_group(int64_t index) {
 
 std::string join(const std::vector<int>& v) {
   std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s.push_back(',');
+    s.append(std::to_string(v[i]));
+  }
   return s;
 }
 
@@ -112,6 +115,7 @@ struct Record {
   Item item;
   std::string qasm;
   std::vector<double> history;
+  std::string synthesis;
 };
 
 void write_records(const std::string& path, bool no_clobber, const std::string& strategy,
@@ -173,6 +177,7 @@ void write_records(const std::string& path, bool no_clobber, const std::string& 
     out.write(g + "/gates", gates.data(), {static_cast<int64_t>(c.gates.size()), 6}, "G,kind:q0:q1:theta:phi:lambda",
               "rad");
     out.attr(g, "strategy", strategy);
+    if (!r.synthesis.empty()) out.attr(g, "synthesis", r.synthesis);
     out.attr(g, "qubits", static_cast<int64_t>(c.qubits));
     out.attr(g, "readout", join(r.enc.readout));
     out.attr(g, "postselect", join(r.enc.postselect));
@@ -199,7 +204,7 @@ void write_records(const std::string& path, bool no_clobber, const std::string& 
       for (int64_t a = 0; a < core.left; ++a)
         for (int64_t p = 0; p < core.phys; ++p)
           for (int64_t b = 0; b < core.right; ++b) v[(a * core.phys + p) * core.right + b] = core.at(a, p, b);
-      char name[16];
+      char name[32];
       std::snprintf(name, sizeof name, "%02zu", k);
       out.write(g + "/cores/" + name, v.data(), {core.left, core.phys, core.right}, "left,phys,right");
     }
@@ -208,7 +213,7 @@ void write_records(const std::string& path, bool no_clobber, const std::string& 
       std::vector<std::complex<double>> v(static_cast<size_t>(rm.size()));
       for (Eigen::Index i = 0; i < rm.rows(); ++i)
         for (Eigen::Index j = 0; j < rm.cols(); ++j) v[i * rm.cols() + j] = rm(i, j);
-      char name[16];
+      char name[32];
       std::snprintf(name, sizeof name, "%02zu", k);
       out.write(g + "/unitaries/" + name, v.data(), {rm.rows(), rm.cols()}, "out,in");
     }
@@ -434,6 +439,21 @@ void baseline(const BaselineOptions& o) {
     emit_state(c, target, qs);
     r.enc.strategy = "amplitude";
     r.enc.circuit = optimise(c);
+    r.synthesis = "mottonen";
+    // The best exact method for the data at hand: Schmidt recursion when it
+    // needs fewer CNOTs (small n, complex data), else Mottonen.
+    bool real = true;
+    for (const cd& v : target) real = real && v.imag() == 0;
+    if (schmidt_cnots(it.qubits) < state_cnots(it.qubits, real)) {
+      Circuit s;
+      s.qubits = it.qubits;
+      emit_state_schmidt(s, target, qs);
+      s = optimise(s);
+      if (count(s).cnots < count(r.enc.circuit).cnots) {
+        r.enc.circuit = std::move(s);
+        r.synthesis = "schmidt";
+      }
+    }
     r.enc.readout = qs;
     r.norm = it.data.norm();
     r.bond = 0;
@@ -443,7 +463,7 @@ void baseline(const BaselineOptions& o) {
       r.fidelity = fidelity(target, psi);
       quality(it, psi, r.psnr, r.ssim);
     }
-    r.qasm = to_qasm(r.enc.circuit, "tnqe-encode baseline: exact amplitude encoding (Mottonen), item " +
+    r.qasm = to_qasm(r.enc.circuit, "tnqe-encode baseline: exact amplitude encoding (" + r.synthesis + "), item " +
                                         std::to_string(r.index));
   });
   for (const Record& r : recs) log_record(r, "amplitude");
@@ -560,9 +580,7 @@ void simulate_verb(const SimulateOptions& o) {
   for (const Loaded& l : jobs) {
     Row row{l.item.index, count(l.enc.circuit), NAN, NAN, NAN, NAN, NAN, 1};
     if (l.enc.strategy == "parallel") {
-      if (o.noise > 0)
-        throw nk::usage_error("--noise is supported for sequential, amplitude and QASM circuits (a parallel circuit "
-                              "is simulated register by register)");
+      // simulated register by register
     } else if (l.enc.circuit.qubits > kMaxQubits) {
       throw nk::input_error(o.qasm.empty() ? o.input : o.qasm, "",
                             std::to_string(l.enc.circuit.qubits) + " qubits: more than the " +
@@ -582,7 +600,9 @@ void simulate_verb(const SimulateOptions& o) {
       row.fidelity = fidelity(target, p.state);
       quality(l.item, p.state, row.psnr, row.ssim);
       if (o.noise > 0) {
-        const NoisyFidelity nf = noisy_fidelity(l.enc.circuit, target, o.noise, o.trajectories, o.seed);
+        const NoisyFidelity nf = l.enc.strategy == "parallel"
+                                     ? noisy_parallel(l.enc, l.item.layout, target, o.noise, o.trajectories, o.seed)
+                                     : noisy_fidelity(l.enc.circuit, target, o.noise, o.trajectories, o.seed);
         row.noisy = nf.mean;
         row.noisy_se = nf.stderr_;
       }

@@ -2,12 +2,17 @@
 #include "strategy.hpp"
 
 #include <cmath>
+#include <numbers>
+
+#include "nk/rng.hpp"
 
 #include "nk/error.hpp"
 #include "synth.hpp"
 #include "train.hpp"
 
 namespace tnqe {
+
+constexpr double kPi = std::numbers::pi;
 
 int bits_for(int64_t r) {
   int b = 0;
@@ -80,35 +85,114 @@ Encoded parallel(const Mps& mps, const Layout& layout) {
   return e;
 }
 
-Prepared run_encoding(const Encoded& e, const Layout& layout) {
-  Prepared out;
-  if (e.strategy != "parallel") {
-    out.state = simulate(e.circuit);
-    return out;
-  }
-  // Contract the simulated registers through the Bell projections:
-  // <Phi+|^{(x) b} = 2^{-b/2} sum_a <a|<a| on each bond.
-  const int kc = static_cast<int>(e.registers.size());
+namespace {
+
+/// Contracts register states through the bond measurements. flips[k][j] =
+/// (fa, fb): the outcome bits of bond k's pair j that count as "0" after a
+/// Pauli error (none: the ideal projection onto |Phi+>). Returns the
+/// unnormalised post-selected data state in tensor order.
+CVec contract_registers(const std::vector<CVec>& states, const Encoded& e, const Layout& layout,
+                        const std::vector<std::vector<std::pair<int, int>>>* flips) {
+  const int kc = static_cast<int>(states.size());
   CMat acc = CMat::Ones(1, 1);  // (prefix data states) x right bond
   for (int k = 0; k < kc; ++k) {
-    const CVec s = simulate(e.registers[k]);
+    const CVec& s = states[k];
     const int lb = e.left_bits[k], pb = layout.phys_qubits(k), rb = e.right_bits[k];
     const int64_t l = int64_t{1} << lb, d = int64_t{1} << pb, r = int64_t{1} << rb;
-    const double bell = k == 0 ? 1.0 : std::pow(2.0, -lb / 2.0);
     if (acc.cols() != l) throw nk::Error(nk::Exit::runtime, "internal: bond sizes of the registers disagree");
+    if (k > 0) {
+      // <bell|: per bond qubit j, (1/sqrt 2) sum_x (-1)^(fa x) <x|_a <x ^ fb|_b.
+      CMat bell = CMat::Zero(l, l);
+      for (int64_t a = 0; a < l; ++a) {
+        int64_t b = a;
+        double sign = 1;
+        for (int j = 0; j < lb; ++j) {
+          const auto [fa, fb] = flips ? (*flips)[k - 1][j] : std::pair<int, int>{0, 0};
+          if (fb) b ^= int64_t{1} << j;
+          if (fa && ((a >> j) & 1)) sign = -sign;
+        }
+        bell(a, b) = sign * std::pow(2.0, -lb / 2.0);
+      }
+      acc = acc * bell;
+    }
     CMat next = CMat::Zero(acc.rows() * d, r);
     for (int64_t x = 0; x < acc.rows(); ++x)
       for (int64_t p = 0; p < d; ++p)
         for (int64_t b = 0; b < r; ++b) {
           cd sum = 0;
           for (int64_t a = 0; a < l; ++a) sum += acc(x, a) * s[a + l * (p + d * b)];
-          next(x * d + p, b) = bell * sum;
+          next(x * d + p, b) = sum;
         }
     acc.swap(next);
   }
-  const CVec tensor = acc.col(0);
+  return acc.col(0);
+}
+
+}  // namespace
+
+Prepared run_encoding(const Encoded& e, const Layout& layout) {
+  Prepared out;
+  if (e.strategy != "parallel") {
+    out.state = simulate(e.circuit);
+    return out;
+  }
+  std::vector<CVec> states;
+  for (const Circuit& r : e.registers) states.push_back(simulate(r));
+  const CVec tensor = contract_registers(states, e, layout, nullptr);
   out.success = tensor.squaredNorm();
   out.state = tensor_to_amplitudes(layout, tensor / std::sqrt(out.success));
+  return out;
+}
+
+NoisyFidelity noisy_parallel(const Encoded& e, const Layout& layout, const CVec& target, double p,
+                             int64_t trajectories, uint64_t seed) {
+  const double pauli[4][3] = {{0, 0, 0}, {kPi, 0, kPi}, {kPi, kPi / 2, kPi / 2}, {0, 0, kPi}};
+  double num = 0, den = 0;
+  std::vector<double> per;
+  for (int64_t t = 0; t < trajectories; ++t) {
+    nk::Rng rng = nk::Rng(seed).split(static_cast<uint64_t>(t));
+    std::vector<CVec> states;
+    for (const Circuit& reg : e.registers) {
+      Circuit noisy;
+      noisy.qubits = reg.qubits;
+      for (const Gate& g : reg.gates) {
+        noisy.gates.push_back(g);
+        if (g.kind != Gate::cx || rng.uniform() >= p) continue;
+        const int which = 1 + static_cast<int>(rng.below(15));
+        const int pa = which / 4, pb = which % 4;
+        if (pa) noisy.u3(g.q0, pauli[pa][0], pauli[pa][1], pauli[pa][2]);
+        if (pb) noisy.u3(g.q1, pauli[pb][0], pauli[pb][1], pauli[pb][2]);
+      }
+      states.push_back(simulate(noisy));
+    }
+    // The Bell layer's CNOTs: an error (Pa, Pb) after CX turns the "00"
+    // outcome into fa = [Pa in {Z, Y}] (through the H), fb = [Pb in {X, Y}].
+    std::vector<std::vector<std::pair<int, int>>> flips(e.registers.size());
+    for (size_t k = 0; k + 1 < e.registers.size(); ++k)
+      for (int j = 0; j < e.right_bits[k]; ++j) {
+        std::pair<int, int> f{0, 0};
+        if (rng.uniform() < p) {
+          const int which = 1 + static_cast<int>(rng.below(15));
+          const int pa = which / 4, pb = which % 4;  // 1 X, 2 Y, 3 Z
+          f = {pa == 2 || pa == 3, pb == 1 || pb == 2};
+        }
+        flips[k].push_back(f);
+      }
+    const CVec v = tensor_to_amplitudes(layout, contract_registers(states, e, layout, &flips));
+    const double overlap = std::norm(target.dot(v)) / target.squaredNorm();
+    num += overlap;
+    den += v.squaredNorm();
+    per.push_back(v.squaredNorm() > 0 ? overlap / v.squaredNorm() : 0);
+  }
+  NoisyFidelity out;
+  out.trajectories = trajectories;
+  // The post-selected state is the mixture of the trajectories' accepted
+  // branches: F = sum_t |<t|v_t>|^2 / sum_t ||v_t||^2.
+  out.mean = den > 0 ? num / den : 0;
+  double var = 0;
+  for (double f : per) var += (f - out.mean) * (f - out.mean);
+  out.stderr_ = trajectories > 1 ? std::sqrt(var / static_cast<double>(trajectories - 1) / static_cast<double>(trajectories)) : 0;
+  out.success = den / static_cast<double>(trajectories);
   return out;
 }
 

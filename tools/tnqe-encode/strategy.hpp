@@ -43,6 +43,13 @@ struct Prepared {
 };
 Prepared run_encoding(const Encoded& e, const Layout& layout);
 
+/// Depolarising noise on a parallel encoding (register CNOTs and the Bell
+/// layer's CNOTs): the fidelity of the post-selected mixture, sum_t
+/// |<target|v_t>|^2 / sum_t ||v_t||^2 over trajectories t (v_t the accepted
+/// branch), and the mean acceptance probability in NoisyFidelity::success.
+NoisyFidelity noisy_parallel(const Encoded& e, const Layout& layout, const CVec& target, double p,
+                             int64_t trajectories, uint64_t seed);
+
 /// The isometry of site k (rows p + d * b, columns a) completed to a unitary
 /// on phys + ceil(log2 right) qubits.
 CMat site_unitary(const Core& core, int right_bits);

@@ -1,13 +1,12 @@
 // synth.cpp - see synth.hpp.
 #include "synth.hpp"
 
-#include <Eigen/Eigenvalues>
 #include <Eigen/LU>
-#include <Eigen/QR>
 #include <bit>
 #include <cmath>
 #include <numbers>
 
+#include "linalg.hpp"
 #include "nk/error.hpp"
 
 extern "C" {
@@ -50,9 +49,9 @@ void demultiplex(Circuit& c, const CMat& a0, const CMat& a1, const std::vector<i
   const int n = static_cast<int>(qubits.size());
   const std::vector<int> lower(qubits.begin(), qubits.end() - 1);
   const CMat prod = a0 * a1.adjoint();
-  Eigen::ComplexSchur<CMat> schur(prod);
-  const CMat& v = schur.matrixU();
-  const Eigen::VectorXcd eig = schur.matrixT().diagonal();
+  CMat v;
+  Eigen::VectorXcd eig;
+  linalg::schur(prod, v, eig);  // prod is normal: its Schur form is diagonal
   Eigen::VectorXcd d(eig.size());
   for (Eigen::Index i = 0; i < eig.size(); ++i) d[i] = std::polar(1.0, std::arg(eig[i]) / 2);
   const CMat w = d.asDiagonal() * v.adjoint() * a1;
@@ -121,8 +120,7 @@ void emit_two_qubit(Circuit& c, const Mat4& input, int q0, int q1) {
   for (int attempt = 0; attempt < 20 && !found; ++attempt) {
     const double w = attempt == 0 ? 0.6180339887 : std::sin(1.0 + attempt * 2.399963);
     const Eigen::Matrix4d mix = m.real() + w * m.imag();
-    Eigen::SelfAdjointEigenSolver<Eigen::Matrix4d> es(mix);
-    p = es.eigenvectors();
+    p = linalg::symmetric_eigenvectors(mix);
     const Mat4 d = p.transpose().cast<cd>() * m * p.cast<cd>();
     found = (d - Mat4(d.diagonal().asDiagonal())).norm() < 1e-9;
   }
@@ -279,6 +277,46 @@ void emit_state(Circuit& c, const CVec& psi, const std::vector<int>& qubits) {
   }
 }
 
+void emit_state_schmidt(Circuit& c, const CVec& psi, const std::vector<int>& qubits) {
+  const int n = static_cast<int>(qubits.size());
+  if (psi.size() != (int64_t{1} << n)) throw nk::Error(nk::Exit::runtime, "internal: state size does not match its qubits");
+  if (n == 1) {
+    CMat v(2, 1);
+    v.col(0) = psi;
+    c.u3(qubits[0], Mat2(complete_isometry(v)));
+    return;
+  }
+  const int a = n / 2, b = n - a;
+  const int64_t da = int64_t{1} << a, db = int64_t{1} << b;
+  CMat m(db, da);  // m(xB, xA) = psi[xA + 2^a xB]
+  for (int64_t xb = 0; xb < db; ++xb)
+    for (int64_t xa = 0; xa < da; ++xa) m(xb, xa) = psi[xa + da * xb];
+  CMat su, sv;
+  Eigen::VectorXd sigma;
+  linalg::svd(m, su, sigma, sv);
+  // psi = sum_i s_i |U_i>_B |conj(V_i)>_A.
+  const std::vector<int> qa(qubits.begin(), qubits.begin() + a), qb(qubits.begin() + a, qubits.end());
+  CVec s = sigma.cast<cd>();
+  emit_state_schmidt(c, s / s.norm(), qa);
+  for (int j = 0; j < a; ++j) c.cx(qa[j], qb[j]);
+  emit_unitary(c, sv.conjugate(), qa);
+  emit_unitary(c, complete_isometry(su), qb, b - a);
+}
+
+int64_t isometry_cnots(int n, int z) {
+  if (n <= 1) return 0;
+  if (n == 2) return 3;
+  const int64_t half = int64_t{1} << (n - 1);
+  const int64_t right = z > 0 ? isometry_cnots(n - 1, z - 1) : 2 * unitary_cnots(n - 1) + half;
+  return right + half + 2 * unitary_cnots(n - 1) + half;
+}
+
+int64_t schmidt_cnots(int n) {
+  if (n <= 1) return 0;
+  const int a = n / 2, b = n - a;
+  return schmidt_cnots(a) + a + unitary_cnots(a) + isometry_cnots(b, b - a);
+}
+
 int64_t state_cnots(int n, bool real) { return (real ? 1 : 2) * ((int64_t{1} << n) - 2); }
 
 int64_t unitary_cnots(int n) {
@@ -288,8 +326,7 @@ int64_t unitary_cnots(int n) {
 }
 
 CMat complete_isometry(const CMat& v) {
-  Eigen::HouseholderQR<CMat> qr(v);
-  CMat q = qr.householderQ() * CMat::Identity(v.rows(), v.rows());
+  const CMat q = linalg::qr_q(v);
   CMat u(v.rows(), v.rows());
   u.leftCols(v.cols()) = v;
   u.rightCols(v.rows() - v.cols()) = q.rightCols(v.rows() - v.cols());

@@ -38,9 +38,20 @@ void emit_unitary(Circuit& c, const CMat& u, const std::vector<int>& qubits, int
 /// complex ones 2^(n+1) - 4.
 void emit_state(Circuit& c, const CVec& psi, const std::vector<int>& qubits);
 
+/// Exact state preparation by recursive Schmidt decomposition (Plesch and
+/// Brukner 2011): split the qubits into a low half A (floor(n/2)) and a high
+/// half B, prepare the Schmidt coefficients on A (recursively), copy them to
+/// B with CNOTs, then rotate A by its Schmidt basis (a unitary) and B by its
+/// own (an isometry: B's top qubits start in |0>). Fewer CNOTs than
+/// Mottonen for small n and for complex data; see schmidt_cnots.
+void emit_state_schmidt(Circuit& c, const CVec& psi, const std::vector<int>& qubits);
+
 /// Closed forms of the CNOT counts above for generic (dense) input.
 int64_t state_cnots(int n, bool real);
 int64_t unitary_cnots(int n);
+/// CNOTs of emit_unitary on n qubits with z promised-|0> inputs (generic input).
+int64_t isometry_cnots(int n, int z);
+int64_t schmidt_cnots(int n);
 
 /// Columns r.. of a unitary whose first columns are the orthonormal columns
 /// of v (Householder QR of v).
