@@ -3,6 +3,7 @@
 
 #include <Eigen/LU>
 #include <cmath>
+#include <numbers>
 
 #include "nk/error.hpp"
 #include "nk/optim.hpp"
@@ -44,11 +45,19 @@ std::vector<double> train(std::vector<Block>& blocks, int n, const CVec& target,
   nk::Adam adam(size, cfg);
   std::vector<double> history;
   Eigen::VectorXd grad(size), step(size);
+  std::vector<Block> best = blocks;
+  double best_loss = 2;
   for (int it = 0; it <= o.iterations; ++it) {
     double loss = 0;
     const std::vector<CMat> g = gradients(blocks, n, target, loss);
     history.push_back(loss);
+    if (loss < best_loss) {
+      best_loss = loss;
+      best = blocks;
+    }
     if (it == o.iterations || loss < 1e-14) break;
+    // Cosine decay of the learning rate to zero over the run.
+    adam.set_learning_rate(o.learning_rate * 0.5 * (1 + std::cos(std::numbers::pi * it / o.iterations)));
     Eigen::Index at = 0;
     for (const CMat& m : g)
       for (Eigen::Index i = 0; i < m.size(); ++i) {
@@ -67,6 +76,7 @@ std::vector<double> train(std::vector<Block>& blocks, int n, const CVec& target,
       b.u = b.u * (eye - a / 2.0).partialPivLu().solve(eye + a / 2.0);  // Cayley retraction
     }
   }
+  blocks = std::move(best);  // the best iterate (Adam's last step need not be)
   return history;
 }
 

@@ -27,7 +27,8 @@ struct TrainOptions {
   int iterations = 200;
   double learning_rate = 0.01;
 };
-/// Adam on the manifold; returns the loss before each step (and the final one).
+/// Adam on the manifold with a cosine learning-rate decay; leaves the best
+/// iterate in 'blocks' and returns the loss before each step (and the final one).
 std::vector<double> train(std::vector<Block>& blocks, int n, const CVec& target, const TrainOptions& o);
 
 /// The SVD staircase as blocks: site unitaries of a right-canonical MPS.
