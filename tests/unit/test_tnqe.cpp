@@ -216,6 +216,42 @@ TEST_SUITE("tnqe") {
     CHECK((u.col(0) - one).norm() < 1e-12);
   }
 
+  TEST_CASE("simulator: runs of rotations and CNOTs onto one target (multiplexors) are exact") {
+    nk::Rng rng(16);
+    for (int trial = 0; trial < 6; ++trial) {
+      Circuit c;
+      c.qubits = 7;
+      for (int q = 0; q < 7; ++q) c.u3(q, rng.normal(), rng.normal(), rng.normal());  // a generic start state
+      for (int run = 0; run < 4; ++run) {
+        const int target = static_cast<int>(rng.below(7));
+        const bool y = (trial + run) % 2 == 0;
+        for (int t = 0; t < 40; ++t) {
+          if (rng.uniform() < 0.5) {
+            int ctrl = static_cast<int>(rng.below(6));
+            if (ctrl >= target) ++ctrl;
+            c.cx(ctrl, target);  // any order, odd final parities included
+          } else if (y) {
+            c.ry(target, rng.normal());
+          } else {
+            c.rz(target, rng.normal());
+          }
+        }
+        c.h(target);
+      }
+      const CVec got = simulate(c);
+      const CVec expected = unitary(c).col(0);
+      CHECK((got - expected).norm() < 1e-10);  // exact, global phase included
+    }
+    // The Gray-code multiplexors of a 12-qubit state preparation.
+    const CVec psi = random_state(12, rng, false);
+    Circuit c;
+    c.qubits = 12;
+    emit_state(c, psi, iota(12));
+    const Circuit o = optimise(c);
+    CHECK(fidelity(simulate(o), psi) > 1 - 1e-12);
+    CHECK(fidelity(simulate(o, CVec(), 1), psi) > 1 - 1e-12);
+  }
+
   TEST_CASE("counts: depth and CNOT depth of a hand-made circuit") {
     Circuit c;
     c.qubits = 3;

@@ -6,6 +6,7 @@
 #include <Eigen/LU>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numbers>
 
@@ -83,6 +84,100 @@ void apply_gate(CVec& psi, const Gate& g) {
     apply_cx(psi, g.q0, g.q1);
   else
     apply_1q(psi, g.q0, u3_matrix(g.theta, g.phi, g.lambda));
+}
+
+/// 'y' for u3(theta, 0, 0) = Ry(theta), 'z' for u3(0, 0, lambda) = e^{i lambda/2} Rz(lambda), else 0.
+char rotation_axis(const Gate& g) {
+  if (g.kind != Gate::u3) return 0;
+  if (g.phi == 0 && g.lambda == 0) return 'y';
+  if (g.theta == 0 && g.phi == 0) return 'z';
+  return 0;
+}
+
+/// Length of the run starting at 'i' of rotations about one axis on one
+/// target and CNOTs onto that target (a uniformly controlled rotation, as
+/// the Gray-code ladders produce), or 0 when too short to be worth it.
+size_t multiplexor_run(const std::vector<Gate>& gates, size_t i) {
+  const Gate& g0 = gates[i];
+  const int target = g0.kind == Gate::cx ? g0.q1 : g0.q0;
+  char axis = rotation_axis(g0);
+  if (g0.kind == Gate::u3 && !axis) return 0;
+  size_t j = i, cx = 0;
+  for (; j < gates.size(); ++j) {
+    const Gate& g = gates[j];
+    if (g.kind == Gate::cx) {
+      if (g.q1 != target || g.q0 == target) break;
+      ++cx;
+    } else {
+      const char a = rotation_axis(g);
+      if (g.q0 != target || !a) break;
+      if (!axis) axis = a;
+      if (a != axis) break;
+    }
+  }
+  return (j - i >= 16 && cx >= 4) ? j - i : 0;
+}
+
+/// The exact product of such a run: for control pattern i the target turns
+/// by sum_j (-1)^{popcount(m_j & i)} theta_j (m_j: the CNOT controls seen
+/// before rotation j, as a mask; a Walsh-Hadamard transform over the masks),
+/// then takes X when the CNOTs' total parity for i is odd.
+void apply_multiplexor_run(CVec& psi, const std::vector<Gate>& gates, size_t begin, size_t end) {
+  const int target = gates[begin].kind == Gate::cx ? gates[begin].q1 : gates[begin].q0;
+  std::vector<int> controls;
+  for (size_t j = begin; j < end; ++j)
+    if (gates[j].kind == Gate::cx && std::find(controls.begin(), controls.end(), gates[j].q0) == controls.end())
+      controls.push_back(gates[j].q0);
+  std::sort(controls.begin(), controls.end());
+  const int k = static_cast<int>(controls.size());
+  std::vector<double> w(size_t{1} << k, 0.0);
+  size_t mask = 0;
+  char axis = 0;
+  double phase = 0;
+  for (size_t j = begin; j < end; ++j) {
+    const Gate& g = gates[j];
+    if (g.kind == Gate::cx) {
+      mask ^= size_t{1} << (std::lower_bound(controls.begin(), controls.end(), g.q0) - controls.begin());
+    } else {
+      axis = rotation_axis(g);
+      const double angle = axis == 'y' ? g.theta : g.lambda;
+      w[mask] += angle;
+      if (axis == 'z') phase += angle / 2;
+    }
+  }
+  for (size_t len = 1; len < w.size(); len <<= 1)
+    for (size_t a = 0; a < w.size(); a += len << 1)
+      for (size_t b = a; b < a + len; ++b) {
+        const double x = w[b], y = w[b + len];
+        w[b] = x + y;
+        w[b + len] = x - y;
+      }
+  const size_t final_parity = mask;
+  const cd global = std::polar(1.0, phase);
+  const int64_t half = psi.size() / 2;
+  const uint64_t bit = uint64_t{1} << target;
+  cd* s = psi.data();
+#pragma omp parallel for schedule(static) if (half >= (1 << 14))
+  for (int64_t r = 0; r < half; ++r) {
+    const uint64_t i0 = ((static_cast<uint64_t>(r) >> target) << (target + 1)) | (static_cast<uint64_t>(r) & (bit - 1));
+    const uint64_t i1 = i0 | bit;
+    size_t pattern = 0;
+    for (int c = 0; c < k; ++c) pattern |= ((i0 >> controls[c]) & 1) << c;
+    const double angle = w[pattern];
+    cd x = s[i0], y = s[i1];
+    if (axis == 'y') {
+      const double cs = std::cos(angle / 2), sn = std::sin(angle / 2);
+      const cd nx = cs * x - sn * y, ny = sn * x + cs * y;
+      x = nx;
+      y = ny;
+    } else if (axis == 'z') {
+      x *= global * std::polar(1.0, -angle / 2);
+      y *= global * std::polar(1.0, angle / 2);
+    }
+    if (std::popcount(final_parity & pattern) & 1) std::swap(x, y);
+    s[i0] = x;
+    s[i1] = y;
+  }
 }
 
 bool identity_up_to_phase(const Mat2& m) {
@@ -216,16 +311,21 @@ Circuit optimise(const Circuit& input) {
     Circuit fused;
     fused.qubits = c.qubits;
     std::vector<Mat2> pending(c.qubits, Mat2::Identity());
-    std::vector<char> has(c.qubits, 0);
+    std::vector<int> has(c.qubits, 0);
+    std::vector<Gate> single(c.qubits);
     auto flush = [&](int q) {
-      if (has[q] && !identity_up_to_phase(pending[q])) fused.u3(q, pending[q]);
+      if (has[q] == 1 && !identity_up_to_phase(pending[q]))
+        fused.gates.push_back(single[q]);  // a lone gate stays as written (Ry stays Ry)
+      else if (has[q] > 1 && !identity_up_to_phase(pending[q]))
+        fused.u3(q, pending[q]);
       pending[q].setIdentity();
       has[q] = 0;
     };
     for (const Gate& g : c.gates) {
       if (g.kind == Gate::u3) {
         pending[g.q0] = u3_matrix(g.theta, g.phi, g.lambda) * pending[g.q0];
-        has[g.q0] = 1;
+        single[g.q0] = g;
+        ++has[g.q0];
       } else {
         flush(g.q0);
         flush(g.q1);
@@ -286,6 +386,12 @@ CVec simulate(const Circuit& c, const CVec& initial, int fuse) {
   size_t i = 0;
   const size_t n = c.gates.size();
   while (i < n) {
+    const size_t run = multiplexor_run(c.gates, i);
+    if (run > 0) {
+      apply_multiplexor_run(psi, c.gates, i, i + run);
+      i += run;
+      continue;
+    }
     // Grow a block while its qubit set stays within 'fuse' qubits.
     std::vector<int> qs;
     size_t j = i;
