@@ -55,15 +55,25 @@ void apply_cx(CVec& psi, int control, int target) {
 }
 
 /// Applies a dense 2^k x 2^k matrix on the qubit list 'qs' (local bit j = qs[j]).
+/// A qubit list as the sorted positions for insert_zeros and the offset of
+/// each local index (local bit j = qs[j]).
+struct QubitOffsets {
+  std::vector<int> sorted;
+  std::vector<uint64_t> offset;
+  explicit QubitOffsets(const std::vector<int>& qs) : sorted(qs), offset(size_t{1} << qs.size(), 0) {
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t l = 0; l < offset.size(); ++l)
+      for (size_t j = 0; j < qs.size(); ++j)
+        if (l >> j & 1) offset[l] |= uint64_t{1} << qs[j];
+  }
+};
+
 void apply_block(CVec& psi, const std::vector<int>& qs, const CMat& m) {
   const int k = static_cast<int>(qs.size());
   const int64_t dim = int64_t{1} << k;
-  std::vector<int> sorted = qs;
-  std::sort(sorted.begin(), sorted.end());
-  std::vector<uint64_t> offset(dim, 0);
-  for (int64_t l = 0; l < dim; ++l)
-    for (int j = 0; j < k; ++j)
-      if (l >> j & 1) offset[l] |= uint64_t{1} << qs[j];
+  const QubitOffsets qo(qs);
+  const std::vector<int>& sorted = qo.sorted;
+  const std::vector<uint64_t>& offset = qo.offset;
   const int64_t bases = psi.size() >> k;
   cd* s = psi.data();
 #pragma omp parallel if (bases >= 64)
@@ -145,13 +155,7 @@ void apply_multiplexor_run(CVec& psi, const std::vector<Gate>& gates, size_t beg
       if (axis == 'z') phase += angle / 2;
     }
   }
-  for (size_t len = 1; len < w.size(); len <<= 1)
-    for (size_t a = 0; a < w.size(); a += len << 1)
-      for (size_t b = a; b < a + len; ++b) {
-        const double x = w[b], y = w[b + len];
-        w[b] = x + y;
-        w[b + len] = x - y;
-      }
+  walsh_hadamard(w);
   const size_t final_parity = mask;
   const cd global = std::polar(1.0, phase);
   const int64_t half = psi.size() / 2;
@@ -192,17 +196,24 @@ void check_qubit(const Circuit& c, int q) {
 
 }  // namespace
 
+void walsh_hadamard(std::vector<double>& v) {
+  for (size_t len = 1; len < v.size(); len <<= 1)
+    for (size_t i = 0; i < v.size(); i += len << 1)
+      for (size_t j = i; j < i + len; ++j) {
+        const double a = v[j], b = v[j + len];
+        v[j] = a + b;
+        v[j + len] = a - b;
+      }
+}
+
 void apply_matrix(CVec& psi, const std::vector<int>& qs, const CMat& m) { apply_block(psi, qs, m); }
 
 CMat reduced_outer(const CVec& phi, const CVec& mu, const std::vector<int>& qs) {
   const int k = static_cast<int>(qs.size());
   const int64_t dim = int64_t{1} << k;
-  std::vector<int> sorted = qs;
-  std::sort(sorted.begin(), sorted.end());
-  std::vector<uint64_t> offset(dim, 0);
-  for (int64_t l = 0; l < dim; ++l)
-    for (int j = 0; j < k; ++j)
-      if (l >> j & 1) offset[l] |= uint64_t{1} << qs[j];
+  const QubitOffsets qo(qs);
+  const std::vector<int>& sorted = qo.sorted;
+  const std::vector<uint64_t>& offset = qo.offset;
   const int64_t bases = phi.size() >> k;
   CMat total = CMat::Zero(dim, dim);
 #pragma omp parallel if (bases >= 64)

@@ -62,6 +62,10 @@ Circuit optimise(const Circuit& c);
 /// touch at most 'fuse' qubits are merged into one dense block first (qsim's
 /// gate fusion), so a sequential encoding costs a few block applications.
 CVec simulate(const Circuit& c, const CVec& initial = CVec(), int fuse = 5);
+/// Fast Walsh-Hadamard transform in place (natural order, unnormalised):
+/// v[i] <- sum_j (-1)^{popcount(i & j)} v[j].
+void walsh_hadamard(std::vector<double>& v);
+
 /// psi <- (m on the qubit list qs) psi, m of size 2^|qs|; local bit j = qs[j].
 void apply_matrix(CVec& psi, const std::vector<int>& qs, const CMat& m);
 /// C[a, b] = sum_r phi[r, a] conj(mu[r, b]) over the qubits outside qs: the

@@ -32,17 +32,6 @@ void rotation(Circuit& c, char axis, int q, double angle) {
     c.rz(q, angle);
 }
 
-/// Fast Walsh-Hadamard transform in place (natural order, unnormalised).
-void walsh_hadamard(std::vector<double>& v) {
-  for (size_t len = 1; len < v.size(); len <<= 1)
-    for (size_t i = 0; i < v.size(); i += len << 1)
-      for (size_t j = i; j < i + len; ++j) {
-        const double a = v[j], b = v[j + len];
-        v[j] = a + b;
-        v[j + len] = a - b;
-      }
-}
-
 /// diag(a0, a1) (top qubit control) = (I x V) diag(D, D^H) (I x W): emits W,
 /// the multiplexed Rz on the top qubit, then V.
 void demultiplex(Circuit& c, const CMat& a0, const CMat& a1, const std::vector<int>& qubits) {
