@@ -12,6 +12,8 @@ check "encode RGB through a pipe" sh -c 'nk-data -q import "$0/astronaut.png" --
 check "encode --tol without a bond cap" tnqe-encode -q encode -i cam.h5 --bond 0 --tol 0.05 -o tol.h5
 check "encode layered, trained" tnqe-encode -q encode -i cam.h5 --layers 3 --train --iterations 30 -o lay.h5
 check "encode --pad --shard 1/2 of Fashion-MNIST" tnqe-encode -q encode -i fm.h5 --pad --bond 4 --shard 1/2 -o fm_seq.h5
+check "merge two shards (given in reverse order) and simulate the result" sh -c 'tnqe-encode -q encode -i fm.h5 --pad --bond 4 --shard 0/2 -o fm_seq0.h5 && tnqe-encode -q merge -i fm_seq.h5 fm_seq0.h5 -o fm_all.h5 && tnqe-encode -q simulate -i fm_all.h5 > simall.txt && [ $(wc -l < simall.txt) -eq 7 ]'
+expect_fail "merge with an item twice" 3 "also in" tnqe-encode merge -i fm_seq.h5 fm_seq.h5 -o bad.h5
 check "baseline (amplitude encoding) with QASM" tnqe-encode -q baseline -i cam.h5 --qasm bqasm -o base.h5
 check "simulate the encoded file, decode a PNG" sh -c 'tnqe-encode -q simulate -i seq.h5 --decode seq.png > sim.txt && file seq.png | grep -q PNG'
 check "simulate the parallel file, with noise" sh -c 'tnqe-encode -q simulate -i par.h5 --noise 0.01 --trajectories 10 > simpar.txt'

@@ -39,6 +39,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 30));
   nk::cli::App::add_shard(*baseline, base.shard);
 
+  tnqe::MergeOptions mrg;
+  CLI::App* merge = cli.add_verb("merge", "Join the circuits files of --shard runs (metrics in item order, every item)");
+  merge->add_option("-i,--input", mrg.inputs, "circuits files written by encode or baseline (one strategy)")->required();
+  nk::cli::App::add_output(*merge, mrg.output, mrg.no_clobber);
+
   tnqe::SimulateOptions sim;
   CLI::App* simulate = cli.add_verb("simulate", "State-vector simulation of an encoding: fidelity, noise, decoded image");
   CLI::Option* sim_in = nk::cli::App::add_input(*simulate, sim.input, "circuits file written by encode or baseline");
@@ -59,6 +64,7 @@ int main(int argc, char** argv) {
       tnqe::encode(enc);
     }
     if (*baseline) tnqe::baseline(base);
+    if (*merge) tnqe::merge(mrg);
     if (*simulate) {
       if (sim.input.empty() && sim.qasm.empty()) throw nk::usage_error("simulate needs -i FILE or --qasm FILE");
       sim.seed = cli.common().seed;

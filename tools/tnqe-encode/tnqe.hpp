@@ -70,6 +70,15 @@ struct BaselineOptions {
 };
 void baseline(const BaselineOptions& o);
 
+struct MergeOptions {
+  std::vector<std::string> inputs;
+  std::string output = "-";
+  bool no_clobber = false;
+};
+/// Joins circuits files of one run (shards of --shard, in any order): the
+/// metrics concatenated in item order and every item group copied.
+void merge(const MergeOptions& o);
+
 struct SimulateOptions {
   std::string input, qasm, target, output, decode;
   bool no_clobber = false;
