@@ -470,25 +470,34 @@ double fidelity(const CVec& a, const CVec& b) {
   return std::norm(a.dot(b)) / (na * nb);
 }
 
+std::pair<int, int> random_two_qubit_pauli(nk::Rng& rng) {
+  const int which = 1 + static_cast<int>(rng.below(15));  // 1..15: not I (x) I
+  return {which / 4, which % 4};
+}
+
+Circuit with_depolarising(const Circuit& c, double p, nk::Rng& rng) {
+  // Paulis as u3: I, X, Y, Z.
+  static const double pauli[4][3] = {{0, 0, 0}, {kPi, 0, kPi}, {kPi, kPi / 2, kPi / 2}, {0, 0, kPi}};
+  Circuit noisy;
+  noisy.qubits = c.qubits;
+  noisy.gates.reserve(c.gates.size() + 64);
+  for (const Gate& g : c.gates) {
+    noisy.gates.push_back(g);
+    if (g.kind != Gate::cx || rng.uniform() >= p) continue;
+    const auto [pa, pb] = random_two_qubit_pauli(rng);
+    if (pa) noisy.u3(g.q0, pauli[pa][0], pauli[pa][1], pauli[pa][2]);
+    if (pb) noisy.u3(g.q1, pauli[pb][0], pauli[pb][1], pauli[pb][2]);
+  }
+  return noisy;
+}
+
 NoisyFidelity noisy_fidelity(const Circuit& c, const CVec& target, double p, int64_t trajectories, uint64_t seed) {
   NoisyFidelity out;
   out.trajectories = trajectories;
   double sum = 0, sum2 = 0;
-  // Paulis as u3: I, X, Y, Z.
-  const double pauli[4][3] = {{0, 0, 0}, {kPi, 0, kPi}, {kPi, kPi / 2, kPi / 2}, {0, 0, kPi}};
   for (int64_t t = 0; t < trajectories; ++t) {
     nk::Rng rng = nk::Rng(seed).split(static_cast<uint64_t>(t));
-    Circuit noisy;
-    noisy.qubits = c.qubits;
-    noisy.gates.reserve(c.gates.size() + 64);
-    for (const Gate& g : c.gates) {
-      noisy.gates.push_back(g);
-      if (g.kind != Gate::cx || rng.uniform() >= p) continue;
-      const int which = 1 + static_cast<int>(rng.below(15));  // 1..15: not I (x) I
-      const int pa = which / 4, pb = which % 4;
-      if (pa) noisy.u3(g.q0, pauli[pa][0], pauli[pa][1], pauli[pa][2]);
-      if (pb) noisy.u3(g.q1, pauli[pb][0], pauli[pb][1], pauli[pb][2]);
-    }
+    const Circuit noisy = with_depolarising(c, p, rng);
     const double f = fidelity(target, simulate(noisy));
     sum += f;
     sum2 += f * f;

@@ -10,7 +10,10 @@
 #include <complex>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "nk/rng.hpp"
 
 namespace tnqe {
 
@@ -83,6 +86,11 @@ struct NoisyFidelity {
   int64_t trajectories = 0;
   double success = 1;  ///< mean post-selection probability (parallel encodings)
 };
+/// A copy of c with, after every CNOT and with probability p, a uniformly
+/// drawn non-identity two-qubit Pauli (as u3 gates) on its two qubits.
+Circuit with_depolarising(const Circuit& c, double p, nk::Rng& rng);
+/// A uniformly drawn non-identity two-qubit Pauli: (a, b) in {0 I, 1 X, 2 Y, 3 Z}^2 \ (0, 0).
+std::pair<int, int> random_two_qubit_pauli(nk::Rng& rng);
 NoisyFidelity noisy_fidelity(const Circuit& c, const CVec& target, double p, int64_t trajectories, uint64_t seed);
 
 /// |<a|b>|^2 / (|a|^2 |b|^2).

@@ -112,7 +112,6 @@ struct Record {
   std::vector<int64_t> bonds;
   Encoded enc;
   Mps mps;
-  std::vector<CMat> unitaries;
   Item item;
   std::string qasm;
   std::vector<double> history;
@@ -209,8 +208,8 @@ void write_records(const std::string& path, bool no_clobber, const std::string& 
       std::snprintf(name, sizeof name, "%02zu", k);
       out.write(g + "/cores/" + name, v.data(), {core.left, core.phys, core.right}, "left,phys,right");
     }
-    for (size_t k = 0; k < r.unitaries.size(); ++k) {
-      const CMat rm = r.unitaries[k];
+    for (size_t k = 0; k < r.enc.unitaries.size(); ++k) {
+      const CMat& rm = r.enc.unitaries[k];
       std::vector<std::complex<double>> v(static_cast<size_t>(rm.size()));
       for (Eigen::Index i = 0; i < rm.rows(); ++i)
         for (Eigen::Index j = 0; j < rm.cols(); ++j) v[i * rm.cols() + j] = rm(i, j);
@@ -393,22 +392,12 @@ void encode(const EncodeOptions& o) {
       r.enc.strategy = o.layers > 1 ? "layered" : "sequential";
       r.enc.circuit = compile_blocks(blocks, it.qubits);
       for (int q = 0; q < it.qubits; ++q) r.enc.readout.push_back(q);
-      for (const Block& b : blocks) r.unitaries.push_back(b.u);
+      for (const Block& b : blocks) r.enc.unitaries.push_back(b.u);
       if (o.layers > 1) r.mps.cores.clear();  // the layers are not the QTT cores
     } else {
       r.enc = o.strategy == "parallel" ? parallel(r.mps, it.layout) : sequential(r.mps, it.layout);
     }
     r.counts = count(r.enc.circuit);
-    // The unitary-aware cores: each site's isometry completed to a unitary.
-    for (size_t k = 0; k < r.mps.cores.size() && r.unitaries.size() < r.mps.cores.size(); ++k) {
-      const Core& core = r.mps.cores[k];
-      const int rb = o.strategy == "parallel" ? 0 : bits_for(core.right);
-      if (o.strategy == "parallel") {
-        r.unitaries.push_back(complete_isometry(simulate(r.enc.registers[k])));
-      } else {
-        r.unitaries.push_back(site_unitary(core, rb));
-      }
-    }
     if (o.verify) {
       const Prepared p = run_encoding(r.enc, it.layout);
       r.success = p.success;
@@ -570,18 +559,23 @@ void merge(const MergeOptions& o) {
   }
   static const char* columns[] = {"qubits", "cnots", "single_qubit_gates", "depth", "cnot_depth", "fidelity", "psnr",
                                   "ssim", "bond_dim", "success_probability", "seconds"};
+  // Each file's columns, read once.
+  std::vector<std::map<std::string, std::vector<double>>> per_file(files.size());
+  for (size_t f = 0; f < files.size(); ++f)
+    for (const char* col : columns) {
+      auto a = files[f].file.read<double>(std::string("/metrics/") + col, 1, "N");
+      if (a.data.size() != files[f].index.size())
+        throw nk::input_error(files[f].file.path(), std::string("/metrics/") + col, "length differs from /metrics/index");
+      per_file[f][col] = std::move(a.data);
+    }
+  std::vector<std::map<int64_t, size_t>> row_of(files.size());
+  for (size_t f = 0; f < files.size(); ++f)
+    for (size_t i = 0; i < files[f].index.size(); ++i) row_of[f][files[f].index[i]] = i;
   std::map<std::string, std::vector<double>> values;
   std::vector<int64_t> order;
   for (const auto& [item, which] : owner) {
-    const Source2& src = files[which];
-    const size_t row = static_cast<size_t>(std::find(src.index.begin(), src.index.end(), item) - src.index.begin());
     order.push_back(item);
-    for (const char* col : columns) {
-      const auto a = src.file.read<double>(std::string("/metrics/") + col, 1, "N");
-      if (a.data.size() != src.index.size())
-        throw nk::input_error(src.file.path(), std::string("/metrics/") + col, "length differs from /metrics/index");
-      values[col].push_back(a.data[row]);
-    }
+    for (const char* col : columns) values[col].push_back(per_file[which][col][row_of[which][item]]);
   }
   nk::h5::Writer out(o.output, kCircuitsSchema, o.no_clobber);
   for (const nk::h5::AttrValue& a : files[0].file.attrs("/")) {

@@ -2,7 +2,6 @@
 #include "strategy.hpp"
 
 #include <cmath>
-#include <numbers>
 
 #include "nk/rng.hpp"
 
@@ -12,7 +11,6 @@
 
 namespace tnqe {
 
-constexpr double kPi = std::numbers::pi;
 
 int bits_for(int64_t r) {
   int b = 0;
@@ -32,7 +30,9 @@ CMat site_unitary(const Core& core, int right_bits) {
 Encoded sequential(const Mps& mps, const Layout& layout) {
   Encoded e;
   e.strategy = "sequential";
-  e.circuit = compile_blocks(staircase_blocks(mps, layout), layout.qubits());
+  const std::vector<Block> blocks = staircase_blocks(mps, layout);
+  e.circuit = compile_blocks(blocks, layout.qubits());
+  for (const Block& b : blocks) e.unitaries.push_back(b.u);
   for (int q = 0; q < layout.qubits(); ++q) e.readout.push_back(q);
   return e;
 }
@@ -65,6 +65,7 @@ Encoded parallel(const Mps& mps, const Layout& layout) {
     std::vector<int> local(n);
     for (int j = 0; j < n; ++j) local[j] = j;
     emit_state(r, s / s.norm(), local);
+    e.unitaries.push_back(complete_isometry(CMat(s / s.norm())));
     r = optimise(r);
     std::vector<int> map(n);
     for (int j = 0; j < n; ++j) map[j] = start[k] + j;
@@ -146,25 +147,12 @@ Prepared run_encoding(const Encoded& e, const Layout& layout) {
 
 NoisyFidelity noisy_parallel(const Encoded& e, const Layout& layout, const CVec& target, double p,
                              int64_t trajectories, uint64_t seed) {
-  const double pauli[4][3] = {{0, 0, 0}, {kPi, 0, kPi}, {kPi, kPi / 2, kPi / 2}, {0, 0, kPi}};
   double num = 0, den = 0;
   std::vector<double> per;
   for (int64_t t = 0; t < trajectories; ++t) {
     nk::Rng rng = nk::Rng(seed).split(static_cast<uint64_t>(t));
     std::vector<CVec> states;
-    for (const Circuit& reg : e.registers) {
-      Circuit noisy;
-      noisy.qubits = reg.qubits;
-      for (const Gate& g : reg.gates) {
-        noisy.gates.push_back(g);
-        if (g.kind != Gate::cx || rng.uniform() >= p) continue;
-        const int which = 1 + static_cast<int>(rng.below(15));
-        const int pa = which / 4, pb = which % 4;
-        if (pa) noisy.u3(g.q0, pauli[pa][0], pauli[pa][1], pauli[pa][2]);
-        if (pb) noisy.u3(g.q1, pauli[pb][0], pauli[pb][1], pauli[pb][2]);
-      }
-      states.push_back(simulate(noisy));
-    }
+    for (const Circuit& reg : e.registers) states.push_back(simulate(with_depolarising(reg, p, rng)));
     // The Bell layer's CNOTs: an error (Pa, Pb) after CX turns the "00"
     // outcome into fa = [Pa in {Z, Y}] (through the H), fb = [Pb in {X, Y}].
     std::vector<std::vector<std::pair<int, int>>> flips(e.registers.size());
@@ -172,8 +160,7 @@ NoisyFidelity noisy_parallel(const Encoded& e, const Layout& layout, const CVec&
       for (int j = 0; j < e.right_bits[k]; ++j) {
         std::pair<int, int> f{0, 0};
         if (rng.uniform() < p) {
-          const int which = 1 + static_cast<int>(rng.below(15));
-          const int pa = which / 4, pb = which % 4;  // 1 X, 2 Y, 3 Z
+          const auto [pa, pb] = random_two_qubit_pauli(rng);  // 1 X, 2 Y, 3 Z
           f = {pa == 2 || pa == 3, pb == 1 || pb == 2};
         }
         flips[k].push_back(f);

@@ -28,6 +28,10 @@ struct Encoded {
   std::vector<int> postselect;   ///< qubits that must be measured 0 (parallel)
   std::vector<Circuit> registers;  ///< parallel: each core's register (optimised)
   std::vector<int> left_bits, right_bits;  ///< parallel: bond qubits per register
+  /// The unitary-aware cores as compiled: each block's unitary (a site's
+  /// isometry completed, a trained block) or, for parallel, the completion of
+  /// each register's core state.
+  std::vector<CMat> unitaries;
 };
 
 Encoded sequential(const Mps& mps, const Layout& layout);
