@@ -24,4 +24,17 @@ void Adam::step(Eigen::Ref<Eigen::VectorXd> params, const Eigen::Ref<const Eigen
                     ((v_.array() * v_scale).sqrt() + config_.epsilon);
 }
 
+void Adam::reorder_blocks(const std::vector<Eigen::Index>& source, Eigen::Index block) {
+  const Eigen::Index blocks = m_.size() / block;
+  Eigen::VectorXd m = Eigen::VectorXd::Zero(Eigen::Index(source.size()) * block), v = m;
+  for (size_t j = 0; j < source.size(); ++j) {
+    if (source[j] >= blocks) throw Error(Exit::runtime, "Adam: reorder_blocks source out of range");
+    if (source[j] < 0) continue;
+    m.segment(Eigen::Index(j) * block, block) = m_.segment(source[j] * block, block);
+    v.segment(Eigen::Index(j) * block, block) = v_.segment(source[j] * block, block);
+  }
+  m_ = std::move(m);
+  v_ = std::move(v);
+}
+
 }  // namespace nk

@@ -1,6 +1,7 @@
 // optim.hpp - Adam and AdamW over a flat parameter vector.
 #pragma once
 #include <Eigen/Core>
+#include <vector>
 
 namespace nk {
 
@@ -20,6 +21,10 @@ class Adam {
   /// params -= update(grad); 'grad' must have the size given at construction.
   void step(Eigen::Ref<Eigen::VectorXd> params, const Eigen::Ref<const Eigen::VectorXd>& grad);
   void set_learning_rate(double rate) { config_.learning_rate = rate; }
+  /// Rearranges the moments in blocks of 'block' values when the parameter
+  /// vector is reordered, shrunk or partly re-initialised: new block j takes
+  /// old block source[j], or fresh zero moments where source[j] < 0.
+  void reorder_blocks(const std::vector<Eigen::Index>& source, Eigen::Index block);
   long steps() const { return t_; }
 
  private:

@@ -1,0 +1,165 @@
+// test_sbr.cpp - sbr-render's Quadratic Bezier Splatting: the closest point
+// against dense sampling, the tiled renderer against the brute-force one,
+// analytic gradients against central finite differences.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "nk/rng.hpp"
+#include "qbs.hpp"
+
+using namespace sbr;
+
+namespace {
+
+Painting random_painting(int strokes, int size, uint64_t seed) {
+  nk::Rng rng(seed);
+  Painting p;
+  p.width = p.height = size;
+  p.background = {0.3f, 0.5f, 0.7f};
+  for (int i = 0; i < strokes; ++i) {
+    Stroke s;
+    const float cx = float(rng.uniform() * size), cy = float(rng.uniform() * size);
+    const float len = float(4 + rng.uniform() * size / 3);
+    s.x0 = cx + float(rng.normal()) * len, s.y0 = cy + float(rng.normal()) * len;
+    s.x1 = cx + float(rng.normal()) * len, s.y1 = cy + float(rng.normal()) * len;
+    s.x2 = cx + float(rng.normal()) * len, s.y2 = cy + float(rng.normal()) * len;
+    s.width = float(1.5 + rng.uniform() * 6);
+    s.r = float(rng.uniform()), s.g = float(rng.uniform()), s.b = float(rng.uniform());
+    s.opacity = float(0.4 + 0.55 * rng.uniform());
+    p.strokes.push_back(s);
+  }
+  return p;
+}
+
+RGB random_target(int width, int height, uint64_t seed) {
+  nk::Rng rng(seed);
+  RGB t(size_t(width) * height * 3);
+  for (auto& v : t) v = float(rng.uniform());
+  return t;
+}
+
+}  // namespace
+
+TEST_SUITE("sbr") {
+  TEST_CASE("closest point matches dense sampling, straight and folded curves included") {
+    nk::Rng rng(3);
+    for (int trial = 0; trial < 400; ++trial) {
+      double c[6];
+      for (double& v : c) v = rng.uniform() * 40 - 20;
+      if (trial % 5 == 0) c[2] = 0.5 * (c[0] + c[4]), c[3] = 0.5 * (c[1] + c[5]);  // exactly straight
+      if (trial % 7 == 0) c[4] = c[0], c[5] = c[1];                                 // folded back
+      const double px = rng.uniform() * 60 - 30, py = rng.uniform() * 60 - 30;
+      const Closest got = closest_point(c[0], c[1], c[2], c[3], c[4], c[5], px, py);
+      double best = INFINITY;
+      for (int k = 0; k <= 200000; ++k) {
+        const double t = k / 200000.0;
+        const double bx = (1 - t) * (1 - t) * c[0] + 2 * t * (1 - t) * c[2] + t * t * c[4];
+        const double by = (1 - t) * (1 - t) * c[1] + 2 * t * (1 - t) * c[3] + t * t * c[5];
+        best = std::min(best, std::hypot(bx - px, by - py));
+      }
+      CHECK(got.distance <= best + 1e-9);
+      CHECK(got.distance >= best - 1e-3);
+    }
+  }
+
+  TEST_CASE("coverage: opaque core, zero beyond the edge, smooth in between") {
+    CHECK(coverage(0.f, 3.f, 0.5f, 0.8f) == doctest::Approx(0.8f));
+    CHECK(coverage(2.5f, 3.f, 0.5f, 1.f) == doctest::Approx(1.f));
+    CHECK(coverage(3.f, 3.f, 0.5f, 1.f) == doctest::Approx(0.5f));
+    CHECK(coverage(3.5f, 3.f, 0.5f, 1.f) == 0.f);
+  }
+
+  TEST_CASE("tiled renderer equals the brute-force renderer with a fine polyline") {
+    const Painting p = random_painting(60, 70, 11);
+    RenderSpec spec{70, 70, 0.5f, 2};
+    RenderStats stats;
+    const RGB tiled = render(p, spec, &stats);
+    const RGB brute = render_brute(p, spec, 512);
+    double worst = 0;
+    for (size_t i = 0; i < tiled.size(); ++i) worst = std::max(worst, double(std::fabs(tiled[i] - brute[i])));
+    CHECK(worst < 2e-3);
+    CHECK(stats.coverage_evals < int64_t(60) * 70 * 70);  // culling does work
+    // Another output size: strokes scale with the canvas.
+    const RGB big = render(p, {140, 140, 0.5f, 2});
+    const RGB big_brute = render_brute(p, {140, 140, 0.5f, 2}, 512);
+    worst = 0;
+    for (size_t i = 0; i < big.size(); ++i) worst = std::max(worst, double(std::fabs(big[i] - big_brute[i])));
+    CHECK(worst < 2e-3);
+  }
+
+  TEST_CASE("render_backward's image and loss agree with render") {
+    const Painting p = random_painting(40, 48, 5);
+    const RenderSpec spec{48, 40, 0.5f, 2};
+    const RGB t = random_target(48, 40, 9);
+    std::vector<float> grad;
+    std::array<float, 3> gbg;
+    RGB img;
+    const double loss = render_backward(p, spec, t, Loss::l2, grad, gbg, &img);
+    const RGB ref = render(p, spec);
+    double l = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      CHECK(img[i] == ref[i]);
+      l += double(ref[i] - t[i]) * (ref[i] - t[i]);
+    }
+    CHECK(loss == doctest::Approx(l / ref.size()).epsilon(1e-6));
+  }
+
+  TEST_CASE("analytic gradients match central finite differences (L2 and L1)") {
+    for (Loss loss : {Loss::l2, Loss::l1}) {
+      Painting p = random_painting(12, 32, 21);
+      for (auto& s : p.strokes) s.width += 3;  // wide, soft strokes: smooth loss
+      const RenderSpec spec{32, 32, 1.5f, 1};
+      const RGB target = random_target(32, 32, 4);
+      std::vector<float> grad;
+      std::array<float, 3> gbg;
+      render_backward(p, spec, target, loss, grad, gbg);
+      int checked = 0, good = 0;
+      for (size_t i = 0; i < p.strokes.size(); ++i)
+        for (int k = 0; k < kStrokeParams; ++k) {
+          float* v = params_of(p.strokes[i]) + k;
+          const float h = k < 7 ? 1e-2f : 1e-3f, saved = *v;
+          std::vector<float> g2;
+          std::array<float, 3> b2;
+          *v = saved + h;
+          const double up = render_backward(p, spec, target, loss, g2, b2);
+          *v = saved - h;
+          const double down = render_backward(p, spec, target, loss, g2, b2);
+          *v = saved;
+          const double fd = (up - down) / (2 * h), an = grad[i * kStrokeParams + k];
+          if (std::fabs(fd) < 1e-7 && std::fabs(an) < 1e-7) continue;
+          ++checked;
+          if (std::fabs(fd - an) <= 0.03 * std::max(std::fabs(fd), std::fabs(an)) + 2e-6) ++good;
+        }
+      // L1's kinks (sign changes) may spoil a few differences; L2 must match everywhere.
+      CHECK(checked > 60);
+      if (loss == Loss::l2) CHECK(good == checked);
+      else CHECK(good >= int(0.9 * checked));
+      for (int ch = 0; ch < 3; ++ch) {
+        const float saved = p.background[ch];
+        std::vector<float> g2;
+        std::array<float, 3> b2;
+        p.background[ch] = saved + 1e-3f;
+        const double up = render_backward(p, spec, target, loss, g2, b2);
+        p.background[ch] = saved - 1e-3f;
+        const double down = render_backward(p, spec, target, loss, g2, b2);
+        p.background[ch] = saved;
+        CHECK(gbg[ch] == doctest::Approx((up - down) / 2e-3).epsilon(0.02));
+      }
+    }
+  }
+
+  TEST_CASE("brute-force gradients agree with the tiled ones") {
+    const Painting p = random_painting(20, 40, 8);
+    const RenderSpec spec{40, 40, 0.75f, 2};
+    const RGB target = random_target(40, 40, 2);
+    std::vector<float> g1, g2;
+    std::array<float, 3> b1, b2;
+    const double l1 = render_backward(p, spec, target, Loss::l2, g1, b1);
+    const double l2 = render_backward_brute(p, spec, target, Loss::l2, 1024, g2, b2);
+    CHECK(l1 == doctest::Approx(l2).epsilon(1e-4));
+    double num = 0, den = 0;
+    for (size_t i = 0; i < g1.size(); ++i) num += (g1[i] - g2[i]) * double(g1[i] - g2[i]), den += g1[i] * double(g1[i]);
+    CHECK(std::sqrt(num / den) < 0.02);
+  }
+}

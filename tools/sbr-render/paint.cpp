@@ -1,0 +1,384 @@
+// paint.cpp - test-time optimisation with the single-stroke audit.
+#include "paint.hpp"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#include "nk/image.hpp"
+#include "nk/log.hpp"
+#include "nk/optim.hpp"
+
+namespace sbr {
+
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+/// Adam works on parameters divided by these units, so that one learning rate
+/// moves points by ~1/10 of the canvas per unit and colours by 1 per unit.
+std::array<double, kStrokeParams> units_for(int width, int height) {
+  const double size = std::max(width, height);
+  const double pos = size / 10, wid = size / 25;
+  return {pos, pos, pos, pos, pos, pos, wid, 1, 1, 1, 1};
+}
+
+std::vector<StrokeAudit> judge(const std::vector<StrokeFootprint>& feet, const AuditRule& rule, double area_scale) {
+  std::vector<StrokeAudit> out(feet.size());
+  for (size_t i = 0; i < feet.size(); ++i) {
+    const StrokeFootprint& f = feet[i];
+    StrokeAudit& a = out[i];
+    a.area = f.coverage / area_scale;
+    a.visible = f.coverage > 0 ? f.visible / f.coverage : 0;
+    a.colour_error = f.visible > 0 ? std::sqrt(f.colour_error / (3 * f.visible)) : 0;
+    a.loss_delta = f.loss_delta;
+    if (a.area < rule.min_area) a.defects |= kVanished;
+    if (a.area >= rule.min_area && a.visible < rule.min_visible) a.defects |= kHidden;
+    if (a.area >= rule.min_area && a.colour_error > rule.max_colour_error) a.defects |= kOffColour;
+    if (a.area >= rule.min_area && a.loss_delta <= 0) a.defects |= kUseless;
+  }
+  return out;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + long(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+void clamp_stroke(Stroke& s, int width, int height) {
+  const float mx = 0.1f * width, my = 0.1f * height;
+  for (int k = 0; k < 6; k += 2) {
+    float* p = params_of(s);
+    p[k] = std::clamp(p[k], -mx, width + mx);
+    p[k + 1] = std::clamp(p[k + 1], -my, height + my);
+  }
+  s.width = std::clamp(s.width, 1.0f, 0.25f * std::max(width, height));
+  s.r = std::clamp(s.r, 0.f, 1.f), s.g = std::clamp(s.g, 0.f, 1.f), s.b = std::clamp(s.b, 0.f, 1.f);
+  s.opacity = std::clamp(s.opacity, 0.05f, 1.f);
+}
+
+}  // namespace
+
+std::array<float, 3> mean_colour(const Target& target) {
+  double sum[3] = {0, 0, 0};
+  for (size_t i = 0; i < target.pixels.size(); ++i) sum[i % 3] += target.pixels[i];
+  const double n = std::max<double>(1, double(target.pixels.size() / 3));
+  return {float(sum[0] / n), float(sum[1] / n), float(sum[2] / n)};
+}
+
+Target resample(const Target& target, int width, int height) {
+  if (width == target.width && height == target.height) return target;
+  nk::Image img;
+  img.width = target.width, img.height = target.height, img.channels = 3;
+  img.pixels = target.pixels;
+  nk::Image out = nk::resize_image(img, width, height);
+  return {width, height, std::move(out.pixels)};
+}
+
+std::string defect_names(uint8_t defects) {
+  if (defects == kGood) return "good";
+  std::string out;
+  const std::pair<uint8_t, const char*> names[] = {
+      {kVanished, "vanished"}, {kHidden, "hidden"}, {kOffColour, "off-colour"}, {kUseless, "useless"}};
+  for (const auto& [bit, name] : names)
+    if (defects & bit) out += (out.empty() ? "" : ",") + std::string(name);
+  return out;
+}
+
+std::vector<StrokeAudit> audit(const Painting& painting, const Target& target, const AuditRule& rule,
+                               double softness, int threads, double* loss_out) {
+  const RenderSpec spec{target.width, target.height, float(softness), threads};
+  std::vector<float> grad;
+  std::array<float, 3> gbg;
+  std::vector<StrokeFootprint> feet;
+  const double loss = render_backward(painting, spec, target.pixels, Loss::l2, grad, gbg, nullptr, &feet);
+  if (loss_out) *loss_out = loss;
+  const double area_scale = double(spec.width) * spec.height / (double(painting.width) * painting.height);
+  return judge(feet, rule, area_scale);
+}
+
+double coherence_energy(const Painting& painting, double weight, std::vector<float>* grad) {
+  if (painting.strokes.empty()) return 0;
+  const double scale = weight / double(painting.strokes.size());
+  double total = 0;
+  for (size_t i = 0; i < painting.strokes.size(); ++i) {
+    const Stroke& s = painting.strokes[i];
+    const double cx = s.x0 - 2.0 * s.x1 + s.x2, cy = s.y0 - 2.0 * s.y1 + s.y2;
+    const double ex = s.x2 - s.x0, ey = s.y2 - s.y0;
+    const double c2 = cx * cx + cy * cy, den = ex * ex + ey * ey + double(s.width) * s.width + 1;
+    total += c2 / den;
+    if (!grad) continue;
+    float* g = grad->data() + i * kStrokeParams;
+    const double a = 2 / den * scale, b = 2 * c2 / (den * den) * scale;
+    g[0] += float(a * cx + b * ex), g[1] += float(a * cy + b * ey);
+    g[2] += float(-2 * a * cx), g[3] += float(-2 * a * cy);
+    g[4] += float(a * cx - b * ex), g[5] += float(a * cy - b * ey);
+    g[6] += float(-b * s.width);
+  }
+  return total * scale;
+}
+
+Painting random_init(const Target& target, int strokes, uint64_t seed) {
+  Painting p;
+  p.width = target.width, p.height = target.height;
+  p.background = mean_colour(target);
+  nk::Rng rng(seed);
+  const double cell = std::sqrt(double(target.width) * target.height / std::max(1, strokes));
+  for (int i = 0; i < strokes; ++i) {
+    const double x = rng.uniform() * target.width, y = rng.uniform() * target.height;
+    const double angle = rng.uniform() * kPi, len = cell;
+    const double dx = std::cos(angle) * len, dy = std::sin(angle) * len;
+    const double bend = (rng.uniform() - 0.5) * 0.3 * len;
+    Stroke s;
+    s.x0 = float(x - dx), s.y0 = float(y - dy), s.x2 = float(x + dx), s.y2 = float(y + dy);
+    s.x1 = float(x - std::sin(angle) * bend), s.y1 = float(y + std::cos(angle) * bend);
+    s.width = float(std::max(1.0, 0.6 * cell));
+    const int px = std::clamp(int(x), 0, target.width - 1), py = std::clamp(int(y), 0, target.height - 1);
+    const float* c = &target.pixels[(size_t(py) * target.width + px) * 3];
+    s.r = c[0], s.g = c[1], s.b = c[2];
+    s.opacity = 0.9f;
+    p.strokes.push_back(s);
+  }
+  return p;
+}
+
+Painting grid_init(const Target& target, int strokes) {
+  Painting p;
+  p.width = target.width, p.height = target.height;
+  p.background = mean_colour(target);
+  const int cols = std::max(1, int(std::ceil(std::sqrt(double(strokes) * target.width / target.height))));
+  const int rows = std::max(1, (strokes + cols - 1) / cols);
+  const double cw = double(target.width) / cols, ch = double(target.height) / rows;
+  for (int i = 0; i < strokes; ++i) {
+    const double x = (i % cols + 0.5) * cw, y = (i / cols + 0.5) * ch;
+    Stroke s;
+    s.x0 = float(x - 0.5 * cw), s.x1 = float(x), s.x2 = float(x + 0.5 * cw);
+    s.y0 = s.y1 = s.y2 = float(y);
+    s.width = float(std::max(1.0, ch));
+    const int px = std::clamp(int(x), 0, target.width - 1), py = std::clamp(int(y), 0, target.height - 1);
+    const float* c = &target.pixels[(size_t(py) * target.width + px) * 3];
+    s.r = c[0], s.g = c[1], s.b = c[2];
+    s.opacity = 0.9f;
+    p.strokes.push_back(s);
+  }
+  return p;
+}
+
+Spawner::Spawner(const Target& target, const RGB& rendered) : target_(target) {
+  residual_.resize(size_t(target.width) * target.height);
+  for (size_t i = 0; i < residual_.size(); ++i) {
+    double r = 0;
+    for (int c = 0; c < 3; ++c) r += std::pow(double(rendered[i * 3 + c]) - target.pixels[i * 3 + c], 2);
+    residual_[i] = r;
+  }
+}
+
+Stroke Spawner::spawn(double length, double width, nk::Rng& rng) {
+  const int w = target_.width, h = target_.height;
+  const double total = std::accumulate(residual_.begin(), residual_.end(), 0.0);
+  size_t pick = size_t(rng.below(residual_.size()));
+  if (total > 0) {
+    double u = rng.uniform() * total;
+    for (size_t i = 0; i < residual_.size(); ++i)
+      if ((u -= residual_[i]) <= 0) {
+        pick = i;
+        break;
+      }
+  }
+  const int px = int(pick % w), py = int(pick / w);
+  // Structure tensor of the luminance over a 5x5 window: strokes follow edges.
+  auto lum = [&](int x, int y) {
+    x = std::clamp(x, 0, w - 1), y = std::clamp(y, 0, h - 1);
+    const float* c = &target_.pixels[(size_t(y) * w + x) * 3];
+    return 0.299 * c[0] + 0.587 * c[1] + 0.114 * c[2];
+  };
+  double jxx = 0, jxy = 0, jyy = 0, col[3] = {0, 0, 0};
+  int n = 0;
+  for (int y = py - 2; y <= py + 2; ++y)
+    for (int x = px - 2; x <= px + 2; ++x) {
+      const double gx = 0.5 * (lum(x + 1, y) - lum(x - 1, y)), gy = 0.5 * (lum(x, y + 1) - lum(x, y - 1));
+      jxx += gx * gx, jxy += gx * gy, jyy += gy * gy;
+      if (x >= 0 && x < w && y >= 0 && y < h) {
+        for (int c = 0; c < 3; ++c) col[c] += target_.pixels[(size_t(y) * w + x) * 3 + c];
+        ++n;
+      }
+    }
+  // The gradient direction is the major eigenvector; the edge runs across it.
+  double angle = 0.5 * std::atan2(2 * jxy, jxx - jyy) + kPi / 2;
+  if (jxx + jyy < 1e-10) angle = rng.uniform() * kPi;
+  const double dx = 0.5 * length * std::cos(angle), dy = 0.5 * length * std::sin(angle);
+  Stroke s;
+  s.x0 = float(px + 0.5 - dx), s.y0 = float(py + 0.5 - dy);
+  s.x1 = float(px + 0.5), s.y1 = float(py + 0.5);
+  s.x2 = float(px + 0.5 + dx), s.y2 = float(py + 0.5 + dy);
+  s.width = float(width);
+  s.r = float(col[0] / n), s.g = float(col[1] / n), s.b = float(col[2] / n);
+  s.opacity = 0.9f;
+  // Clear the residual under the new stroke's extent.
+  const int reach = int(std::ceil(0.5 * length));
+  for (int y = std::max(0, py - reach); y <= std::min(h - 1, py + reach); ++y)
+    for (int x = std::max(0, px - reach); x <= std::min(w - 1, px + reach); ++x) residual_[size_t(y) * w + x] = 0;
+  return s;
+}
+
+PaintReport optimise(Painting& painting, const Target& target, const PaintConfig& config,
+                     const std::function<void(int, int)>& on_step) {
+  const auto start = std::chrono::steady_clock::now();
+  PaintReport report;
+  nk::Rng rng = nk::Rng(config.seed).split(0x5b7);
+  const auto units = units_for(painting.width, painting.height);
+  const int64_t n = int64_t(painting.strokes.size());
+
+  // Levels: render sizes coarse to fine (at least 32 pixels on the short side),
+  // iterations in proportion 1 : 2 : 3 ... so the finest level gets the most.
+  struct Level {
+    int width, height, iterations;
+  };
+  std::vector<Level> levels;
+  for (double s : config.scales) {
+    const int w = std::max(1, int(std::lround(painting.width * s))), h = std::max(1, int(std::lround(painting.height * s)));
+    if (std::min(w, h) < 32 && s < config.scales.back()) continue;
+    levels.push_back({w, h, 0});
+  }
+  const int weight_sum = int(levels.size() * (levels.size() + 1) / 2);
+  int assigned = 0;
+  for (size_t l = 0; l < levels.size(); ++l) {
+    levels[l].iterations = l + 1 == levels.size() ? config.iterations - assigned
+                                                  : config.iterations * int(l + 1) / weight_sum;
+    assigned += levels[l].iterations;
+  }
+
+  // Parameters in normalised units: strokes, then the background colour.
+  auto pack = [&](Eigen::VectorXd& theta) {
+    theta.resize(Eigen::Index(painting.strokes.size()) * kStrokeParams + 3);
+    for (size_t i = 0; i < painting.strokes.size(); ++i)
+      for (int k = 0; k < kStrokeParams; ++k)
+        theta[Eigen::Index(i * kStrokeParams + k)] = params_of(painting.strokes[i])[k] / units[k];
+    for (int c = 0; c < 3; ++c) theta[theta.size() - 3 + c] = painting.background[c];
+  };
+  auto unpack = [&](Eigen::VectorXd& theta) {
+    for (size_t i = 0; i < painting.strokes.size(); ++i) {
+      for (int k = 0; k < kStrokeParams; ++k)
+        params_of(painting.strokes[i])[k] = float(theta[Eigen::Index(i * kStrokeParams + k)] * units[k]);
+      clamp_stroke(painting.strokes[i], painting.width, painting.height);
+      for (int k = 0; k < kStrokeParams; ++k)
+        theta[Eigen::Index(i * kStrokeParams + k)] = params_of(painting.strokes[i])[k] / units[k];
+    }
+    for (int c = 0; c < 3; ++c) {
+      painting.background[c] = std::clamp(float(theta[theta.size() - 3 + c]), 0.f, 1.f);
+      theta[theta.size() - 3 + c] = painting.background[c];
+    }
+  };
+  Eigen::VectorXd theta, g;
+  for (Stroke& s : painting.strokes) clamp_stroke(s, painting.width, painting.height);
+  pack(theta);
+  nk::Adam adam(theta.size(), {config.learning_rate, 0.9, 0.999, 1e-8, 0.0});
+  const int total_steps = std::max(1, config.iterations);
+  int step = 0;
+  std::vector<float> grad;
+  std::array<float, 3> gbg;
+  RGB rendered;
+  std::vector<StrokeFootprint> feet;
+  for (size_t l = 0; l < levels.size(); ++l) {
+    const Level& level = levels[l];
+    const Target tl = resample(target, level.width, level.height);
+    const RenderSpec spec{level.width, level.height, config.softness, config.threads};
+    const double area_scale = double(level.width) * level.height / (double(painting.width) * painting.height);
+    const double to_level = double(level.width) / painting.width;
+    for (int it = 0; it < level.iterations; ++it, ++step) {
+      // Cosine decay within a level, from the rate to a tenth of it.
+      const double phase = level.iterations > 1 ? double(it) / (level.iterations - 1) : 1.0;
+      adam.set_learning_rate(config.learning_rate * (0.1 + 0.45 * (1 + std::cos(kPi * phase))));
+      const bool audit_now = config.audit && n > 0 && (it + 1) % config.audit_every == 0 &&
+                             level.iterations - it > config.audit_every / 2;
+      render_backward(painting, spec, tl.pixels, config.loss, grad, gbg, audit_now ? &rendered : nullptr,
+                      audit_now ? &feet : nullptr);
+      coherence_energy(painting, config.coherence, &grad);
+      g.resize(theta.size());
+      for (size_t i = 0; i < grad.size(); ++i) g[Eigen::Index(i)] = double(grad[i]) * units[i % kStrokeParams];
+      for (int c = 0; c < 3; ++c) g[g.size() - 3 + c] = gbg[c];
+      adam.step(theta, g);
+      unpack(theta);
+      if (audit_now) {
+        // Judge on the state the footprints were measured on; the step just
+        // taken is discarded for re-spawned strokes (they start afresh).
+        const std::vector<StrokeAudit> verdict = judge(feet, config.rule, area_scale);
+        std::vector<double> lengths, widths;
+        std::vector<Eigen::Index> order, fresh;
+        // At most max_respawn of the strokes per audit, the least useful first
+        // (smallest loss increase on removal), so an audit never wipes out
+        // the progress of the optimisation.
+        std::vector<int64_t> defective;
+        for (int64_t i = 0; i < int64_t(verdict.size()); ++i)
+          if (verdict[size_t(i)].defects != kGood) defective.push_back(i);
+        std::stable_sort(defective.begin(), defective.end(),
+                         [&](int64_t a, int64_t b) { return verdict[size_t(a)].loss_delta < verdict[size_t(b)].loss_delta; });
+        defective.resize(std::min(defective.size(), size_t(std::ceil(config.max_respawn * double(verdict.size())))));
+        std::vector<char> respawn(verdict.size(), 0);
+        for (int64_t i : defective) respawn[size_t(i)] = 1;
+        for (int64_t i = 0; i < int64_t(verdict.size()); ++i) {
+          const Stroke& s = painting.strokes[size_t(i)];
+          if (!respawn[size_t(i)]) {
+            order.push_back(i);
+            lengths.push_back(std::hypot(s.x2 - s.x0, s.y2 - s.y0));
+            widths.push_back(s.width);
+          } else {
+            fresh.push_back(i);
+          }
+        }
+        ++report.audits;
+        if (!fresh.empty()) {
+          Spawner spawner(tl, rendered);
+          const double length = std::max(2.0, median(lengths)) * to_level, width = std::max(1.0, median(widths)) * to_level;
+          std::vector<Stroke> next;
+          next.reserve(painting.strokes.size());
+          for (Eigen::Index i : order) next.push_back(painting.strokes[size_t(i)]);
+          for (size_t k = 0; k < fresh.size(); ++k) {
+            Stroke s = spawner.spawn(length, width, rng);
+            for (int q = 0; q < 7; ++q) params_of(s)[q] = float(params_of(s)[q] / to_level);
+            next.push_back(s);
+            order.push_back(-1);
+          }
+          painting.strokes = std::move(next);
+          for (Stroke& s : painting.strokes) clamp_stroke(s, painting.width, painting.height);
+          // Adam's moments follow their strokes; re-spawned strokes and the
+          // background (the last three values) keep theirs or start at zero.
+          std::vector<Eigen::Index> source;
+          for (Eigen::Index i : order)
+            for (int k = 0; k < kStrokeParams; ++k) source.push_back(i < 0 ? -1 : i * kStrokeParams + k);
+          for (int c = 0; c < 3; ++c) source.push_back(n * kStrokeParams + c);
+          const Eigen::Vector3d bg_theta = theta.tail(3);
+          pack(theta);
+          theta.tail(3) = bg_theta;
+          adam.reorder_blocks(source, 1);
+          report.respawned += int64_t(fresh.size());
+          spdlog::debug("audit at step {}: {} defective stroke(s) re-spawned", step + 1, fresh.size());
+        }
+      }
+      if (on_step) on_step(step + 1, total_steps);
+    }
+  }
+  if (config.audit && config.prune && n > 0) {
+    // Removing strokes changes what the others show: audit again, at most 3 rounds.
+    for (int round = 0; round < 3; ++round) {
+      const std::vector<StrokeAudit> verdict = audit(painting, target, config.rule, config.softness, config.threads);
+      std::vector<Stroke> kept;
+      for (size_t i = 0; i < verdict.size(); ++i)
+        if (verdict[i].defects == kGood) kept.push_back(painting.strokes[i]);
+      const int64_t removed = int64_t(painting.strokes.size() - kept.size());
+      if (round == 0) report.defective_before_prune = removed;
+      report.pruned += removed;
+      painting.strokes = std::move(kept);
+      if (removed == 0) break;
+    }
+  }
+  const RenderSpec full{painting.width, painting.height, config.softness, config.threads};
+  report.loss = render_backward(painting, full, target.pixels, config.loss, grad, gbg);
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+}  // namespace sbr
