@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "nk/rng.hpp"
+#include "paint.hpp"
 #include "qbs.hpp"
 
 using namespace sbr;
@@ -161,5 +162,72 @@ TEST_SUITE("sbr") {
     double num = 0, den = 0;
     for (size_t i = 0; i < g1.size(); ++i) num += (g1[i] - g2[i]) * double(g1[i] - g2[i]), den += g1[i] * double(g1[i]);
     CHECK(std::sqrt(num / den) < 0.02);
+  }
+
+  TEST_CASE("audit: a wrong stroke concealed under a good one is hidden; a wrong visible one is off-colour") {
+    Target target{40, 40, RGB(40 * 40 * 3, 0.5f)};
+    Painting p;
+    p.width = p.height = 40;
+    p.background = {0.5f, 0.5f, 0.5f};
+    Stroke bad{10, 20, 20, 20, 30, 20, 6, 1, 0, 0, 1};     // red, under
+    Stroke cover{8, 20, 20, 20, 32, 20, 12, 0.5f, 0.5f, 0.5f, 1};  // target colour, on top, wider
+    Stroke loud{5, 5, 10, 6, 15, 5, 4, 0, 0, 1, 1};         // blue, visible
+    p.strokes = {bad, cover, loud};
+    const std::vector<StrokeAudit> a = audit(p, target, AuditRule{}, 0.5, 1);
+    CHECK((a[0].defects & kHidden));
+    CHECK(a[0].visible < 0.01);
+    CHECK(a[1].defects == kGood);  // the cover is right, and removing it would expose the red one
+    CHECK((a[2].defects & kOffColour));
+    CHECK(a[2].visible == doctest::Approx(1.0));
+    // Without the cover the red stroke is visible and off-colour, and removing it helps.
+    p.strokes = {bad};
+    const std::vector<StrokeAudit> b = audit(p, target, AuditRule{}, 0.5, 1);
+    CHECK((b[0].defects & kOffColour));
+    CHECK(b[0].loss_delta < 0);
+    // A stroke in the target's colour where the target has it is good.
+    Target two = target;
+    for (int y = 17; y < 24; ++y)
+      for (int x = 10; x < 31; ++x) two.pixels[(size_t(y) * 40 + x) * 3 + 1] = 0.9f;
+    p.strokes = {Stroke{11, 20.5f, 20, 20.5f, 30, 20.5f, 6, 0.5f, 0.9f, 0.5f, 1}};
+    CHECK(audit(p, two, AuditRule{}, 0.5, 1)[0].defects == kGood);
+  }
+
+  TEST_CASE("coherence energy gradient matches finite differences") {
+    Painting p = random_painting(6, 40, 17);
+    std::vector<float> grad(p.strokes.size() * kStrokeParams, 0.f);
+    coherence_energy(p, 0.3, &grad);
+    for (size_t i = 0; i < p.strokes.size(); ++i)
+      for (int k = 0; k < 7; ++k) {
+        float* v = params_of(p.strokes[i]) + k;
+        const float saved = *v;
+        *v = saved + 1e-2f;
+        const double up = coherence_energy(p, 0.3, nullptr);
+        *v = saved - 1e-2f;
+        const double down = coherence_energy(p, 0.3, nullptr);
+        *v = saved;
+        CHECK(grad[i * kStrokeParams + k] == doctest::Approx((up - down) / 2e-2).epsilon(0.02).scale(1e-4));
+      }
+  }
+
+  TEST_CASE("optimise lowers the loss, with and without the audit") {
+    Target target{48, 48, RGB(48 * 48 * 3)};
+    for (int y = 0; y < 48; ++y)
+      for (int x = 0; x < 48; ++x)
+        for (int c = 0; c < 3; ++c)
+          target.pixels[(size_t(y) * 48 + x) * 3 + c] = float(0.5 + 0.4 * std::sin(x / 6.0 + c) * std::cos(y / 9.0));
+    for (bool audited : {false, true}) {
+      Painting p = random_init(target, 40, 3);
+      std::vector<float> g;
+      std::array<float, 3> gb;
+      const double before = render_backward(p, {48, 48, 0.5f, 1}, target.pixels, Loss::l2, g, gb);
+      PaintConfig config;
+      config.iterations = 80;
+      config.audit = audited;
+      config.threads = 1;
+      const PaintReport rep = optimise(p, target, config);
+      CHECK(rep.loss < 0.5 * before);
+      if (!audited) CHECK(p.strokes.size() == 40);
+      if (audited) CHECK(rep.audits > 0);
+    }
   }
 }

@@ -164,6 +164,12 @@ void merge_dataset(h5::Writer& out, const std::vector<Part>& parts, const std::s
     out.write_raw(path, joined);
   }
   if (const auto given = parts[0].file.attr_string(path, "nk_merge")) out.attr(path, "nk_merge", *given);
+  // Other attributes (e.g. column names) describe the data, not the part: kept from the first.
+  for (const h5::AttrValue& a : parts[0].file.attrs(path)) {
+    if (a.name == "dims" || a.name == "units" || a.name == "nk_merge") continue;
+    if (a.numeric) out.attr(path, a.name, parts[0].file.attr_number(path, a.name).value_or(0.0));
+    else out.attr(path, a.name, a.text);
+  }
   for (h5::RawDataset& raw : raws) h5::release_vlen(raw);
 }
 

@@ -314,7 +314,7 @@ double render_backward(const Painting& painting, const RenderSpec& spec, const R
     double* g = grads[me].data();
     StrokeFootprint* foot = footprints ? feet[me].data() : nullptr;
     std::vector<Hit> hits;
-#pragma omp for schedule(dynamic, 4)
+#pragma omp for schedule(static, 1)  // fixed tile-to-thread map: the same sums every run
     for (int64_t tile = 0; tile < tiles; ++tile) {
       const int tx = int(tile % bins.tiles_x), ty = int(tile / bins.tiles_x);
       const int64_t begin = bins.start[tile], end = bins.start[tile + 1];
@@ -323,7 +323,8 @@ double render_backward(const Painting& painting, const RenderSpec& spec, const R
         for (int x = tx * kTile; x < std::min(spec.width, (tx + 1) * kTile); ++x) {
           hits.clear();
           float T = 1, c[3] = {0, 0, 0};
-          for (int64_t k = end - 1; k >= begin && T >= kTransmittanceFloor; --k) {
+          // The audit must see strokes under opaque ones: no early stop then.
+          for (int64_t k = end - 1; k >= begin && (foot || T >= kTransmittanceFloor); --k) {
             const int32_t id = bins.stroke[k];
             const Splat& q = splats[id];
             Hit hit;
@@ -475,7 +476,7 @@ double render_backward_brute(const Painting& painting, const RenderSpec& spec, c
   {
     const int me = omp_get_thread_num();
     std::vector<Hit> hits;
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(static, 1)
     for (int y = 0; y < spec.height; ++y)
       for (int x = 0; x < spec.width; ++x) {
         hits.clear();

@@ -169,10 +169,8 @@ void audit_verb(const AuditOptions& o) {
   for (size_t i = 0; i < records.size(); ++i)
     if (o.index < 0 || records[i].item == o.index) which.push_back(i);
   if (which.empty()) throw nk::input_error(o.input, "/items", "no painting of image " + std::to_string(o.index));
-  const bool tty = isatty(STDOUT_FILENO);
-  int64_t strokes = 0, defective = 0;
-  if (!o.summary) std::printf(tty ? "%6s %8s %10s %8s %8s %12s  %s\n" : "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", "item", "stroke", "area",
-                              "visible", "colour", "loss_delta", "defects");
+  // Judge everything first: a bad target fails before anything is printed.
+  std::vector<std::vector<StrokeAudit>> verdicts;
   for (size_t i : which) {
     const PaintingRecord& r = records[i];
     const Target target = source.read(source.count() == 1 ? 0 : r.item);
@@ -180,7 +178,15 @@ void audit_verb(const AuditOptions& o) {
       throw nk::input_error(o.target, "", "image is " + std::to_string(target.width) + "x" + std::to_string(target.height) +
                                               " but the painting's canvas is " + std::to_string(r.painting.width) + "x" +
                                               std::to_string(r.painting.height));
-    const std::vector<StrokeAudit> verdict = audit(r.painting, target, o.rule, 0.5, o.threads);
+    verdicts.push_back(audit(r.painting, target, o.rule, 0.5, o.threads));
+  }
+  const bool tty = isatty(STDOUT_FILENO);
+  int64_t strokes = 0, defective = 0;
+  if (!o.summary) std::printf(tty ? "%6s %8s %10s %8s %8s %12s  %s\n" : "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", "item", "stroke", "area",
+                              "visible", "colour", "loss_delta", "defects");
+  for (size_t k = 0; k < which.size(); ++k) {
+    const PaintingRecord& r = records[which[k]];
+    const std::vector<StrokeAudit>& verdict = verdicts[k];
     for (size_t s = 0; s < verdict.size(); ++s) {
       const StrokeAudit& a = verdict[s];
       defective += a.defects != kGood;
