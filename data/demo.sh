@@ -76,5 +76,13 @@ nk-data -q import "$skimage/camera.png" --channels 1 --resize 32x32 -o "$out/cam
 tnqe-encode baseline -i "$out/camera32.h5" -o "$out/tnqe-amplitude.h5"
 tnqe-encode simulate -i "$out/tnqe.h5" --decode "$out/tnqe-camera32.png"
 
+step "sbr-render: chelsea (256x256) as 600 audited quadratic Bezier strokes: PNG, SVG and the audit" \
+     "sbr-render paint -i chelsea.png --strokes 600 --png chelsea.png --svg chelsea.svg -o strokes.h5; sbr-render audit ... --summary"
+nk-data -q import "$skimage/chelsea.png" --channels 3 --resize 256x256 -o "$out/chelsea256.h5"
+sbr-render paint -i "$out/chelsea256.h5" --strokes 600 --iterations 300 \
+  --png "$out/sbr-chelsea.png" --svg "$out/sbr-chelsea.svg" -o "$out/sbr-strokes.h5"
+sbr-render audit -i "$out/sbr-strokes.h5" --target "$out/chelsea256.h5" --summary
+echo "painting: $out/sbr-chelsea.png $out/sbr-chelsea.svg"
+
 echo
 echo "demo: outputs in $out"

@@ -23,6 +23,10 @@ check "paint the stack whole, through a pipe" sh -c 'cat stack.h5 | sbr-render -
 check "numbered PNGs for a stack" test -f s-000002.png
 check "paint shards 0/2 and 1/2, merge" sh -c 'sbr-render -q --threads 2 paint -i stack.h5 --strokes 25 --iterations 20 --shard 0/2 -o p0.h5 && sbr-render -q --threads 2 paint -i stack.h5 --strokes 25 --iterations 20 --shard 1/2 -o p1.h5 && nk-data -q merge p1.h5 p0.h5 -o merged.h5'
 check "merged shards equal the whole run" sh -c 'h5diff whole.h5 merged.h5 /strokes /strokes && h5diff whole.h5 merged.h5 /offsets /offsets && h5diff whole.h5 merged.h5 /items /items'
+for i in 0 1; do
+  SLURM_ARRAY_TASK_ID=$i SLURM_ARRAY_TASK_COUNT=2 bash "$NK_SOURCE/data/batch/sbr-render.sbatch" stack.h5 slurm 20 2>/dev/null
+done
+check "the sbatch example's shards merge to all three paintings" sh -c 'nk-data -q merge slurm.shard-0.h5 slurm.shard-1.h5 -o slurm.h5 && h5dump -d /items slurm.h5 | grep -q "0, 1, 2"'
 check "audit a stack against its images" sh -c 'sbr-render -q audit -i whole.h5 --target stack.h5 --summary | grep -q "^fraction"'
 
 "$PY" - "$IMG" <<'PY' && pass "numpy rasteriser, SVG, PSNR/SSIM and audit agree with sbr-render" || fail "python reference checks"

@@ -22,7 +22,9 @@ int main(int argc, char** argv) {
   paint->add_option("--lr", pt.config.learning_rate, "Adam learning rate (normalised units)")->check(CLI::Range(1e-9, 10.0));
   paint->add_flag("!--no-audit", pt.audit, "Turn the single-stroke audit off (plain pixel-level optimisation)");
   paint->add_option("--audit-every", pt.config.audit_every, "Iterations between audits")->check(CLI::Range(1, 1000000));
-  paint->add_flag("!--no-prune", pt.prune, "Keep strokes the final audit finds defective");
+  paint->add_option("--max-respawn", pt.config.max_respawn, "Largest fraction of strokes one audit re-spawns")
+      ->check(CLI::Range(0.0, 1.0));
+  paint->add_flag("!--no-prune", pt.prune, "Keep the useless strokes the final audit finds");
   paint->add_option("--min-visible", pt.config.rule.min_visible, "Audit: least visible fraction")->check(CLI::Range(0.0, 1.0));
   paint->add_option("--max-colour-error", pt.config.rule.max_colour_error, "Audit: largest RMS colour error on the footprint")
       ->check(CLI::Range(0.0, 2.0));

@@ -224,6 +224,45 @@ Stroke Spawner::spawn(double length, double width, nk::Rng& rng) {
   return s;
 }
 
+std::pair<int64_t, int64_t> prune_defective(Painting& painting, const Target& target, const AuditRule& rule,
+                                            double softness, int threads) {
+  int64_t first = -1, removed = 0;
+  for (int round = 0; round < 32; ++round) {
+    const std::vector<StrokeAudit> verdict = audit(painting, target, rule, softness, threads);
+    std::vector<size_t> free;
+    int64_t defective = 0;
+    for (size_t i = 0; i < verdict.size(); ++i) {
+      defective += verdict[i].defects != kGood;
+      if (verdict[i].defects & (kVanished | kUseless)) free.push_back(i);
+    }
+    if (first < 0) first = defective;
+    if (free.empty()) break;
+    // Each stroke was judged with all the others present, so two that cover
+    // each other may both look useless: within a round, remove only strokes
+    // whose boxes do not overlap, the most harmful first.
+    std::stable_sort(free.begin(), free.end(), [&](size_t a, size_t b) { return verdict[a].loss_delta < verdict[b].loss_delta; });
+    std::vector<char> drop(verdict.size(), 0);
+    std::vector<std::array<float, 4>> taken;
+    for (size_t i : free) {
+      const Stroke& s = painting.strokes[i];
+      const float h = 0.5f * s.width + 1;
+      const std::array<float, 4> box{std::min({s.x0, s.x1, s.x2}) - h, std::max({s.x0, s.x1, s.x2}) + h,
+                                     std::min({s.y0, s.y1, s.y2}) - h, std::max({s.y0, s.y1, s.y2}) + h};
+      bool clear = true;
+      for (const auto& t : taken) clear &= box[1] < t[0] || t[1] < box[0] || box[3] < t[2] || t[3] < box[2];
+      if (!clear) continue;
+      taken.push_back(box);
+      drop[i] = 1;
+    }
+    std::vector<Stroke> kept;
+    for (size_t i = 0; i < painting.strokes.size(); ++i)
+      if (!drop[i]) kept.push_back(painting.strokes[i]);
+    removed += int64_t(painting.strokes.size() - kept.size());
+    painting.strokes = std::move(kept);
+  }
+  return {std::max<int64_t>(first, 0), removed};
+}
+
 PaintReport optimise(Painting& painting, const Target& target, const PaintConfig& config,
                      const std::function<void(int, int)>& on_step) {
   const auto start = std::chrono::steady_clock::now();
@@ -282,6 +321,7 @@ PaintReport optimise(Painting& painting, const Target& target, const PaintConfig
   std::array<float, 3> gbg;
   RGB rendered;
   std::vector<StrokeFootprint> feet;
+  std::vector<int> born(painting.strokes.size(), -(1 << 20));  ///< step at which each stroke was (re-)spawned
   for (size_t l = 0; l < levels.size(); ++l) {
     const Level& level = levels[l];
     const Target tl = resample(target, level.width, level.height);
@@ -292,8 +332,12 @@ PaintReport optimise(Painting& painting, const Target& target, const PaintConfig
       // Cosine decay within a level, from the rate to a tenth of it.
       const double phase = level.iterations > 1 ? double(it) / (level.iterations - 1) : 1.0;
       adam.set_learning_rate(config.learning_rate * (0.1 + 0.45 * (1 + std::cos(kPi * phase))));
+      // No re-spawning in the last fifth of the finest scale: new strokes need
+      // time to settle, or they end up as the painting's worst strokes.
+      const bool last_level = l + 1 == levels.size();
       const bool audit_now = config.audit && n > 0 && (it + 1) % config.audit_every == 0 &&
-                             level.iterations - it > config.audit_every / 2;
+                             level.iterations - it > config.audit_every / 2 &&
+                             !(last_level && it >= int(0.8 * level.iterations));
       render_backward(painting, spec, tl.pixels, config.loss, grad, gbg, audit_now ? &rendered : nullptr,
                       audit_now ? &feet : nullptr);
       coherence_energy(painting, config.coherence, &grad);
@@ -308,14 +352,21 @@ PaintReport optimise(Painting& painting, const Target& target, const PaintConfig
         const std::vector<StrokeAudit> verdict = judge(feet, config.rule, area_scale);
         std::vector<double> lengths, widths;
         std::vector<Eigen::Index> order, fresh;
-        // At most max_respawn of the strokes per audit, the least useful first
-        // (smallest loss increase on removal), so an audit never wipes out
-        // the progress of the optimisation.
+        // At most max_respawn of the strokes per audit, so that an audit never
+        // wipes out the progress of the optimisation.
+        // Strokes re-spawned at the previous audit are still settling: not judged yet.
         std::vector<int64_t> defective;
         for (int64_t i = 0; i < int64_t(verdict.size()); ++i)
-          if (verdict[size_t(i)].defects != kGood) defective.push_back(i);
-        std::stable_sort(defective.begin(), defective.end(),
-                         [&](int64_t a, int64_t b) { return verdict[size_t(a)].loss_delta < verdict[size_t(b)].loss_delta; });
+          if (verdict[size_t(i)].defects != kGood && step - born[size_t(i)] >= config.audit_every) defective.push_back(i);
+        // Order: strokes that do nothing (vanished, useless) first, then hidden
+        // ones (least visible first), then off-colour ones (worst first).
+        auto rank = [&](int64_t i) {
+          const StrokeAudit& a = verdict[size_t(i)];
+          if (a.defects & (kVanished | kUseless)) return std::pair<int, double>{0, a.loss_delta};
+          if (a.defects & kHidden) return std::pair<int, double>{1, a.visible};
+          return std::pair<int, double>{2, -a.colour_error};
+        };
+        std::stable_sort(defective.begin(), defective.end(), [&](int64_t a, int64_t b) { return rank(a) < rank(b); });
         defective.resize(std::min(defective.size(), size_t(std::ceil(config.max_respawn * double(verdict.size())))));
         std::vector<char> respawn(verdict.size(), 0);
         for (int64_t i : defective) respawn[size_t(i)] = 1;
@@ -343,6 +394,9 @@ PaintReport optimise(Painting& painting, const Target& target, const PaintConfig
             order.push_back(-1);
           }
           painting.strokes = std::move(next);
+          std::vector<int> next_born;
+          for (Eigen::Index i : order) next_born.push_back(i < 0 ? step : born[size_t(i)]);
+          born = std::move(next_born);
           for (Stroke& s : painting.strokes) clamp_stroke(s, painting.width, painting.height);
           // Adam's moments follow their strokes; re-spawned strokes and the
           // background (the last three values) keep theirs or start at zero.
@@ -362,18 +416,9 @@ PaintReport optimise(Painting& painting, const Target& target, const PaintConfig
     }
   }
   if (config.audit && config.prune && n > 0) {
-    // Removing strokes changes what the others show: audit again, at most 3 rounds.
-    for (int round = 0; round < 3; ++round) {
-      const std::vector<StrokeAudit> verdict = audit(painting, target, config.rule, config.softness, config.threads);
-      std::vector<Stroke> kept;
-      for (size_t i = 0; i < verdict.size(); ++i)
-        if (verdict[i].defects == kGood) kept.push_back(painting.strokes[i]);
-      const int64_t removed = int64_t(painting.strokes.size() - kept.size());
-      if (round == 0) report.defective_before_prune = removed;
-      report.pruned += removed;
-      painting.strokes = std::move(kept);
-      if (removed == 0) break;
-    }
+    const auto [first, removed] = prune_defective(painting, target, config.rule, config.softness, config.threads);
+    report.defective_before_prune = first;
+    report.pruned += removed;
   }
   const RenderSpec full{painting.width, painting.height, config.softness, config.threads};
   report.loss = render_backward(painting, full, target.pixels, config.loss, grad, gbg);

@@ -56,7 +56,7 @@ struct PaintConfig {
   std::vector<double> scales{0.25, 0.5, 1.0};  ///< render size / canvas, coarse to fine
   Loss loss = Loss::l2;
   double coherence = 1e-4;                ///< weight of the stroke-coherence term
-  double learning_rate = 0.01;            ///< Adam step in normalised units (see the man page)
+  double learning_rate = 0.04;            ///< Adam step in normalised units (see the man page)
   bool audit = true;
   int audit_every = 25;                   ///< iterations between audits
   double max_respawn = 0.05;              ///< largest fraction of strokes one audit re-spawns
@@ -81,6 +81,17 @@ struct PaintReport {
 /// 1-based step and the total.
 PaintReport optimise(Painting& painting, const Target& target, const PaintConfig& config,
                      const std::function<void(int, int)>& on_step = {});
+
+/// The final audit: removes the defective strokes whose removal does not
+/// raise the loss (vanished, useless), in rounds, auditing again after each
+/// (a removal changes what the others show); within a round never two with
+/// overlapping boxes (two strokes that cover each other both look useless
+/// alone). Hidden and off-colour strokes carry part of the picture and are
+/// left for the optimisation's audits to re-spawn; what remains of them is
+/// what 'sbr-render audit' reports. At most 32 rounds. Returns (defective
+/// at the first audit, strokes removed).
+std::pair<int64_t, int64_t> prune_defective(Painting& painting, const Target& target, const AuditRule& rule,
+                                            double softness, int threads);
 
 /// The stroke-coherence energy mean_i |P0 - 2P1 + P2|^2 / (|P2 - P0|^2 + w^2 + 1):
 /// large for kinked, folded or blob-like strokes. Adds weight * dE/dparam to grad.
