@@ -95,11 +95,55 @@ void emit_multiplexed_rotation(Circuit& c, char axis, int target, const std::vec
   }
 }
 
-void emit_two_qubit(Circuit& c, const Mat4& input, int q0, int q1) {
+namespace {
+
+/// The magic basis: b^H SO(4) b = SU(2) x SU(2).
+Mat4 magic_basis() {
   const double s = 1 / std::sqrt(2.0);
   const cd i1(0, 1);
   Mat4 b;
   b << s, 0, 0, i1 * s, 0, i1 * s, s, 0, 0, i1 * s, -s, 0, s, 0, 0, -i1 * s;
+  return b;
+}
+
+/// True when u is a real orthogonal matrix with determinant +1, up to a global phase.
+bool special_orthogonal(const Mat4& u, Mat4& real_u) {
+  Eigen::Index r = 0, col = 0;
+  u.cwiseAbs().maxCoeff(&r, &col);
+  real_u = u * (std::abs(u(r, col)) / u(r, col));
+  return real_u.imag().norm() < 1e-10 && real_u.real().determinant() > 0;
+}
+
+}  // namespace
+
+bool emit_two_qubit_orthogonal(Circuit& c, const Mat4& u, int q0, int q1) {
+  Mat4 o;
+  if (!special_orthogonal(u, o)) return false;
+  // u = b^H (K_high x K_low) b, and b = (HS^H x HS) CX(q0 -> q1) (S x HS) up
+  // to a phase (q1 is the high qubit): two CNOTs (Vatan and Williams 2004).
+  const Mat4 b = magic_basis();
+  Mat2 kh, kl;
+  kron_factor(Mat4(b * o * b.adjoint()), kh, kl);
+  Mat2 h, sg;
+  h << 1, 1, 1, -1;
+  h /= std::sqrt(2.0);
+  sg << 1, 0, 0, cd(0, 1);
+  const Mat2 hs = h * sg, hsd = h * sg.adjoint();
+  c.u3(q1, sg);
+  c.u3(q0, hs);
+  c.cx(q0, q1);
+  c.u3(q1, Mat2(hsd.adjoint() * kh * hsd));
+  c.u3(q0, Mat2(hs.adjoint() * kl * hs));
+  c.cx(q0, q1);
+  c.u3(q1, Mat2(sg.adjoint()));
+  c.u3(q0, Mat2(hs.adjoint()));
+  return true;
+}
+
+void emit_two_qubit(Circuit& c, const Mat4& input, int q0, int q1) {
+  if (emit_two_qubit_orthogonal(c, input, q0, q1)) return;
+  const cd i1(0, 1);
+  const Mat4 b = magic_basis();
   const Mat4 u = input / std::pow(input.determinant(), 0.25);
   const Mat4 um = b.adjoint() * u * b;
   const Mat4 m = um.transpose() * um;

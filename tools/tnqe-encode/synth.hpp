@@ -23,7 +23,12 @@ void emit_multiplexed_rotation(Circuit& c, char axis, int target, const std::vec
 /// Two-qubit unitary on (q0, q1) with at most 3 CNOTs, by the KAK (Cartan)
 /// decomposition in the magic basis; the canonical part exp(i(a XX + b YY +
 /// c ZZ)) uses the circuit of Vatan and Williams (2004).
+/// A real orthogonal u with determinant +1 (up to a global phase), as real
+/// data gives, takes 2 CNOTs: u = M (A x B) M^H in the magic basis M.
 void emit_two_qubit(Circuit& c, const Mat4& u, int q0, int q1);
+/// The 2-CNOT circuit when u is in SO(4) up to a phase; false (nothing
+/// emitted) otherwise.
+bool emit_two_qubit_orthogonal(Circuit& c, const Mat4& u, int q0, int q1);
 
 /// Any unitary on the qubit list by quantum Shannon decomposition (Shende,
 /// Bullock, Markov 2006) down to two-qubit blocks (KAK). 'zero_inputs' top

@@ -108,7 +108,12 @@ std::vector<Block> layered_blocks(const CVec& target, int n, int layers) {
   for (int l = 0; l < layers; ++l) {
     const Mps mps = decompose(data_to_tensor(qubit_level, residual), phys, t);
     std::vector<Block> layer = staircase_blocks(mps, qubit_level);
-    for (Block& b : layer) b.zero_inputs = 0;  // later layers feed them arbitrary states
+    for (Block& b : layer) {
+      b.zero_inputs = 0;  // later layers feed them arbitrary states
+      // Real data: keep each block in SO(4) (2 CNOTs, and the Cayley steps
+      // stay there) by flipping a completion column when the determinant is -1.
+      if (b.u.imag().norm() < 1e-12 && b.u.rows() == 4 && b.u.real().determinant() < 0) b.u.col(3) *= -1;
+    }
     for (auto it = layer.rbegin(); it != layer.rend(); ++it) apply_matrix(residual, it->qubits, it->u.adjoint());
     per_layer.push_back(std::move(layer));
   }

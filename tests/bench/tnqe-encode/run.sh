@@ -64,6 +64,6 @@ if [ "$only" = all ] || [ "$only" = fmnist ]; then
   nk-data -q import-idx "$F/t10k-images-idx3-ubyte.gz" "$F/t10k-labels-idx1-ubyte.gz" --limit "$fm" -o "$work/fm.h5"
   enc fm-amp "fmnist$fm" amplitude - "$work/fm.h5" --pad
   for chi in 4 8; do enc fm-seq$chi "fmnist$fm" sequential "chi=$chi" "$work/fm.h5" --pad --bond $chi; done
-  enc fm-laytr12 "fmnist$fm" "layered+train" "L=12" "$work/fm.h5" --pad --layers 12 --train --iterations 500 --lr 0.02
+  enc fm-laytr18 "fmnist$fm" "layered+train" "L=18" "$work/fm.h5" --pad --layers 18 --train --iterations 500 --lr 0.02
 fi
 /usr/bin/python3 "$here/summary.py" "$runs" "$plot"
