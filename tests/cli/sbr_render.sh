@@ -107,7 +107,7 @@ shutil.copy('cam.h5', 'nan.h5')
 with h5py.File('nan.h5','r+') as f: f['/strokes'][0, 3] = np.nan
 shutil.copy('cam.h5', 'outside.h5')
 with h5py.File('outside.h5','r+') as f:
-    s = f['/strokes'][:]; s[:5, :6] = s[:5, :6] * 40 - 900; f['/strokes'][...] = s
+    s = f['/strokes'][:]; s[:5, :6] = s[:5, :6] * 40 - 900; s[5, :6] = [1e30, -1e30, 3e29, 1e30, -2e30, 5]; f['/strokes'][...] = s
 shutil.copy('dec.h5', 'dec_v2.h5')
 with h5py.File('dec_v2.h5','r+') as f: f.attrs['nk_schema'] = 'sbr-render.decoder/2'
 shutil.copy('dec.h5', 'dec_shape.h5')
@@ -127,6 +127,7 @@ expect_fail "empty stdin" 3 "standard input" sh -c 'sbr-render paint -i - -o bad
 expect_fail "not an image" 3 "notimg" sh -c 'echo hello > notimg.txt; sbr-render paint -i notimg.txt -o bad.h5'
 expect_fail "target of another size" 3 "canvas" sbr-render audit -i cam.h5 --target cam128.png
 expect_fail "bad --size" 2 "WxH" sbr-render render -i cam.h5 --size 12 -o bad.png
+expect_fail "absurd --size: refused before allocating" 2 "GB" sbr-render render -i cam.h5 --size 65536x65536 -o bad.png
 check "no partial outputs" sh -c '! ls bad.h5 bad.png 2>/dev/null'
 no_temp_files "no temp files left" .
 finish

@@ -88,8 +88,10 @@ Bins bin_strokes(const std::vector<Splat>& splats, const RenderSpec& spec) {
   for (size_t i = 0; i < splats.size(); ++i) {
     const Splat& q = splats[i];
     if (q.o <= 0 || q.xmax < 0 || q.ymax < 0 || q.xmin >= spec.width || q.ymin >= spec.height) continue;
-    const int tx0 = std::max(0, int(std::floor(q.xmin)) / kTile), tx1 = std::min(bins.tiles_x - 1, int(q.xmax) / kTile);
-    const int ty0 = std::max(0, int(std::floor(q.ymin)) / kTile), ty1 = std::min(bins.tiles_y - 1, int(q.ymax) / kTile);
+    if (!std::isfinite(q.xmin + q.xmax + q.ymin + q.ymax + q.h)) continue;  // overflowed geometry: not drawable
+    // Clamped to the image before the integer conversion (strokes may lie far outside).
+    const int tx0 = int(std::max(q.xmin, 0.f)) / kTile, tx1 = int(std::min(q.xmax, float(spec.width - 1))) / kTile;
+    const int ty0 = int(std::max(q.ymin, 0.f)) / kTile, ty1 = int(std::min(q.ymax, float(spec.height - 1))) / kTile;
     const double reach = q.h + spec.softness + half_diagonal;
     const bool small = tx1 - tx0 <= 1 && ty1 - ty0 <= 1;
     for (int ty = ty0; ty <= ty1; ++ty)

@@ -1,5 +1,4 @@
 // run.cpp - the verbs: files in, method, files out.
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -12,6 +11,7 @@
 #include "io.hpp"
 #include "nk/context.hpp"
 #include "nk/error.hpp"
+#include "nk/h5.hpp"
 #include "nk/log.hpp"
 #include "nk/metrics.hpp"
 #include "nk/progress.hpp"
@@ -62,7 +62,13 @@ void write_frames(const std::string& dir, const Painting& p, int width, int heig
 }
 
 std::pair<int, int> output_size(const std::string& size, const Painting& p) {
-  return size.empty() ? std::pair<int, int>{p.width, p.height} : parse_size(size, "--size");
+  const auto wh = size.empty() ? std::pair<int, int>{p.width, p.height} : parse_size(size, "--size");
+  // The image and a copy of it in float RGB, refused before allocating.
+  const double bytes = double(wh.first) * wh.second * 3 * sizeof(float) * 2;
+  if (bytes > nk::h5::available_memory_bytes())
+    throw nk::usage_error("--size " + std::to_string(wh.first) + "x" + std::to_string(wh.second) + " needs " +
+                          std::to_string(int64_t(bytes / 1e9)) + " GB, more than this machine has available");
+  return wh;
 }
 
 }  // namespace
