@@ -121,6 +121,19 @@ double coherence_energy(const Painting& painting, double weight, std::vector<flo
   return total * scale;
 }
 
+namespace {
+
+/// The stroke with the target's colour at (x, y) and opacity 0.9.
+Stroke coloured_at(const Target& target, double x, double y, Stroke s) {
+  const int px = std::clamp(int(x), 0, target.width - 1), py = std::clamp(int(y), 0, target.height - 1);
+  const float* c = &target.pixels[(size_t(py) * target.width + px) * 3];
+  s.r = c[0], s.g = c[1], s.b = c[2];
+  s.opacity = 0.9f;
+  return s;
+}
+
+}  // namespace
+
 Painting random_init(const Target& target, int strokes, uint64_t seed) {
   Painting p;
   p.width = target.width, p.height = target.height;
@@ -136,11 +149,7 @@ Painting random_init(const Target& target, int strokes, uint64_t seed) {
     s.x0 = float(x - dx), s.y0 = float(y - dy), s.x2 = float(x + dx), s.y2 = float(y + dy);
     s.x1 = float(x - std::sin(angle) * bend), s.y1 = float(y + std::cos(angle) * bend);
     s.width = float(std::max(1.0, 0.6 * cell));
-    const int px = std::clamp(int(x), 0, target.width - 1), py = std::clamp(int(y), 0, target.height - 1);
-    const float* c = &target.pixels[(size_t(py) * target.width + px) * 3];
-    s.r = c[0], s.g = c[1], s.b = c[2];
-    s.opacity = 0.9f;
-    p.strokes.push_back(s);
+    p.strokes.push_back(coloured_at(target, x, y, s));
   }
   return p;
 }
@@ -158,11 +167,7 @@ Painting grid_init(const Target& target, int strokes) {
     s.x0 = float(x - 0.5 * cw), s.x1 = float(x), s.x2 = float(x + 0.5 * cw);
     s.y0 = s.y1 = s.y2 = float(y);
     s.width = float(std::max(1.0, ch));
-    const int px = std::clamp(int(x), 0, target.width - 1), py = std::clamp(int(y), 0, target.height - 1);
-    const float* c = &target.pixels[(size_t(py) * target.width + px) * 3];
-    s.r = c[0], s.g = c[1], s.b = c[2];
-    s.opacity = 0.9f;
-    p.strokes.push_back(s);
+    p.strokes.push_back(coloured_at(target, x, y, s));
   }
   return p;
 }
