@@ -255,20 +255,6 @@ std::string default_decoder_path() {
   return NK_SBR_DECODER_SOURCE;
 }
 
-namespace {
-
-/// 'strokes' composited over an image 'base' of the same size.
-RGB render_over(const Painting& strokes, const RGB& base, int threads) {
-  RGB out;
-  std::vector<float> grad;
-  std::array<float, 3> grad_base;
-  render_backward(strokes, {strokes.width, strokes.height, 0.5f, threads}, base, Loss::l2, grad, grad_base, &out, nullptr,
-                  nullptr, &base);
-  return out;
-}
-
-}  // namespace
-
 Painting decode_strokes(const Decoder& d, const Target& target, int strokes, int threads, DecodeReport* report) {
   Painting p;
   p.width = target.width, p.height = target.height;
@@ -330,8 +316,7 @@ Painting decode_strokes(const Decoder& d, const Target& target, int strokes, int
         kept[l].push_back(all[k]);
         level.strokes.push_back(all[k].stroke);
       }
-      const RGB under = canvas;
-      canvas = render_over(level, under, threads);
+      canvas = render(level, {p.width, p.height, 0.5f, threads}, nullptr, &canvas);
     }
   };
   // Stroke-scale allocation: the first sweep proposes a stroke in every
@@ -448,9 +433,7 @@ Sample make_sample(const std::vector<Target>& images, nk::Rng& rng) {
   Painting one;
   one.width = one.height = kWindow;
   one.strokes = {t};
-  std::vector<float> gr;
-  std::array<float, 3> gb;
-  render_backward(one, {kWindow, kWindow, 0.5f, 1}, s.canvas, Loss::l2, gr, gb, &s.target, nullptr, nullptr, &s.canvas);
+  s.target = render(one, {kWindow, kWindow, 0.5f, 1}, nullptr, &s.canvas);
   return s;
 }
 

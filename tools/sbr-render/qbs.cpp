@@ -191,7 +191,8 @@ Closest closest_point(double x0, double y0, double x1, double y1, double x2, dou
   return best;
 }
 
-RGB render(const Painting& painting, const RenderSpec& spec, RenderStats* stats) {
+RGB render(const Painting& painting, const RenderSpec& spec, RenderStats* stats, const RGB* base) {
+  if (base) check_target(*base, spec);
   const Scale sc = scale_of(painting, spec);
   const std::vector<Splat> splats = make_splats(painting, spec, sc);
   const Bins bins = bin_strokes(splats, spec);
@@ -215,10 +216,11 @@ RGB render(const Painting& painting, const RenderSpec& spec, RenderStats* stats)
           cr += w * q.r, cg += w * q.g, cb += w * q.b;
           T *= 1 - hit.alpha;
         }
-        float* px = &image[(size_t(y) * spec.width + x) * 3];
-        px[0] = cr + T * painting.background[0];
-        px[1] = cg + T * painting.background[1];
-        px[2] = cb + T * painting.background[2];
+        const size_t pix = (size_t(y) * spec.width + x) * 3;
+        const float* bg = base ? &(*base)[pix] : painting.background.data();
+        image[pix] = cr + T * bg[0];
+        image[pix + 1] = cg + T * bg[1];
+        image[pix + 2] = cb + T * bg[2];
       }
   }
   if (stats) *stats = {int64_t(bins.stroke.size()), evals};

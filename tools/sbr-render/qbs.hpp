@@ -65,7 +65,8 @@ struct RenderStats {
 };
 
 /// Forward pass: the rendered RGB image (spec.width x spec.height).
-RGB render(const Painting& painting, const RenderSpec& spec, RenderStats* stats = nullptr);
+/// 'base' (optional, H x W x 3) replaces the uniform background by an image.
+RGB render(const Painting& painting, const RenderSpec& spec, RenderStats* stats = nullptr, const RGB* base = nullptr);
 
 /// Per-stroke quantities the single-stroke audit needs, accumulated over
 /// the stroke's footprint (pixels where its coverage is > 0).
