@@ -71,16 +71,22 @@ std::string line_plot_svg(const Axes& axes, const std::vector<Series>& series) {
   for (size_t k = 0; k < series.size(); ++k) {
     const Series& s = series[k];
     const char* colour = kColours[k % (sizeof kColours / sizeof *kColours)];
-    svg << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.6\" points=\"";
+    svg << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.6\""
+        << (s.dashed ? " stroke-dasharray=\"6,4\"" : "") << " points=\"";
     for (size_t i = 0; i < s.y.size(); ++i) {
       if (!std::isfinite(ty(s.y[i])) || !std::isfinite(tx(s.x[i]))) continue;
       svg << px(s.x[i]) << "," << py(s.y[i]) << " ";
       if (s.steps && i + 1 < s.x.size()) svg << px(s.x[i + 1]) << "," << py(s.y[i]) << " ";
     }
     svg << "\"/>\n";
+    if (s.markers)
+      for (size_t i = 0; i < s.y.size(); ++i)
+        if (std::isfinite(ty(s.y[i])) && std::isfinite(tx(s.x[i])))
+          svg << "<circle cx=\"" << px(s.x[i]) << "\" cy=\"" << py(s.y[i]) << "\" r=\"3.5\" fill=\"" << colour << "\"/>\n";
     const double ly = top + 14 + 18.0 * static_cast<double>(k);
     svg << "<line x1=\"" << left + pw + 12 << "\" y1=\"" << ly << "\" x2=\"" << left + pw + 36 << "\" y2=\"" << ly
-        << "\" stroke=\"" << colour << "\" stroke-width=\"2\"/><text x=\"" << left + pw + 42 << "\" y=\"" << ly + 4 << "\">"
+        << "\" stroke=\"" << colour << "\" stroke-width=\"2\"" << (s.dashed ? " stroke-dasharray=\"6,4\"" : "")
+        << "/><text x=\"" << left + pw + 42 << "\" y=\"" << ly + 4 << "\">"
         << escape(s.name) << "</text>\n";
   }
   svg << "</svg>\n";

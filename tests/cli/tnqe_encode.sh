@@ -19,6 +19,10 @@ check "simulate the encoded file, decode a PNG" sh -c 'tnqe-encode -q simulate -
 check "simulate the parallel file, with noise" sh -c 'tnqe-encode -q simulate -i par.h5 --noise 0.01 --trajectories 10 > simpar.txt'
 check "simulate the exported QASM against its target" sh -c 'tnqe-encode -q simulate --qasm qasm/item_000000.qasm --target cam.h5 > simq.txt'
 check "simulate with depolarising noise" sh -c 'tnqe-encode -q --seed 3 simulate -i seq.h5 --noise 0.01 --trajectories 20 -o noisy.h5 > simn.txt'
+check "sweep bonds 2,4 and 2 trained layers, with plot and HDF5" sh -c 'tnqe-encode -q sweep -i cam.h5 --bonds 2,4 --layers 2 --iterations 10 --plot sweep.svg -o sweep.h5 > sweep.txt'
+check "sweep a vector (fidelity plot), no parallel" sh -c '"$0" -c "import h5py, numpy as np; h5py.File(\"vec.h5\", \"w\")[\"/vectors\"] = np.random.default_rng(1).random((2, 64)).astype(np.float32)" && tnqe-encode -q sweep -i vec.h5 --index 1 --bonds 2,8 --no-parallel --plot vec_sweep.svg > vec_sweep.txt' "$PY"
+expect_fail "sweep with a zero bond" 2 "bonds" tnqe-encode sweep -i cam.h5 --bonds 0,4
+expect_fail "sweep of an item that does not exist" 2 "outside" tnqe-encode sweep -i cam.h5 --index 5 -o bad.h5
 check "same seed, same file but for nk_created" sh -c 'tnqe-encode -q encode -i cam.h5 --bond 4 -o seq2.h5 && h5diff seq.h5 seq2.h5 /items /items'
 
 expect_fail "non-power-of-two without --pad" 3 "power-of-two.*--pad" tnqe-encode encode -i fm.h5 -o bad.h5
@@ -124,6 +128,35 @@ fm = h5py.File("fm_seq.h5", "r")["/metrics"]
 check(f"--shard 1/2 of 6 items takes items 3..5 ({fm['index'][...].tolist()})", fm["index"][...].tolist() == [3, 4, 5])
 tol = h5py.File("tol.h5", "r")["/metrics"]
 check(f"--tol 0.05 keeps the relative error within 5% (fidelity {tol['fidelity'][0]:.5f} >= 0.9975)", tol["fidelity"][0] >= 1 - 0.05 ** 2 - 1e-12)
+sw = table("sweep.txt")
+check(f"sweep: amplitude, 2 sequential, 2 parallel, 1 layered row ({[r['configuration'] for r in sw]})",
+      [r["configuration"] for r in sw] == ["amplitude", "sequential", "sequential", "parallel", "parallel", "layered-trained"])
+amp = h5py.File("base.h5", "r")["/metrics"]
+check("sweep: the amplitude row is the baseline verb's circuit", int(sw[0]["cnots"]) == amp["cnots"][0] and int(sw[0]["depth"]) == amp["depth"][0]
+      and float(sw[0]["fidelity"]) > 1 - 1e-9)
+s4 = sw[2]
+check(f"sweep: the bond-4 row is encode --bond 4 (depth {s4['depth']}, fidelity {s4['fidelity']})",
+      int(s4["bond"]) == 4 and int(s4["depth"]) == m["depth"][0] and abs(float(s4["fidelity"]) - m["fidelity"][0]) < 1e-6
+      and abs(float(s4["psnr_db"]) - m["psnr"][0]) < 1e-3)
+check("sweep: depth_ratio = depth / amplitude depth", all(abs(float(r["depth_ratio"]) - int(r["depth"]) / int(sw[0]["depth"])) < 1e-5 for r in sw))
+check("sweep: more bond, more fidelity and depth", float(sw[2]["fidelity"]) > float(sw[1]["fidelity"]) and int(sw[2]["depth"]) > int(sw[1]["depth"]))
+check("sweep: parallel has the sequential fidelity at less depth", abs(float(sw[3]["fidelity"]) - float(sw[1]["fidelity"])) < 1e-6
+      and int(sw[3]["depth"]) < int(sw[1]["depth"]))
+h = h5py.File("sweep.h5", "r")
+check("sweep HDF5 holds the table", h.attrs["nk_schema"] in (b"tnqe-encode.sweep/1", "tnqe-encode.sweep/1")
+      and [x.decode() if isinstance(x, bytes) else x for x in h["/sweep/configuration"][...]] == [r["configuration"] for r in sw]
+      and np.allclose(h["/sweep/depth"][...], [int(r["depth"]) for r in sw]))
+import xml.etree.ElementTree as ET
+svg = ET.parse("sweep.svg").getroot()
+texts = "".join(t.text or "" for t in svg.iter("{http://www.w3.org/2000/svg}text"))
+circles = list(svg.iter("{http://www.w3.org/2000/svg}circle"))
+check(f"sweep plot: valid SVG, PSNR axis, {len(circles)} points, amplitude line in the legend",
+      "PSNR" in texts and "amplitude" in texts and len(circles) == 5)
+vs = table("vec_sweep.txt")
+vtexts = "".join(t.text or "" for t in ET.parse("vec_sweep.svg").getroot().iter("{http://www.w3.org/2000/svg}text"))
+check(f"sweep of a vector: 3 rows, no PSNR, fidelity axis, bond 8 exact ({vs[-1]['fidelity']})",
+      [r["configuration"] for r in vs] == ["amplitude", "sequential", "sequential"] and vs[1]["psnr_db"] == "nan"
+      and "Fidelity" in vtexts and float(vs[-1]["fidelity"]) > 1 - 1e-9)
 sys.exit(1 if fails else 0)
 PYEOF
 then pass "python reference checks"; else fail "python reference checks"; fi

@@ -57,6 +57,27 @@ int main(int argc, char** argv) {
   simulate->add_option("-o,--output", sim.output, "Also write the results as HDF5");
   simulate->add_flag("--no-clobber", sim.no_clobber, "Refuse to overwrite existing output files");
 
+  tnqe::SweepOptions swp;
+  CLI::App* sweep = cli.add_verb("sweep", "Bond dimension (and layers) against depth, fidelity and PSNR for one item, with plot");
+  nk::cli::App::add_input(*sweep, swp.input, "nk-data file with /images [N,H,W,C] or /vectors [N,D]")->required();
+  sweep->add_option("-o,--output", swp.output, "Also write the table as HDF5");
+  sweep->add_flag("--no-clobber", swp.no_clobber, "Refuse to overwrite existing output files");
+  sweep->add_option("--index", swp.index, "The item to sweep")->check(CLI::NonNegativeNumber);
+  sweep->add_option("--bonds", swp.bonds, "Bond-dimension caps chi of the sequential (and parallel) points")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  sweep->add_option("--layers", swp.layers, "Layer counts of trained layered circuits (none by default)")
+      ->delimiter(',')
+      ->check(CLI::Range(2, 1000));
+  sweep->add_flag("!--no-parallel", swp.parallel, "Leave out the parallel strategy");
+  sweep->add_flag("--train", swp.train, "Also train the staircase at every bond dimension");
+  sweep->add_option("--iterations", swp.iterations, "Adam iterations for the trained points")->check(CLI::Range(0, 1000000));
+  sweep->add_option("--lr", swp.learning_rate, "Adam learning rate for the trained points")->check(CLI::Range(1e-9, 10.0));
+  sweep->add_option("--verify-qubits", swp.verify_qubits, "Simulate the amplitude encoding only up to this many qubits")
+      ->check(CLI::Range(0, 30));
+  sweep->add_option("--plot", swp.plot, "Write the depth-versus-PSNR (vectors: fidelity) plot as SVG");
+  sweep->add_flag("--pad", swp.pad, "Pad images to a square power-of-two side with zeros instead of refusing");
+
   return cli.run(argc, argv, [&] {
     if (*encode) {
       if (enc.strategy == "parallel" && (enc.train || enc.layers > 1))
@@ -65,6 +86,7 @@ int main(int argc, char** argv) {
     }
     if (*baseline) tnqe::baseline(base);
     if (*merge) tnqe::merge(mrg);
+    if (*sweep) tnqe::sweep(swp);
     if (*simulate) {
       if (sim.input.empty() && sim.qasm.empty()) throw nk::usage_error("simulate needs -i FILE or --qasm FILE");
       sim.seed = cli.common().seed;

@@ -70,6 +70,32 @@ struct BaselineOptions {
 };
 void baseline(const BaselineOptions& o);
 
+/// The summary of one item through one configuration (what sweep tabulates).
+struct Outcome {
+  std::string strategy;
+  Counts counts;
+  double fidelity = 0, psnr = 0, ssim = 0, success = 1, seconds = 0;
+  int64_t bond = 0;
+};
+/// One item through encode's pipeline with the options' configuration.
+Outcome encode_item(const Item& item, const EncodeOptions& o);
+/// One item by exact amplitude encoding, simulated up to verify_qubits.
+Outcome baseline_item(const Item& item, int verify_qubits);
+
+inline constexpr const char* kSweepSchema = "tnqe-encode.sweep/1";
+struct SweepOptions {
+  std::string input, output, plot;
+  bool no_clobber = false, pad = false, parallel = true, train = false;
+  int64_t index = 0;
+  std::vector<int64_t> bonds = {2, 4, 8, 16};
+  std::vector<int> layers;
+  int iterations = 200, verify_qubits = 16;
+  double learning_rate = 0.01;
+};
+/// Bond dimension (and layers) against depth, fidelity and PSNR for one item:
+/// a table on standard output, optionally HDF5 and an SVG trade-off plot.
+void sweep(const SweepOptions& o);
+
 struct MergeOptions {
   std::vector<std::string> inputs;
   std::string output = "-";

@@ -9,6 +9,8 @@ struct Series {
   std::string name;
   std::vector<double> x, y;
   bool steps = false;  ///< y[i] holds on [x[i], x[i+1]) (x has one more entry than y)
+  bool markers = false;  ///< a dot on every point (for sparse measurements)
+  bool dashed = false;
 };
 
 struct Axes {
