@@ -69,12 +69,14 @@ nk-data import-idx "$fmnist/train-images-idx3-ubyte.gz" "$fmnist/train-labels-id
 spike-sft eval -i "$out/spike-base.h5" --data "$out/fmnist.h5"
 
 step "tnqe-encode: camera (32x32) as a shallow quantum circuit at bond 4, next to exact amplitude encoding" \
-     "nk-data import camera.png --channels 1 --resize 32x32 -o - | tnqe-encode encode -i - --bond 4 --qasm qasm -o tnqe.h5; tnqe-encode baseline ...; tnqe-encode simulate ... --decode"
+     "nk-data import camera.png --channels 1 --resize 32x32 -o - | tnqe-encode encode -i - --bond 4 --qasm qasm -o tnqe.h5; tnqe-encode baseline ...; tnqe-encode simulate ... --decode; tnqe-encode sweep ... --plot"
 nk-data -q import "$skimage/camera.png" --channels 1 --resize 32x32 -o - |
   tnqe-encode encode -i - --bond 4 --qasm "$out/tnqe-qasm" -o "$out/tnqe.h5"
 nk-data -q import "$skimage/camera.png" --channels 1 --resize 32x32 -o "$out/camera32.h5"
 tnqe-encode baseline -i "$out/camera32.h5" -o "$out/tnqe-amplitude.h5"
 tnqe-encode simulate -i "$out/tnqe.h5" --decode "$out/tnqe-camera32.png"
+tnqe-encode -q sweep -i "$out/camera32.h5" --bonds 2,4,8,16 --plot "$out/tnqe-sweep.svg" | cut -f1-10
+echo "trade-off plot: $out/tnqe-sweep.svg"
 
 step "sbr-render: chelsea (256x256) as 600 audited quadratic Bezier strokes: PNG, SVG and the audit" \
      "sbr-render paint -i chelsea.png --strokes 600 --png chelsea.png --svg chelsea.svg -o strokes.h5; sbr-render audit ... --summary"
