@@ -8,6 +8,8 @@
 #include <cstring>
 #include <numeric>
 
+#include <sys/mman.h>
+
 namespace louver {
 
 Subspaces Subspaces::split(int64_t dims, int64_t count) {
@@ -20,6 +22,16 @@ Subspaces Subspaces::split(int64_t dims, int64_t count) {
 }
 
 namespace {
+
+/// Asks the kernel to back [data, data + bytes) with transparent huge pages
+/// (before it is first touched): the progressive pass reads it at scattered
+/// places, and 4 KiB pages would cost a TLB miss per key. Only a hint.
+void huge_pages(const void* data, size_t bytes) {
+  constexpr uintptr_t kHuge = uintptr_t{1} << 21;
+  const auto begin = (reinterpret_cast<uintptr_t>(data) + kHuge - 1) & ~(kHuge - 1);
+  const auto end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(kHuge - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
 
 }  // namespace
 
@@ -147,6 +159,7 @@ void finish_head(HeadIndex& head, int64_t dims) {
   for (Codebook& book : head.books) book.centroid_f32.assign(book.centroid.begin(), book.centroid.end());
   head.code16.resize(head.code.size());
   head.residual16.resize(head.residual.size());
+  head.residual16_max.assign(head.residual.size(), 0.0f);
   for (size_t s = 0; s < head.code.size(); ++s) {
     head.code16[s].assign(head.code[s].begin(), head.code[s].begin() + head.coded);
     head.residual16[s].resize(static_cast<size_t>(head.coded));
@@ -156,9 +169,56 @@ void finish_head(HeadIndex& head, int64_t dims) {
       std::memcpy(&bits, &rho, sizeof bits);
       if (bits & 0xffffu) bits += 0x10000u;  // round the non-negative value up
       head.residual16[s][static_cast<size_t>(i)] = static_cast<uint16_t>(bits >> 16);
+      bits &= 0xffff0000u;
+      float packed;
+      std::memcpy(&packed, &bits, sizeof packed);
+      head.residual16_max[s] = std::max(head.residual16_max[s], packed);
     }
   }
   const int64_t n = head.size(dims);
+  // Subspace order: decreasing variance of the coded keys' coordinates in it
+  // (ties by index), from the codebook widths.
+  const auto s_count = static_cast<int64_t>(head.books.size());
+  std::vector<double> variance(static_cast<size_t>(s_count), 0.0);
+  std::vector<double> mean(static_cast<size_t>(dims), 0.0), square(static_cast<size_t>(dims), 0.0);
+  for (int64_t i = 0; i < head.coded; ++i)
+    for (int64_t j = 0; j < dims; ++j) {
+      const double x = head.keys[static_cast<size_t>(i * dims + j)];
+      mean[static_cast<size_t>(j)] += x;
+      square[static_cast<size_t>(j)] += x * x;
+    }
+  for (int64_t s = 0, j = 0; s < s_count; ++s)
+    for (int64_t w = 0; w < head.books[static_cast<size_t>(s)].width && j < dims; ++w, ++j) {
+      const double m = mean[static_cast<size_t>(j)] / static_cast<double>(std::max<int64_t>(head.coded, 1));
+      variance[static_cast<size_t>(s)] += square[static_cast<size_t>(j)] / static_cast<double>(std::max<int64_t>(head.coded, 1)) - m * m;
+    }
+  head.order.resize(static_cast<size_t>(s_count));
+  std::iota(head.order.begin(), head.order.end(), 0);
+  std::stable_sort(head.order.begin(), head.order.end(),
+                   [&](int64_t a, int64_t b) { return variance[static_cast<size_t>(a)] > variance[static_cast<size_t>(b)]; });
+  head.warm = std::min<int64_t>(16, s_count);
+  const int64_t late = s_count - head.warm;
+  const int64_t blocks = (head.coded + kKeyBlock - 1) / kKeyBlock;
+  head.warm_rows.assign(static_cast<size_t>(blocks * head.warm * 2 * kKeyBlock), 0);
+  for (int64_t i = 0; i < head.coded; ++i)
+    for (int64_t t = 0; t < head.warm; ++t) {
+      const auto s = static_cast<size_t>(head.order[static_cast<size_t>(t)]);
+      uint16_t* row = head.warm_rows.data() + ((i / kKeyBlock) * head.warm + t) * 2 * kKeyBlock;
+      row[i % kKeyBlock] = head.code16[s][static_cast<size_t>(i)];
+      row[kKeyBlock + i % kKeyBlock] = head.residual16[s][static_cast<size_t>(i)];
+    }
+  head.tail_stride = (late * 2 + 31) / 32 * 32;  // whole cache lines per key
+  head.tail = std::vector<uint16_t>();
+  head.tail.reserve(static_cast<size_t>(head.coded * head.tail_stride + 32));
+  huge_pages(head.tail.data(), head.tail.capacity() * sizeof(uint16_t));
+  head.tail.resize(static_cast<size_t>(head.coded * head.tail_stride + 32));
+  uint16_t* rows = const_cast<uint16_t*>(head.tail_begin());
+  for (int64_t i = 0; i < head.coded; ++i)
+    for (int64_t u = 0; u < late; ++u) {
+      const auto s = static_cast<size_t>(head.order[static_cast<size_t>(head.warm + u)]);
+      rows[i * head.tail_stride + u * 2] = head.code16[s][static_cast<size_t>(i)];
+      rows[i * head.tail_stride + u * 2 + 1] = head.residual16[s][static_cast<size_t>(i)];
+    }
   head.key_norm.resize(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     double squares = 0;

@@ -9,6 +9,9 @@
 
 namespace louver {
 
+/// Keys per block of the search's key pass (and of HeadIndex::warm_rows).
+inline constexpr int64_t kKeyBlock = 512;
+
 /// d dimensions cut into S contiguous subspaces; the first d % S get one more.
 struct Subspaces {
   int64_t dims = 0;
@@ -46,6 +49,27 @@ struct HeadIndex {
   /// Packed copies for the search pass: codes as uint16 and residuals as the
   /// upper 16 bits of the float, rounded up (bfloat16 towards +infinity).
   std::vector<std::vector<uint16_t>> code16, residual16;
+  std::vector<float> residual16_max;  ///< [S]: the largest packed residual of each subspace, as float
+  /// [S]: the order in which the key pass sums the subspaces' terms, by
+  /// decreasing variance of the keys in the subspace (derived, not stored):
+  /// the subspaces that separate keys most come first, so that the
+  /// progressive pass drops most keys after a few look-ups.
+  std::vector<int64_t> order;
+  /// The progressive pass reads the first 'warm' subspaces of the order from
+  /// warm_rows (for every key) and the others from
+  /// 'tail', key-major: [coded][S - warm][code, packed residual], so the few
+  /// keys still alive after the warm subspaces read only their own bytes.
+  int64_t warm = 0;
+  /// The warm subspaces' codes and packed residuals block by block, so that
+  /// the warm pass reads one contiguous stream:
+  /// [coded / 512 blocks, rounded up][warm][code x 512, residual x 512].
+  std::vector<uint16_t> warm_rows;
+  int64_t tail_stride = 0;      ///< uint16 per key in 'tail': 2 (S - warm), rounded up to 64 bytes
+  std::vector<uint16_t> tail;   ///< holds the rows from tail_begin(), 64-byte aligned
+  const uint16_t* tail_begin() const {
+    const auto at = reinterpret_cast<uintptr_t>(tail.data());
+    return tail.data() + ((64 - at % 64) % 64) / sizeof(uint16_t);
+  }
   int64_t coded = 0;            ///< keys [coded, n) are the exact buffer
   int64_t built = 0;            ///< keys [0, built) were clustered when the codebooks were made
   int64_t size(int64_t dims) const { return static_cast<int64_t>(keys.size()) / dims; }
@@ -58,7 +82,8 @@ float residual_up(const float* k, const double* mu, int64_t width);
 /// Mean over keys of the summed residuals sum_s rho_{i,s}, for keys [begin, end).
 double mean_residual(const HeadIndex& head, int64_t begin, int64_t end);
 
-/// Fills the float copies of centroids and key norms (after building or loading).
+/// Fills the float copies of centroids, the packed codes, the key norms and
+/// the subspace order (after building, appending or loading).
 void finish_head(HeadIndex& head, int64_t dims);
 
 /// Clusters every subspace of keys [0, n) (balanced principal-direction splits

@@ -10,6 +10,10 @@
 #include <cstring>
 #include <functional>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace louver {
 
 double exact_score(const float* q, const float* k, int64_t dims) {
@@ -66,8 +70,14 @@ double float_error_unit(const float* query, int64_t dims) {
 // bound is raised by a margin that covers its own rounding and the rounding of
 // exact_score, so no key with exact_score >= T is ever skipped.
 QueryPrep prepare_query(const HeadIndex& head, const Subspaces& sub, const float* query, double threshold, Bound mode) {
-  const int64_t dims = sub.dims, s_count = sub.count();
   QueryPrep prep;
+  prepare_query(head, sub, query, threshold, mode, prep);
+  return prep;
+}
+
+void prepare_query(const HeadIndex& head, const Subspaces& sub, const float* query, double threshold, Bound mode,
+                   QueryPrep& prep) {
+  const int64_t dims = sub.dims, s_count = sub.count();
   // Per-query tables, in float for a fast key pass; every entry is rounded up
   // and the float sum gets its own margin below.
   prep.table_offset.assign(1, 0);
@@ -75,6 +85,7 @@ QueryPrep prepare_query(const HeadIndex& head, const Subspaces& sub, const float
   prep.tables.resize(static_cast<size_t>(prep.table_offset.back()));
   prep.q_norm.resize(static_cast<size_t>(s_count));
   double slack = 0;  // bounds |any key's bound terms| + sum_j |q_j k_j| for every key
+  std::vector<double> top(static_cast<size_t>(s_count));
   for (int64_t s = 0; s < s_count; ++s) {
     const int64_t offset = sub.begin[static_cast<size_t>(s)], width = sub.width(s);
     double squares = 0;
@@ -88,6 +99,13 @@ QueryPrep prepare_query(const HeadIndex& head, const Subspaces& sub, const float
     Eigen::Map<const RowMatrix> centroids(book.centroid_f32.data(), book.clusters(), width);
     Eigen::Map<Eigen::VectorXf>(row, book.clusters()).noalias() =
         centroids * Eigen::Map<const Eigen::VectorXf>(query + offset, width);
+    // The largest term a key can have in this subspace (float products are
+    // monotone, so no packed residual gives a larger one).
+    float largest = -INFINITY;
+    for (int64_t c = 0; c < book.clusters(); ++c) largest = std::max(largest, row[c]);
+    const float residual_term = prep.q_norm[static_cast<size_t>(s)] *
+                                (head.residual16_max.empty() ? 0.0f : head.residual16_max[static_cast<size_t>(s)]);
+    top[static_cast<size_t>(s)] = static_cast<double>(largest) + static_cast<double>(residual_term);
     double worst = 0;
     for (int64_t c = 0; c < book.clusters(); ++c) worst = std::max(worst, book.norm[static_cast<size_t>(c)]);
     worst *= 2 * norm;
@@ -101,45 +119,184 @@ QueryPrep prepare_query(const HeadIndex& head, const Subspaces& sub, const float
                             : 0.0;
   prep.cut = threshold - margin;
   prep.unit = float_error_unit(query, dims);
-  return prep;
+  // The progressive pass sums the same float terms as the full pass in
+  // another order and compares partial + rest in double. Each float sum of at
+  // most 2S terms is within 2S float ulps of 'slack' of the real sum, and
+  // rest (double, from the largest float terms) adds double rounding only; so
+  // a key dropped against prune_cut has a full float bound below cut.
+  prep.rest.assign(static_cast<size_t>(s_count) + 1, 0.0);
+  for (int64_t t = s_count - 1; t >= 0; --t)
+    prep.rest[static_cast<size_t>(t)] = prep.rest[static_cast<size_t>(t) + 1] + top[static_cast<size_t>(head.order[static_cast<size_t>(t)])];
+  prep.prune_cut = prep.cut - static_cast<double>(4 * s_count + 16) * FLT_EPSILON * slack;
 }
 
-SearchResult search(const HeadIndex& head, const Subspaces& sub, const float* query, double threshold, Bound mode) {
+namespace {
+
+/// bound[i] += norm * rho_i, then bound[i] += entries[code_i], for i < count:
+/// one subspace of the warm pass. The AVX2 version gathers eight entries at a
+/// time; per key it does the same two float operations in the same order
+/// (and never fuses them), so every version gives the same bits.
+void warm_row_scalar(const float* entries, const uint16_t* code, const uint16_t* rho, float norm, float* bound,
+                     int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    const uint32_t bits = static_cast<uint32_t>(rho[i]) << 16;
+    float residual;
+    std::memcpy(&residual, &bits, sizeof residual);
+    bound[i] += norm * residual;
+  }
+  for (int64_t i = 0; i < count; ++i) bound[i] += entries[code[i]];
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) void warm_row_avx2(const float* entries, const uint16_t* code, const uint16_t* rho,
+                                                   float norm, float* bound, int64_t count) {
+  const __m256 n8 = _mm256_set1_ps(norm);
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    const __m256i r = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rho + i))), 16);
+    const __m256i c = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(code + i)));
+    __m256 b = _mm256_add_ps(_mm256_loadu_ps(bound + i), _mm256_mul_ps(n8, _mm256_castsi256_ps(r)));
+    b = _mm256_add_ps(b, _mm256_i32gather_ps(entries, c, 4));
+    _mm256_storeu_ps(bound + i, b);
+  }
+  warm_row_scalar(entries, code + i, rho + i, norm, bound + i, count - i);
+}
+#endif
+
+using WarmRow = void (*)(const float*, const uint16_t*, const uint16_t*, float, float*, int64_t);
+
+WarmRow pick_warm_row() {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx2")) return warm_row_avx2;
+#endif
+  return warm_row_scalar;
+}
+
+const WarmRow warm_row = pick_warm_row();
+
+float unpack(uint16_t rho) {
+  const uint32_t bits = static_cast<uint32_t>(rho) << 16;
+  float residual;
+  std::memcpy(&residual, &bits, sizeof residual);
+  return residual;
+}
+
+}  // namespace
+
+SearchResult search(const HeadIndex& head, const Subspaces& sub, const float* query, double threshold, Bound mode,
+                    bool progressive) {
   const int64_t dims = sub.dims, s_count = sub.count(), n = head.size(dims);
-  const QueryPrep prep = prepare_query(head, sub, query, threshold, mode);
+  // The per-query tables (256 KiB at N = 128K) are reused by each thread.
+  thread_local QueryPrep prep;
+  prepare_query(head, sub, query, threshold, mode, prep);
   const double cut = prep.cut, unit = prep.unit;
   SearchResult out;
-  // The key pass. Its CUDA twin (kernels/cuda/louver.cu) repeats every float
-  // operation below in the same order, without fused multiply-adds (this file
-  // is built with -ffp-contract=off), so both skip exactly the same keys.
-  constexpr int64_t kBlock = 512;
-  float bound[kBlock];
-  for (int64_t first = 0; first < head.coded; first += kBlock) {
-    const int64_t count = std::min(kBlock, head.coded - first);
-    std::fill(bound, bound + count, 0.0f);
-    for (int64_t s = 0; s < s_count; ++s) {
-      const float* entries = prep.tables.data() + prep.table_offset[static_cast<size_t>(s)];
-      const uint16_t* code = head.code16[static_cast<size_t>(s)].data() + first;
-      const uint16_t* rho = head.residual16[static_cast<size_t>(s)].data() + first;
-      const float norm = prep.q_norm[static_cast<size_t>(s)];
-      // Two simple loops: the residual term vectorises, the look-ups stay scalar.
-      for (int64_t i = 0; i < count; ++i) {
-        const uint32_t bits = static_cast<uint32_t>(rho[i]) << 16;
-        float residual;
-        std::memcpy(&residual, &bits, sizeof residual);
-        bound[i] += norm * residual;
-      }
-      for (int64_t i = 0; i < count; ++i) bound[i] += entries[code[i]];
+  auto score_candidate = [&](int64_t key) {
+    const float* k = head.keys.data() + key * dims;
+    ++out.scanned;
+    // A float score far enough below T settles it; otherwise the exact score decides.
+    if (static_cast<double>(fast_score(query, k, dims)) + unit * head.key_norm[static_cast<size_t>(key)] < threshold) return;
+    const double score = exact_score(query, k, dims);
+    if (score >= threshold) out.hits.push_back({key, score});
+  };
+  // The key pass sums each key's float bound over the subspaces in the head's
+  // order: + |q_s| rho_s, then + table[s][code]. Its CUDA twin
+  // (kernels/cuda/louver.cu) does the same operations in the same order (this
+  // file is built with -ffp-contract=off, without fused multiply-adds), on
+  // every key; the progressive pass only drops keys early whose full bound is
+  // provably below the cut, so both score exactly the same keys.
+  constexpr int64_t kBlock = kKeyBlock, kStep = 4;
+  const int64_t warm = progressive ? head.warm : s_count, late = s_count - head.warm;
+  // The late subspaces' norms and tables, by position in the order.
+  std::vector<float> late_norm(static_cast<size_t>(std::max<int64_t>(late, 0)));
+  std::vector<const float*> late_table(late_norm.size());
+  for (int64_t u = 0; u < late; ++u) {
+    const auto s = static_cast<size_t>(head.order[static_cast<size_t>(head.warm + u)]);
+    late_norm[static_cast<size_t>(u)] = prep.q_norm[s];
+    late_table[static_cast<size_t>(u)] = prep.tables.data() + prep.table_offset[s];
+  }
+  // A three-stage pipeline over blocks of 512 keys, so that memory requests
+  // are issued one stage before their data is needed: (A) the warm
+  // subspaces for every key of block b, then prefetch the alive keys'
+  // key-major bytes; (B) the late subspaces of block b - 1, then prefetch the
+  // candidates' key rows; (C) score the candidates of block b - 2. Stages
+  // run in block order, so hits stay sorted by id.
+  struct Stage {
+    int64_t first = 0, count = 0, live = 0;
+    float bound[kBlock];
+    uint16_t alive[kBlock];
+  };
+  Stage stages[3];
+  const int64_t blocks = (head.coded + kBlock - 1) / kBlock;
+  auto warm_pass = [&](Stage& st, int64_t block) {
+    st.first = block * kBlock;
+    st.count = std::min(kBlock, head.coded - st.first);
+    std::fill(st.bound, st.bound + st.count, 0.0f);
+    // Every key through the warm subspaces (all of them without
+    // 'progressive', from the subspace-major rows).
+    const uint16_t* rows = head.warm_rows.data() + block * head.warm * 2 * kBlock;
+    for (int64_t t = 0; t < warm; ++t) {
+      const auto s = static_cast<size_t>(head.order[static_cast<size_t>(t)]);
+      const uint16_t* code = progressive ? rows + t * 2 * kBlock : head.code16[s].data() + st.first;
+      const uint16_t* rho = progressive ? code + kBlock : head.residual16[s].data() + st.first;
+      warm_row(prep.tables.data() + prep.table_offset[s], code, rho, prep.q_norm[s], st.bound, st.count);
     }
-    for (int64_t i = 0; i < count; ++i) {
-      if (static_cast<double>(bound[i]) < cut) continue;
-      const int64_t key = first + i;
-      const float* k = head.keys.data() + key * dims;
-      ++out.scanned;
-      // A float score far enough below T settles it; otherwise the exact score decides.
-      if (static_cast<double>(fast_score(query, k, dims)) + unit * head.key_norm[static_cast<size_t>(key)] < threshold) continue;
-      const double score = exact_score(query, k, dims);
-      if (score >= threshold) out.hits.push_back({key, score});
+    const double rest = progressive ? prep.rest[static_cast<size_t>(head.warm)] : 0.0;
+    const double bar = progressive ? prep.prune_cut : cut;
+    st.live = 0;
+    for (int64_t i = 0; i < st.count; ++i) {
+      st.alive[st.live] = static_cast<uint16_t>(i);
+      st.live += static_cast<double>(st.bound[i]) + rest >= bar ? 1 : 0;
+    }
+    if (!progressive) return;
+    // Most keys drop out within the first cache line of their row (16
+    // subspaces): fetch that one ahead, the rest on demand.
+    const uint16_t* block_tail = head.tail_begin() + st.first * head.tail_stride;
+    for (int64_t j = 0; j < st.live; ++j) __builtin_prefetch(block_tail + static_cast<int64_t>(st.alive[j]) * head.tail_stride);
+  };
+  // The keys still alive continue through the late subspaces, four at a time
+  // from their own key-major bytes (independent keys in flight together), and
+  // drop out as soon as partial + rest falls below prune_cut; the survivors
+  // whose full bound reaches the cut are the candidates.
+  auto late_pass = [&](Stage& st) {
+    if (progressive) {
+      const uint16_t* block_tail = head.tail_begin() + st.first * head.tail_stride;
+      for (int64_t u0 = 0; u0 < late && st.live > 0; u0 += kStep) {
+        const int64_t u1 = std::min(late, u0 + kStep);
+        const double rest = prep.rest[static_cast<size_t>(head.warm + u1)];
+        int64_t kept = 0;
+        for (int64_t j = 0; j < st.live; ++j) {
+          const uint16_t i = st.alive[j];
+          const uint16_t* bytes = block_tail + static_cast<int64_t>(i) * head.tail_stride;
+          float b = st.bound[i];
+          for (int64_t u = u0; u < u1; ++u) {
+            b = b + late_norm[static_cast<size_t>(u)] * unpack(bytes[2 * u + 1]);
+            b += late_table[static_cast<size_t>(u)][bytes[2 * u]];
+          }
+          st.bound[i] = b;
+          st.alive[kept] = i;
+          kept += static_cast<double>(b) + rest >= prep.prune_cut ? 1 : 0;
+        }
+        st.live = kept;
+      }
+      int64_t candidates = 0;
+      for (int64_t j = 0; j < st.live; ++j) {
+        st.alive[candidates] = st.alive[j];
+        candidates += static_cast<double>(st.bound[st.alive[j]]) >= cut ? 1 : 0;
+      }
+      st.live = candidates;
+    }
+    for (int64_t j = 0; j < st.live; ++j) {
+      const char* row = reinterpret_cast<const char*>(head.keys.data() + (st.first + st.alive[j]) * dims);
+      for (int64_t b = 0; b < dims * 4; b += 64) __builtin_prefetch(row + b);
+    }
+  };
+  for (int64_t step = 0; step < blocks + 2; ++step) {
+    if (step < blocks) warm_pass(stages[step % 3], step);
+    if (step >= 1 && step - 1 < blocks) late_pass(stages[(step - 1) % 3]);
+    if (step >= 2) {
+      const Stage& st = stages[(step - 2) % 3];
+      for (int64_t j = 0; j < st.live; ++j) score_candidate(st.first + st.alive[j]);
     }
   }
   scan_range(head, query, dims, head.coded, n, threshold, out);

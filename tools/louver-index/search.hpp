@@ -35,19 +35,31 @@ struct QueryPrep {
   std::vector<float> q_norm;          ///< [S]: |q_s| rounded up (0 for Bound::centroid_only)
   double cut = 0;                     ///< a coded key whose float bound is below this is skipped
   double unit = 0;                    ///< the float score's error bound per unit of |k|
+  // The progressive key pass (CPU) sums the subspaces in the head's order; a
+  // key is dropped as soon as its partial bound plus rest[t] (an upper bound
+  // on the terms of subspaces order[t..S-1]) falls below prune_cut, which
+  // sits far enough below 'cut' that such a key's full float bound is below
+  // 'cut' as well.
+  std::vector<double> rest;    ///< [S + 1]: rest[S] = 0
+  double prune_cut = 0;
 };
 
 /// The per-query tables, norms, cut (threshold - margin) and float error unit.
 QueryPrep prepare_query(const HeadIndex& head, const Subspaces& subspaces, const float* query, double threshold,
                         Bound bound = Bound::safe);
+/// The same into 'prep', reusing its storage.
+void prepare_query(const HeadIndex& head, const Subspaces& subspaces, const float* query, double threshold, Bound bound,
+                   QueryPrep& prep);
 
 /// |q| rounded up, times the float error factor of the float32 score filter:
 /// a float score plus unit |k| below T settles a key as a miss.
 double float_error_unit(const float* query, int64_t dims);
 
-/// Keys of 'head' with exact_score(q, k) >= threshold.
+/// Keys of 'head' with exact_score(q, k) >= threshold. 'progressive' (the
+/// default) drops keys subspace by subspace; without it every key's bound is
+/// summed over all subspaces. Both scan exactly the same keys.
 SearchResult search(const HeadIndex& head, const Subspaces& subspaces, const float* query, double threshold,
-                    Bound bound = Bound::safe);
+                    Bound bound = Bound::safe, bool progressive = true);
 
 /// The k-th largest exact score of 'query' over all keys (the top-k oracle).
 double kth_score(const HeadIndex& head, const float* query, int64_t dims, int64_t k);

@@ -52,8 +52,12 @@ std::vector<SearchResult> search_cuda(const HeadIndex& head, const Subspaces& su
   std::vector<uint16_t> code16, residual16;
   const bool bound_pass = !dense && coded > 0 && count > 0;
   if (bound_pass) {
-    for (int64_t s = 0; s <= s_count; ++s) {
-      table_offset.push_back(s ? table_offset.back() + static_cast<long>(head.books[static_cast<size_t>(s - 1)].clusters()) : 0L);
+    // Everything per subspace goes in the head's order (position t holds
+    // subspace head.order[t]): the kernel sums positions 0, 1, ..., as the
+    // CPU sums head.order[0], head.order[1], ...
+    const std::vector<int64_t>& order = head.order;
+    for (int64_t t = 0; t <= s_count; ++t) {
+      table_offset.push_back(t ? table_offset.back() + static_cast<long>(head.books[static_cast<size_t>(order[static_cast<size_t>(t - 1)])].clusters()) : 0L);
     }
     const auto table_size = static_cast<size_t>(table_offset.back());
     tables.resize(rows * table_size);
@@ -61,17 +65,22 @@ std::vector<SearchResult> search_cuda(const HeadIndex& head, const Subspaces& su
 #pragma omp parallel for schedule(static)
     for (int64_t m = 0; m < count; ++m) {
       const QueryPrep prep = prepare_query(head, sub, queries + m * dims, thresholds[m]);
-      std::copy(prep.tables.begin(), prep.tables.end(), tables.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(m) * table_size));
-      std::copy(prep.q_norm.begin(), prep.q_norm.end(), q_norm.begin() + m * s_count);
+      for (int64_t t = 0; t < s_count; ++t) {
+        const auto s = static_cast<size_t>(head.order[static_cast<size_t>(t)]);
+        std::copy(prep.tables.begin() + prep.table_offset[s], prep.tables.begin() + prep.table_offset[s + 1],
+                  tables.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(m) * table_size + static_cast<size_t>(table_offset[static_cast<size_t>(t)])));
+        q_norm[static_cast<size_t>(m * s_count + t)] = prep.q_norm[s];
+      }
       cut[static_cast<size_t>(m)] = prep.cut;
       unit[static_cast<size_t>(m)] = prep.unit;
     }
-    // Codes and residuals as one [S][coded] block each.
+    // Codes and residuals as one [S][coded] block each, rows in the head's order.
     code16.resize(static_cast<size_t>(s_count * coded));
     residual16.resize(code16.size());
-    for (int64_t s = 0; s < s_count; ++s) {
-      std::memcpy(code16.data() + s * coded, head.code16[static_cast<size_t>(s)].data(), sizeof(uint16_t) * static_cast<size_t>(coded));
-      std::memcpy(residual16.data() + s * coded, head.residual16[static_cast<size_t>(s)].data(), sizeof(uint16_t) * static_cast<size_t>(coded));
+    for (int64_t t = 0; t < s_count; ++t) {
+      const auto s = static_cast<size_t>(order[static_cast<size_t>(t)]);
+      std::memcpy(code16.data() + t * coded, head.code16[s].data(), sizeof(uint16_t) * static_cast<size_t>(coded));
+      std::memcpy(residual16.data() + t * coded, head.residual16[s].data(), sizeof(uint16_t) * static_cast<size_t>(coded));
     }
   } else {
     for (int64_t m = 0; m < count; ++m) unit[static_cast<size_t>(m)] = float_error_unit(queries + m * dims, dims);
