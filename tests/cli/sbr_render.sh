@@ -7,6 +7,7 @@ IMG="$NK_SOURCE/data/images/camera-64.png"
 check "paint a 64x64 image (decoder init, audit), PNG, SVG, frames" \
   sbr-render -q paint -i "$IMG" --strokes 60 --iterations 60 -o cam.h5 --png cam.png --svg cam.svg --frames frames --frame-count 4
 check "four frames written" test -f frames/frame_0004.png -a ! -f frames/frame_0005.png
+check "paint with the colour-fidelity pull: lower colour error where seen" sh -c 'sbr-render -q paint -i "$0" --strokes 60 --iterations 60 --fidelity 3 -o fid.h5 && sbr-render -q audit -i fid.h5 --target "$0" > fid.tsv && sbr-render -q audit -i cam.h5 --target "$0" > nofid.tsv && a=$(awk -F"\t" "NR>1{s+=\$5;n++} END{print s/n}" fid.tsv) && b=$(awk -F"\t" "NR>1{s+=\$5;n++} END{print s/n}" nofid.tsv) && echo "mean colour error $a with, $b without" && awk -v a="$a" -v b="$b" "BEGIN{exit !(a < b)}"' "$IMG"
 check "paint without audit, random init" sbr-render -q paint -i "$IMG" --strokes 60 --iterations 60 --init random --no-audit -o plain.h5
 check "paint with grid init and L1 loss" sbr-render -q paint -i "$IMG" --strokes 40 --iterations 20 --init grid --loss l1 -o grid.h5
 check "render at twice the size" sbr-render -q render -i cam.h5 --size 128x128 -o cam128.png --svg cam128.svg

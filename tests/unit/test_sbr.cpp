@@ -192,6 +192,34 @@ TEST_SUITE("sbr") {
     CHECK(audit(p, two, AuditRule{}, 0.5, 1)[0].defects == kGood);
   }
 
+  TEST_CASE("colour fidelity pulls each stroke's colour by 2 f sum(alpha T) (c - target) / count") {
+    // A uniform target: the pull on stroke i is 2 f visible_i (c_i - t) / (3 W H),
+    // with visible_i = sum over its pixels of alpha T (the audit's footprint).
+    const int size = 48;
+    const RGB target(size_t(size) * size * 3, 0.25f);
+    const Painting p = random_painting(6, size, 31);
+    RenderSpec spec{size, size, 0.5f, 1};
+    std::vector<float> plain, pulled;
+    std::array<float, 3> gbg;
+    std::vector<StrokeFootprint> feet;
+    render_backward(p, spec, target, Loss::l2, plain, gbg, nullptr, &feet);
+    spec.colour_fidelity = 0.7f;
+    std::vector<StrokeFootprint> feet2;
+    render_backward(p, spec, target, Loss::l2, pulled, gbg, nullptr, &feet2);
+    const double inv_count = 1.0 / (3.0 * size * size);
+    for (size_t i = 0; i < p.strokes.size(); ++i) {
+      const float colour[3] = {p.strokes[i].r, p.strokes[i].g, p.strokes[i].b};
+      for (int ch = 0; ch < 3; ++ch) {
+        const double expected = 2 * 0.7 * inv_count * feet[i].visible * (colour[ch] - 0.25);
+        CHECK(pulled[i * kStrokeParams + 7 + ch] - plain[i * kStrokeParams + 7 + ch] ==
+              doctest::Approx(expected).epsilon(1e-4).scale(1e-6));
+      }
+      // Geometry, width and opacity gradients are untouched; so are the footprints.
+      for (int k : {0, 1, 2, 3, 4, 5, 6, 10}) CHECK(pulled[i * kStrokeParams + k] == plain[i * kStrokeParams + k]);
+      CHECK(feet2[i].visible == feet[i].visible);
+    }
+  }
+
   TEST_CASE("coherence energy gradient matches finite differences") {
     Painting p = random_painting(6, 40, 17);
     std::vector<float> grad(p.strokes.size() * kStrokeParams, 0.f);

@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   paint->add_option("--scales", pt.scales, "Render sizes of the coarse-to-fine optimisation, as fractions (last: 1)");
   paint->add_option("--loss", pt.loss, "Pixel loss: l2 or l1")->check(CLI::IsMember({"l2", "l1"}));
   paint->add_option("--coherence", pt.config.coherence, "Weight of the stroke-coherence term")->check(CLI::Range(0.0, 1e6));
+  paint->add_option("--fidelity", pt.config.fidelity, "Weight of the colour-fidelity pull (each stroke's colour towards the target where it is seen)")
+      ->check(CLI::Range(0.0, 1e6));
   paint->add_option("--lr", pt.config.learning_rate, "Adam learning rate (normalised units)")->check(CLI::Range(1e-9, 10.0));
   paint->add_flag("!--no-audit", pt.audit, "Turn the single-stroke audit off (plain pixel-level optimisation)");
   paint->add_option("--audit-every", pt.config.audit_every, "Iterations between audits")->check(CLI::Range(1, 1000000));

@@ -330,7 +330,8 @@ PaintReport optimise(Painting& painting, const Target& target, const PaintConfig
   for (size_t l = 0; l < levels.size(); ++l) {
     const Level& level = levels[l];
     const Target tl = resample(target, level.width, level.height);
-    const RenderSpec spec{level.width, level.height, config.softness, config.threads};
+    const RenderSpec spec{level.width, level.height, config.softness, config.threads,
+                          config.audit ? float(config.fidelity) : 0.0f};
     const double area_scale = double(level.width) * level.height / (double(painting.width) * painting.height);
     const double to_level = double(level.width) / painting.width;
     for (int it = 0; it < level.iterations; ++it, ++step) {

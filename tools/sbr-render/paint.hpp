@@ -56,6 +56,7 @@ struct PaintConfig {
   std::vector<double> scales{0.25, 0.5, 1.0};  ///< render size / canvas, coarse to fine
   Loss loss = Loss::l2;
   double coherence = 1e-4;                ///< weight of the stroke-coherence term
+  double fidelity = 0.0;                  ///< weight of the colour-fidelity pull (with the audit only)
   double learning_rate = 0.04;            ///< Adam step in normalised units (see the man page)
   bool audit = true;
   int audit_every = 25;                   ///< iterations between audits

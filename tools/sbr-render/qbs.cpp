@@ -348,11 +348,21 @@ double render_backward(const Painting& painting, const RenderSpec& spec, const R
           float dl_dc[3];
           loss_at(loss, c, &target[pix], inv_count, total, dl_dc);
           for (int ch = 0; ch < 3; ++ch) bg_grads[me][ch] += double(dl_dc[ch]) * T;
+          const float* tgt = &target[pix];
+          const double pull = 2.0 * double(spec.colour_fidelity) * inv_count;
+          auto fidelity = [&](const Hit& hit) {
+            const Splat& q = splats[hit.stroke];
+            const double w = pull * hit.transmittance * hit.alpha;
+            double* gc = g + size_t(hit.stroke) * kStrokeParams + 7;
+            gc[0] += w * (q.r - tgt[0]), gc[1] += w * (q.g - tgt[1]), gc[2] += w * (q.b - tgt[2]);
+          };
           if (!foot) {
-            backward_pixel(splats, hits, spec.softness, bg, dl_dc, g, [](const Hit&, const float*) {});
+            if (pull > 0)
+              backward_pixel(splats, hits, spec.softness, bg, dl_dc, g, [&](const Hit& hit, const float*) { fidelity(hit); });
+            else
+              backward_pixel(splats, hits, spec.softness, bg, dl_dc, g, [](const Hit&, const float*) {});
             continue;
           }
-          const float* tgt = &target[pix];
           backward_pixel(splats, hits, spec.softness, bg, dl_dc, g, [&](const Hit& hit, const float* behind) {
             const Splat& q = splats[hit.stroke];
             const float col[3] = {q.r, q.g, q.b};
@@ -368,6 +378,7 @@ double render_backward(const Painting& painting, const RenderSpec& spec, const R
             f.visible += double(hit.alpha) * hit.transmittance;
             f.colour_error += double(hit.alpha) * hit.transmittance * err;
             f.loss_delta += without - with;
+            if (pull > 0) fidelity(hit);
           });
         }
     }

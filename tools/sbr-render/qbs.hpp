@@ -35,6 +35,13 @@ struct RenderSpec {
   int width = 0, height = 0;  ///< output size; strokes scale by width/canvas and height/canvas
   float softness = 0.5f;      ///< half-width of the edge falloff, in output pixels
   int threads = 0;            ///< OpenMP threads (0: the current default)
+  /// Weight of the colour-fidelity term (render_backward only): the
+  /// gradient of fidelity * sum over strokes and pixels of alpha T |c - target|^2
+  /// (mean over pixels and channels) with respect to each stroke's colour,
+  /// alpha T held fixed. It pulls each stroke's colour towards the target
+  /// where the stroke is seen, so that no stroke keeps a wrong colour that
+  /// only blending with other layers makes right. Not part of the returned loss.
+  float colour_fidelity = 0.0f;
 };
 
 /// RGB float image, row-major H x W x 3.
