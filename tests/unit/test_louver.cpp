@@ -121,7 +121,9 @@ TEST_SUITE("louver") {
     };
     for (const Case& c : {Case{"iid d=64 S=8", 3000, 64, 8, 16, -1}, Case{"d=67 S=8 (uneven)", 2000, 67, 8, 8, -1},
                           Case{"S=1", 1500, 32, 1, 32, -1}, Case{"S=d", 800, 16, 16, 4, -1},
-                          Case{"after appends (buffer and coded tail)", 3000, 48, 6, 16, 1000}}) {
+                          Case{"after appends (buffer and coded tail)", 3000, 48, 6, 16, 1000},
+                          Case{"S=32: 16 warm subspaces and a key-major tail", 5000, 64, 32, 16, -1},
+                          Case{"S=20 (4 late subspaces), appends", 4000, 60, 20, 8, 2500}}) {
       INFO(c.name);
       IndexParams params;
       params.subspaces = c.subspaces;
