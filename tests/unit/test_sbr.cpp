@@ -220,6 +220,44 @@ TEST_SUITE("sbr") {
     }
   }
 
+  TEST_CASE("hidden-coverage penalty: the lower stroke's gradient is that of h (coverage - visible) / (W H)") {
+    // Two strokes: the bottom one's T comes from the top one only, so the
+    // penalty's gradient for the bottom stroke is the true partial derivative
+    // of h sum alpha_b (1 - T_b) = h (coverage_b - visible_b), which the
+    // footprints give independently; central differences check it.
+    const int size = 40;
+    const RGB target(size_t(size) * size * 3, 0.5f);
+    Painting p;
+    p.width = p.height = size;
+    p.background = {0.2f, 0.2f, 0.2f};
+    p.strokes = {Stroke{8, 20, 18, 17, 30, 21, 9, 0.9f, 0.1f, 0.1f, 0.8f}, Stroke{12, 14, 20, 22, 26, 26, 7, 0.1f, 0.8f, 0.2f, 0.7f}};
+    const float h = 2.0f;
+    RenderSpec spec{size, size, 0.5f, 1};
+    std::vector<float> plain, pulled;
+    std::array<float, 3> gbg;
+    render_backward(p, spec, target, Loss::l2, plain, gbg);
+    spec.hidden_penalty = h;
+    render_backward(p, spec, target, Loss::l2, pulled, gbg);
+    auto hidden = [&](const Painting& q) {
+      std::vector<float> unused;
+      std::vector<StrokeFootprint> feet;
+      RenderSpec s2{size, size, 0.5f, 1};
+      render_backward(q, s2, target, Loss::l2, unused, gbg, nullptr, &feet);
+      return h * (feet[0].coverage - feet[0].visible) / (double(size) * size);
+    };
+    for (int k : {0, 1, 2, 3, 4, 5, 6, 10}) {
+      Painting up = p, down = p;
+      const double step = k == 10 ? 1e-3 : 1e-2;
+      params_of(up.strokes[0])[k] += float(step);
+      params_of(down.strokes[0])[k] -= float(step);
+      const double numeric = (hidden(up) - hidden(down)) / (2 * step);
+      INFO("parameter " << k);
+      CHECK(pulled[size_t(k)] - plain[size_t(k)] == doctest::Approx(numeric).epsilon(2e-2).scale(1e-5));
+    }
+    // The top stroke is seen everywhere (T = 1): nothing changes for it.
+    for (int k = 0; k < kStrokeParams; ++k) CHECK(pulled[size_t(kStrokeParams + k)] == plain[size_t(kStrokeParams + k)]);
+  }
+
   TEST_CASE("coherence energy gradient matches finite differences") {
     Painting p = random_painting(6, 40, 17);
     std::vector<float> grad(p.strokes.size() * kStrokeParams, 0.f);

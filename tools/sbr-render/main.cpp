@@ -21,6 +21,9 @@ int main(int argc, char** argv) {
   paint->add_option("--coherence", pt.config.coherence, "Weight of the stroke-coherence term")->check(CLI::Range(0.0, 1e6));
   paint->add_option("--fidelity", pt.config.fidelity, "Weight of the colour-fidelity pull (each stroke's colour towards the target where it is seen)")
       ->check(CLI::Range(0.0, 1e6));
+  paint->add_option("--hidden-penalty", pt.config.hidden_penalty,
+                    "Weight of the hidden-coverage penalty (strokes withdraw where later strokes cover them)")
+      ->check(CLI::Range(0.0, 1e6));
   paint->add_option("--lr", pt.config.learning_rate, "Adam learning rate (normalised units)")->check(CLI::Range(1e-9, 10.0));
   paint->add_flag("!--no-audit", pt.audit, "Turn the single-stroke audit off (plain pixel-level optimisation)");
   paint->add_option("--audit-every", pt.config.audit_every, "Iterations between audits")->check(CLI::Range(1, 1000000));

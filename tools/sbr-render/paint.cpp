@@ -331,7 +331,7 @@ PaintReport optimise(Painting& painting, const Target& target, const PaintConfig
     const Level& level = levels[l];
     const Target tl = resample(target, level.width, level.height);
     const RenderSpec spec{level.width, level.height, config.softness, config.threads,
-                          config.audit ? float(config.fidelity) : 0.0f};
+                          config.audit ? float(config.fidelity) : 0.0f, config.audit ? float(config.hidden_penalty) : 0.0f};
     const double area_scale = double(level.width) * level.height / (double(painting.width) * painting.height);
     const double to_level = double(level.width) / painting.width;
     for (int it = 0; it < level.iterations; ++it, ++step) {

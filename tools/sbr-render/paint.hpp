@@ -57,6 +57,7 @@ struct PaintConfig {
   Loss loss = Loss::l2;
   double coherence = 1e-4;                ///< weight of the stroke-coherence term
   double fidelity = 0.0;                  ///< weight of the colour-fidelity pull (with the audit only)
+  double hidden_penalty = 0.0;            ///< weight of the hidden-coverage penalty (with the audit only)
   double learning_rate = 0.04;            ///< Adam step in normalised units (see the man page)
   bool audit = true;
   int audit_every = 25;                   ///< iterations between audits

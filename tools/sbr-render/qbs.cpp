@@ -263,7 +263,7 @@ inline void accumulate(const Splat& q, const Hit& hit, float softness, float dl_
 /// sees each hit with the colour behind it (the audit's removal test).
 template <class Visit>
 inline void backward_pixel(const std::vector<Splat>& splats, const std::vector<Hit>& hits, float softness,
-                           const float* bg, const float* dl_dc, double* grad, Visit&& visit) {
+                           const float* bg, const float* dl_dc, float hide, double* grad, Visit&& visit) {
   float behind[3] = {bg[0], bg[1], bg[2]};
   for (size_t h = hits.size(); h-- > 0;) {
     const Hit& hit = hits[h];
@@ -274,6 +274,8 @@ inline void backward_pixel(const std::vector<Splat>& splats, const std::vector<H
       dl_dalpha += dl_dc[ch] * hit.transmittance * (col[ch] - behind[ch]);
       dl_dcol[ch] = dl_dc[ch] * hit.transmittance * hit.alpha;
     }
+    // The hidden-coverage penalty hide * alpha (1 - T), T held fixed.
+    dl_dalpha += hide * (1 - hit.transmittance);
     accumulate(q, hit, softness, dl_dalpha, dl_dcol, grad + size_t(hit.stroke) * kStrokeParams);
     visit(hit, behind);
     for (int ch = 0; ch < 3; ++ch) behind[ch] = hit.alpha * col[ch] + (1 - hit.alpha) * behind[ch];
@@ -350,6 +352,7 @@ double render_backward(const Painting& painting, const RenderSpec& spec, const R
           for (int ch = 0; ch < 3; ++ch) bg_grads[me][ch] += double(dl_dc[ch]) * T;
           const float* tgt = &target[pix];
           const double pull = 2.0 * double(spec.colour_fidelity) * inv_count;
+          const float hide = float(3.0 * double(spec.hidden_penalty) * inv_count);
           auto fidelity = [&](const Hit& hit) {
             const Splat& q = splats[hit.stroke];
             const double w = pull * hit.transmittance * hit.alpha;
@@ -358,12 +361,12 @@ double render_backward(const Painting& painting, const RenderSpec& spec, const R
           };
           if (!foot) {
             if (pull > 0)
-              backward_pixel(splats, hits, spec.softness, bg, dl_dc, g, [&](const Hit& hit, const float*) { fidelity(hit); });
+              backward_pixel(splats, hits, spec.softness, bg, dl_dc, hide, g, [&](const Hit& hit, const float*) { fidelity(hit); });
             else
-              backward_pixel(splats, hits, spec.softness, bg, dl_dc, g, [](const Hit&, const float*) {});
+              backward_pixel(splats, hits, spec.softness, bg, dl_dc, hide, g, [](const Hit&, const float*) {});
             continue;
           }
-          backward_pixel(splats, hits, spec.softness, bg, dl_dc, g, [&](const Hit& hit, const float* behind) {
+          backward_pixel(splats, hits, spec.softness, bg, dl_dc, hide, g, [&](const Hit& hit, const float* behind) {
             const Splat& q = splats[hit.stroke];
             const float col[3] = {q.r, q.g, q.b};
             double with = 0, without = 0, err = 0;
@@ -511,7 +514,7 @@ double render_backward_brute(const Painting& painting, const RenderSpec& spec, c
         float dl_dc[3];
         loss_at(loss, c, &target[pix], inv_count, total, dl_dc);
         for (int ch = 0; ch < 3; ++ch) bg_grads[me][ch] += double(dl_dc[ch]) * T;
-        backward_pixel(splats, hits, spec.softness, bg, dl_dc, grads[me].data(), [](const Hit&, const float*) {});
+        backward_pixel(splats, hits, spec.softness, bg, dl_dc, 0.0f, grads[me].data(), [](const Hit&, const float*) {});
       }
   }
   reduce_gradients(grads, sc, n, grad);

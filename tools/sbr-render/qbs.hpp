@@ -42,6 +42,14 @@ struct RenderSpec {
   /// where the stroke is seen, so that no stroke keeps a wrong colour that
   /// only blending with other layers makes right. Not part of the returned loss.
   float colour_fidelity = 0.0f;
+  /// Weight of the hidden-coverage penalty (render_backward only): the
+  /// gradient of hidden_penalty * sum over strokes and pixels of alpha (1 - T)
+  /// (mean over pixels; T the transmittance of the strokes above) with respect
+  /// to each stroke's own parameters, T held fixed. A stroke loses nothing in
+  /// the picture by shrinking where later strokes cover it, so the term lets
+  /// concealed parts withdraw instead of surviving under other layers. Not
+  /// part of the returned loss.
+  float hidden_penalty = 0.0f;
 };
 
 /// RGB float image, row-major H x W x 3.
