@@ -18,6 +18,21 @@ check "eval of an adapted model on a task" spike-sft -q eval -i spe.h5 --task ta
 check "pickit merges two adapted models" spike-sft -q pickit -i spe.h5 spe2.h5 --tasks tasks.h5 --calibration 64 -o merged.h5
 check "merging baselines: ties, average, task-arithmetic" sh -c 'for m in ties average task-arithmetic; do spike-sft -q pickit -i spe.h5 spe2.h5 --method $m -o merged_$m.h5 || exit 1; done'
 check "eval of the merged model" spike-sft -q eval -i merged.h5 --task tasks.h5:rotate90
+# A diverged model: spe2.h5 with its hidden neurons permuted (base and delta
+# alike: the same function). Alignment must undo the permutation, so the
+# merge equals the merge of the unpermuted models.
+check "a permuted copy of an adapted model" "$PY" -c "
+import h5py, numpy as np, shutil
+shutil.copy('spe2.h5', 'spe2p.h5')
+with h5py.File('spe2p.h5', 'r+') as f:
+    w0 = f['/model/weight0'][...]; b0 = f['/model/bias0'][...]; w1 = f['/model/weight1'][...]
+    n, d = w0.shape
+    p = np.random.default_rng(5).permutation(n); inv = np.argsort(p)
+    f['/model/weight0'][...] = w0[p]; f['/model/bias0'][...] = b0[p]; f['/model/weight1'][...] = w1[:, p]
+    i0 = f['/delta/layer0/indices'][...]; f['/delta/layer0/indices'][...] = inv[i0 // d] * d + i0 % d
+    i1 = f['/delta/layer1/indices'][...]; f['/delta/layer1/indices'][...] = (i1 // n) * n + inv[i1 % n]
+"
+check "pickit aligns the permuted model (ties and pickit)" sh -c 'spike-sft pickit -i spe.h5 spe2p.h5 --method ties -o merged_p.h5 2> align.log && grep -q "neurons permuted" align.log && spike-sft -q pickit -i spe.h5 spe2p.h5 --tasks tasks.h5 --calibration 64 -o merged_pp.h5 && spike-sft pickit -i spe.h5 spe2.h5 --method ties -o merged_q.h5 2> noop.log && grep -q "alignment: a no-op" noop.log && spike-sft -q pickit -i spe.h5 spe2p.h5 --method ties --no-align -o merged_na.h5'
 check "stats: histograms, silencing curve and its plot" sh -c 'spike-sft -q stats -i base.h5 --data fm.h5 --fractions 0.5,0,0.9 --plot silence.svg -o stats.h5 > stats.txt && grep -q "<svg" silence.svg'
 expect_fail "stats with a share of 1" 2 "fractions" spike-sft stats -i base.h5 --data fm.h5 --fractions 1 -o bad.h5
 spike-sft -q eval -i spe.h5 --task tasks.h5:invert > spe_eval.txt 2>/dev/null
@@ -84,6 +99,13 @@ check("stats: histogram counts add up to the weights", int(st["/histogram/layer0
 check("stats: fractions sorted, and silencing nothing gives eval's accuracy",
       st["/silenced/fraction"][...].tolist() == [0.0, 0.5, 0.9] and abs(st["/silenced/accuracy"][0] - float(got["accuracy"])) <= 5e-5)
 mg = h5py.File("merged.h5", "r")
+for a_, b_ in (("merged_p.h5", "merged_ties.h5"), ("merged_pp.h5", "merged.h5")):
+    fa, fb = h5py.File(a_, "r"), h5py.File(b_, "r")
+    same = all(np.allclose(fa[f"/model/weight{l}"][...], fb[f"/model/weight{l}"][...], atol=1e-6) and np.allclose(fa[f"/model/bias{l}"][...], fb[f"/model/bias{l}"][...], atol=1e-6) for l in range(2))
+    check(f"alignment undoes a neuron permutation: {a_} equals {b_}", same and fa.attrs["aligned_models"] == 1)
+na, ti = h5py.File("merged_na.h5", "r"), h5py.File("merged_ties.h5", "r")
+check("--no-align merges the permuted model as it is (another result)", na.attrs["aligned_models"] == 0
+      and not np.allclose(na["/model/weight0"][...], ti["/model/weight0"][...], atol=1e-6))
 check("pickit: the merged model has the base architecture", mg["/model/sizes"][...].tolist() == a["/model/sizes"][...].tolist()
       and all(mg[f"/model/weight{l}"].shape == a[f"/model/weight{l}"].shape for l in range(2)))
 av = h5py.File("merged_average.h5", "r")
@@ -131,7 +153,7 @@ expect_fail "spe on a task of another input size" 3 "the base model takes 784" s
 expect_fail "a task the file does not hold" 3 "no such task" spike-sft spe -i base.h5 --task tasks.h5:nope -o bad.h5
 expect_fail "a --task without a name" 2 "FILE:NAME" spike-sft spe -i base.h5 --task tasks.h5 -o bad.h5
 expect_fail "eval with neither --data nor --task" 2 "give --data" spike-sft eval -i base.h5
-expect_fail "pickit of models with different bases" 3 "another base model" sh -c 'spike-sft -q spe -i rate.h5 --task tasks.h5:invert --epochs 1 --batch 50 -o other.h5 2>/dev/null; spike-sft pickit -i spe.h5 other.h5 --method ties -o bad.h5'
+expect_fail "pickit of models of another architecture" 3 "another architecture" sh -c 'spike-sft -q spe -i rate.h5 --task tasks.h5:invert --epochs 1 --batch 50 -o other.h5 2>/dev/null; spike-sft pickit -i spe.h5 other.h5 --method ties -o bad.h5'
 expect_fail "pickit without --tasks" 2 "needs --tasks" spike-sft pickit -i spe.h5 spe2.h5 -o bad.h5
 expect_fail "pickit of one model" 2 "" spike-sft pickit -i spe.h5 -o bad.h5
 "$PY" -c "

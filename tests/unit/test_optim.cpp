@@ -1,9 +1,44 @@
 // test_optim.cpp - Adam and AdamW.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
+
+#include "nk/assignment.hpp"
+#include "nk/rng.hpp"
+
 #include "nk/optim.hpp"
 
 TEST_SUITE("optim") {
+  TEST_CASE("max_assignment equals brute force over all permutations") {
+    nk::Rng rng(4);
+    for (int trial = 0; trial < 40; ++trial) {
+      const int n = 1 + trial % 7;
+      Eigen::MatrixXd s(n, n);
+      for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j) s(i, j) = trial % 3 == 0 ? double(rng.below(4)) : rng.normal();  // ties too
+      std::vector<int> p(n);
+      for (int i = 0; i < n; ++i) p[i] = i;
+      double best = -1e300;
+      do {
+        double v = 0;
+        for (int i = 0; i < n; ++i) v += s(i, p[i]);
+        best = std::max(best, v);
+      } while (std::next_permutation(p.begin(), p.end()));
+      const std::vector<int> got = nk::max_assignment(s);
+      std::vector<char> seen(n, 0);
+      double v = 0;
+      for (int i = 0; i < n; ++i) v += s(i, got[i]), seen[got[i]] = 1;
+      for (char c : seen) CHECK(c == 1);  // a permutation
+      CHECK(v == doctest::Approx(best).epsilon(1e-12));
+    }
+    CHECK_THROWS(nk::max_assignment(Eigen::MatrixXd::Zero(2, 3)));
+    Eigen::MatrixXd bad = Eigen::MatrixXd::Zero(2, 2);
+    bad(0, 1) = std::nan("");
+    CHECK_THROWS(nk::max_assignment(bad));
+    CHECK(nk::max_assignment(Eigen::MatrixXd(0, 0)).empty());
+  }
+
   TEST_CASE("Adam minimises an ill-conditioned quadratic") {
     Eigen::VectorXd scale(3);
     scale << 1.0, 10.0, 100.0;

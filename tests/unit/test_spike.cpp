@@ -9,6 +9,7 @@
 #include "nk/rng.hpp"
 #include "nk/optim.hpp"
 #include "snn.hpp"
+#include "align.hpp"
 
 using namespace snn;
 
@@ -29,6 +30,37 @@ Matrix random_inputs(int64_t rows, int64_t cols, nk::Rng& rng) {
 }  // namespace
 
 TEST_SUITE("spike") {
+  TEST_CASE("neuron alignment undoes a permutation of hidden neurons, and a permutation keeps the function") {
+    Config c;
+    c.sizes = {20, 16, 12, 5};
+    c.steps = 4;
+    nk::Rng rng(8);
+    const Network a = Network::init(c, rng);
+    // Permute both hidden layers.
+    spike::Alignment shuffle;
+    for (int64_t h = 0; h < c.hidden_layers(); ++h) {
+      std::vector<int> p(static_cast<size_t>(c.sizes[static_cast<size_t>(h) + 1]));
+      for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<int>(i);
+      for (size_t i = p.size(); i > 1; --i) std::swap(p[i - 1], p[rng.below(i)]);
+      shuffle.perm.push_back(p);
+    }
+    Network b = a;
+    spike::permute_neurons(b, shuffle);
+    const Matrix x = random_inputs(7, 20, rng);
+    const std::vector<int64_t> y = {0, 1, 2, 3, 4, 0, 1};
+    CHECK(loss_of(b, x, y, 3) == doctest::Approx(loss_of(a, x, y, 3)).epsilon(1e-6));
+    CHECK(b.weight[0] != a.weight[0]);
+    const spike::Alignment al = spike::match_neurons(a, b);
+    CHECK(!al.identity());
+    spike::permute_neurons(b, al);
+    for (size_t l = 0; l < a.weight.size(); ++l) {
+      CHECK(b.weight[l] == a.weight[l]);
+      CHECK(b.bias[l] == a.bias[l]);
+    }
+    // Matching a network to itself is the identity (a no-op).
+    CHECK(spike::match_neurons(a, a).identity());
+  }
+
   TEST_CASE("BPTT equals central finite differences with smooth spikes (both resets, both codings, 1-2 hidden layers)") {
     struct Case {
       std::vector<int64_t> sizes;

@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
 
   spike::PickitOptions pick;
-  CLI::App* pickit_verb = cli.add_verb("pickit", "Stage 2: merge adapted models of one base (TIES + spike-rate calibration)");
+  CLI::App* pickit_verb = cli.add_verb("pickit", "Stage 2: merge adapted models (neuron alignment, TIES, spike-rate calibration)");
   pickit_verb->add_option("-i,--input", pick.inputs, "Adapted models (from spe), two or more")->required()->expected(2, 1 << 16);
   nk::cli::App::add_output(*pickit_verb, pick.output, pick.no_clobber);
   pickit_verb->add_option("--tasks", pick.tasks, "The tasks file the models were adapted on (calibration data)");
@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
   pickit_verb->add_option("--trim", pick.trim, "Share of each delta's nonzero entries kept by TIES, in (0, 1]");
   pickit_verb->add_option("--scale", pick.scale, "Scale of the merged delta (task arithmetic: of the summed deltas)")->check(CLI::Range(0.0, 100.0));
   pickit_verb->add_option("--calibration", pick.calibration, "Calibration examples per task")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  pickit_verb->add_flag("!--no-align", pick.align, "Merge models of another base without aligning their neurons first");
 
   spike::StatsOptions stats;
   CLI::App* stats_verb = cli.add_verb("stats", "Weight-magnitude histograms and accuracy after silencing the smallest synapses");

@@ -1,8 +1,10 @@
 // pickit.cpp - Stage 2 of Spike-SFT: merge several adapted models (one per
 // task, all from one base) into one model of the base architecture.
 //
-// PickIt = alignment (a no-op when every model shares the base, which is
-// checked), interference-aware merging of the task deltas (trim to the
+// PickIt = alignment (each model whose base differs from the first model's
+// base gets its hidden neurons permuted to match it, by weight matching; a
+// no-op when every model shares the base, which is checked and reported),
+// interference-aware merging of the task deltas (trim to the
 // largest entries, elect a sign per weight, average the agreeing entries:
 // TIES), and spike-statistics calibration: per hidden layer, a scale of its
 // incoming weights and bias, found by bisection, makes the merged model's
@@ -17,6 +19,7 @@
 
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
+#include "align.hpp"
 #include "spike_sft.hpp"
 
 namespace spike {
@@ -43,21 +46,39 @@ bool same_weights(const snn::Network& a, const snn::Network& b) {
 void pickit(const PickitOptions& o) {
   if (o.inputs.size() < 2) throw nk::usage_error("pickit merges at least two adapted models");
   if (!(o.trim > 0 && o.trim <= 1)) throw nk::usage_error("--trim must lie in (0, 1]");
-  // Base and task models; every model must come from the same base.
+  if (o.method == "pickit" && o.tasks.empty())
+    throw nk::usage_error("pickit needs --tasks FILE (the tasks the models were adapted to) for calibration");
+  // Base and task models. Each model's task delta is taken against its own
+  // base; a model whose base is not the first model's (it diverged: another
+  // pre-training, or a permuted copy) is first aligned to it, base and
+  // adapted weights permuted alike, so that the deltas are merged entry by
+  // entry on neurons that match.
   const snn::Network base = read_model(o.inputs[0], false);
-  std::vector<snn::Network> models;
+  std::vector<snn::Network> models, bases;
   std::vector<std::string> task_names;
+  int64_t aligned = 0;
   for (const std::string& path : o.inputs) {
-    const snn::Network own_base = read_model(path, false);
-    if (!same_weights(own_base, base)) {
-      throw nk::input_error(path, "/model", "has another base model or architecture than " + o.inputs[0] +
-                                                " (PickIt merges adaptations of one base; permutation alignment of "
-                                                "independently trained models is not implemented)");
+    snn::Network own_base = read_model(path, false);
+    if (own_base.config.sizes != base.config.sizes)
+      throw nk::input_error(path, "/model", "has another architecture than " + o.inputs[0] + " (PickIt merges models of one architecture)");
+    snn::Network model = read_model(path, true);
+    if (!same_weights(own_base, base) && !o.align) {
+      spdlog::info("{}: its base differs from {}'s; merged without alignment (--no-align)", path, o.inputs[0]);
+    } else if (!same_weights(own_base, base)) {
+      const Alignment al = match_neurons(base, own_base);
+      permute_neurons(own_base, al);
+      permute_neurons(model, al);
+      ++aligned;
+      for (size_t h = 0; h < al.moved.size(); ++h)
+        spdlog::info("{}: its base differs from {}'s; hidden layer {}: {} of {} neurons permuted, weight similarity {:.4g} -> {:.4g}",
+                     path, o.inputs[0], h, al.moved[h], al.perm[h].size(), al.before[h], al.after[h]);
     }
-    models.push_back(read_model(path, true));
+    bases.push_back(std::move(own_base));
+    models.push_back(std::move(model));
     const nk::h5::File file = nk::h5::File::open(path);
     task_names.push_back(file.attr_string("/", "task").value_or(""));
   }
+  if (aligned == 0) spdlog::info("alignment: a no-op (every model shares the base of {})", o.inputs[0]);
   const int64_t layers = base.config.layers(), k = static_cast<int64_t>(models.size());
   // Task deltas, merged per entry.
   snn::Network merged = base;
@@ -65,9 +86,9 @@ void pickit(const PickitOptions& o) {
     const auto L = static_cast<size_t>(l);
     const int64_t n = base.weight[L].size();
     std::vector<snn::Matrix> delta;
-    for (const snn::Network& m : models) delta.push_back(m.weight[L] - base.weight[L]);
+    for (size_t m = 0; m < models.size(); ++m) delta.push_back(models[m].weight[L] - bases[m].weight[L]);
     snn::Vector bias_sum = snn::Vector::Zero(base.bias[L].size());
-    for (const snn::Network& m : models) bias_sum += m.bias[L] - base.bias[L];
+    for (size_t m = 0; m < models.size(); ++m) bias_sum += models[m].bias[L] - bases[m].bias[L];
     float* w = merged.weight[L].data();
     if (o.method == "average" || o.method == "task-arithmetic") {
       const float factor = o.method == "average" ? 1.0f / static_cast<float>(k) : static_cast<float>(o.scale);
@@ -155,6 +176,7 @@ void pickit(const PickitOptions& o) {
   write_model(out, merged, {});
   out.attr("/", "merge_method", o.method);
   out.attr("/", "merged_models", k);
+  out.attr("/", "aligned_models", aligned);
   out.write("/calibration_scale", scales.data(), {static_cast<int64_t>(scales.size())}, "layer");
   out.commit();
   spdlog::info("merged {} models ({}); the result has the base architecture, {} parameters", k, o.method, base.config.parameter_count());

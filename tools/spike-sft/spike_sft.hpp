@@ -91,6 +91,7 @@ struct PickitOptions {
   double trim = 0.2;              ///< TIES: share of each delta's nonzero entries kept
   double scale = 1.0;             ///< lambda for ties/pickit and task arithmetic
   int64_t calibration = 256;      ///< calibration examples per task
+  bool align = true;              ///< permute the neurons of models of another base to match the first
   uint64_t seed = 0;
 };
 /// Stage 2: merge adapted models of one base into one model of the base architecture.

@@ -1,0 +1,111 @@
+// align.cpp - weight matching of hidden neurons (see align.hpp).
+#include "align.hpp"
+
+#include <stdexcept>
+
+#include "nk/assignment.hpp"
+
+namespace spike {
+
+namespace {
+
+using Perm = std::vector<int>;
+
+/// Similarity of neuron i of a to neuron j of b in hidden layer h: incoming
+/// weights (b's inputs already in a's order), bias, and, when 'outgoing',
+/// the next layer's weights (b's next-layer neurons in a's order).
+Eigen::MatrixXd similarity(const snn::Network& a, const snn::Network& b, size_t h, const Perm* in, const Perm* out) {
+  const snn::Matrix& wa = a.weight[h];
+  const snn::Matrix& wb = b.weight[h];
+  snn::Matrix wb_in = wb;
+  if (in)
+    for (Eigen::Index c = 0; c < wb.cols(); ++c) wb_in.col(c) = wb.col((*in)[static_cast<size_t>(c)]);
+  Eigen::MatrixXd s = (wa.cast<double>() * wb_in.cast<double>().transpose());
+  s += a.bias[h].cast<double>() * b.bias[h].cast<double>().transpose();
+  if (h + 1 < a.weight.size()) {
+    const snn::Matrix& na = a.weight[h + 1];
+    snn::Matrix nb = b.weight[h + 1];
+    if (out) {
+      snn::Matrix rows = nb;
+      for (Eigen::Index r = 0; r < nb.rows(); ++r) rows.row(r) = nb.row((*out)[static_cast<size_t>(r)]);
+      nb = rows;
+    }
+    if (out || h + 2 == a.weight.size()) s += na.cast<double>().transpose() * nb.cast<double>();
+  }
+  return s;
+}
+
+double total(const Eigen::MatrixXd& s, const Perm& p) {
+  double sum = 0;
+  for (size_t i = 0; i < p.size(); ++i) sum += s(static_cast<Eigen::Index>(i), p[i]);
+  return sum;
+}
+
+Perm identity(size_t n) {
+  Perm p(n);
+  for (size_t i = 0; i < n; ++i) p[i] = static_cast<int>(i);
+  return p;
+}
+
+}  // namespace
+
+bool Alignment::identity() const {
+  for (int64_t m : moved)
+    if (m) return false;
+  return true;
+}
+
+Alignment match_neurons(const snn::Network& a, const snn::Network& b, int sweeps) {
+  if (a.config.sizes != b.config.sizes) throw std::invalid_argument("match_neurons: the architectures differ");
+  const auto hidden = static_cast<size_t>(a.config.hidden_layers());
+  Alignment al;
+  al.perm.resize(hidden);
+  al.before.assign(hidden, 0.0);
+  // Forward pass: incoming weights and bias only (the output layer's columns
+  // are used for the last hidden layer, whose next layer is not permuted).
+  for (size_t h = 0; h < hidden; ++h) {
+    const Eigen::MatrixXd s = similarity(a, b, h, h ? &al.perm[h - 1] : nullptr, nullptr);
+    al.before[h] = total(s, identity(static_cast<size_t>(s.rows())));
+    al.perm[h] = nk::max_assignment(s);
+  }
+  // Coordinate descent with the outgoing weights too.
+  for (int sweep = 0; sweep < sweeps; ++sweep) {
+    bool changed = false;
+    for (size_t h = 0; h < hidden; ++h) {
+      const Perm* out = h + 1 < hidden ? &al.perm[h + 1] : nullptr;
+      const Eigen::MatrixXd s = similarity(a, b, h, h ? &al.perm[h - 1] : nullptr, out);
+      Perm p = nk::max_assignment(s);
+      if (total(s, p) > total(s, al.perm[h]) + 1e-12 * (1 + std::abs(total(s, al.perm[h])))) {
+        al.perm[h] = std::move(p);
+        changed = true;
+      }
+    }
+    if (!changed) break;
+  }
+  al.moved.assign(hidden, 0);
+  al.after.assign(hidden, 0.0);
+  for (size_t h = 0; h < hidden; ++h) {
+    for (size_t i = 0; i < al.perm[h].size(); ++i) al.moved[h] += al.perm[h][i] != static_cast<int>(i);
+    al.after[h] = total(similarity(a, b, h, h ? &al.perm[h - 1] : nullptr, nullptr), al.perm[h]);
+  }
+  return al;
+}
+
+void permute_neurons(snn::Network& net, const Alignment& al) {
+  for (size_t h = 0; h < al.perm.size(); ++h) {
+    const Perm& p = al.perm[h];
+    snn::Matrix w = net.weight[h];
+    snn::Vector bias = net.bias[h];
+    for (size_t i = 0; i < p.size(); ++i) {
+      w.row(static_cast<Eigen::Index>(i)) = net.weight[h].row(p[i]);
+      bias[static_cast<Eigen::Index>(i)] = net.bias[h][p[i]];
+    }
+    net.weight[h] = w;
+    net.bias[h] = bias;
+    snn::Matrix next = net.weight[h + 1];
+    for (size_t i = 0; i < p.size(); ++i) next.col(static_cast<Eigen::Index>(i)) = net.weight[h + 1].col(p[i]);
+    net.weight[h + 1] = next;
+  }
+}
+
+}  // namespace spike
