@@ -38,31 +38,21 @@ std::vector<Config> plan(const SweepOptions& o) {
   EncodeOptions base;
   base.iterations = o.iterations;
   base.learning_rate = o.learning_rate;
-  for (int64_t chi : o.bonds) {
-    Config c;
-    c.name = "sequential";
-    c.options = base;
-    c.options.bond = chi;
-    v.push_back(c);
-  }
-  if (o.parallel)
+  // One configuration per bond dimension of a family.
+  auto per_bond = [&](const char* name, const std::string& strategy, bool train) {
     for (int64_t chi : o.bonds) {
       Config c;
-      c.name = "parallel";
+      c.name = name;
       c.options = base;
       c.options.bond = chi;
-      c.options.strategy = "parallel";
+      c.options.strategy = strategy;
+      c.options.train = train;
       v.push_back(c);
     }
-  if (o.train)
-    for (int64_t chi : o.bonds) {
-      Config c;
-      c.name = "sequential-trained";
-      c.options = base;
-      c.options.bond = chi;
-      c.options.train = true;
-      v.push_back(c);
-    }
+  };
+  per_bond("sequential", "sequential", false);
+  if (o.parallel) per_bond("parallel", "parallel", false);
+  if (o.train) per_bond("sequential-trained", "sequential", true);
   for (int l : o.layers) {
     Config c;
     c.name = "layered-trained";
