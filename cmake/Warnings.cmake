@@ -9,9 +9,7 @@ if(NK_NATIVE)
   target_compile_options(nk_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-march=native>)
 endif()
 if(NK_SANITIZE)
-  # -O1, as the sanitizers' documentation advises: at -O0 (a Debug build)
-  # Eigen-heavy unit tests ran 30 times slower and CI neared its time limit.
   target_compile_options(nk_flags INTERFACE
-    $<$<COMPILE_LANGUAGE:CXX>:-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined>)
+    $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined>)
   target_link_options(nk_flags INTERFACE -fsanitize=address,undefined)
 endif()
