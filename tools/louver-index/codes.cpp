@@ -169,10 +169,7 @@ void finish_head(HeadIndex& head, int64_t dims) {
       std::memcpy(&bits, &rho, sizeof bits);
       if (bits & 0xffffu) bits += 0x10000u;  // round the non-negative value up
       head.residual16[s][static_cast<size_t>(i)] = static_cast<uint16_t>(bits >> 16);
-      bits &= 0xffff0000u;
-      float packed;
-      std::memcpy(&packed, &bits, sizeof packed);
-      head.residual16_max[s] = std::max(head.residual16_max[s], packed);
+      head.residual16_max[s] = std::max(head.residual16_max[s], unpack_residual(head.residual16[s][static_cast<size_t>(i)]));
     }
   }
   const int64_t n = head.size(dims);

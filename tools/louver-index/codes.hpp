@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace louver {
@@ -74,6 +75,14 @@ struct HeadIndex {
   int64_t built = 0;            ///< keys [0, built) were clustered when the codebooks were made
   int64_t size(int64_t dims) const { return static_cast<int64_t>(keys.size()) / dims; }
 };
+
+/// A packed residual (the upper 16 bits of a float, bfloat16) as float.
+inline float unpack_residual(uint16_t packed) {
+  const uint32_t bits = static_cast<uint32_t>(packed) << 16;
+  float value;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
 
 /// |k_s - mu| computed in double from float coordinates and rounded up past
 /// every rounding of that computation, then up to float.

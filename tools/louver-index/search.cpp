@@ -138,12 +138,7 @@ namespace {
 /// (and never fuses them), so every version gives the same bits.
 void warm_row_scalar(const float* entries, const uint16_t* code, const uint16_t* rho, float norm, float* bound,
                      int64_t count) {
-  for (int64_t i = 0; i < count; ++i) {
-    const uint32_t bits = static_cast<uint32_t>(rho[i]) << 16;
-    float residual;
-    std::memcpy(&residual, &bits, sizeof residual);
-    bound[i] += norm * residual;
-  }
+  for (int64_t i = 0; i < count; ++i) bound[i] += norm * unpack_residual(rho[i]);
   for (int64_t i = 0; i < count; ++i) bound[i] += entries[code[i]];
 }
 
@@ -173,13 +168,6 @@ WarmRow pick_warm_row() {
 }
 
 const WarmRow warm_row = pick_warm_row();
-
-float unpack(uint16_t rho) {
-  const uint32_t bits = static_cast<uint32_t>(rho) << 16;
-  float residual;
-  std::memcpy(&residual, &bits, sizeof residual);
-  return residual;
-}
 
 }  // namespace
 
@@ -270,7 +258,7 @@ SearchResult search(const HeadIndex& head, const Subspaces& sub, const float* qu
           const uint16_t* bytes = block_tail + static_cast<int64_t>(i) * head.tail_stride;
           float b = st.bound[i];
           for (int64_t u = u0; u < u1; ++u) {
-            b = b + late_norm[static_cast<size_t>(u)] * unpack(bytes[2 * u + 1]);
+            b = b + late_norm[static_cast<size_t>(u)] * unpack_residual(bytes[2 * u + 1]);
             b += late_table[static_cast<size_t>(u)][bytes[2 * u]];
           }
           st.bound[i] = b;
