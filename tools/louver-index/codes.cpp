@@ -196,13 +196,12 @@ void finish_head(HeadIndex& head, int64_t dims) {
   head.warm = std::min<int64_t>(16, s_count);
   const int64_t late = s_count - head.warm;
   const int64_t blocks = (head.coded + kKeyBlock - 1) / kKeyBlock;
-  head.warm_rows.assign(static_cast<size_t>(blocks * head.warm * 2 * kKeyBlock), 0);
+  head.warm_rows.assign(static_cast<size_t>(blocks * head.warm * kKeyBlock), 0);
   for (int64_t i = 0; i < head.coded; ++i)
     for (int64_t t = 0; t < head.warm; ++t) {
       const auto s = static_cast<size_t>(head.order[static_cast<size_t>(t)]);
-      uint16_t* row = head.warm_rows.data() + ((i / kKeyBlock) * head.warm + t) * 2 * kKeyBlock;
-      row[i % kKeyBlock] = head.code16[s][static_cast<size_t>(i)];
-      row[kKeyBlock + i % kKeyBlock] = head.residual16[s][static_cast<size_t>(i)];
+      head.warm_rows[static_cast<size_t>(((i / kKeyBlock) * head.warm + t) * kKeyBlock + i % kKeyBlock)] =
+          head.code16[s][static_cast<size_t>(i)] | static_cast<uint32_t>(head.residual16[s][static_cast<size_t>(i)]) << 16;
     }
   head.tail_stride = (late * 2 + 31) / 32 * 32;  // whole cache lines per key
   head.tail = std::vector<uint16_t>();

@@ -62,9 +62,10 @@ struct HeadIndex {
   /// keys still alive after the warm subspaces read only their own bytes.
   int64_t warm = 0;
   /// The warm subspaces' codes and packed residuals block by block, so that
-  /// the warm pass reads one contiguous stream:
-  /// [coded / 512 blocks, rounded up][warm][code x 512, residual x 512].
-  std::vector<uint16_t> warm_rows;
+  /// the warm pass reads one contiguous stream: [coded / 512 blocks, rounded
+  /// up][warm][512 words], a key's word being code | packed residual << 16
+  /// (its upper half is the residual's float bits: one load gives both).
+  std::vector<uint32_t> warm_rows;
   int64_t tail_stride = 0;      ///< uint16 per key in 'tail': 2 (S - warm), rounded up to 64 bytes
   std::vector<uint16_t> tail;   ///< holds the rows from tail_begin(), 64-byte aligned
   const uint16_t* tail_begin() const {

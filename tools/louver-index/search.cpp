@@ -5,6 +5,7 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <array>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -158,16 +159,154 @@ __attribute__((target("avx2"))) void warm_row_avx2(const float* entries, const u
 }
 #endif
 
-using WarmRow = void (*)(const float*, const uint16_t*, const uint16_t*, float, float*, int64_t);
-
-WarmRow pick_warm_row() {
-#if defined(__x86_64__)
-  if (__builtin_cpu_supports("avx2")) return warm_row_avx2;
-#endif
-  return warm_row_scalar;
+/// The same from the interleaved words of HeadIndex::warm_rows: the upper
+/// half of a word is the packed residual's float bits, the lower its code.
+void warm_words_scalar(const float* entries, const uint32_t* word, float norm, float* bound, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    const uint32_t bits = word[i] & 0xffff0000u;
+    float rho;
+    std::memcpy(&rho, &bits, sizeof rho);
+    bound[i] = bound[i] + norm * rho;
+    bound[i] += entries[word[i] & 0xffffu];
+  }
 }
 
-const WarmRow warm_row = pick_warm_row();
+/// Keeps the keys whose bound reaches 'floor': alive[j] and bound[j] for
+/// j < live are packed down to those; returns how many are kept.
+int64_t keep_scalar(uint32_t* alive, float* bound, int64_t live, float floor) {
+  int64_t kept = 0;
+  for (int64_t j = 0; j < live; ++j) {
+    const float b = bound[j];
+    alive[kept] = alive[j];
+    bound[kept] = b;
+    kept += b >= floor ? 1 : 0;
+  }
+  return kept;
+}
+
+/// One warm subspace for the keys still alive, then keep(floor): key
+/// alive[j] of the block (its word in 'row') adds its terms to bound[j].
+int64_t live_words_scalar(const float* entries, const uint32_t* row, uint32_t* alive, float norm, float* bound,
+                          int64_t live, float floor) {
+  for (int64_t j = 0; j < live; ++j) {
+    const uint32_t word = row[alive[j]], bits = word & 0xffff0000u;
+    float rho;
+    std::memcpy(&rho, &bits, sizeof rho);
+    bound[j] = bound[j] + norm * rho;
+    bound[j] += entries[word & 0xffffu];
+  }
+  return keep_scalar(alive, bound, live, floor);
+}
+
+#if defined(__x86_64__)
+/// For each 8-bit mask, the lanes it selects, in order, packed down (the
+/// lane indices of a left-packing permutation), one byte each.
+const std::array<uint64_t, 256> kPack = [] {
+  std::array<uint64_t, 256> table{};
+  for (unsigned mask = 0; mask < 256; ++mask) {
+    uint64_t lanes = 0;
+    for (unsigned lane = 0, at = 0; lane < 8; ++lane)
+      if (mask >> lane & 1) lanes |= static_cast<uint64_t>(lane) << (8 * at++);
+    table[mask] = lanes;
+  }
+  return table;
+}();
+
+/// Packs down the lanes of (a, b) whose b reaches floor8, to alive + kept and
+/// bound + kept (both written 8 lanes wide); lanes from 'valid' on do not count.
+__attribute__((target("avx2"))) inline int64_t pack_lanes(__m256i a, __m256 b, __m256 floor8, int64_t valid,
+                                                          uint32_t* alive, float* bound, int64_t kept) {
+  unsigned mask = static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(b, floor8, _CMP_GE_OQ)));
+  if (valid < 8) mask &= (1u << valid) - 1;
+  const __m256i lanes = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(kPack[mask])));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(alive + kept), _mm256_permutevar8x32_epi32(a, lanes));
+  _mm256_storeu_ps(bound + kept, _mm256_permutevar8x32_ps(b, lanes));
+  return kept + __builtin_popcount(mask);
+}
+
+// Works on whole groups of eight lanes: 'alive' and 'bound' must have room for
+// live rounded up to 8, the entries past 'live' being any valid key positions.
+__attribute__((target("avx2"))) int64_t keep_avx2(uint32_t* alive, float* bound, int64_t live, float floor) {
+  const __m256 floor8 = _mm256_set1_ps(floor);
+  int64_t kept = 0;
+  for (int64_t j = 0; j < live; j += 8)
+    kept = pack_lanes(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(alive + j)), _mm256_loadu_ps(bound + j), floor8,
+                      live - j, alive, bound, kept);
+  return kept;
+}
+
+// The look-ups as scalar loads (gathers of scattered lanes cost more), the
+// test and packing in vectors.
+__attribute__((target("avx2"))) int64_t live_words_avx2(const float* entries, const uint32_t* row, uint32_t* alive,
+                                                        float norm, float* bound, int64_t live, float floor) {
+  const __m256 n8 = _mm256_set1_ps(norm), floor8 = _mm256_set1_ps(floor);
+  int64_t kept = 0;
+  for (int64_t j = 0; j < live; j += 8) {
+    uint32_t word[8];
+    float entry[8];
+    for (int l = 0; l < 8; ++l) {
+      word[l] = row[alive[j + l]];
+      entry[l] = entries[word[l] & 0xffffu];
+    }
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(word));
+    const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+    __m256 b = _mm256_add_ps(_mm256_loadu_ps(bound + j), _mm256_mul_ps(n8, _mm256_castsi256_ps(_mm256_and_si256(w, high))));
+    b = _mm256_add_ps(b, _mm256_loadu_ps(entry));
+    kept = pack_lanes(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(alive + j)), b, floor8, live - j, alive, bound, kept);
+  }
+  return kept;
+}
+#endif
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) void warm_words_avx2(const float* entries, const uint32_t* word, float norm,
+                                                     float* bound, int64_t count) {
+  const __m256 n8 = _mm256_set1_ps(norm);
+  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u)), low = _mm256_set1_epi32(0xffff);
+  int64_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(word + i));
+    __m256 b = _mm256_add_ps(_mm256_loadu_ps(bound + i), _mm256_mul_ps(n8, _mm256_castsi256_ps(_mm256_and_si256(w, high))));
+    b = _mm256_add_ps(b, _mm256_i32gather_ps(entries, _mm256_and_si256(w, low), 4));
+    _mm256_storeu_ps(bound + i, b);
+  }
+  warm_words_scalar(entries, word + i, norm, bound + i, count - i);
+}
+
+#endif
+
+using WarmRow = void (*)(const float*, const uint16_t*, const uint16_t*, float, float*, int64_t);
+using WarmWords = void (*)(const float*, const uint32_t*, float, float*, int64_t);
+using LiveWords = int64_t (*)(const float*, const uint32_t*, uint32_t*, float, float*, int64_t, float);
+using Keep = int64_t (*)(uint32_t*, float*, int64_t, float);
+
+const bool have_avx2 = [] {
+#if defined(__x86_64__)
+  return __builtin_cpu_supports("avx2") != 0;
+#else
+  return false;
+#endif
+}();
+#if defined(__x86_64__)
+const WarmRow warm_row = have_avx2 ? warm_row_avx2 : warm_row_scalar;
+const WarmWords warm_words = have_avx2 ? warm_words_avx2 : warm_words_scalar;
+const LiveWords live_words = have_avx2 ? live_words_avx2 : live_words_scalar;
+const Keep keep_alive = have_avx2 ? keep_avx2 : keep_scalar;
+#else
+const WarmRow warm_row = warm_row_scalar;
+const WarmWords warm_words = warm_words_scalar;
+const LiveWords live_words = live_words_scalar;
+const Keep keep_alive = keep_scalar;
+#endif
+
+/// The largest float f such that a partial bound b < f has b + rest < bar
+/// in double (so the key's full bound is provably below the cut).
+float drop_floor(double bar, double rest) {
+  const double at = bar - rest;
+  float f = static_cast<float>(at);
+  if (static_cast<double>(f) > at) f = std::nextafter(f, -INFINITY);
+  return f;
+}
 
 }  // namespace
 
@@ -193,7 +332,7 @@ SearchResult search(const HeadIndex& head, const Subspaces& sub, const float* qu
   // file is built with -ffp-contract=off, without fused multiply-adds), on
   // every key; the progressive pass only drops keys early whose full bound is
   // provably below the cut, so both score exactly the same keys.
-  constexpr int64_t kBlock = kKeyBlock, kStep = 4;
+  constexpr int64_t kBlock = kKeyBlock, kStep = 4, kDenseSubspaces = 4;
   const int64_t warm = progressive ? head.warm : s_count, late = s_count - head.warm;
   // The late subspaces' norms and tables, by position in the order.
   std::vector<float> late_norm(static_cast<size_t>(std::max<int64_t>(late, 0)));
@@ -205,40 +344,52 @@ SearchResult search(const HeadIndex& head, const Subspaces& sub, const float* qu
   }
   // A three-stage pipeline over blocks of 512 keys, so that memory requests
   // are issued one stage before their data is needed: (A) the warm
-  // subspaces for every key of block b, then prefetch the alive keys'
-  // key-major bytes; (B) the late subspaces of block b - 1, then prefetch the
-  // candidates' key rows; (C) score the candidates of block b - 2. Stages
-  // run in block order, so hits stay sorted by id.
+  // subspaces of block b, then prefetch the alive keys' key-major bytes; (B)
+  // the late subspaces of block b - 1, then prefetch the candidates' key
+  // rows; (C) score the candidates of block b - 2. Stages run in block
+  // order, so hits stay sorted by id. Once keys start dropping out, a stage
+  // keeps the alive keys' positions in the block (alive[j]) and their partial
+  // bounds (bound[j]) packed together.
   struct Stage {
     int64_t first = 0, count = 0, live = 0;
-    float bound[kBlock];
-    uint16_t alive[kBlock];
+    float bound[kBlock] = {};
+    uint32_t alive[kBlock] = {};
   };
   Stage stages[3];
   const int64_t blocks = (head.coded + kBlock - 1) / kBlock;
+  // Keeps the alive keys whose partial bound plus 'rest' reaches 'bar'.
+  auto keep = [](Stage& st, double rest, double bar) { st.live = keep_alive(st.alive, st.bound, st.live, drop_floor(bar, rest)); };
+  // The first few subspaces of the order for every key (they drop half of
+  // them), the other warm ones only for the keys still alive, from the
+  // block's rows; without 'progressive', all subspaces for every key.
+  const int64_t dense = progressive ? std::min<int64_t>(kDenseSubspaces, warm) : warm;
   auto warm_pass = [&](Stage& st, int64_t block) {
     st.first = block * kBlock;
     st.count = std::min(kBlock, head.coded - st.first);
     std::fill(st.bound, st.bound + st.count, 0.0f);
-    // Every key through the warm subspaces (all of them without
-    // 'progressive', from the subspace-major rows).
-    const uint16_t* rows = head.warm_rows.data() + block * head.warm * 2 * kBlock;
-    for (int64_t t = 0; t < warm; ++t) {
+    const uint32_t* rows = head.warm_rows.data() + block * head.warm * kBlock;
+    for (int64_t t = 0; t < dense; ++t) {
       const auto s = static_cast<size_t>(head.order[static_cast<size_t>(t)]);
-      const uint16_t* code = progressive ? rows + t * 2 * kBlock : head.code16[s].data() + st.first;
-      const uint16_t* rho = progressive ? code + kBlock : head.residual16[s].data() + st.first;
-      warm_row(prep.tables.data() + prep.table_offset[s], code, rho, prep.q_norm[s], st.bound, st.count);
+      const float* entries = prep.tables.data() + prep.table_offset[s];
+      if (progressive)
+        warm_words(entries, rows + t * kBlock, prep.q_norm[s], st.bound, st.count);
+      else
+        warm_row(entries, head.code16[s].data() + st.first, head.residual16[s].data() + st.first, prep.q_norm[s], st.bound, st.count);
     }
-    const double rest = progressive ? prep.rest[static_cast<size_t>(head.warm)] : 0.0;
-    const double bar = progressive ? prep.prune_cut : cut;
-    st.live = 0;
-    for (int64_t i = 0; i < st.count; ++i) {
-      st.alive[st.live] = static_cast<uint16_t>(i);
-      st.live += static_cast<double>(st.bound[i]) + rest >= bar ? 1 : 0;
+    for (int64_t i = 0; i < st.count; ++i) st.alive[i] = static_cast<uint32_t>(i);
+    st.live = st.count;
+    if (!progressive) {
+      keep(st, 0.0, cut);
+      return;
     }
-    if (!progressive) return;
-    // Most keys drop out within the first cache line of their row (16
-    // subspaces): fetch that one ahead, the rest on demand.
+    keep(st, prep.rest[static_cast<size_t>(dense)], prep.prune_cut);
+    for (int64_t t = dense; t < warm && st.live > 0; ++t) {
+      const auto s = static_cast<size_t>(head.order[static_cast<size_t>(t)]);
+      st.live = live_words(prep.tables.data() + prep.table_offset[s], rows + t * kBlock, st.alive, prep.q_norm[s], st.bound,
+                           st.live, drop_floor(prep.prune_cut, prep.rest[static_cast<size_t>(t) + 1]));
+    }
+    // Most keys still alive drop out within the first cache line of their
+    // row (16 subspaces): fetch that one ahead, the rest on demand.
     const uint16_t* block_tail = head.tail_begin() + st.first * head.tail_stride;
     for (int64_t j = 0; j < st.live; ++j) __builtin_prefetch(block_tail + static_cast<int64_t>(st.alive[j]) * head.tail_stride);
   };
@@ -251,28 +402,18 @@ SearchResult search(const HeadIndex& head, const Subspaces& sub, const float* qu
       const uint16_t* block_tail = head.tail_begin() + st.first * head.tail_stride;
       for (int64_t u0 = 0; u0 < late && st.live > 0; u0 += kStep) {
         const int64_t u1 = std::min(late, u0 + kStep);
-        const double rest = prep.rest[static_cast<size_t>(head.warm + u1)];
-        int64_t kept = 0;
         for (int64_t j = 0; j < st.live; ++j) {
-          const uint16_t i = st.alive[j];
-          const uint16_t* bytes = block_tail + static_cast<int64_t>(i) * head.tail_stride;
-          float b = st.bound[i];
+          const uint16_t* bytes = block_tail + static_cast<int64_t>(st.alive[j]) * head.tail_stride;
+          float b = st.bound[j];
           for (int64_t u = u0; u < u1; ++u) {
             b = b + late_norm[static_cast<size_t>(u)] * unpack_residual(bytes[2 * u + 1]);
             b += late_table[static_cast<size_t>(u)][bytes[2 * u]];
           }
-          st.bound[i] = b;
-          st.alive[kept] = i;
-          kept += static_cast<double>(b) + rest >= prep.prune_cut ? 1 : 0;
+          st.bound[j] = b;
         }
-        st.live = kept;
+        keep(st, prep.rest[static_cast<size_t>(head.warm + u1)], prep.prune_cut);
       }
-      int64_t candidates = 0;
-      for (int64_t j = 0; j < st.live; ++j) {
-        st.alive[candidates] = st.alive[j];
-        candidates += static_cast<double>(st.bound[st.alive[j]]) >= cut ? 1 : 0;
-      }
-      st.live = candidates;
+      keep(st, 0.0, cut);
     }
     for (int64_t j = 0; j < st.live; ++j) {
       const char* row = reinterpret_cast<const char*>(head.keys.data() + (st.first + st.alive[j]) * dims);
