@@ -2,6 +2,7 @@
 // and the codes and rounded-up residuals of every key.
 #include "codes.hpp"
 
+#include <Eigen/Core>
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -232,24 +233,34 @@ void code_buffer(HeadIndex& head, const Subspaces& sub) {
     head.code[static_cast<size_t>(s)].resize(static_cast<size_t>(n));
     head.residual[static_cast<size_t>(s)].resize(static_cast<size_t>(n));
   }
-#pragma omp parallel for schedule(static)
-  for (int64_t i = head.coded; i < n; ++i) {
-    for (int64_t s = 0; s < s_count; ++s) {
-      const Codebook& book = head.books[static_cast<size_t>(s)];
-      const float* k = head.keys.data() + i * dims + sub.begin[static_cast<size_t>(s)];
-      int64_t best = 0;
-      double best_distance = INFINITY;
-      for (int64_t c = 0; c < book.clusters(); ++c) {
-        const double* mu = book.centroid.data() + c * book.width;
-        double distance = 0;
-        for (int64_t j = 0; j < book.width; ++j) distance += std::pow(k[j] - mu[j], 2);
-        if (distance < best_distance) {
-          best_distance = distance;
-          best = c;
-        }
+  // Nearest centroid per subspace, found in float from one matrix product per
+  // chunk of keys (argmax of k.mu - |mu|^2 / 2); any choice keeps the
+  // guarantee, since the residual is then computed exactly for it.
+  using FloatRows = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  constexpr int64_t kChunk = 256;
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t s = 0; s < s_count; ++s) {
+    const Codebook& book = head.books[static_cast<size_t>(s)];
+    const int64_t width = book.width, offset = sub.begin[static_cast<size_t>(s)];
+    const FloatRows centroids = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+                                    book.centroid.data(), book.clusters(), width).cast<float>();
+    const Eigen::RowVectorXf half_square = 0.5f * centroids.rowwise().squaredNorm().transpose();
+    FloatRows chunk, products;
+    for (int64_t first = head.coded; first < n; first += kChunk) {
+      const int64_t count = std::min(kChunk, n - first);
+      chunk.resize(count, width);
+      for (int64_t r = 0; r < count; ++r)
+        for (int64_t j = 0; j < width; ++j) chunk(r, j) = head.keys[static_cast<size_t>((first + r) * dims + offset + j)];
+      products.noalias() = chunk * centroids.transpose();
+      products.rowwise() -= half_square;
+      for (int64_t r = 0; r < count; ++r) {
+        Eigen::Index best = 0;
+        products.row(r).maxCoeff(&best);
+        const int64_t i = first + r;
+        head.code[static_cast<size_t>(s)][static_cast<size_t>(i)] = static_cast<int32_t>(best);
+        head.residual[static_cast<size_t>(s)][static_cast<size_t>(i)] =
+            residual_up(head.keys.data() + i * dims + offset, book.centroid.data() + best * width, width);
       }
-      head.code[static_cast<size_t>(s)][static_cast<size_t>(i)] = static_cast<int32_t>(best);
-      head.residual[static_cast<size_t>(s)][static_cast<size_t>(i)] = residual_up(k, book.centroid.data() + best * book.width, book.width);
     }
   }
   for (int64_t s = 0; s < s_count; ++s) {
