@@ -182,4 +182,118 @@ TEST_SUITE("spike") {
     }
     CHECK(s.correct >= n * 95 / 100);
   }
+
+  TEST_CASE("conv-LIF-pool: BPTT equals finite differences (both resets, both codings, one and two blocks)") {
+    struct Case {
+      int64_t height, width, in_channels;
+      std::vector<int64_t> channels;
+      Reset reset;
+      Coding coding;
+    };
+    for (const Case& k : {Case{4, 4, 1, {3}, Reset::subtract, Coding::direct}, Case{4, 8, 2, {2, 3}, Reset::zero, Coding::direct},
+                          Case{4, 4, 2, {2, 2}, Reset::subtract, Coding::rate}}) {
+      Config c;
+      c.set_conv(k.height, k.width, k.in_channels, k.channels, 3);
+      c.steps = 4;
+      c.beta = 0.8f;
+      c.threshold = 0.7f;
+      c.reset = k.reset;
+      c.coding = k.coding;
+      c.surrogate = Surrogate::sigmoid;
+      c.slope = 3.0f;
+      nk::Rng rng(21);
+      Network net = Network::init(c, rng);
+      for (auto& b : net.bias) b.setConstant(0.2f);
+      const Matrix x = random_inputs(3, c.sizes[0], rng);
+      const std::vector<int64_t> y = {0, 2, 1};
+      Workspace ws(c, 3);
+      nk::Rng coding_rng(5);
+      forward(net, x, y.data(), ws, &coding_rng);
+      std::vector<Matrix> gw;
+      std::vector<Vector> gb;
+      for (size_t l = 0; l < net.weight.size(); ++l) {
+        CHECK(net.weight[l].rows() == c.weight_rows(static_cast<int64_t>(l)));
+        CHECK(net.weight[l].cols() == c.weight_cols(static_cast<int64_t>(l)));
+        gw.push_back(Matrix::Zero(net.weight[l].rows(), net.weight[l].cols()));
+        gb.push_back(Vector::Zero(net.bias[l].size()));
+      }
+      backward(net, y.data(), ws, gw, gb);
+      const float eps = 2e-3f;
+      int checked = 0;
+      for (size_t l = 0; l < net.weight.size(); ++l) {
+        for (int64_t i = 0; i < net.weight[l].size(); i += 2) {
+          Network plus = net, minus = net;
+          plus.weight[l].data()[i] += eps;
+          minus.weight[l].data()[i] -= eps;
+          const double fd = (loss_of(plus, x, y, 5) - loss_of(minus, x, y, 5)) / (2.0 * eps);
+          ++checked;
+          INFO("layer " << l << " weight " << i);
+          CHECK(std::abs(fd - gw[l].data()[i]) <= 2e-3 + 2e-2 * std::abs(fd));
+        }
+        for (int64_t i = 0; i < net.bias[l].size(); ++i) {
+          Network plus = net, minus = net;
+          plus.bias[l][i] += eps;
+          minus.bias[l][i] -= eps;
+          const double fd = (loss_of(plus, x, y, 5) - loss_of(minus, x, y, 5)) / (2.0 * eps);
+          ++checked;
+          CHECK(std::abs(fd - gb[l][i]) <= 2e-3 + 2e-2 * std::abs(fd));
+        }
+      }
+      CHECK(checked > 20);
+    }
+  }
+
+  TEST_CASE("a conv-LIF-pool block equals the MLP with its convolution as a dense matrix and the pooling folded into the readout") {
+    const int64_t height = 4, width = 6, in_ch = 2, maps = 3, classes = 4;
+    Config c;
+    c.set_conv(height, width, in_ch, {maps}, classes);
+    c.steps = 5;
+    nk::Rng rng(4);
+    Network conv = Network::init(c, rng);
+    for (int64_t m = 0; m < maps; ++m) conv.bias[0][m] = 0.1f * static_cast<float>(m);
+    conv.bias[1].setConstant(0.05f);
+    // The same network written out: hidden unit (y, x, m) is row (y*W + x)*M + m.
+    Config d;
+    d.sizes = {height * width * in_ch, height * width * maps, classes};
+    d.steps = c.steps;
+    Network mlp = Network::init(d, rng);
+    mlp.weight[0].setZero();
+    for (int64_t y = 0; y < height; ++y)
+      for (int64_t x = 0; x < width; ++x)
+        for (int64_t m = 0; m < maps; ++m) {
+          const int64_t unit = (y * width + x) * maps + m;
+          mlp.bias[0][unit] = conv.bias[0][m];
+          for (int64_t dy = -1; dy <= 1; ++dy)
+            for (int64_t dx = -1; dx <= 1; ++dx) {
+              if (y + dy < 0 || y + dy >= height || x + dx < 0 || x + dx >= width) continue;
+              for (int64_t ch = 0; ch < in_ch; ++ch)
+                mlp.weight[0](unit, ((y + dy) * width + x + dx) * in_ch + ch) = conv.weight[0](m, ch * 9 + (dy + 1) * 3 + dx + 1);
+            }
+        }
+    // Readout unit m * P + p (pooled position p = y2 * W/2 + x2) averages its four positions.
+    mlp.weight[1].setZero();
+    mlp.bias[1] = conv.bias[1];
+    const int64_t positions = (height / 2) * (width / 2);
+    for (int64_t k = 0; k < classes; ++k)
+      for (int64_t y = 0; y < height; ++y)
+        for (int64_t x = 0; x < width; ++x)
+          for (int64_t m = 0; m < maps; ++m)
+            mlp.weight[1](k, (y * width + x) * maps + m) = 0.25f * conv.weight[1](k, m * positions + (y / 2) * (width / 2) + x / 2);
+    const Matrix x = random_inputs(5, c.sizes[0], rng);
+    const std::vector<int64_t> y = {0, 1, 2, 3, 0};
+    Workspace wc(c, 5), wm(d, 5);
+    const BatchStats a = forward(conv, x, y.data(), wc, nullptr), b = forward(mlp, x, y.data(), wm, nullptr);
+    CHECK(a.rate[0] > 0.0);
+    CHECK(a.rate[0] == doctest::Approx(b.rate[0]).epsilon(1e-6));
+    CHECK(a.loss == doctest::Approx(b.loss).epsilon(1e-5));
+    CHECK(a.correct == b.correct);
+  }
+
+  TEST_CASE("conv networks refuse images that do not halve evenly") {
+    Config c;
+    CHECK_THROWS_AS(c.set_conv(6, 6, 1, {4, 4}, 10), std::invalid_argument);
+    CHECK_NOTHROW(c.set_conv(28, 28, 1, {8, 16}, 10));
+    CHECK(c.sizes == std::vector<int64_t>{784, 8 * 14 * 14, 16 * 7 * 7, 10});
+    CHECK(c.parameter_count() == 8 * (9 + 1) + 16 * (72 + 1) + 10 * (784 + 1));
+  }
 }

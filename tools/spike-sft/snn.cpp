@@ -23,10 +23,40 @@
 
 namespace snn {
 
+BatchStats forward_conv(const Network& net, const Matrix& x, const int64_t* labels, Workspace& ws, nk::Rng* rng);
+void backward_conv(const Network& net, const int64_t* labels, Workspace& ws, const LayerSink& sink);
+void readout(const Network& net, const int64_t* labels, Workspace& ws, BatchStats& stats);
+
+int64_t Config::weight_rows(int64_t l) const {
+  return conv() && l < static_cast<int64_t>(channels.size()) ? channels[static_cast<size_t>(l)] : sizes[static_cast<size_t>(l) + 1];
+}
+
+int64_t Config::weight_cols(int64_t l) const {
+  return conv() && l < static_cast<int64_t>(channels.size()) ? 9 * map_channels(l) : sizes[static_cast<size_t>(l)];
+}
+
 int64_t Config::parameter_count() const {
   int64_t n = 0;
-  for (size_t l = 0; l + 1 < sizes.size(); ++l) n += sizes[l + 1] * (sizes[l] + 1);
+  for (int64_t l = 0; l < layers(); ++l) n += weight_rows(l) * (weight_cols(l) + 1);
   return n;
+}
+
+void Config::set_conv(int64_t h, int64_t w, int64_t c, const std::vector<int64_t>& maps, int64_t classes) {
+  if (maps.empty()) throw std::invalid_argument("a convolutional network needs at least one block");
+  if (h < 1 || w < 1 || c < 1) throw std::invalid_argument("a convolutional network needs an image input");
+  for (int64_t m : maps)
+    if (m < 1) throw std::invalid_argument("every convolution block needs at least one channel");
+  const auto blocks = static_cast<int64_t>(maps.size());
+  if (h % (int64_t{1} << blocks) != 0 || w % (int64_t{1} << blocks) != 0)
+    throw std::invalid_argument("a " + std::to_string(h) + "x" + std::to_string(w) + " image does not halve evenly through " +
+                                std::to_string(blocks) + " pooling blocks");
+  height = h;
+  width = w;
+  in_channels = c;
+  channels = maps;
+  sizes = {h * w * c};
+  for (int64_t b = 0; b < blocks; ++b) sizes.push_back(maps[static_cast<size_t>(b)] * map_height(b + 1) * map_width(b + 1));
+  sizes.push_back(classes);
 }
 
 Reset parse_reset(const std::string& name) {
@@ -56,7 +86,7 @@ Network Network::init(const Config& config, nk::Rng& rng) {
   Network net;
   net.config = config;
   for (int64_t l = 0; l < config.layers(); ++l) {
-    const int64_t in = config.sizes[static_cast<size_t>(l)], out = config.sizes[static_cast<size_t>(l) + 1];
+    const int64_t in = config.weight_cols(l), out = config.weight_rows(l);
     // Uniform(-a, a) with a = sqrt(6 / in): currents of order one, so that
     // the first hidden layer fires from the start at threshold 1.
     const double a = std::sqrt(6.0 / static_cast<double>(in));
@@ -94,6 +124,25 @@ Workspace::Workspace(const Config& c, int64_t batch) : batch_(batch) {
   const int64_t t = c.steps, hidden = c.hidden_layers();
   if (hidden < 1) throw std::invalid_argument("spike-sft networks need at least one hidden LIF layer");
   input.resize(c.coding == Coding::rate ? t * batch : batch, c.sizes[0]);
+  if (c.conv()) {
+    for (int64_t h = 0; h < hidden; ++h) {
+      const int64_t rows = batch * c.map_height(h) * c.map_width(h), maps = c.weight_rows(h), taps = c.weight_cols(h);
+      const bool shared = h == 0 && c.coding == Coding::direct;
+      patches.emplace_back(shared ? rows : t * rows, taps);
+      current.emplace_back(shared ? rows : t * rows, maps);
+      potential.emplace_back(t * rows, maps);
+      spikes.emplace_back(t * rows, maps);
+      pooled.emplace_back(t * rows / 4, maps);
+      conv_grad_v.emplace_back(t * rows, maps);
+      conv_grad_s.emplace_back(t * rows, maps);
+      grad_patches.emplace_back(h > 0 ? t * rows : 0, taps);
+      grad_pooled.emplace_back(t * rows / 4, maps);
+    }
+    logits.resize(batch, c.sizes.back());
+    probabilities.resize(batch, c.sizes.back());
+    rate_sum.resize(batch, c.sizes[static_cast<size_t>(hidden)]);
+    return;
+  }
   int64_t widest = 0;
   for (int64_t h = 0; h < hidden; ++h) {
     const int64_t n = c.sizes[static_cast<size_t>(h) + 1];
@@ -113,6 +162,7 @@ Workspace::Workspace(const Config& c, int64_t batch) : batch_(batch) {
 int64_t Workspace::activation_bytes() const {
   int64_t floats = input.size();
   for (size_t h = 0; h < potential.size(); ++h) floats += current[h].size() + potential[h].size() + spikes[h].size();
+  for (size_t h = 0; h < patches.size(); ++h) floats += patches[h].size() + pooled[h].size();
   return floats * static_cast<int64_t>(sizeof(float));
 }
 
@@ -140,12 +190,61 @@ inline float derivative_of(Surrogate mode, float slope, float x, float s) {
   return 0.0f;
 }
 
+/// The LIF recurrence over T steps for every row r < rows_per_step and
+/// column j: potentials v and spikes s [T * rows_per_step, n] from the
+/// currents (the same at every step when current has rows_per_step rows).
+/// Returns the number of spikes.
+double lif_forward(const Config& c, const Matrix& current, int64_t rows_per_step, Matrix& v, Matrix& s) {
+  const int64_t n = v.cols(), t_count = c.steps, b = rows_per_step;
+  const bool shared = current.rows() == b;
+  double fired = 0;
+#pragma omp parallel for schedule(static) reduction(+ : fired)
+  for (int64_t r = 0; r < b; ++r) {
+    for (int64_t j = 0; j < n; ++j) {
+      float u = 0.0f;  // U[t-1]
+      for (int64_t t = 0; t < t_count; ++t) {
+        const int64_t row = t * b + r;
+        const float vt = c.beta * u + current(shared ? r : row, j);
+        const float st = spike_of(c.surrogate, c.slope, vt - c.threshold);
+        v(row, j) = vt;
+        s(row, j) = st;
+        u = c.reset == Reset::subtract ? vt - c.threshold * st : vt * (1.0f - st);
+        fired += st;
+      }
+    }
+  }
+  return fired;
+}
+
+/// BPTT through the recurrence: from dL/ds (grad_s) to dL/dV (grad_v), both
+/// row-major with 'stride' floats per row, the reset differentiated.
+void lif_backward(const Config& c, const Matrix& v, const Matrix& s, int64_t rows_per_step, const float* grad_s,
+                  float* grad_v, int64_t stride) {
+  const int64_t n = v.cols(), t_count = c.steps, b = rows_per_step;
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < b; ++r) {
+    for (int64_t j = 0; j < n; ++j) {
+      float gu = 0.0f;  // dL/dU[t]
+      for (int64_t t = t_count - 1; t >= 0; --t) {
+        const int64_t row = t * b + r;
+        const float x = v(row, j) - c.threshold, st = s(row, j);
+        const float d = derivative_of(c.surrogate, c.slope, x, st);
+        const float du_dv = c.reset == Reset::subtract ? 1.0f - c.threshold * d : (1.0f - st) - v(row, j) * d;
+        const float gv = grad_s[row * stride + j] * d + gu * du_dv;
+        grad_v[row * stride + j] = gv;
+        gu = c.beta * gv;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 BatchStats forward(const Network& net, const Matrix& x, const int64_t* labels, Workspace& ws, nk::Rng* rng) {
   const Config& c = net.config;
   const int64_t b = x.rows(), t_count = c.steps, hidden = c.hidden_layers();
   if (b != ws.batch_) throw std::invalid_argument("batch size differs from the workspace's");
+  if (c.conv()) return forward_conv(net, x, labels, ws, rng);
   // Coded input and the first layer's currents.
   if (c.coding == Coding::direct) {
     ws.input = x;
@@ -161,31 +260,20 @@ BatchStats forward(const Network& net, const Matrix& x, const int64_t* labels, W
     current.noalias() = in * net.weight[static_cast<size_t>(h)].transpose();
     current.rowwise() += net.bias[static_cast<size_t>(h)].transpose();
     Matrix& v = ws.potential[static_cast<size_t>(h)];
-    Matrix& s = ws.spikes[static_cast<size_t>(h)];
+    const double fired = lif_forward(c, current, b, v, ws.spikes[static_cast<size_t>(h)]);
     const int64_t n = v.cols();
-    const bool shared = current.rows() == b;
-    double fired = 0;
-#pragma omp parallel for schedule(static) reduction(+ : fired)
-    for (int64_t r = 0; r < b; ++r) {
-      for (int64_t j = 0; j < n; ++j) {
-        float u = 0.0f;  // U[t-1]
-        for (int64_t t = 0; t < t_count; ++t) {
-          const int64_t row = t * b + r;
-          const float vt = c.beta * u + current(shared ? r : row, j);
-          const float st = spike_of(c.surrogate, c.slope, vt - c.threshold);
-          v(row, j) = vt;
-          s(row, j) = st;
-          u = c.reset == Reset::subtract ? vt - c.threshold * st : vt * (1.0f - st);
-          fired += st;
-        }
-      }
-    }
     stats.rate.push_back(fired / static_cast<double>(t_count * b * n));
   }
   const Matrix& last = ws.spikes[static_cast<size_t>(hidden) - 1];
   ws.rate_sum.setZero();
   for (int64_t t = 0; t < t_count; ++t) ws.rate_sum += last.middleRows(t * b, b);
-  ws.logits.noalias() = (ws.rate_sum / static_cast<float>(t_count)) * net.weight.back().transpose();
+  readout(net, labels, ws, stats);
+  return stats;
+}
+
+void readout(const Network& net, const int64_t* labels, Workspace& ws, BatchStats& stats) {
+  const int64_t b = ws.batch_;
+  ws.logits.noalias() = (ws.rate_sum / static_cast<float>(net.config.steps)) * net.weight.back().transpose();
   ws.logits.rowwise() += net.bias.back().transpose();
   for (int64_t r = 0; r < b; ++r) {
     const float top = ws.logits.row(r).maxCoeff();
@@ -200,12 +288,12 @@ BatchStats forward(const Network& net, const Matrix& x, const int64_t* labels, W
     }
   }
   stats.loss /= static_cast<double>(b);
-  return stats;
 }
 
 void backward(const Network& net, const int64_t* labels, Workspace& ws, const LayerSink& sink) {
   const Config& c = net.config;
   const int64_t b = ws.batch_, t_count = c.steps, hidden = c.hidden_layers();
+  if (c.conv()) return backward_conv(net, labels, ws, sink);
   // Readout.
   Matrix g_logits = ws.probabilities;
   for (int64_t r = 0; r < b; ++r) g_logits(r, labels[r]) -= 1.0f;
@@ -218,23 +306,8 @@ void backward(const Network& net, const int64_t* labels, Workspace& ws, const La
   }
   for (int64_t h = hidden - 1; h >= 0; --h) {
     const Matrix& v = ws.potential[static_cast<size_t>(h)];
-    const Matrix& s = ws.spikes[static_cast<size_t>(h)];
     const int64_t n = v.cols();
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < b; ++r) {
-      for (int64_t j = 0; j < n; ++j) {
-        float gu = 0.0f;  // dL/dU[t]
-        for (int64_t t = t_count - 1; t >= 0; --t) {
-          const int64_t row = t * b + r;
-          const float x = v(row, j) - c.threshold, st = s(row, j);
-          const float d = derivative_of(c.surrogate, c.slope, x, st);
-          const float du_dv = c.reset == Reset::subtract ? 1.0f - c.threshold * d : (1.0f - st) - v(row, j) * d;
-          const float gv = ws.grad_s(row, j) * d + gu * du_dv;
-          ws.grad_v(row, j) = gv;
-          gu = c.beta * gv;
-        }
-      }
-    }
+    lif_backward(c, v, ws.spikes[static_cast<size_t>(h)], b, ws.grad_s.data(), ws.grad_v.data(), ws.grad_v.cols());
     const auto gv = ws.grad_v.block(0, 0, t_count * b, n);
     if (h == 0 && c.coding == Coding::direct) {
       // The input is the same at every step: sum the steps first.
@@ -247,6 +320,155 @@ void backward(const Network& net, const int64_t* labels, Workspace& ws, const La
     if (h > 0) {
       const int64_t m = c.sizes[static_cast<size_t>(h)];
       ws.grad_s.block(0, 0, t_count * b, m).noalias() = gv * net.weight[static_cast<size_t>(h)];
+    }
+  }
+}
+
+namespace {
+
+// Maps of 'frames' frames (a step of one example), rows (frame, y, x) and
+// columns by channel, row-major.
+
+/// The 3x3 neighbourhood of every position (zeros past the border), column
+/// c*9 + 3*dy + dx for input channel c.
+void im2col(const float* in, int64_t frames, int64_t height, int64_t width, int64_t channels, Matrix& patches) {
+  const int64_t taps = 9 * channels;
+#pragma omp parallel for schedule(static)
+  for (int64_t f = 0; f < frames; ++f)
+    for (int64_t y = 0; y < height; ++y)
+      for (int64_t x = 0; x < width; ++x) {
+        float* row = patches.data() + ((f * height + y) * width + x) * taps;
+        for (int64_t dy = 0; dy < 3; ++dy)
+          for (int64_t dx = 0; dx < 3; ++dx) {
+            const int64_t yy = y + dy - 1, xx = x + dx - 1;
+            const bool inside = yy >= 0 && yy < height && xx >= 0 && xx < width;
+            const float* pixel = inside ? in + ((f * height + yy) * width + xx) * channels : nullptr;
+            for (int64_t c = 0; c < channels; ++c) row[c * 9 + dy * 3 + dx] = inside ? pixel[c] : 0.0f;
+          }
+      }
+}
+
+/// The adjoint of im2col: every patch entry's gradient added to its source.
+void col2im(const Matrix& grad_patches, int64_t frames, int64_t height, int64_t width, int64_t channels, float* grad_in) {
+  const int64_t taps = 9 * channels;
+#pragma omp parallel for schedule(static)
+  for (int64_t f = 0; f < frames; ++f) {
+    std::fill(grad_in + f * height * width * channels, grad_in + (f + 1) * height * width * channels, 0.0f);
+    for (int64_t y = 0; y < height; ++y)
+      for (int64_t x = 0; x < width; ++x) {
+        const float* row = grad_patches.data() + ((f * height + y) * width + x) * taps;
+        for (int64_t dy = 0; dy < 3; ++dy)
+          for (int64_t dx = 0; dx < 3; ++dx) {
+            const int64_t yy = y + dy - 1, xx = x + dx - 1;
+            if (yy < 0 || yy >= height || xx < 0 || xx >= width) continue;
+            float* pixel = grad_in + ((f * height + yy) * width + xx) * channels;
+            for (int64_t c = 0; c < channels; ++c) pixel[c] += row[c * 9 + dy * 3 + dx];
+          }
+      }
+  }
+}
+
+/// 2x2 average pooling, and its adjoint (each input gets a quarter).
+void pool(const Matrix& in, int64_t frames, int64_t height, int64_t width, Matrix& out) {
+  const int64_t channels = in.cols(), h2 = height / 2, w2 = width / 2;
+#pragma omp parallel for schedule(static)
+  for (int64_t f = 0; f < frames; ++f)
+    for (int64_t y = 0; y < h2; ++y)
+      for (int64_t x = 0; x < w2; ++x) {
+        float* o = out.data() + ((f * h2 + y) * w2 + x) * channels;
+        const float* a = in.data() + ((f * height + 2 * y) * width + 2 * x) * channels;
+        const float* b = a + width * channels;
+        for (int64_t c = 0; c < channels; ++c) o[c] = 0.25f * (a[c] + a[channels + c] + b[c] + b[channels + c]);
+      }
+}
+
+void unpool(const Matrix& grad_out, int64_t frames, int64_t height, int64_t width, Matrix& grad_in) {
+  const int64_t channels = grad_in.cols(), h2 = height / 2, w2 = width / 2;
+#pragma omp parallel for schedule(static)
+  for (int64_t f = 0; f < frames; ++f)
+    for (int64_t y = 0; y < height; ++y)
+      for (int64_t x = 0; x < width; ++x) {
+        const float* g = grad_out.data() + ((f * h2 + y / 2) * w2 + x / 2) * channels;
+        float* o = grad_in.data() + ((f * height + y) * width + x) * channels;
+        for (int64_t c = 0; c < channels; ++c) o[c] = 0.25f * g[c];
+      }
+}
+
+}  // namespace
+
+// The convolutional network: each block's currents for all steps come from
+// one product of its patches with the kernels, the LIF recurrence runs per
+// position and channel as in the dense layers, and the readout takes the
+// last block's pooled spike counts, flattened channel-major (unit c * P + p
+// for channel c at pooled position p).
+BatchStats forward_conv(const Network& net, const Matrix& x, const int64_t* labels, Workspace& ws, nk::Rng* rng) {
+  const Config& c = net.config;
+  const int64_t b = x.rows(), t_count = c.steps, blocks = c.hidden_layers();
+  const bool direct = c.coding == Coding::direct;
+  if (direct) {
+    ws.input = x;
+  } else {
+    for (int64_t t = 0; t < t_count; ++t)
+      for (int64_t r = 0; r < b; ++r)
+        for (int64_t j = 0; j < x.cols(); ++j) ws.input(t * b + r, j) = rng->uniform() < x(r, j) ? 1.0f : 0.0f;
+  }
+  BatchStats stats;
+  const float* in = ws.input.data();
+  for (int64_t h = 0; h < blocks; ++h) {
+    const auto k = static_cast<size_t>(h);
+    const int64_t height = c.map_height(h), width = c.map_width(h), frames = (h == 0 && direct) ? b : t_count * b;
+    im2col(in, frames, height, width, c.map_channels(h), ws.patches[k]);
+    ws.current[k].noalias() = ws.patches[k] * net.weight[k].transpose();
+    ws.current[k].rowwise() += net.bias[k].transpose();
+    const double fired = lif_forward(c, ws.current[k], b * height * width, ws.potential[k], ws.spikes[k]);
+    stats.rate.push_back(fired / static_cast<double>(ws.spikes[k].size()));
+    pool(ws.spikes[k], t_count * b, height, width, ws.pooled[k]);
+    in = ws.pooled[k].data();
+  }
+  const Matrix& last = ws.pooled.back();
+  const int64_t maps = last.cols(), positions = c.map_height(blocks) * c.map_width(blocks);
+  ws.rate_sum.setZero();
+  for (int64_t t = 0; t < t_count; ++t)
+    for (int64_t r = 0; r < b; ++r)
+      for (int64_t p = 0; p < positions; ++p)
+        for (int64_t m = 0; m < maps; ++m) ws.rate_sum(r, m * positions + p) += last((t * b + r) * positions + p, m);
+  readout(net, labels, ws, stats);
+  return stats;
+}
+
+void backward_conv(const Network& net, const int64_t* labels, Workspace& ws, const LayerSink& sink) {
+  const Config& c = net.config;
+  const int64_t b = ws.batch_, t_count = c.steps, blocks = c.hidden_layers();
+  Matrix g_logits = ws.probabilities;
+  for (int64_t r = 0; r < b; ++r) g_logits(r, labels[r]) -= 1.0f;
+  g_logits /= static_cast<float>(b);
+  sink(blocks, g_logits, ws.rate_sum / static_cast<float>(t_count));
+  {
+    const Matrix per_step = (g_logits * net.weight.back()) / static_cast<float>(t_count);
+    Matrix& g = ws.grad_pooled.back();
+    const int64_t maps = g.cols(), positions = c.map_height(blocks) * c.map_width(blocks);
+    for (int64_t t = 0; t < t_count; ++t)
+      for (int64_t r = 0; r < b; ++r)
+        for (int64_t p = 0; p < positions; ++p)
+          for (int64_t m = 0; m < maps; ++m) g((t * b + r) * positions + p, m) = per_step(r, m * positions + p);
+  }
+  for (int64_t h = blocks - 1; h >= 0; --h) {
+    const auto k = static_cast<size_t>(h);
+    const int64_t height = c.map_height(h), width = c.map_width(h), rows = b * height * width;
+    unpool(ws.grad_pooled[k], t_count * b, height, width, ws.conv_grad_s[k]);
+    Matrix& gv = ws.conv_grad_v[k];
+    lif_backward(c, ws.potential[k], ws.spikes[k], rows, ws.conv_grad_s[k].data(), gv.data(), gv.cols());
+    if (h == 0 && c.coding == Coding::direct) {
+      // The input is the same at every step: sum the steps first.
+      Matrix summed = gv.topRows(rows);
+      for (int64_t t = 1; t < t_count; ++t) summed += gv.middleRows(t * rows, rows);
+      sink(0, summed, ws.patches[0]);
+    } else {
+      sink(h, gv, ws.patches[k]);
+    }
+    if (h > 0) {
+      ws.grad_patches[k].noalias() = gv * net.weight[k];
+      col2im(ws.grad_patches[k], t_count * b, height, width, c.map_channels(h), ws.grad_pooled[k - 1].data());
     }
   }
 }

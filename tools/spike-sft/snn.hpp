@@ -32,9 +32,29 @@ struct Config {
   Surrogate surrogate = Surrogate::fast_sigmoid;
   float slope = 25.0f;  ///< fast sigmoid k, atan alpha, or the sigmoid's slope
   Coding coding = Coding::direct;
+  /// A convolutional network when not empty: block h is a 3x3 convolution
+  /// (stride 1, zero padding 1) to channels[h] maps, LIF neurons at every
+  /// position and channel, and 2x2 average pooling of their spikes; the
+  /// readout is linear in the last block's pooled spike counts. The input is
+  /// an image of height x width x in_channels (rows of x in that order, channels
+  /// last); sizes is then {inputs, pooled units of each block..., classes}.
+  std::vector<int64_t> channels;
+  int64_t height = 0, width = 0, in_channels = 1;
+  bool conv() const { return !channels.empty(); }
+  /// Spatial side of block h's input (h = blocks: the last pooled maps).
+  int64_t map_height(int64_t h) const { return height >> h; }
+  int64_t map_width(int64_t h) const { return width >> h; }
+  int64_t map_channels(int64_t h) const { return h == 0 ? in_channels : channels[static_cast<size_t>(h) - 1]; }
+  /// Fills sizes from the image shape, channels and classes (conv networks);
+  /// throws std::invalid_argument when a side does not halve evenly.
+  void set_conv(int64_t height, int64_t width, int64_t in_channels, const std::vector<int64_t>& channels, int64_t classes);
   int64_t hidden_layers() const { return static_cast<int64_t>(sizes.size()) - 2; }
   int64_t layers() const { return static_cast<int64_t>(sizes.size()) - 1; }  ///< weight layers
-  /// Number of parameters: every W [out, in] and b [out].
+  /// Shape of weight layer l: [out, in] for dense layers, [channels, 9 x
+  /// input channels] for a convolution (column c*9 + 3*dy + dx).
+  int64_t weight_rows(int64_t l) const;
+  int64_t weight_cols(int64_t l) const;
+  /// Number of parameters: every W and b [rows].
   int64_t parameter_count() const;
 };
 
@@ -76,11 +96,21 @@ class Workspace {
  private:
   friend BatchStats forward(const Network&, const Matrix&, const int64_t*, Workspace&, nk::Rng*);
   friend void backward(const Network&, const int64_t*, Workspace&, const std::function<void(int64_t, const Eigen::Ref<const Matrix>&, const Eigen::Ref<const Matrix>&)>&);
+  friend BatchStats forward_conv(const Network&, const Matrix&, const int64_t*, Workspace&, nk::Rng*);
+  friend void backward_conv(const Network&, const int64_t*, Workspace&, const std::function<void(int64_t, const Eigen::Ref<const Matrix>&, const Eigen::Ref<const Matrix>&)>&);
+  friend void readout(const Network&, const int64_t*, Workspace&, BatchStats&);
   int64_t batch_;
   Matrix input;                 ///< [T*B, in] coded input (rate coding) or [B, in] (direct)
   std::vector<Matrix> current;  ///< per hidden layer: [T*B, n] input currents
   std::vector<Matrix> potential;  ///< per hidden layer: [T*B, n] pre-reset potentials V[t]
   std::vector<Matrix> spikes;     ///< per hidden layer: [T*B, n]
+  // Convolutional networks: per block h, with R = B x positions of the
+  // block, rows ordered (step, example, y, x) and columns by channel.
+  std::vector<Matrix> patches;       ///< [T*R (or R), 9 x input channels]: the 3x3 neighbourhoods
+  std::vector<Matrix> pooled;        ///< [T*R/4, channels]: 2x2 means of the spikes
+  std::vector<Matrix> conv_grad_v, conv_grad_s;  ///< [T*R, channels]
+  std::vector<Matrix> grad_patches;  ///< [T*R, 9 x input channels]
+  std::vector<Matrix> grad_pooled;   ///< like pooled
   Matrix logits, probabilities;   ///< [B, classes]
   Matrix grad_v, grad_s;          ///< scratch [T*B, n] for the widest layer
   Matrix rate_sum;                ///< [B, last hidden]: spikes summed over t
