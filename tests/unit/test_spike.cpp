@@ -296,4 +296,32 @@ TEST_SUITE("spike") {
     CHECK(c.sizes == std::vector<int64_t>{784, 8 * 14 * 14, 16 * 7 * 7, 10});
     CHECK(c.parameter_count() == 8 * (9 + 1) + 16 * (72 + 1) + 10 * (784 + 1));
   }
+
+  TEST_CASE("channel alignment of conv networks: a permutation keeps the function, matching undoes it") {
+    Config c;
+    c.set_conv(8, 8, 1, {6, 5}, 4);
+    c.steps = 4;
+    nk::Rng rng(9);
+    const Network a = Network::init(c, rng);
+    spike::Alignment shuffle;
+    for (int64_t h = 0; h < c.hidden_layers(); ++h) {
+      std::vector<int> p(static_cast<size_t>(c.channels[static_cast<size_t>(h)]));
+      for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<int>(i);
+      for (size_t i = p.size(); i > 1; --i) std::swap(p[i - 1], p[rng.below(i)]);
+      shuffle.perm.push_back(p);
+    }
+    Network b = a;
+    spike::permute_neurons(b, shuffle);
+    const Matrix x = random_inputs(6, c.sizes[0], rng);
+    const std::vector<int64_t> y = {0, 1, 2, 3, 0, 1};
+    CHECK(loss_of(b, x, y, 3) == doctest::Approx(loss_of(a, x, y, 3)).epsilon(1e-6));
+    CHECK(b.weight[1] != a.weight[1]);
+    const spike::Alignment al = spike::match_neurons(a, b);
+    CHECK(!al.identity());
+    spike::permute_neurons(b, al);
+    for (size_t l = 0; l < a.weight.size(); ++l) {
+      CHECK(b.weight[l] == a.weight[l]);
+      CHECK(b.bias[l] == a.bias[l]);
+    }
+  }
 }

@@ -11,26 +11,43 @@ namespace {
 
 using Perm = std::vector<int>;
 
-/// Similarity of neuron i of a to neuron j of b in hidden layer h: incoming
-/// weights (b's inputs already in a's order), bias, and, when 'outgoing',
-/// the next layer's weights (b's next-layer neurons in a's order).
+/// Each unit's outgoing weights in layer l (its column group), one row per unit.
+snn::Matrix outgoing(const snn::Matrix& w, int64_t group) {
+  const int64_t units = w.cols() / group;
+  snn::Matrix out(units, w.rows() * group);
+  for (int64_t i = 0; i < units; ++i)
+    for (int64_t r = 0; r < w.rows(); ++r)
+      for (int64_t k = 0; k < group; ++k) out(i, r * group + k) = w(r, i * group + k);
+  return out;
+}
+
+/// w with its column groups reordered: group c takes w's group p[c].
+snn::Matrix permute_groups(const snn::Matrix& w, const Perm& p, int64_t group) {
+  snn::Matrix out = w;
+  for (size_t c = 0; c < p.size(); ++c)
+    out.middleCols(static_cast<Eigen::Index>(c) * group, group) = w.middleCols(static_cast<Eigen::Index>(p[c]) * group, group);
+  return out;
+}
+
+/// Similarity of neuron (or channel) i of a to neuron j of b in hidden layer
+/// h: incoming weights (b's inputs already in a's order), bias, and, when
+/// 'outgoing', the next layer's weights (b's next-layer neurons in a's order).
 Eigen::MatrixXd similarity(const snn::Network& a, const snn::Network& b, size_t h, const Perm* in, const Perm* out) {
+  const snn::Config& c = a.config;
   const snn::Matrix& wa = a.weight[h];
-  const snn::Matrix& wb = b.weight[h];
-  snn::Matrix wb_in = wb;
-  if (in)
-    for (Eigen::Index c = 0; c < wb.cols(); ++c) wb_in.col(c) = wb.col((*in)[static_cast<size_t>(c)]);
+  const snn::Matrix wb_in = in ? permute_groups(b.weight[h], *in, c.input_group(static_cast<int64_t>(h))) : b.weight[h];
   Eigen::MatrixXd s = (wa.cast<double>() * wb_in.cast<double>().transpose());
   s += a.bias[h].cast<double>() * b.bias[h].cast<double>().transpose();
   if (h + 1 < a.weight.size()) {
-    const snn::Matrix& na = a.weight[h + 1];
+    const int64_t group = c.input_group(static_cast<int64_t>(h) + 1);
     snn::Matrix nb = b.weight[h + 1];
     if (out) {
       snn::Matrix rows = nb;
       for (Eigen::Index r = 0; r < nb.rows(); ++r) rows.row(r) = nb.row((*out)[static_cast<size_t>(r)]);
       nb = rows;
     }
-    if (out || h + 2 == a.weight.size()) s += na.cast<double>().transpose() * nb.cast<double>();
+    if (out || h + 2 == a.weight.size())
+      s += outgoing(a.weight[h + 1], group).cast<double>() * outgoing(nb, group).cast<double>().transpose();
   }
   return s;
 }
@@ -56,7 +73,8 @@ bool Alignment::identity() const {
 }
 
 Alignment match_neurons(const snn::Network& a, const snn::Network& b, int sweeps) {
-  if (a.config.sizes != b.config.sizes) throw std::invalid_argument("match_neurons: the architectures differ");
+  if (a.config.sizes != b.config.sizes || a.config.channels != b.config.channels)
+    throw std::invalid_argument("match_neurons: the architectures differ");
   const auto hidden = static_cast<size_t>(a.config.hidden_layers());
   Alignment al;
   al.perm.resize(hidden);
@@ -102,9 +120,7 @@ void permute_neurons(snn::Network& net, const Alignment& al) {
     }
     net.weight[h] = w;
     net.bias[h] = bias;
-    snn::Matrix next = net.weight[h + 1];
-    for (size_t i = 0; i < p.size(); ++i) next.col(static_cast<Eigen::Index>(i)) = net.weight[h + 1].col(p[i]);
-    net.weight[h + 1] = next;
+    net.weight[h + 1] = permute_groups(net.weight[h + 1], p, net.config.input_group(static_cast<int64_t>(h) + 1));
   }
 }
 

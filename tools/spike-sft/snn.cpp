@@ -35,6 +35,12 @@ int64_t Config::weight_cols(int64_t l) const {
   return conv() && l < static_cast<int64_t>(channels.size()) ? 9 * map_channels(l) : sizes[static_cast<size_t>(l)];
 }
 
+int64_t Config::input_group(int64_t l) const {
+  const auto blocks = static_cast<int64_t>(channels.size());
+  if (!conv() || l == 0) return 1;
+  return l < blocks ? 9 : map_height(blocks) * map_width(blocks);
+}
+
 int64_t Config::parameter_count() const {
   int64_t n = 0;
   for (int64_t l = 0; l < layers(); ++l) n += weight_rows(l) * (weight_cols(l) + 1);

@@ -54,6 +54,12 @@ struct Config {
   /// input channels] for a convolution (column c*9 + 3*dy + dx).
   int64_t weight_rows(int64_t l) const;
   int64_t weight_cols(int64_t l) const;
+  /// Columns of weight layer l per unit of its input (l >= 1): 1 for a dense
+  /// layer, 9 for a convolution (one 3x3 kernel per input channel), and the
+  /// pooled positions P of the last block for the readout of a conv network
+  /// (column c * P + p). Permuting the previous layer's units moves these
+  /// column groups.
+  int64_t input_group(int64_t l) const;
   /// Number of parameters: every W and b [rows].
   int64_t parameter_count() const;
 };
