@@ -14,9 +14,14 @@ int main(int argc, char** argv) {
   pretrain->add_option("--holdout", train.holdout, "Share of the input held out for testing without --test")->check(CLI::Range(0.0, 0.9));
   pretrain->add_option("--limit", train.limit, "Use at most this many input examples (a seeded random subset)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  pretrain->add_option("--hidden", train.hidden, "Hidden LIF layer sizes, e.g. 256 or 512,256")
+  CLI::Option* hidden_option = pretrain->add_option("--hidden", train.hidden, "Hidden LIF layer sizes, e.g. 256 or 512,256")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  CLI::Option* conv_option =
+      pretrain->add_option("--conv", train.conv, "A convolutional network: channels of its conv-LIF-pool blocks, e.g. 8,16 (3x3 kernels, 2x2 average pooling; instead of --hidden)")
+          ->delimiter(',')
+          ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  conv_option->excludes(hidden_option);
   pretrain->add_option("--steps", train.steps, "Simulation steps T")->check(CLI::Range(int64_t{1}, int64_t{10000}));
   pretrain->add_option("--beta", train.beta, "Membrane leak per step")->check(CLI::Range(0.0, 1.0));
   pretrain->add_option("--threshold", train.threshold, "Firing threshold")->check(CLI::Range(1e-6, 1e6));

@@ -34,7 +34,7 @@ std::vector<double> firing_rates(const snn::Network& net, const snn::Matrix& x, 
 }
 
 bool same_weights(const snn::Network& a, const snn::Network& b) {
-  if (a.config.sizes != b.config.sizes) return false;
+  if (a.config.sizes != b.config.sizes || a.config.channels != b.config.channels) return false;
   for (size_t l = 0; l < a.weight.size(); ++l) {
     if (a.weight[l] != b.weight[l] || a.bias[l] != b.bias[l]) return false;
   }
@@ -59,7 +59,7 @@ void pickit(const PickitOptions& o) {
   int64_t aligned = 0;
   for (const std::string& path : o.inputs) {
     snn::Network own_base = read_model(path, false);
-    if (own_base.config.sizes != base.config.sizes)
+    if (own_base.config.sizes != base.config.sizes || own_base.config.channels != base.config.channels)
       throw nk::input_error(path, "/model", "has another architecture than " + o.inputs[0] + " (PickIt merges models of one architecture)");
     snn::Network model = read_model(path, true);
     if (!same_weights(own_base, base) && !o.align) {

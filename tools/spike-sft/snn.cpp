@@ -196,27 +196,40 @@ inline float derivative_of(Surrogate mode, float slope, float x, float s) {
   return 0.0f;
 }
 
+constexpr int64_t kLanes = 64;  ///< neurons per inner loop (one stack array of state each)
+
 /// The LIF recurrence over T steps for every row r < rows_per_step and
 /// column j: potentials v and spikes s [T * rows_per_step, n] from the
 /// currents (the same at every step when current has rows_per_step rows).
+/// The innermost loop runs over up to kLanes neurons of one row and step,
+/// so it vectorises; each neuron's operations are those of the equations.
 /// Returns the number of spikes.
-double lif_forward(const Config& c, const Matrix& current, int64_t rows_per_step, Matrix& v, Matrix& s) {
+template <Surrogate mode, Reset reset>
+double lif_forward_as(const Config& c, const Matrix& current, int64_t rows_per_step, Matrix& v, Matrix& s) {
   const int64_t n = v.cols(), t_count = c.steps, b = rows_per_step;
   const bool shared = current.rows() == b;
+  const float beta = c.beta, threshold = c.threshold, slope = c.slope;
   double fired = 0;
 #pragma omp parallel for schedule(static) reduction(+ : fired)
   for (int64_t r = 0; r < b; ++r) {
-    for (int64_t j = 0; j < n; ++j) {
-      float u = 0.0f;  // U[t-1]
+    for (int64_t j0 = 0; j0 < n; j0 += kLanes) {
+      const int64_t lanes = std::min(kLanes, n - j0);
+      float u[kLanes] = {}, count[kLanes] = {};  // U[t-1]; spikes so far (exact in float)
       for (int64_t t = 0; t < t_count; ++t) {
         const int64_t row = t * b + r;
-        const float vt = c.beta * u + current(shared ? r : row, j);
-        const float st = spike_of(c.surrogate, c.slope, vt - c.threshold);
-        v(row, j) = vt;
-        s(row, j) = st;
-        u = c.reset == Reset::subtract ? vt - c.threshold * st : vt * (1.0f - st);
-        fired += st;
+        const float* in = current.data() + (shared ? r : row) * n + j0;
+        float* vt = v.data() + row * n + j0;
+        float* st = s.data() + row * n + j0;
+        for (int64_t j = 0; j < lanes; ++j) {
+          const float potential = beta * u[j] + in[j];
+          const float spike = spike_of(mode, slope, potential - threshold);
+          vt[j] = potential;
+          st[j] = spike;
+          u[j] = reset == Reset::subtract ? potential - threshold * spike : potential * (1.0f - spike);
+          count[j] += spike;
+        }
       }
+      for (int64_t j = 0; j < lanes; ++j) fired += count[j];
     }
   }
   return fired;
@@ -224,24 +237,64 @@ double lif_forward(const Config& c, const Matrix& current, int64_t rows_per_step
 
 /// BPTT through the recurrence: from dL/ds (grad_s) to dL/dV (grad_v), both
 /// row-major with 'stride' floats per row, the reset differentiated.
-void lif_backward(const Config& c, const Matrix& v, const Matrix& s, int64_t rows_per_step, const float* grad_s,
-                  float* grad_v, int64_t stride) {
+template <Surrogate mode, Reset reset>
+void lif_backward_as(const Config& c, const Matrix& v, const Matrix& s, int64_t rows_per_step, const float* grad_s,
+                     float* grad_v, int64_t stride) {
   const int64_t n = v.cols(), t_count = c.steps, b = rows_per_step;
+  const float beta = c.beta, threshold = c.threshold, slope = c.slope;
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < b; ++r) {
-    for (int64_t j = 0; j < n; ++j) {
-      float gu = 0.0f;  // dL/dU[t]
+    for (int64_t j0 = 0; j0 < n; j0 += kLanes) {
+      const int64_t lanes = std::min(kLanes, n - j0);
+      float gu[kLanes] = {};  // dL/dU[t]
       for (int64_t t = t_count - 1; t >= 0; --t) {
         const int64_t row = t * b + r;
-        const float x = v(row, j) - c.threshold, st = s(row, j);
-        const float d = derivative_of(c.surrogate, c.slope, x, st);
-        const float du_dv = c.reset == Reset::subtract ? 1.0f - c.threshold * d : (1.0f - st) - v(row, j) * d;
-        const float gv = grad_s[row * stride + j] * d + gu * du_dv;
-        grad_v[row * stride + j] = gv;
-        gu = c.beta * gv;
+        const float* vt = v.data() + row * n + j0;
+        const float* st = s.data() + row * n + j0;
+        const float* gs = grad_s + row * stride + j0;
+        float* gv = grad_v + row * stride + j0;
+        for (int64_t j = 0; j < lanes; ++j) {
+          const float d = derivative_of(mode, slope, vt[j] - threshold, st[j]);
+          const float du_dv = reset == Reset::subtract ? 1.0f - threshold * d : (1.0f - st[j]) - vt[j] * d;
+          const float g = gs[j] * d + gu[j] * du_dv;
+          gv[j] = g;
+          gu[j] = beta * g;
+        }
       }
     }
   }
+}
+
+template <Reset reset>
+double lif_forward_reset(const Config& c, const Matrix& current, int64_t rows, Matrix& v, Matrix& s) {
+  switch (c.surrogate) {
+    case Surrogate::fast_sigmoid: return lif_forward_as<Surrogate::fast_sigmoid, reset>(c, current, rows, v, s);
+    case Surrogate::atan: return lif_forward_as<Surrogate::atan, reset>(c, current, rows, v, s);
+    case Surrogate::sigmoid: break;
+  }
+  return lif_forward_as<Surrogate::sigmoid, reset>(c, current, rows, v, s);
+}
+
+double lif_forward(const Config& c, const Matrix& current, int64_t rows, Matrix& v, Matrix& s) {
+  return c.reset == Reset::subtract ? lif_forward_reset<Reset::subtract>(c, current, rows, v, s)
+                                    : lif_forward_reset<Reset::zero>(c, current, rows, v, s);
+}
+
+template <Reset reset>
+void lif_backward_reset(const Config& c, const Matrix& v, const Matrix& s, int64_t rows, const float* gs, float* gv, int64_t stride) {
+  switch (c.surrogate) {
+    case Surrogate::fast_sigmoid: return lif_backward_as<Surrogate::fast_sigmoid, reset>(c, v, s, rows, gs, gv, stride);
+    case Surrogate::atan: return lif_backward_as<Surrogate::atan, reset>(c, v, s, rows, gs, gv, stride);
+    case Surrogate::sigmoid: break;
+  }
+  lif_backward_as<Surrogate::sigmoid, reset>(c, v, s, rows, gs, gv, stride);
+}
+
+void lif_backward(const Config& c, const Matrix& v, const Matrix& s, int64_t rows, const float* gs, float* gv, int64_t stride) {
+  if (c.reset == Reset::subtract)
+    lif_backward_reset<Reset::subtract>(c, v, s, rows, gs, gv, stride);
+  else
+    lif_backward_reset<Reset::zero>(c, v, s, rows, gs, gv, stride);
 }
 
 }  // namespace

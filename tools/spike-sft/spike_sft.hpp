@@ -55,6 +55,7 @@ struct TrainOptions {
   std::string input = "-", test, output = "-";
   bool no_clobber = false;
   std::vector<int64_t> hidden = {256};
+  std::vector<int64_t> conv;  ///< channels of conv-LIF-pool blocks (a conv network instead of dense hidden layers)
   int64_t steps = 8, epochs = 5, batch = 128, limit = 0;
   double beta = 0.9, threshold = 1.0, slope = 25.0, learning_rate = 1e-3, holdout = 0.1;
   std::string reset = "subtract", surrogate = "fast-sigmoid", coding = "direct";

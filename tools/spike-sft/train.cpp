@@ -51,6 +51,12 @@ Dataset subset(const Dataset& data, const std::vector<int64_t>& rows) {
 void write_model(nk::h5::Writer& out, const snn::Network& net, const std::vector<int64_t>& shape) {
   const snn::Config& c = net.config;
   out.write("/model/sizes", c.sizes.data(), {static_cast<int64_t>(c.sizes.size())}, "layer");
+  if (c.conv()) {
+    // A conv network: its blocks' channels and the input image.
+    out.write("/model/channels", c.channels.data(), {static_cast<int64_t>(c.channels.size())}, "block");
+    const std::vector<int64_t> image = {c.height, c.width, c.in_channels};
+    out.write("/model/image", image.data(), {3}, "axis");
+  }
   if (!shape.empty()) out.write("/model/input_shape", shape.data(), {static_cast<int64_t>(shape.size())}, "axis");
   for (size_t l = 0; l < net.weight.size(); ++l) {
     out.write_matrix("/model/weight" + std::to_string(l), net.weight[l], "out,in");
@@ -140,11 +146,31 @@ snn::Network read_model(const std::string& path, bool apply_delta) {
     throw nk::input_error(name, "/model", e.what());
   }
   if (c.steps < 1 || c.steps > 100000) throw nk::input_error(name, "/model", "attribute steps = " + std::to_string(c.steps) + " (T >= 1)");
+  if (file.has("/model/channels")) {
+    const nk::h5::Array<int64_t> channels = file.read<int64_t>("/model/channels", 1, "block");
+    const nk::h5::Array<int64_t> image = file.read<int64_t>("/model/image", 1, "axis");
+    if (image.size() != 3) throw nk::input_error(name, "/model/image", "needs 3 entries (height, width, channels)");
+    for (int64_t v : image.data)
+      if (v < 1 || v > 65536) throw nk::input_error(name, "/model/image", "has a side of " + std::to_string(v));
+    for (int64_t v : channels.data)
+      if (v < 1 || v > 65536) throw nk::input_error(name, "/model/channels", "has a block of " + std::to_string(v) + " channels");
+    snn::Config shape;
+    try {
+      shape.set_conv(image.data[0], image.data[1], image.data[2], channels.data, c.sizes.back());
+    } catch (const std::invalid_argument& e) {
+      throw nk::input_error(name, "/model/channels", e.what());
+    }
+    if (shape.sizes != c.sizes) throw nk::input_error(name, "/model/sizes", "does not match /model/channels and /model/image");
+    c.channels = shape.channels;
+    c.height = shape.height;
+    c.width = shape.width;
+    c.in_channels = shape.in_channels;
+  }
   for (int64_t l = 0; l < c.layers(); ++l) {
     const std::string w = "/model/weight" + std::to_string(l), b = "/model/bias" + std::to_string(l);
     const nk::h5::Array<float> weight = file.read<float>(w, 2, "out,in");
     const nk::h5::Array<float> bias = file.read<float>(b, 1, "out");
-    const int64_t in = c.sizes[static_cast<size_t>(l)], out = c.sizes[static_cast<size_t>(l) + 1];
+    const int64_t in = c.weight_cols(l), out = c.weight_rows(l);
     if (weight.shape != std::vector<int64_t>{out, in}) {
       throw nk::input_error(name, w, "shape " + nk::h5::shape_text(weight.shape) + " does not match /model/sizes (" +
                                          std::to_string(out) + "x" + std::to_string(in) + ")");
@@ -233,9 +259,18 @@ void pretrain(const TrainOptions& o) {
     throw nk::usage_error("--batch " + std::to_string(o.batch) + " is larger than the " + std::to_string(train.size()) + " training examples");
   }
   const int64_t classes = std::max(train.classes, test.classes);
-  c.sizes.push_back(train.x.cols());
-  c.sizes.insert(c.sizes.end(), o.hidden.begin(), o.hidden.end());
-  c.sizes.push_back(classes);
+  if (!o.conv.empty()) {
+    if (train.shape.size() != 3) throw nk::input_error(o.input, "/images", "--conv needs images [N,H,W,C], not vectors");
+    try {
+      c.set_conv(train.shape[0], train.shape[1], train.shape[2], o.conv, classes);
+    } catch (const std::invalid_argument& e) {
+      throw nk::input_error(o.input, "/images", e.what());
+    }
+  } else {
+    c.sizes.push_back(train.x.cols());
+    c.sizes.insert(c.sizes.end(), o.hidden.begin(), o.hidden.end());
+    c.sizes.push_back(classes);
+  }
   c.steps = o.steps;
   c.beta = static_cast<float>(o.beta);
   c.threshold = static_cast<float>(o.threshold);
