@@ -7,6 +7,9 @@ check "import 700 Fashion-MNIST images" nk-data -q import-idx "$FMNIST/t10k-imag
 check "pretrain (1 hidden layer, direct coding)" spike-sft -q --seed 1 pretrain -i fm.h5 --hidden 48 --steps 4 --epochs 2 --batch 50 -o base.h5
 check "pretrain through a pipe, zero reset, atan, rate coding, two hidden layers" sh -c 'nk-data -q import-idx "$0/t10k-images-idx3-ubyte.gz" "$0/t10k-labels-idx1-ubyte.gz" --limit 300 -o - | spike-sft -q pretrain -i - --hidden 24,16 --steps 3 --reset zero --surrogate atan --coding rate --epochs 1 --batch 30 -o rate.h5' "$FMNIST"
 check "the same seed gives the same model" sh -c 'spike-sft -q --seed 1 pretrain -i fm.h5 --hidden 48 --steps 4 --epochs 2 --batch 50 -o again.h5 && h5diff base.h5 again.h5 /model /model'
+check "pretrain a conv-LIF-pool network (--conv 4,8)" spike-sft -q --seed 1 pretrain -i fm.h5 --conv 4,8 --steps 4 --epochs 3 --batch 50 --lr 1e-2 -o conv.h5
+spike-sft -q eval -i conv.h5 --data fm.h5 > conv_eval.txt 2>/dev/null
+check "spe on the conv network, and pickit of two conv models" sh -c 'spike-sft -q --seed 2 tasks -i fm.h5 --kinds invert,rotate90 --train 300 --test 100 -o ctasks.h5 && spike-sft -q spe -i conv.h5 --task ctasks.h5:invert --epochs 1 --batch 50 -o cspe1.h5 && spike-sft -q spe -i conv.h5 --task ctasks.h5:rotate90 --epochs 1 --batch 50 -o cspe2.h5 && spike-sft -q pickit -i cspe1.h5 cspe2.h5 --tasks ctasks.h5 --calibration 32 -o cmerged.h5 && spike-sft -q eval -i cmerged.h5 --task ctasks.h5:invert'
 check "eval prints accuracy and writes a file" spike-sft -q eval -i base.h5 --data fm.h5 -o eval.h5
 spike-sft -q eval -i base.h5 --data fm.h5 > eval.txt 2>/dev/null
 check "eval of the rate-coded model" spike-sft -q eval -i rate.h5 --data fm.h5
@@ -121,6 +124,48 @@ check("tasks: rotate90 is a clockwise quarter turn", np.allclose(rot[:, :, :, 0]
 rel = t["/tasks/relabel/train/labels"][...]; idl = t["/tasks/identity/train/labels"][...]
 check("tasks: relabel is a fixed cyclic shift of the classes", len(set(((rel - idl) % 10).tolist())) == 1 and rel[0] != idl[0])
 check("eval file holds the same accuracy", abs(e.attrs["accuracy"] - float(got["accuracy"])) <= 5e-5)
+# The conv network, forward in numpy: 3x3 correlation with zero padding
+# (kernel column c*9 + 3*dy + dx), LIF, 2x2 means, readout unit m*P + p.
+cm = h5py.File("conv.h5", "r")
+check(f"conv: sizes {cm['/model/sizes'][...].tolist()}, channels {cm['/model/channels'][...].tolist()}",
+      cm["/model/sizes"][...].tolist() == [784, 4 * 14 * 14, 8 * 7 * 7, 10] and cm["/model/channels"][...].tolist() == [4, 8])
+check(f"conv: learned something (held-out accuracy {cm.attrs['test_accuracy']:.3f} > 0.45)", cm.attrs["test_accuracy"] > 0.45)
+def conv3(inp, W, b):
+    n, h, w_, c = inp.shape
+    pad = np.zeros((n, h + 2, w_ + 2, c)); pad[:, 1:-1, 1:-1, :] = inp
+    out = np.zeros((n, h, w_, W.shape[0])) + b
+    for dy in range(3):
+        for dx in range(3):
+            out += pad[:, dy:dy + h, dx:dx + w_, :] @ W[:, [ch * 9 + dy * 3 + dx for ch in range(c)]].T
+    return out
+def pool2(s):
+    n, h, w_, c = s.shape
+    return s.reshape(n, h // 2, 2, w_ // 2, 2, c).mean(axis=(2, 4))
+imgs = d["/images"][...].astype(np.float64)
+Wc = [cm[f"/model/weight{l}"][...].astype(np.float64) for l in range(3)]
+bc = [cm[f"/model/bias{l}"][...].astype(np.float64) for l in range(3)]
+I0 = conv3(imgs, Wc[0], bc[0])
+U0 = np.zeros_like(I0); U1 = None; feat = 0
+for step in range(T):
+    V0 = beta * U0 + I0; S0 = (V0 - thr > 0).astype(np.float64); U0 = V0 - thr * S0
+    I1 = conv3(pool2(S0), Wc[1], bc[1])
+    U1 = np.zeros_like(I1) if U1 is None else U1
+    V1 = beta * U1 + I1; S1 = (V1 - thr > 0).astype(np.float64); U1 = V1 - thr * S1
+    feat = feat + pool2(S1)
+flat = feat.transpose(0, 3, 1, 2).reshape(feat.shape[0], -1)
+acc_conv = float((((flat / T) @ Wc[2].T + bc[2]).argmax(1) == y).mean())
+got_conv = dict(line.split("\t") for line in open("conv_eval.txt").read().split("\n") if line)
+check(f"conv: eval accuracy {float(got_conv['accuracy']):.4f} matches numpy's {acc_conv:.4f} (within 1 point)", abs(float(got_conv["accuracy"]) - acc_conv) <= 0.01)
+cs = h5py.File("cspe1.h5", "r")
+ok_mask = True
+for l in range(3):
+    W = cs[f"/model/weight{l}"][...]; idx = cs[f"/delta/layer{l}/indices"][...]
+    k = int(round(0.05 * W.size)); cutoff = np.sort(np.abs(W).ravel())[max(k, 1) - 1]
+    ok_mask &= len(idx) <= max(k, 1) and bool(np.all(np.abs(W.ravel()[idx]) <= cutoff))
+check("conv spe: only the smallest-|w| 5% of each layer (kernels too) changed", ok_mask)
+cg = h5py.File("cmerged.h5", "r")
+check("conv pickit: the merged model keeps the channels and shapes", cg["/model/channels"][...].tolist() == [4, 8]
+      and all(cg[f"/model/weight{l}"].shape == cm[f"/model/weight{l}"].shape for l in range(3)))
 sys.exit(1 if fails else 0)
 PYEOF
 then pass "numpy reference"; else fail "numpy reference"; fi
@@ -143,6 +188,8 @@ expect_fail "no labels" 3 "dataset /labels: missing" spike-sft pretrain -i nolab
 expect_fail "negative label" 3 "dataset /labels: entry 0 is -1" spike-sft pretrain -i neglabel.h5 -o bad.h5
 expect_fail "eval on data of another shape" 3 "examples have 16 values, the model takes 784" spike-sft eval -i base.h5 --data small.h5
 expect_fail "--steps 0" 2 "steps" spike-sft pretrain -i fm.h5 --steps 0 -o bad.h5
+expect_fail "--conv with --hidden" 2 "excludes" spike-sft pretrain -i fm.h5 --conv 4 --hidden 8 -o bad.h5
+expect_fail "--conv on an image that does not halve evenly" 3 "small.h5.*does not halve evenly" spike-sft pretrain -i small.h5 --conv 2,2,2 --batch 10 -o bad.h5
 expect_fail "--batch larger than the data" 2 "larger than the" spike-sft pretrain -i small.h5 --batch 64 -o bad.h5
 expect_fail "empty stdin" 3 "standard input" sh -c 'spike-sft pretrain -i - -o bad.h5 < /dev/null'
 head -c 3000 base.h5 > truncated.h5
