@@ -12,6 +12,8 @@
 #include <spdlog/spdlog.h>
 
 #include <Eigen/SVD>
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -177,18 +179,39 @@ void spe(const SpeOptions& o) {
   spdlog::info("task {}: {} training examples; base model {:.2f}% on its test set; method {}, {} trainable entries ({:.2f}% of {})", task.name,
                task.train.size(), 100 * base_accuracy, o.method, trainable, 100.0 * static_cast<double>(trainable) / static_cast<double>(c.parameter_count()),
                c.parameter_count());
-  // The masked gradient: dL/dW_ij = gv[:, i] . x[:, j], from column-major copies.
-  Eigen::MatrixXf gv_columns, x_columns;
+  // The masked gradient: dL/dW_ij = gv[:, i] . x[:, j] for the masked (i, j)
+  // only, in one pass over the rows (steps x examples, and positions in a
+  // convolution): each thread sums its rows into its own accumulators, which
+  // are then added in thread order.
+  std::vector<int64_t> out_unit, in_unit;
+  std::vector<float> partial;
   const snn::LayerSink masked_sink = [&](int64_t l, const Eigen::Ref<const snn::Matrix>& gv, const Eigen::Ref<const snn::Matrix>& x) {
     MaskedLayer& layer = masked[static_cast<size_t>(l)];
-    gv_columns = gv;
-    x_columns = x;
-    const int64_t cols = x.cols();
-    const auto entries = static_cast<int64_t>(layer.index.size());
-#pragma omp parallel for schedule(static)
+    const int64_t cols = x.cols(), rows = gv.rows(), entries = static_cast<int64_t>(layer.index.size());
+    out_unit.resize(static_cast<size_t>(entries));
+    in_unit.resize(static_cast<size_t>(entries));
     for (int64_t e = 0; e < entries; ++e) {
-      const int64_t at = layer.index[static_cast<size_t>(e)];
-      layer.grad[static_cast<size_t>(e)] = gv_columns.col(at / cols).dot(x_columns.col(at % cols));
+      out_unit[static_cast<size_t>(e)] = layer.index[static_cast<size_t>(e)] / cols;
+      in_unit[static_cast<size_t>(e)] = layer.index[static_cast<size_t>(e)] % cols;
+    }
+    const int threads = omp_get_max_threads();
+    partial.assign(static_cast<size_t>(threads * entries), 0.0f);
+#pragma omp parallel num_threads(threads)
+    {
+      float* sum = partial.data() + static_cast<int64_t>(omp_get_thread_num()) * entries;
+      const int64_t* oi = out_unit.data();
+      const int64_t* ii = in_unit.data();
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* g = gv.data() + r * gv.outerStride();
+        const float* in = x.data() + r * x.outerStride();
+        for (int64_t e = 0; e < entries; ++e) sum[e] += g[oi[e]] * in[ii[e]];
+      }
+    }
+    for (int64_t e = 0; e < entries; ++e) {
+      float total = 0.0f;
+      for (int t = 0; t < threads; ++t) total += partial[static_cast<size_t>(t * entries + e)];
+      layer.grad[static_cast<size_t>(e)] = total;
     }
   };
   // LoRA's factor gradients from the same per-layer factors:
