@@ -9,7 +9,8 @@
 # per epoch, and trainable-state bytes (gradients + Adam moments + indices).
 # Then Stage 2: the SPE models of the first seed merged by weight averaging,
 # task arithmetic, TIES (trim, sign election, disjoint mean) and PickIt (TIES
-# + spike-rate calibration), each evaluated on every task.
+# + spike-rate calibration), each evaluated on every task. Last, conv.sh: SPE
+# and its baselines on a conv-LIF-pool network.
 set -euo pipefail
 bin=$(cd "$1" && pwd)
 export PATH="$bin:$PATH"
@@ -83,3 +84,7 @@ if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
 else
   echo "PyTorch comparison skipped (install Debian's python3-torch: make -f Makefile.dist bench does)"
 fi
+
+# The same Stage 1 comparison on a convolutional network (conv.sh).
+echo
+bash "$(dirname "$0")/conv.sh" "$bin"
