@@ -297,6 +297,26 @@ void lif_backward(const Config& c, const Matrix& v, const Matrix& s, int64_t row
     lif_backward_reset<Reset::zero>(c, v, s, rows, gs, gv, stride);
 }
 
+/// The coded input: x itself (direct coding, the same at every step), or
+/// Bernoulli spikes with x's values as probabilities, drawn at every step.
+void code_input(const Config& c, const Matrix& x, Matrix& input, nk::Rng* rng) {
+  const int64_t b = x.rows();
+  if (c.coding == Coding::direct) {
+    input = x;
+    return;
+  }
+  for (int64_t t = 0; t < c.steps; ++t)
+    for (int64_t r = 0; r < b; ++r)
+      for (int64_t j = 0; j < x.cols(); ++j) input(t * b + r, j) = rng->uniform() < x(r, j) ? 1.0f : 0.0f;
+}
+
+/// dL/dlogits of the mean cross-entropy: (softmax - one-hot) / B.
+Matrix logits_gradient(const Matrix& probabilities, const int64_t* labels) {
+  Matrix g = probabilities;
+  for (int64_t r = 0; r < g.rows(); ++r) g(r, labels[r]) -= 1.0f;
+  return g / static_cast<float>(g.rows());
+}
+
 }  // namespace
 
 BatchStats forward(const Network& net, const Matrix& x, const int64_t* labels, Workspace& ws, nk::Rng* rng) {
@@ -305,13 +325,7 @@ BatchStats forward(const Network& net, const Matrix& x, const int64_t* labels, W
   if (b != ws.batch_) throw std::invalid_argument("batch size differs from the workspace's");
   if (c.conv()) return forward_conv(net, x, labels, ws, rng);
   // Coded input and the first layer's currents.
-  if (c.coding == Coding::direct) {
-    ws.input = x;
-  } else {
-    for (int64_t t = 0; t < t_count; ++t)
-      for (int64_t r = 0; r < b; ++r)
-        for (int64_t j = 0; j < x.cols(); ++j) ws.input(t * b + r, j) = rng->uniform() < x(r, j) ? 1.0f : 0.0f;
-  }
+  code_input(c, x, ws.input, rng);
   BatchStats stats;
   for (int64_t h = 0; h < hidden; ++h) {
     const Matrix& in = h == 0 ? ws.input : ws.spikes[static_cast<size_t>(h) - 1];
@@ -354,9 +368,7 @@ void backward(const Network& net, const int64_t* labels, Workspace& ws, const La
   const int64_t b = ws.batch_, t_count = c.steps, hidden = c.hidden_layers();
   if (c.conv()) return backward_conv(net, labels, ws, sink);
   // Readout.
-  Matrix g_logits = ws.probabilities;
-  for (int64_t r = 0; r < b; ++r) g_logits(r, labels[r]) -= 1.0f;
-  g_logits /= static_cast<float>(b);
+  const Matrix g_logits = logits_gradient(ws.probabilities, labels);
   sink(hidden, g_logits, ws.rate_sum / static_cast<float>(t_count));
   {
     const int64_t n = c.sizes[static_cast<size_t>(hidden)];
@@ -464,13 +476,7 @@ BatchStats forward_conv(const Network& net, const Matrix& x, const int64_t* labe
   const Config& c = net.config;
   const int64_t b = x.rows(), t_count = c.steps, blocks = c.hidden_layers();
   const bool direct = c.coding == Coding::direct;
-  if (direct) {
-    ws.input = x;
-  } else {
-    for (int64_t t = 0; t < t_count; ++t)
-      for (int64_t r = 0; r < b; ++r)
-        for (int64_t j = 0; j < x.cols(); ++j) ws.input(t * b + r, j) = rng->uniform() < x(r, j) ? 1.0f : 0.0f;
-  }
+  code_input(c, x, ws.input, rng);
   BatchStats stats;
   const float* in = ws.input.data();
   for (int64_t h = 0; h < blocks; ++h) {
@@ -498,9 +504,7 @@ BatchStats forward_conv(const Network& net, const Matrix& x, const int64_t* labe
 void backward_conv(const Network& net, const int64_t* labels, Workspace& ws, const LayerSink& sink) {
   const Config& c = net.config;
   const int64_t b = ws.batch_, t_count = c.steps, blocks = c.hidden_layers();
-  Matrix g_logits = ws.probabilities;
-  for (int64_t r = 0; r < b; ++r) g_logits(r, labels[r]) -= 1.0f;
-  g_logits /= static_cast<float>(b);
+  const Matrix g_logits = logits_gradient(ws.probabilities, labels);
   sink(blocks, g_logits, ws.rate_sum / static_cast<float>(t_count));
   {
     const Matrix per_step = (g_logits * net.weight.back()) / static_cast<float>(t_count);
