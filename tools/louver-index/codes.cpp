@@ -157,7 +157,10 @@ double mean_residual(const HeadIndex& head, int64_t begin, int64_t end) {
 }
 
 void finish_head(HeadIndex& head, int64_t dims) {
-  for (Codebook& book : head.books) book.centroid_f32.assign(book.centroid.begin(), book.centroid.end());
+  for (Codebook& book : head.books) {
+    book.centroid_f32.assign(book.centroid.begin(), book.centroid.end());
+    book.max_norm = book.norm.empty() ? 0.0 : *std::max_element(book.norm.begin(), book.norm.end());
+  }
   head.code16.resize(head.code.size());
   head.residual16.resize(head.residual.size());
   head.residual16_max.assign(head.residual.size(), 0.0f);

@@ -35,6 +35,7 @@ struct Codebook {
   std::vector<double> centroid;  ///< [clusters, width]
   std::vector<float> centroid_f32;  ///< the same in float, for the per-query table
   std::vector<double> norm;      ///< [clusters]: |mu|, for rounding margins
+  double max_norm = 0;           ///< the largest of 'norm' (derived)
   float max_residual = 0;        ///< largest residual of any coded key
   int64_t clusters() const { return width ? static_cast<int64_t>(norm.size()) : 0; }
 };

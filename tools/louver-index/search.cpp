@@ -107,9 +107,7 @@ void prepare_query(const HeadIndex& head, const Subspaces& sub, const float* que
     const float residual_term = prep.q_norm[static_cast<size_t>(s)] *
                                 (head.residual16_max.empty() ? 0.0f : head.residual16_max[static_cast<size_t>(s)]);
     top[static_cast<size_t>(s)] = static_cast<double>(largest) + static_cast<double>(residual_term);
-    double worst = 0;
-    for (int64_t c = 0; c < book.clusters(); ++c) worst = std::max(worst, book.norm[static_cast<size_t>(c)]);
-    worst *= 2 * norm;
+    const double worst = 2 * norm * book.max_norm;
     slack += worst + 2 * norm * book.max_residual;
   }
   // Margin: rounding of the float tables (width + 2 float operations each, on
