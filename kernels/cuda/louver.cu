@@ -41,6 +41,9 @@ struct LouverArgs {
   const int* table_offset;         // [S + 1]
   const float* q_norm;             // [M][S]
   const double* cut;               // [M]
+  const double* prune_cut;         // [M]
+  const float* q_rest;             // [M]
+  const float* rest_norm;          // [coded]
   const double* unit;              // [M]
   const double* threshold;         // [M]
   unsigned long long* hit_key;     // [capacity]: query << 32 | key
@@ -48,7 +51,7 @@ struct LouverArgs {
   unsigned long long* hit_count;   // hits found (may exceed capacity)
   unsigned long long capacity;
   unsigned long long* scanned;     // [M]
-  int n, dims, coded, subspaces, query_count, table_size;
+  int n, dims, coded, subspaces, warm, query_count, table_size;
   bool dense;
 };
 
@@ -146,7 +149,7 @@ __global__ void __launch_bounds__(kThreads, 4) louver_search_kernel(LouverArgs a
         scan = true;
       } else {
         const float* norm = a.q_norm + static_cast<long>(m) * a.subspaces;
-        float bound = 0.f;
+        float bound = 0.f, partial = 0.f;
         for (int s = 0; s < a.subspaces; ++s) {
           const long at = static_cast<long>(s) * a.coded + key;
           const float residual = __uint_as_float(static_cast<unsigned>(__ldg(a.residual16 + at)) << 16);
@@ -159,8 +162,14 @@ __global__ void __launch_bounds__(kThreads, 4) louver_search_kernel(LouverArgs a
             term = __ldg(tables + entry);
           }
           bound = __fadd_rn(bound, term);
+          if (s + 1 == a.warm) partial = bound;
         }
-        scan = !(static_cast<double>(bound) < __ldg(a.cut + m));  // the CPU skips when bound < cut
+        // The CPU skips when bound < cut, or when the norm test fails: the
+        // product of the two floats is exact in double, so fused or not it
+        // gives the CPU's sum.
+        const double norm_bound = __dadd_rn(static_cast<double>(partial),
+                                            __dmul_rn(static_cast<double>(__ldg(a.q_rest + m)), static_cast<double>(__ldg(a.rest_norm + key))));
+        scan = !(static_cast<double>(bound) < __ldg(a.cut + m)) && !(norm_bound < __ldg(a.prune_cut + m));
       }
     }
     const unsigned scanning = __ballot_sync(kAll, scan);
@@ -215,7 +224,8 @@ Kernel pick_kernel(bool shared_tables, bool vec4) {
 int louver_search_f32(const float* keys, const float* key_norm, long n, long dims, long coded, long subspaces,
                       const unsigned short* code16, const unsigned short* residual16, const float* queries,
                       long query_count, const float* tables, const long* table_offset, const float* q_norm,
-                      const double* cut, const double* unit, const double* threshold, int dense, int repeats,
+                      const double* cut, const double* prune_cut, const float* q_rest, const float* rest_norm,
+                      long warm, const double* unit, const double* threshold, int dense, int repeats,
                       long* scanned, nk_hit_sink sink, void* sink_context, nk_cuda_timing* timing, char* error,
                       size_t error_size) {
   constexpr long kLimit = 1L << 31;
@@ -232,8 +242,9 @@ int louver_search_f32(const float* keys, const float* key_norm, long n, long dim
   long table_size = 0;
   std::vector<int> offsets;
   if (bound_pass && query_count) {
-    if (subspaces < 1 || subspaces >= kLimit || !code16 || !residual16 || !tables || !table_offset || !q_norm || !cut) {
-      set_error(error, error_size, "louver_search: missing codes, residuals or per-query tables");
+    if (subspaces < 1 || subspaces >= kLimit || !code16 || !residual16 || !tables || !table_offset || !q_norm || !cut ||
+        !prune_cut || !q_rest || !rest_norm || warm < 1 || warm > subspaces) {
+      set_error(error, error_size, "louver_search: missing codes, residuals, norms or per-query tables");
       return -1;
     }
     table_size = table_offset[subspaces];
@@ -264,6 +275,7 @@ int louver_search_f32(const float* keys, const float* key_norm, long n, long dim
   float ms = 0;
   const size_t row_floats = static_cast<size_t>(dims);
   DeviceBuffer d_keys, d_norm, d_queries, d_unit, d_threshold, d_code, d_residual, d_tables, d_offset, d_qnorm, d_cut;
+  DeviceBuffer d_prune_cut, d_q_rest, d_rest_norm;
   NK_CUDA_TRY(timer.start());
   NK_CUDA_TRY(upload(d_keys, keys, sizeof(float) * row_floats * static_cast<size_t>(n)));
   NK_CUDA_TRY(upload(d_norm, key_norm, sizeof(float) * static_cast<size_t>(n)));
@@ -278,6 +290,9 @@ int louver_search_f32(const float* keys, const float* key_norm, long n, long dim
     NK_CUDA_TRY(upload(d_offset, offsets.data(), sizeof(int) * offsets.size()));
     NK_CUDA_TRY(upload(d_qnorm, q_norm, sizeof(float) * static_cast<size_t>(subspaces) * static_cast<size_t>(query_count)));
     NK_CUDA_TRY(upload(d_cut, cut, sizeof(double) * static_cast<size_t>(query_count)));
+    NK_CUDA_TRY(upload(d_prune_cut, prune_cut, sizeof(double) * static_cast<size_t>(query_count)));
+    NK_CUDA_TRY(upload(d_q_rest, q_rest, sizeof(float) * static_cast<size_t>(query_count)));
+    NK_CUDA_TRY(upload(d_rest_norm, rest_norm, sizeof(float) * static_cast<size_t>(coded)));
   }
   NK_CUDA_TRY(timer.stop(&ms));
   local.upload_ms = ms;
@@ -316,6 +331,9 @@ int louver_search_f32(const float* keys, const float* key_norm, long n, long dim
     a.table_offset = static_cast<const int*>(d_offset.get());
     a.q_norm = static_cast<const float*>(d_qnorm.get());
     a.cut = static_cast<const double*>(d_cut.get());
+    a.prune_cut = static_cast<const double*>(d_prune_cut.get());
+    a.q_rest = static_cast<const float*>(d_q_rest.get());
+    a.rest_norm = static_cast<const float*>(d_rest_norm.get());
   }
   a.hit_key = static_cast<unsigned long long*>(d_hit_key->get());
   a.hit_score = static_cast<double*>(d_hit_score->get());
@@ -324,6 +342,7 @@ int louver_search_f32(const float* keys, const float* key_norm, long n, long dim
   a.scanned = static_cast<unsigned long long*>(d_scanned.get());
   a.n = static_cast<int>(n), a.dims = static_cast<int>(dims), a.coded = static_cast<int>(coded);
   a.subspaces = bound_pass ? static_cast<int>(subspaces) : 0;
+  a.warm = bound_pass ? static_cast<int>(warm) : 0;
   a.query_count = static_cast<int>(query_count), a.table_size = static_cast<int>(table_size);
   a.dense = dense != 0;
 

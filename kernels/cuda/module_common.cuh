@@ -125,7 +125,8 @@ int packed_conv_f64(const double* x, const double* k, const double* bias, double
 int louver_search_f32(const float* keys, const float* key_norm, long n, long dims, long coded, long subspaces,
                       const unsigned short* code16, const unsigned short* residual16, const float* queries,
                       long query_count, const float* tables, const long* table_offset, const float* q_norm,
-                      const double* cut, const double* unit, const double* threshold, int dense, int repeats,
+                      const double* cut, const double* prune_cut, const float* q_rest, const float* rest_norm,
+                      long warm, const double* unit, const double* threshold, int dense, int repeats,
                       long* scanned, nk_hit_sink sink, void* sink_context, nk_cuda_timing* timing, char* error,
                       size_t error_size);
 int packed_conv_grad_f32(const float* x, const float* k, const float* bias, const float* dy, float* dx, float* dk,

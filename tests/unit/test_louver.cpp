@@ -3,6 +3,7 @@
 // vectors, d not a multiple of S, after appends; unsafe bounds are caught.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "codes.hpp"
@@ -122,8 +123,8 @@ TEST_SUITE("louver") {
     for (const Case& c : {Case{"iid d=64 S=8", 3000, 64, 8, 16, -1}, Case{"d=67 S=8 (uneven)", 2000, 67, 8, 8, -1},
                           Case{"S=1", 1500, 32, 1, 32, -1}, Case{"S=d", 800, 16, 16, 4, -1},
                           Case{"after appends (buffer and coded tail)", 3000, 48, 6, 16, 1000},
-                          Case{"S=32: 16 warm subspaces and a key-major tail", 5000, 64, 32, 16, -1},
-                          Case{"S=20 (4 late subspaces), appends", 4000, 60, 20, 8, 2500}}) {
+                          Case{"S=32: 4 warm subspaces and a key-major tail of 28", 5000, 64, 32, 16, -1},
+                          Case{"S=20 (16 late subspaces), appends", 4000, 60, 20, 8, 2500}}) {
       INFO(c.name);
       IndexParams params;
       params.subspaces = c.subspaces;
@@ -188,6 +189,79 @@ TEST_SUITE("louver") {
     const std::vector<double> t = topk_thresholds(head, queries, dims, 40);
     CHECK(mismatches(head, params, dims, queries, t, Bound::centroid_only) > 0);
     CHECK(mismatches(head, params, dims, queries, t, Bound::safe) == 0);
+  }
+
+  TEST_CASE("the norm test of the late dimensions: upper bounds, exact when tight, and caught when unsafe") {
+    // d = 24 in S = 8 subspaces of 3; the first four have the widest
+    // coordinates, so they are the warm ones and R is dimensions 12..23.
+    // Integer coordinates; for each query, keys whose R part is a positive
+    // multiple of q_R (Cauchy-Schwarz is tight there) and T at the exact
+    // score of one of them.
+    const int64_t dims = 24, queries_count = 40;
+    IndexParams params;
+    params.subspaces = 8;
+    params.leaf_size = 8;
+    nk::Rng rng(23);
+    auto random_key = [&] {
+      std::vector<float> k;
+      for (int64_t j = 0; j < dims; ++j) {
+        const int range = j < 12 ? 20 - static_cast<int>(j / 3) : 4;
+        k.push_back(static_cast<float>(static_cast<int>(rng.below(static_cast<uint64_t>(2 * range + 1))) - range));
+      }
+      return k;
+    };
+    std::vector<float> keys, queries;
+    for (int64_t i = 0; i < 1500; ++i) {
+      const std::vector<float> k = random_key();
+      keys.insert(keys.end(), k.begin(), k.end());
+    }
+    for (int64_t m = 0; m < queries_count; ++m)
+      for (int64_t j = 0; j < dims; ++j) queries.push_back(static_cast<float>(static_cast<int>(rng.below(7)) - 3));
+    std::vector<int64_t> tight;  // per query, the first of its three parallel keys
+    for (int64_t m = 0; m < queries_count; ++m) {
+      tight.push_back(static_cast<int64_t>(keys.size()) / dims);
+      for (int c = 1; c <= 3; ++c) {
+        std::vector<float> k = random_key();
+        for (int64_t j = 12; j < dims; ++j) k[static_cast<size_t>(j)] = static_cast<float>(c) * queries[static_cast<size_t>(m * dims + j)];
+        keys.insert(keys.end(), k.begin(), k.end());
+      }
+    }
+    HeadIndex head = make_head(keys, dims, params);
+    const Subspaces sub = Subspaces::split(dims, params.subspaces);
+    REQUIRE(head.warm == 4);
+    std::vector<int64_t> late_dims;
+    for (int64_t t = head.warm; t < sub.count(); ++t) {
+      const int64_t s = head.order[static_cast<size_t>(t)];
+      for (int64_t j = sub.begin[static_cast<size_t>(s)]; j < sub.begin[static_cast<size_t>(s) + 1]; ++j) late_dims.push_back(j);
+    }
+    std::sort(late_dims.begin(), late_dims.end());
+    REQUIRE(late_dims.front() == 12);
+    REQUIRE(late_dims.size() == 12);
+    // rest_norm and rest_q_norm bound the norms over R from above.
+    for (int64_t i = 0; i < head.coded; ++i) {
+      long double squares = 0;
+      for (int64_t j : late_dims) squares += std::pow(static_cast<long double>(head.keys[static_cast<size_t>(i * dims + j)]), 2);
+      REQUIRE(static_cast<long double>(head.rest_norm[static_cast<size_t>(i)]) >= std::sqrt(squares));
+    }
+    std::vector<double> thresholds;
+    for (int64_t m = 0; m < queries_count; ++m) {
+      const float* q = queries.data() + m * dims;
+      long double squares = 0;
+      for (int64_t j : late_dims) squares += std::pow(static_cast<long double>(q[j]), 2);
+      CHECK(static_cast<long double>(prepare_query(head, sub, q, 0.0).rest_q_norm) >= std::sqrt(squares));
+      thresholds.push_back(exact_score(q, head.keys.data() + (tight[static_cast<size_t>(m)] + m % 3) * dims, dims));
+    }
+    CHECK(mismatches(head, params, dims, queries, thresholds) == 0);
+    // The test prunes: the keys scanned are fewer than without it.
+    const std::vector<float> kept_norm = head.rest_norm;
+    int64_t scanned = 0, scanned_without = 0;
+    for (int64_t m = 0; m < queries_count; ++m) scanned += search(head, sub, queries.data() + m * dims, thresholds[static_cast<size_t>(m)]).scanned;
+    std::fill(head.rest_norm.begin(), head.rest_norm.end(), 1e30f);
+    for (int64_t m = 0; m < queries_count; ++m) scanned_without += search(head, sub, queries.data() + m * dims, thresholds[static_cast<size_t>(m)]).scanned;
+    CHECK(scanned < scanned_without);
+    // An unsafe variant (norms over R scaled down by 10%) loses keys, and the checker sees it.
+    for (size_t i = 0; i < kept_norm.size(); ++i) head.rest_norm[i] = 0.9f * kept_norm[i];
+    CHECK(mismatches(head, params, dims, queries, thresholds) > 0);
   }
 
   TEST_CASE("Quest baselines: the threshold variant is exact, top-K at a budget may miss keys") {

@@ -36,6 +36,13 @@ void huge_pages(const void* data, size_t bytes) {
 
 }  // namespace
 
+float norm_up(double squares, int64_t terms) {
+  const double up = std::sqrt(squares) * (1 + static_cast<double>(terms + 4) * DBL_EPSILON);
+  float stored = static_cast<float>(up);
+  if (static_cast<double>(stored) < up) stored = std::nextafter(stored, INFINITY);
+  return stored;
+}
+
 /// |k_s - mu| computed in double from float coordinates, raised past every
 /// rounding of that computation (see louver-index(1), ALGORITHM).
 float residual_up(const float* k, const double* mu, int64_t width) {
@@ -197,7 +204,7 @@ void finish_head(HeadIndex& head, int64_t dims) {
   std::iota(head.order.begin(), head.order.end(), 0);
   std::stable_sort(head.order.begin(), head.order.end(),
                    [&](int64_t a, int64_t b) { return variance[static_cast<size_t>(a)] > variance[static_cast<size_t>(b)]; });
-  head.warm = std::min<int64_t>(16, s_count);
+  head.warm = std::min(kWarmSubspaces, s_count);
   const int64_t late = s_count - head.warm;
   const int64_t blocks = (head.coded + kKeyBlock - 1) / kKeyBlock;
   head.warm_rows.assign(static_cast<size_t>(blocks * head.warm * kKeyBlock), 0);
@@ -223,10 +230,21 @@ void finish_head(HeadIndex& head, int64_t dims) {
   for (int64_t i = 0; i < n; ++i) {
     double squares = 0;
     for (int64_t j = 0; j < dims; ++j) squares += std::pow(static_cast<double>(head.keys[static_cast<size_t>(i * dims + j)]), 2);
-    const double up = std::sqrt(squares) * (1 + static_cast<double>(dims + 4) * DBL_EPSILON);
-    float stored = static_cast<float>(up);
-    if (static_cast<double>(stored) < up) stored = std::nextafter(stored, INFINITY);
-    head.key_norm[static_cast<size_t>(i)] = stored;
+    head.key_norm[static_cast<size_t>(i)] = norm_up(squares, dims);
+  }
+  // |k_R| over the subspaces after the warm ones, from their coordinates.
+  std::vector<int64_t> first(static_cast<size_t>(s_count) + 1, 0);
+  for (int64_t s = 0; s < s_count; ++s) first[static_cast<size_t>(s) + 1] = first[static_cast<size_t>(s)] + head.books[static_cast<size_t>(s)].width;
+  head.rest_norm.assign(static_cast<size_t>(head.coded + 8), 0.0f);
+  for (int64_t i = 0; i < head.coded; ++i) {
+    double squares = 0;
+    int64_t terms = 0;
+    for (int64_t t = head.warm; t < s_count; ++t) {
+      const auto s = static_cast<size_t>(head.order[static_cast<size_t>(t)]);
+      for (int64_t j = first[s]; j < first[s + 1] && j < dims; ++j, ++terms)
+        squares += std::pow(static_cast<double>(head.keys[static_cast<size_t>(i * dims + j)]), 2);
+    }
+    head.rest_norm[static_cast<size_t>(i)] = norm_up(squares, terms);
   }
 }
 

@@ -12,6 +12,9 @@ namespace louver {
 
 /// Keys per block of the search's key pass (and of HeadIndex::warm_rows).
 inline constexpr int64_t kKeyBlock = 512;
+/// The key pass sums this many subspaces of the order for every key, then
+/// checks the norm bound of the rest (HeadIndex::rest_norm).
+inline constexpr int64_t kWarmSubspaces = 4;
 
 /// d dimensions cut into S contiguous subspaces; the first d % S get one more.
 struct Subspaces {
@@ -57,16 +60,22 @@ struct HeadIndex {
   /// the subspaces that separate keys most come first, so that the
   /// progressive pass drops most keys after a few look-ups.
   std::vector<int64_t> order;
-  /// The progressive pass reads the first 'warm' subspaces of the order from
-  /// warm_rows (for every key) and the others from
-  /// 'tail', key-major: [coded][S - warm][code, packed residual], so the few
-  /// keys still alive after the warm subspaces read only their own bytes.
+  /// The progressive pass reads the first warm = min(kWarmSubspaces, S)
+  /// subspaces of the order from warm_rows (for every key) and the others
+  /// from 'tail', key-major: [coded][S - warm][code, packed residual], so the
+  /// few keys still alive after the warm subspaces read only their own bytes.
   int64_t warm = 0;
   /// The warm subspaces' codes and packed residuals block by block, so that
   /// the warm pass reads one contiguous stream: [coded / 512 blocks, rounded
   /// up][warm][512 words], a key's word being code | packed residual << 16
   /// (its upper half is the residual's float bits: one load gives both).
   std::vector<uint32_t> warm_rows;
+  /// After the warm subspaces, the terms of the others sum to at least
+  /// q_R . k_R, which is at most |q_R| |k_R| (Cauchy-Schwarz over the
+  /// remaining dimensions R): a bound per key that prunes far more keys there
+  /// than the largest table entries do. [coded + 8]: |k_R| rounded up, then
+  /// eight zeros (for eight-lane loads); derived, not stored.
+  std::vector<float> rest_norm;
   int64_t tail_stride = 0;      ///< uint16 per key in 'tail': 2 (S - warm), rounded up to 64 bytes
   std::vector<uint16_t> tail;   ///< holds the rows from tail_begin(), 64-byte aligned
   const uint16_t* tail_begin() const {
@@ -85,6 +94,10 @@ inline float unpack_residual(uint16_t packed) {
   std::memcpy(&value, &bits, sizeof value);
   return value;
 }
+
+/// The float at or above sqrt(squares) (1 + (terms + 4) eps), eps the double
+/// rounding unit: a norm computed in double from 'terms' squares, rounded up.
+float norm_up(double squares, int64_t terms);
 
 /// |k_s - mu| computed in double from float coordinates and rounded up past
 /// every rounding of that computation, then up to float.

@@ -127,6 +127,18 @@ void prepare_query(const HeadIndex& head, const Subspaces& sub, const float* que
   for (int64_t t = s_count - 1; t >= 0; --t)
     prep.rest[static_cast<size_t>(t)] = prep.rest[static_cast<size_t>(t) + 1] + top[static_cast<size_t>(head.order[static_cast<size_t>(t)])];
   prep.prune_cut = prep.cut - static_cast<double>(4 * s_count + 16) * FLT_EPSILON * slack;
+  // |q_R|: in real numbers the terms of the subspaces after the norm stage
+  // sum to at least q_R . k_R (each bounds q_s . k_s from above), and
+  // q_R . k_R <= |q_R| |k_R|; the float partial bound's rounding is within
+  // the distance from cut to prune_cut, as above.
+  double rest_squares = 0;
+  int64_t rest_terms = 0;
+  for (int64_t t = head.warm; t < s_count; ++t) {
+    const auto s = head.order[static_cast<size_t>(t)];
+    for (int64_t j = sub.begin[static_cast<size_t>(s)]; j < sub.begin[static_cast<size_t>(s) + 1]; ++j, ++rest_terms)
+      rest_squares += static_cast<double>(query[j]) * query[j];
+  }
+  prep.rest_q_norm = norm_up(rest_squares, rest_terms);
 }
 
 namespace {
@@ -182,18 +194,19 @@ int64_t keep_scalar(uint32_t* alive, float* bound, int64_t live, float floor) {
   return kept;
 }
 
-/// One warm subspace for the keys still alive, then keep(floor): key
-/// alive[j] of the block (its word in 'row') adds its terms to bound[j].
-int64_t live_words_scalar(const float* entries, const uint32_t* row, uint32_t* alive, float norm, float* bound,
-                          int64_t live, float floor) {
+/// The first keep of a block (alive[j] = j for j < live): key j stays if
+/// bound[j] reaches 'floor' and bound[j] + q_rest rest_norm[j] (in double)
+/// reaches 'bar'.
+int64_t keep_norm_scalar(uint32_t* alive, float* bound, const float* rest_norm, int64_t live, float floor, double q_rest,
+                         double bar) {
+  int64_t kept = 0;
   for (int64_t j = 0; j < live; ++j) {
-    const uint32_t word = row[alive[j]], bits = word & 0xffff0000u;
-    float rho;
-    std::memcpy(&rho, &bits, sizeof rho);
-    bound[j] = bound[j] + norm * rho;
-    bound[j] += entries[word & 0xffffu];
+    const float b = bound[j];
+    alive[kept] = alive[j];
+    bound[kept] = b;
+    kept += b >= floor && static_cast<double>(b) + q_rest * static_cast<double>(rest_norm[j]) >= bar ? 1 : 0;
   }
-  return keep_scalar(alive, bound, live, floor);
+  return kept;
 }
 
 #if defined(__x86_64__)
@@ -210,16 +223,22 @@ const std::array<uint64_t, 256> kPack = [] {
   return table;
 }();
 
-/// Packs down the lanes of (a, b) whose b reaches floor8, to alive + kept and
-/// bound + kept (both written 8 lanes wide); lanes from 'valid' on do not count.
-__attribute__((target("avx2"))) inline int64_t pack_lanes(__m256i a, __m256 b, __m256 floor8, int64_t valid,
-                                                          uint32_t* alive, float* bound, int64_t kept) {
-  unsigned mask = static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(b, floor8, _CMP_GE_OQ)));
+/// Packs down the lanes of (a, b) set in 'mask' to alive + kept and bound +
+/// kept (both written 8 lanes wide); lanes from 'valid' on do not count.
+__attribute__((target("avx2"))) inline int64_t pack_mask(__m256i a, __m256 b, unsigned mask, int64_t valid,
+                                                         uint32_t* alive, float* bound, int64_t kept) {
   if (valid < 8) mask &= (1u << valid) - 1;
   const __m256i lanes = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(kPack[mask])));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(alive + kept), _mm256_permutevar8x32_epi32(a, lanes));
   _mm256_storeu_ps(bound + kept, _mm256_permutevar8x32_ps(b, lanes));
   return kept + __builtin_popcount(mask);
+}
+
+/// pack_mask of the lanes whose b reaches floor8.
+__attribute__((target("avx2"))) inline int64_t pack_lanes(__m256i a, __m256 b, __m256 floor8, int64_t valid,
+                                                          uint32_t* alive, float* bound, int64_t kept) {
+  const auto mask = static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(b, floor8, _CMP_GE_OQ)));
+  return pack_mask(a, b, mask, valid, alive, bound, kept);
 }
 
 // Works on whole groups of eight lanes: 'alive' and 'bound' must have room for
@@ -233,27 +252,27 @@ __attribute__((target("avx2"))) int64_t keep_avx2(uint32_t* alive, float* bound,
   return kept;
 }
 
-// The look-ups as scalar loads (gathers of scattered lanes cost more), the
-// test and packing in vectors.
-__attribute__((target("avx2"))) int64_t live_words_avx2(const float* entries, const uint32_t* row, uint32_t* alive,
-                                                        float norm, float* bound, int64_t live, float floor) {
-  const __m256 n8 = _mm256_set1_ps(norm), floor8 = _mm256_set1_ps(floor);
+// keep_norm_scalar, eight lanes at a time ('rest_norm' readable to live
+// rounded up to 8); the sums in double, as there.
+__attribute__((target("avx2"))) int64_t keep_norm_avx2(uint32_t* alive, float* bound, const float* rest_norm,
+                                                       int64_t live, float floor, double q_rest, double bar) {
+  const __m256 floor8 = _mm256_set1_ps(floor);
+  const __m256d q4 = _mm256_set1_pd(q_rest), bar4 = _mm256_set1_pd(bar);
   int64_t kept = 0;
   for (int64_t j = 0; j < live; j += 8) {
-    uint32_t word[8];
-    float entry[8];
-    for (int l = 0; l < 8; ++l) {
-      word[l] = row[alive[j + l]];
-      entry[l] = entries[word[l] & 0xffffu];
-    }
-    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(word));
-    const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
-    __m256 b = _mm256_add_ps(_mm256_loadu_ps(bound + j), _mm256_mul_ps(n8, _mm256_castsi256_ps(_mm256_and_si256(w, high))));
-    b = _mm256_add_ps(b, _mm256_loadu_ps(entry));
-    kept = pack_lanes(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(alive + j)), b, floor8, live - j, alive, bound, kept);
+    const __m256 b = _mm256_loadu_ps(bound + j), r = _mm256_loadu_ps(rest_norm + j);
+    const __m256d low = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(b)),
+                                      _mm256_mul_pd(q4, _mm256_cvtps_pd(_mm256_castps256_ps128(r))));
+    const __m256d high = _mm256_add_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(b, 1)),
+                                       _mm256_mul_pd(q4, _mm256_cvtps_pd(_mm256_extractf128_ps(r, 1))));
+    const auto reach = static_cast<unsigned>(_mm256_movemask_pd(_mm256_cmp_pd(low, bar4, _CMP_GE_OQ)) |
+                                             _mm256_movemask_pd(_mm256_cmp_pd(high, bar4, _CMP_GE_OQ)) << 4);
+    const auto mask = static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(b, floor8, _CMP_GE_OQ))) & reach;
+    kept = pack_mask(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(alive + j)), b, mask, live - j, alive, bound, kept);
   }
   return kept;
 }
+
 #endif
 
 #if defined(__x86_64__)
@@ -275,8 +294,8 @@ __attribute__((target("avx2"))) void warm_words_avx2(const float* entries, const
 
 using WarmRow = void (*)(const float*, const uint16_t*, const uint16_t*, float, float*, int64_t);
 using WarmWords = void (*)(const float*, const uint32_t*, float, float*, int64_t);
-using LiveWords = int64_t (*)(const float*, const uint32_t*, uint32_t*, float, float*, int64_t, float);
 using Keep = int64_t (*)(uint32_t*, float*, int64_t, float);
+using KeepNorm = int64_t (*)(uint32_t*, float*, const float*, int64_t, float, double, double);
 
 const bool have_avx2 = [] {
 #if defined(__x86_64__)
@@ -288,13 +307,13 @@ const bool have_avx2 = [] {
 #if defined(__x86_64__)
 const WarmRow warm_row = have_avx2 ? warm_row_avx2 : warm_row_scalar;
 const WarmWords warm_words = have_avx2 ? warm_words_avx2 : warm_words_scalar;
-const LiveWords live_words = have_avx2 ? live_words_avx2 : live_words_scalar;
 const Keep keep_alive = have_avx2 ? keep_avx2 : keep_scalar;
+const KeepNorm keep_norm = have_avx2 ? keep_norm_avx2 : keep_norm_scalar;
 #else
 const WarmRow warm_row = warm_row_scalar;
 const WarmWords warm_words = warm_words_scalar;
-const LiveWords live_words = live_words_scalar;
 const Keep keep_alive = keep_scalar;
+const KeepNorm keep_norm = keep_norm_scalar;
 #endif
 
 /// The largest float f such that a partial bound b < f has b + rest < bar
@@ -328,10 +347,13 @@ SearchResult search(const HeadIndex& head, const Subspaces& sub, const float* qu
   // order: + |q_s| rho_s, then + table[s][code]. Its CUDA twin
   // (kernels/cuda/louver.cu) does the same operations in the same order (this
   // file is built with -ffp-contract=off, without fused multiply-adds), on
-  // every key; the progressive pass only drops keys early whose full bound is
-  // provably below the cut, so both score exactly the same keys.
-  constexpr int64_t kBlock = kKeyBlock, kStep = 4, kDenseSubspaces = 4;
-  const int64_t warm = progressive ? head.warm : s_count, late = s_count - head.warm;
+  // every key; a key is scanned where its full bound reaches the cut and its
+  // partial bound after the warm subspaces passes the norm test (see
+  // QueryPrep::rest_q_norm). The progressive pass applies the norm test, then
+  // only drops keys early whose full bound is provably below the cut, so the
+  // CPU's full pass, its progressive pass and the GPU score the same keys.
+  constexpr int64_t kBlock = kKeyBlock, kStep = 4;
+  const int64_t late = progressive ? s_count - head.warm : 0;
   // The late subspaces' norms and tables, by position in the order.
   std::vector<float> late_norm(static_cast<size_t>(std::max<int64_t>(late, 0)));
   std::vector<const float*> late_table(late_norm.size());
@@ -357,57 +379,69 @@ SearchResult search(const HeadIndex& head, const Subspaces& sub, const float* qu
   const int64_t blocks = (head.coded + kBlock - 1) / kBlock;
   // Keeps the alive keys whose partial bound plus 'rest' reaches 'bar'.
   auto keep = [](Stage& st, double rest, double bar) { st.live = keep_alive(st.alive, st.bound, st.live, drop_floor(bar, rest)); };
-  // The first few subspaces of the order for every key (they drop half of
-  // them), the other warm ones only for the keys still alive, from the
-  // block's rows; without 'progressive', all subspaces for every key.
-  const int64_t dense = progressive ? std::min<int64_t>(kDenseSubspaces, warm) : warm;
+  // The warm subspaces for every key, from the block's rows, then the norm
+  // test (at 128K it leaves about one key in nine); without 'progressive',
+  // all subspaces for every key, then the norm test on the bounds after the
+  // warm ones and the cut on the full ones.
+  const int64_t summed = progressive ? head.warm : s_count;
+  const double q_rest = prep.rest_q_norm;
   auto warm_pass = [&](Stage& st, int64_t block) {
     st.first = block * kBlock;
     st.count = std::min(kBlock, head.coded - st.first);
     std::fill(st.bound, st.bound + st.count, 0.0f);
     const uint32_t* rows = head.warm_rows.data() + block * head.warm * kBlock;
-    for (int64_t t = 0; t < dense; ++t) {
+    const float* rest_norm = head.rest_norm.data() + st.first;
+    float partial[kBlock];  // without 'progressive': the bounds after the warm subspaces
+    for (int64_t t = 0; t < summed; ++t) {
       const auto s = static_cast<size_t>(head.order[static_cast<size_t>(t)]);
       const float* entries = prep.tables.data() + prep.table_offset[s];
-      if (progressive)
+      if (progressive) {
         warm_words(entries, rows + t * kBlock, prep.q_norm[s], st.bound, st.count);
-      else
+      } else {
         warm_row(entries, head.code16[s].data() + st.first, head.residual16[s].data() + st.first, prep.q_norm[s], st.bound, st.count);
+        if (t + 1 == head.warm) std::copy(st.bound, st.bound + st.count, partial);
+      }
     }
     for (int64_t i = 0; i < st.count; ++i) st.alive[i] = static_cast<uint32_t>(i);
     st.live = st.count;
     if (!progressive) {
-      keep(st, 0.0, cut);
+      const float floor = drop_floor(cut, 0.0);
+      int64_t kept = 0;
+      for (int64_t j = 0; j < st.count; ++j) {
+        st.alive[kept] = static_cast<uint32_t>(j);
+        st.bound[kept] = st.bound[j];
+        kept += st.bound[j] >= floor && static_cast<double>(partial[j]) + q_rest * static_cast<double>(rest_norm[j]) >= prep.prune_cut;
+      }
+      st.live = kept;
       return;
     }
-    keep(st, prep.rest[static_cast<size_t>(dense)], prep.prune_cut);
-    for (int64_t t = dense; t < warm && st.live > 0; ++t) {
-      const auto s = static_cast<size_t>(head.order[static_cast<size_t>(t)]);
-      st.live = live_words(prep.tables.data() + prep.table_offset[s], rows + t * kBlock, st.alive, prep.q_norm[s], st.bound,
-                           st.live, drop_floor(prep.prune_cut, prep.rest[static_cast<size_t>(t) + 1]));
-    }
-    // Most keys still alive drop out within the first cache line of their
-    // row (16 subspaces): fetch that one ahead, the rest on demand.
+    st.live = keep_norm(st.alive, st.bound, rest_norm, st.live, drop_floor(prep.prune_cut, prep.rest[static_cast<size_t>(head.warm)]),
+                        q_rest, prep.prune_cut);
+    // Fetch the alive keys' key-major rows ahead of the late pass.
     const uint16_t* block_tail = head.tail_begin() + st.first * head.tail_stride;
-    for (int64_t j = 0; j < st.live; ++j) __builtin_prefetch(block_tail + static_cast<int64_t>(st.alive[j]) * head.tail_stride);
+    for (int64_t j = 0; j < st.live; ++j)
+      for (int64_t b = 0; b < head.tail_stride; b += 32) __builtin_prefetch(block_tail + static_cast<int64_t>(st.alive[j]) * head.tail_stride + b);
   };
-  // The keys still alive continue through the late subspaces, four at a time
-  // from their own key-major bytes (independent keys in flight together), and
-  // drop out as soon as partial + rest falls below prune_cut; the survivors
-  // whose full bound reaches the cut are the candidates.
+  // The keys still alive continue through the late subspaces, from their own
+  // key-major bytes, one subspace at a time for all of them (so that one
+  // 8 KiB table at a time is in use, not four), and after every four drop
+  // out as soon as partial + rest falls below prune_cut; the survivors whose
+  // full bound reaches the cut are the candidates. Each key's bound takes
+  // the same float operations in the same order as in the full pass.
   auto late_pass = [&](Stage& st) {
     if (progressive) {
       const uint16_t* block_tail = head.tail_begin() + st.first * head.tail_stride;
       for (int64_t u0 = 0; u0 < late && st.live > 0; u0 += kStep) {
         const int64_t u1 = std::min(late, u0 + kStep);
-        for (int64_t j = 0; j < st.live; ++j) {
-          const uint16_t* bytes = block_tail + static_cast<int64_t>(st.alive[j]) * head.tail_stride;
-          float b = st.bound[j];
-          for (int64_t u = u0; u < u1; ++u) {
-            b = b + late_norm[static_cast<size_t>(u)] * unpack_residual(bytes[2 * u + 1]);
-            b += late_table[static_cast<size_t>(u)][bytes[2 * u]];
+        for (int64_t u = u0; u < u1; ++u) {
+          const float norm = late_norm[static_cast<size_t>(u)];
+          const float* table = late_table[static_cast<size_t>(u)];
+          const uint16_t* column = block_tail + 2 * u;
+          for (int64_t j = 0; j < st.live; ++j) {
+            const uint16_t* bytes = column + static_cast<int64_t>(st.alive[j]) * head.tail_stride;
+            st.bound[j] = st.bound[j] + norm * unpack_residual(bytes[1]);
+            st.bound[j] += table[bytes[0]];
           }
-          st.bound[j] = b;
         }
         keep(st, prep.rest[static_cast<size_t>(head.warm + u1)], prep.prune_cut);
       }

@@ -42,6 +42,12 @@ struct QueryPrep {
   // 'cut' as well.
   std::vector<double> rest;    ///< [S + 1]: rest[S] = 0
   double prune_cut = 0;
+  /// |q_R| rounded up, over the subspaces order[warm..S) (see
+  /// HeadIndex::rest_norm): a key whose float partial bound after the warm
+  /// subspaces plus rest_q_norm |k_R| (in double, where the product of the
+  /// two floats is exact) is below prune_cut is dropped; the CPU's full pass
+  /// and the CUDA kernel apply the same test.
+  float rest_q_norm = 0;
 };
 
 /// The per-query tables, norms, cut (threshold - margin) and float error unit.

@@ -46,8 +46,8 @@ std::vector<SearchResult> search_cuda(const HeadIndex& head, const Subspaces& su
   const nk_cuda_api& api = nk::kernels::cuda_api("louver-index search");
   const auto start = std::chrono::steady_clock::now();
   const auto rows = static_cast<size_t>(count);
-  std::vector<double> cut(rows), unit(rows);
-  std::vector<float> tables, q_norm;
+  std::vector<double> cut(rows), prune_cut(rows), unit(rows);
+  std::vector<float> tables, q_norm, q_rest(rows);
   std::vector<long> table_offset;
   std::vector<uint16_t> code16, residual16;
   const bool bound_pass = !dense && coded > 0 && count > 0;
@@ -72,6 +72,8 @@ std::vector<SearchResult> search_cuda(const HeadIndex& head, const Subspaces& su
         q_norm[static_cast<size_t>(m * s_count + t)] = prep.q_norm[s];
       }
       cut[static_cast<size_t>(m)] = prep.cut;
+      prune_cut[static_cast<size_t>(m)] = prep.prune_cut;
+      q_rest[static_cast<size_t>(m)] = prep.rest_q_norm;
       unit[static_cast<size_t>(m)] = prep.unit;
     }
     // Codes and residuals as one [S][coded] block each, rows in the head's order.
@@ -96,7 +98,9 @@ std::vector<SearchResult> search_cuda(const HeadIndex& head, const Subspaces& su
                          bound_pass ? code16.data() : nullptr, bound_pass ? residual16.data() : nullptr, queries,
                          static_cast<long>(count), bound_pass ? tables.data() : nullptr,
                          bound_pass ? table_offset.data() : nullptr, bound_pass ? q_norm.data() : nullptr,
-                         bound_pass ? cut.data() : nullptr, unit.data(), thresholds, dense ? 1 : 0, repeats,
+                         bound_pass ? cut.data() : nullptr, bound_pass ? prune_cut.data() : nullptr,
+                         bound_pass ? q_rest.data() : nullptr, bound_pass ? head.rest_norm.data() : nullptr,
+                         static_cast<long>(head.warm), unit.data(), thresholds, dense ? 1 : 0, repeats,
                          scanned.data(), &take_hits, static_cast<void*>(&sink), &t);
   for (size_t m = 0; m < rows; ++m) {
     results[m].scanned = scanned[m];

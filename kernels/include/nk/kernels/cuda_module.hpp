@@ -29,7 +29,7 @@ struct nk_conv_bucket {
 typedef int (*nk_hit_sink)(void* context, long count, const unsigned long long* query_key, const double* score);
 
 /// Bumped whenever a field is added, removed or changes meaning.
-#define NK_CUDA_ABI_VERSION 2
+#define NK_CUDA_ABI_VERSION 3
 
 /// Every entry returns 0 on success, or -1 and fills 'error' (error_size bytes)
 /// with a one-line reason. Pointers are host pointers; the module copies to and
@@ -87,20 +87,25 @@ struct nk_cuda_api {
   /// residual16 [S][coded] (residual16: the upper 16 bits of a float).
   /// queries [M,d] with their per-query preparation: tables [M][table_size]
   /// (subspace s's clusters from table_offset[s]; table_offset [S+1] with
-  /// table_offset[S] = table_size), q_norm [M][S], cut [M], unit [M], and
-  /// threshold [M]. Per query, a coded key whose float bound sum_s (q_norm[s]
-  /// residual_s + table[s][code_s]) is below cut is skipped; any other key,
-  /// and every key in [coded, n), is scanned; a coded key whose float score
+  /// table_offset[S] = table_size), q_norm [M][S], cut [M], prune_cut [M],
+  /// q_rest [M], unit [M], and threshold [M]; rest_norm [coded] and warm.
+  /// Per query, a coded key is skipped when its float bound sum_s (q_norm[s]
+  /// residual_s + table[s][code_s]) is below cut, or when its partial float
+  /// bound over s < warm plus q_rest rest_norm (in double) is below
+  /// prune_cut; any other key, and every key in [coded, n), is scanned; a
+  /// coded key whose float score
   /// plus unit key_norm is below threshold is a miss; otherwise the float64
   /// exact score decides (>= threshold). dense != 0: every key is scanned
-  /// (float filter, then exact score), and the code, table, q_norm and cut
-  /// arguments are not read (they may be null). Writes scanned [M] and hands
+  /// (float filter, then exact score), and the code, table, q_norm, cut,
+  /// prune_cut, q_rest and rest_norm arguments are not read (they may be null). Writes scanned [M] and hands
   /// the hits to sink. The search runs max(1, repeats) times; compute_ms is
   /// the fastest. n < 2^31, M < 2^31.
   int (*louver_search_f32)(const float* keys, const float* key_norm, long n, long dims, long coded, long subspaces,
                            const unsigned short* code16, const unsigned short* residual16, const float* queries,
                            long query_count, const float* tables, const long* table_offset, const float* q_norm,
-                           const double* cut, const double* unit, const double* threshold, int dense, int repeats,
+                           const double* cut, const double* prune_cut, const float* q_rest,
+                           const float* rest_norm, long warm, const double* unit, const double* threshold, int dense,
+                           int repeats,
                            long* scanned, nk_hit_sink sink, void* sink_context, nk_cuda_timing* timing, char* error,
                            size_t error_size);
 
