@@ -127,7 +127,7 @@ void prepare_query(const HeadIndex& head, const Subspaces& sub, const float* que
   for (int64_t t = s_count - 1; t >= 0; --t)
     prep.rest[static_cast<size_t>(t)] = prep.rest[static_cast<size_t>(t) + 1] + top[static_cast<size_t>(head.order[static_cast<size_t>(t)])];
   prep.prune_cut = prep.cut - static_cast<double>(4 * s_count + 16) * FLT_EPSILON * slack;
-  // |q_R|: in real numbers the terms of the subspaces after the norm stage
+  // |q_R|: in real numbers the terms of the subspaces after the warm ones
   // sum to at least q_R . k_R (each bounds q_s . k_s from above), and
   // q_R . k_R <= |q_R| |k_R|; the float partial bound's rounding is within
   // the distance from cut to prune_cut, as above.
