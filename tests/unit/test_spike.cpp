@@ -4,11 +4,13 @@
 // learns a separable problem.
 #include <doctest/doctest.h>
 
+#include <Eigen/SVD>
 #include <cmath>
 
 #include "nk/rng.hpp"
 #include "nk/optim.hpp"
 #include "snn.hpp"
+#include "spike_sft.hpp"
 #include "align.hpp"
 
 using namespace snn;
@@ -69,6 +71,36 @@ int check_bptt(const Network& net, const Matrix& x, const std::vector<int64_t>& 
 }  // namespace
 
 TEST_SUITE("spike") {
+  TEST_CASE("the low-rank step equals singular value thresholding by a dense SVD, on the masked entries only") {
+    for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{30, 70}, {70, 30}, {12, 12}}) {
+      INFO(rows << "x" << cols);
+      nk::Rng rng(static_cast<uint64_t>(rows * 100 + cols));
+      snn::Matrix base(rows, cols), w(rows, cols);
+      for (int64_t e = 0; e < base.size(); ++e) {
+        base.data()[e] = static_cast<float>(rng.normal());
+        // A sparse delta: about one entry in five has moved.
+        w.data()[e] = base.data()[e] + (rng.below(5) == 0 ? static_cast<float>(0.3 * rng.normal()) : 0.0f);
+      }
+      std::vector<int32_t> index;  // the mask: every third entry (moved or not)
+      for (int32_t e = 0; e < static_cast<int32_t>(w.size()); e += 3) index.push_back(e);
+      const double rho = 0.4;
+      const Eigen::MatrixXd delta = (w - base).cast<double>();
+      const Eigen::BDCSVD<Eigen::MatrixXd> svd(delta, Eigen::ComputeThinU | Eigen::ComputeThinV);
+      const Eigen::VectorXd s = (svd.singularValues().array() - rho * svd.singularValues()[0]).max(0.0);
+      const Eigen::MatrixXd expected = svd.matrixU() * s.asDiagonal() * svd.matrixV().transpose();
+      CHECK(s.minCoeff() == 0.0);  // some directions are removed
+      snn::Matrix shrunk = w;
+      spike::shrink_singular_values(shrunk, base, index, rho);
+      double worst = 0;
+      for (int64_t e = 0; e < w.size(); ++e) {
+        const bool masked = e % 3 == 0;
+        const double want = masked ? base.data()[e] + expected.data()[(e % cols) * rows + e / cols] : w.data()[e];
+        worst = std::max(worst, std::abs(static_cast<double>(shrunk.data()[e]) - want));
+      }
+      CHECK(worst < 1e-5);
+    }
+  }
+
   TEST_CASE("neuron alignment undoes a permutation of hidden neurons, and a permutation keeps the function") {
     Config c;
     c.sizes = {20, 16, 12, 5};

@@ -174,26 +174,27 @@ int64_t Workspace::activation_bytes() const {
 
 namespace {
 
-inline float spike_of(Surrogate mode, float slope, float x) {
-  if (mode == Surrogate::sigmoid) return 1.0f / (1.0f + std::exp(-slope * x));
-  return x > 0.0f ? 1.0f : 0.0f;
+template <Surrogate mode>
+inline float spike_of(float slope, float x) {
+  if constexpr (mode == Surrogate::sigmoid) {
+    return 1.0f / (1.0f + std::exp(-slope * x));
+  } else {
+    return x > 0.0f ? 1.0f : 0.0f;
+  }
 }
 
 /// ds/dx at x = V - theta.
-inline float derivative_of(Surrogate mode, float slope, float x, float s) {
-  switch (mode) {
-    case Surrogate::fast_sigmoid: {
-      const float d = 1.0f + slope * std::abs(x);
-      return 1.0f / (d * d);
-    }
-    case Surrogate::atan: {
-      const float u = 1.5707963267948966f * slope * x;
-      return 0.5f * slope / (1.0f + u * u);
-    }
-    case Surrogate::sigmoid:
-      return slope * s * (1.0f - s);
+template <Surrogate mode>
+inline float derivative_of(float slope, float x, float s) {
+  if constexpr (mode == Surrogate::fast_sigmoid) {
+    const float d = 1.0f + slope * std::abs(x);
+    return 1.0f / (d * d);
+  } else if constexpr (mode == Surrogate::atan) {
+    const float u = 1.5707963267948966f * slope * x;
+    return 0.5f * slope / (1.0f + u * u);
+  } else {
+    return slope * s * (1.0f - s);
   }
-  return 0.0f;
 }
 
 constexpr int64_t kLanes = 64;  ///< neurons per inner loop (one stack array of state each)
@@ -217,12 +218,13 @@ double lif_forward_as(const Config& c, const Matrix& current, int64_t rows_per_s
       float u[kLanes] = {}, count[kLanes] = {};  // U[t-1]; spikes so far (exact in float)
       for (int64_t t = 0; t < t_count; ++t) {
         const int64_t row = t * b + r;
-        const float* in = current.data() + (shared ? r : row) * n + j0;
-        float* vt = v.data() + row * n + j0;
-        float* st = s.data() + row * n + j0;
+        const float* __restrict in = current.data() + (shared ? r : row) * n + j0;
+        float* __restrict vt = v.data() + row * n + j0;
+        float* __restrict st = s.data() + row * n + j0;
+#pragma omp simd
         for (int64_t j = 0; j < lanes; ++j) {
           const float potential = beta * u[j] + in[j];
-          const float spike = spike_of(mode, slope, potential - threshold);
+          const float spike = spike_of<mode>(slope, potential - threshold);
           vt[j] = potential;
           st[j] = spike;
           u[j] = reset == Reset::subtract ? potential - threshold * spike : potential * (1.0f - spike);
@@ -249,12 +251,13 @@ void lif_backward_as(const Config& c, const Matrix& v, const Matrix& s, int64_t 
       float gu[kLanes] = {};  // dL/dU[t]
       for (int64_t t = t_count - 1; t >= 0; --t) {
         const int64_t row = t * b + r;
-        const float* vt = v.data() + row * n + j0;
-        const float* st = s.data() + row * n + j0;
-        const float* gs = grad_s + row * stride + j0;
-        float* gv = grad_v + row * stride + j0;
+        const float* __restrict vt = v.data() + row * n + j0;
+        const float* __restrict st = s.data() + row * n + j0;
+        const float* __restrict gs = grad_s + row * stride + j0;
+        float* __restrict gv = grad_v + row * stride + j0;
+#pragma omp simd
         for (int64_t j = 0; j < lanes; ++j) {
-          const float d = derivative_of(mode, slope, vt[j] - threshold, st[j]);
+          const float d = derivative_of<mode>(slope, vt[j] - threshold, st[j]);
           const float du_dv = reset == Reset::subtract ? 1.0f - threshold * d : (1.0f - st[j]) - vt[j] * d;
           const float g = gs[j] * d + gu[j] * du_dv;
           gv[j] = g;

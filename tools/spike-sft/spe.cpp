@@ -11,7 +11,7 @@
 // no moments and no decay.
 #include <spdlog/spdlog.h>
 
-#include <Eigen/SVD>
+#include <Eigen/Eigenvalues>
 #include <omp.h>
 
 #include <algorithm>
@@ -37,15 +37,22 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 struct FloatAdam {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
   long t = 0;
-  /// One step for n entries: p[i] -= lr mhat / (sqrt(vhat) + eps).
+  /// One step for n entries: p[i] -= lr mhat / (sqrt(vhat) + eps), in float
+  /// (the bias corrections folded into two constants), vectorised.
   template <class Param>
   void step(int64_t n, const float* g, float* m, float* v, Param&& param) const {
     const double c1 = 1.0 - std::pow(beta1, static_cast<double>(t)), c2 = 1.0 - std::pow(beta2, static_cast<double>(t));
-#pragma omp parallel for schedule(static)
+    const auto b1 = static_cast<float>(beta1), b2 = static_cast<float>(beta2);
+    const auto k1 = static_cast<float>(1 - beta1), k2 = static_cast<float>(1 - beta2);
+    const auto rate = static_cast<float>(lr / c1), unbias = static_cast<float>(1 / std::sqrt(c2));
+    const auto eps = static_cast<float>(epsilon);
+#pragma omp parallel for simd schedule(static)
     for (int64_t e = 0; e < n; ++e) {
-      m[e] = static_cast<float>(beta1 * m[e] + (1 - beta1) * g[e]);
-      v[e] = static_cast<float>(beta2 * v[e] + (1 - beta2) * static_cast<double>(g[e]) * g[e]);
-      param(e) -= static_cast<float>(lr * (m[e] / c1) / (std::sqrt(v[e] / c2) + epsilon));
+      const float ge = g[e];
+      const float me = b1 * m[e] + k1 * ge, ve = b2 * v[e] + k2 * ge * ge;
+      m[e] = me;
+      v[e] = ve;
+      param(e) -= rate * me / (std::sqrt(ve) * unbias + eps);
     }
   }
 };
@@ -94,22 +101,51 @@ void reselect(MaskedLayer& layer, std::vector<int32_t> index) {
 
 /// Proximal step of rho * sigma_max * ||Delta||_* on Delta = W - W0, applied to
 /// the masked entries only (the others must not move).
-void shrink_singular_values(snn::Matrix& w, const snn::Matrix& base, const MaskedLayer& layer, double rho) {
-  const Eigen::MatrixXf delta = w - base;
-  Eigen::BDCSVD<Eigen::MatrixXf> svd(delta, Eigen::ComputeThinU | Eigen::ComputeThinV);
-  Eigen::VectorXf s = svd.singularValues();
-  if (s.size() == 0 || s[0] <= 0) return;
-  const float tau = static_cast<float>(rho) * s[0];
-  s = (s.array() - tau).max(0.0f);
-  const Eigen::MatrixXf shrunk = svd.matrixU() * s.asDiagonal() * svd.matrixV().transpose();
-  const int64_t cols = w.cols();
-  for (int32_t at : layer.index) {
-    const int64_t i = at / cols, j = at % cols;
-    w(i, j) = base(i, j) + shrunk(i, j);
+}  // namespace
+
+void shrink_singular_values(snn::Matrix& w, const snn::Matrix& base, const std::vector<int32_t>& index, double rho) {
+  // Delta is nonzero only where a mask let an entry move: sparse, by columns
+  // when its rows are the shorter side (by rows otherwise).
+  const int64_t rows = w.rows(), cols = w.cols();
+  const bool by_rows = rows <= cols;
+  const int64_t side = by_rows ? rows : cols, lines = by_rows ? cols : rows;
+  std::vector<std::vector<std::pair<int64_t, double>>> line(static_cast<size_t>(lines));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      const float d = w(i, j) - base(i, j);
+      if (d != 0.0f) line[static_cast<size_t>(by_rows ? j : i)].emplace_back(by_rows ? i : j, static_cast<double>(d));
+    }
+  // The Gram matrix of the shorter side, Delta Delta^T = U S^2 U^T (or
+  // Delta^T Delta = V S^2 V^T), in float64, from the nonzeros.
+  Eigen::MatrixXd gram = Eigen::MatrixXd::Zero(side, side);
+  bool moved = false;
+  for (const auto& nonzeros : line)
+    for (const auto& [a, va] : nonzeros) {
+      moved = true;
+      for (const auto& [b, vb] : nonzeros) gram(a, b) += va * vb;
+    }
+  if (!moved || index.empty()) return;
+  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eigen(gram);
+  if (eigen.info() != Eigen::Success) throw nk::Error(nk::Exit::runtime, "the low-rank step's eigensolver did not converge");
+  const Eigen::VectorXd s = eigen.eigenvalues().cwiseMax(0.0).cwiseSqrt();
+  const double tau = rho * s.maxCoeff();
+  if (!(tau > 0)) return;
+  // SVT(Delta) = U diag(max(s - tau, 0)) V^T = P Delta (or Delta P) with the
+  // symmetric P = U diag(f) U^T (or V diag(f) V^T), f = max(1 - tau / s, 0);
+  // only the masked entries are computed and written back, each a sparse dot
+  // product of a column of P with a column (row) of Delta.
+  Eigen::VectorXd f(s.size());
+  for (Eigen::Index k = 0; k < s.size(); ++k) f[k] = s[k] > tau ? 1.0 - tau / s[k] : 0.0;
+  const Eigen::MatrixXd& basis = eigen.eigenvectors();
+  const Eigen::MatrixXd p = basis * f.asDiagonal() * basis.transpose();
+#pragma omp parallel for schedule(static)
+  for (size_t e = 0; e < index.size(); ++e) {
+    const int64_t i = index[e] / cols, j = index[e] % cols;
+    double shrunk = 0;
+    for (const auto& [m, value] : line[static_cast<size_t>(by_rows ? j : i)]) shrunk += p(m, by_rows ? i : j) * value;
+    w(i, j) = base(i, j) + static_cast<float>(shrunk);
   }
 }
-
-}  // namespace
 
 void spe(const SpeOptions& o) {
   if (!(o.fraction > 0 && o.fraction < 1)) throw nk::usage_error("--fraction must lie in (0, 1)");
@@ -180,38 +216,31 @@ void spe(const SpeOptions& o) {
                task.train.size(), 100 * base_accuracy, o.method, trainable, 100.0 * static_cast<double>(trainable) / static_cast<double>(c.parameter_count()),
                c.parameter_count());
   // The masked gradient: dL/dW_ij = gv[:, i] . x[:, j] for the masked (i, j)
-  // only, in one pass over the rows (steps x examples, and positions in a
-  // convolution): each thread sums its rows into its own accumulators, which
-  // are then added in thread order.
-  std::vector<int64_t> out_unit, in_unit;
-  std::vector<float> partial;
+  // only (a sampled matrix product): gv and x are transposed into scratch
+  // (steps x examples, and positions in a convolution, become contiguous),
+  // then each masked entry is one vectorised dot product, in a fixed order
+  // whatever the thread count.
+  snn::Matrix gv_t, x_t;
+  int64_t scratch_bytes = 0;  // the largest gv_t + x_t (transient, per layer)
   const snn::LayerSink masked_sink = [&](int64_t l, const Eigen::Ref<const snn::Matrix>& gv, const Eigen::Ref<const snn::Matrix>& x) {
     MaskedLayer& layer = masked[static_cast<size_t>(l)];
-    const int64_t cols = x.cols(), rows = gv.rows(), entries = static_cast<int64_t>(layer.index.size());
-    out_unit.resize(static_cast<size_t>(entries));
-    in_unit.resize(static_cast<size_t>(entries));
-    for (int64_t e = 0; e < entries; ++e) {
-      out_unit[static_cast<size_t>(e)] = layer.index[static_cast<size_t>(e)] / cols;
-      in_unit[static_cast<size_t>(e)] = layer.index[static_cast<size_t>(e)] % cols;
-    }
-    const int threads = omp_get_max_threads();
-    partial.assign(static_cast<size_t>(threads * entries), 0.0f);
-#pragma omp parallel num_threads(threads)
+    const int64_t cols = x.cols(), entries = static_cast<int64_t>(layer.index.size());
+    gv_t.resize(gv.cols(), gv.rows());
+    x_t.resize(x.cols(), x.rows());
+    scratch_bytes = std::max<int64_t>(scratch_bytes, static_cast<int64_t>(sizeof(float)) * (gv_t.size() + x_t.size()));
+    const int32_t* index = layer.index.data();
+    float* grad = layer.grad.data();
+#pragma omp parallel
     {
-      float* sum = partial.data() + static_cast<int64_t>(omp_get_thread_num()) * entries;
-      const int64_t* oi = out_unit.data();
-      const int64_t* ii = in_unit.data();
+#pragma omp for schedule(static) nowait
+      for (int64_t i = 0; i < gv_t.rows(); ++i) gv_t.row(i) = gv.col(i).transpose();
 #pragma omp for schedule(static)
-      for (int64_t r = 0; r < rows; ++r) {
-        const float* g = gv.data() + r * gv.outerStride();
-        const float* in = x.data() + r * x.outerStride();
-        for (int64_t e = 0; e < entries; ++e) sum[e] += g[oi[e]] * in[ii[e]];
+      for (int64_t j = 0; j < x_t.rows(); ++j) x_t.row(j) = x.col(j).transpose();
+#pragma omp for schedule(static)
+      for (int64_t e = 0; e < entries; ++e) {
+        const int64_t at = index[e], i = at / cols;
+        grad[e] = gv_t.row(i).dot(x_t.row(at - i * cols));
       }
-    }
-    for (int64_t e = 0; e < entries; ++e) {
-      float total = 0.0f;
-      for (int t = 0; t < threads; ++t) total += partial[static_cast<size_t>(t * entries + e)];
-      layer.grad[static_cast<size_t>(e)] = total;
     }
   };
   // LoRA's factor gradients from the same per-layer factors:
@@ -275,7 +304,7 @@ void spe(const SpeOptions& o) {
     }
     if (!full && !lora && o.low_rank > 0) {
       for (int64_t l = 0; l < layers; ++l) {
-        shrink_singular_values(net.weight[static_cast<size_t>(l)], base.weight[static_cast<size_t>(l)], masked[static_cast<size_t>(l)], o.low_rank);
+        shrink_singular_values(net.weight[static_cast<size_t>(l)], base.weight[static_cast<size_t>(l)], masked[static_cast<size_t>(l)].index, o.low_rank);
       }
     }
     progress.finish();
@@ -323,6 +352,7 @@ void spe(const SpeOptions& o) {
   out.attr("/", "changed_entries", changed);
   out.attr("/", "trainable_state_bytes", state_bytes);
   out.attr("/", "activation_bytes", ws.activation_bytes());
+  out.attr("/", "gradient_scratch_bytes", scratch_bytes);
   double mean_seconds = 0;
   for (double sec : epoch_seconds) mean_seconds += sec / static_cast<double>(epoch_seconds.size());
   out.attr("/", "epoch_seconds", mean_seconds);

@@ -84,6 +84,12 @@ struct SpeOptions {
 /// Stage 1: fine-tune the base model on one task with a mask (or fully).
 void spe(const SpeOptions& options);
 
+/// The low-rank step: singular value thresholding of Delta = w - base by
+/// tau = rho sigma_max(Delta), written back on the entries 'index' (flat,
+/// row-major) only; computed from the Gram matrix of Delta's shorter side in
+/// float64 (Delta is sparse: only masked entries ever move).
+void shrink_singular_values(snn::Matrix& w, const snn::Matrix& base, const std::vector<int32_t>& index, double rho);
+
 struct PickitOptions {
   std::vector<std::string> inputs;
   std::string tasks, output = "-";
