@@ -216,31 +216,66 @@ void spe(const SpeOptions& o) {
                task.train.size(), 100 * base_accuracy, o.method, trainable, 100.0 * static_cast<double>(trainable) / static_cast<double>(c.parameter_count()),
                c.parameter_count());
   // The masked gradient: dL/dW_ij = gv[:, i] . x[:, j] for the masked (i, j)
-  // only (a sampled matrix product): gv and x are transposed into scratch
-  // (steps x examples, and positions in a convolution, become contiguous),
-  // then each masked entry is one vectorised dot product, in a fixed order
-  // whatever the thread count.
+  // only (a sampled matrix product), in one of two ways. Where the layer has
+  // many masked entries per row of gv and x (at least twice in + out: the
+  // dense layers), gv and x are transposed into scratch (steps x examples
+  // become contiguous) and each entry is one vectorised dot product, summed
+  // in a fixed order whatever the thread count. Otherwise (convolutions: a
+  // few masked kernel entries over many rows of positions) one pass over the
+  // rows: each thread sums its rows into its own accumulators, which are
+  // then added in thread order.
   snn::Matrix gv_t, x_t;
-  int64_t scratch_bytes = 0;  // the largest gv_t + x_t (transient, per layer)
+  std::vector<int64_t> out_unit, in_unit;
+  std::vector<float> partial;
+  int64_t scratch_bytes = 0;  // the largest transient buffer of either way
   const snn::LayerSink masked_sink = [&](int64_t l, const Eigen::Ref<const snn::Matrix>& gv, const Eigen::Ref<const snn::Matrix>& x) {
     MaskedLayer& layer = masked[static_cast<size_t>(l)];
-    const int64_t cols = x.cols(), entries = static_cast<int64_t>(layer.index.size());
-    gv_t.resize(gv.cols(), gv.rows());
-    x_t.resize(x.cols(), x.rows());
-    scratch_bytes = std::max<int64_t>(scratch_bytes, static_cast<int64_t>(sizeof(float)) * (gv_t.size() + x_t.size()));
+    const int64_t cols = x.cols(), rows = gv.rows(), entries = static_cast<int64_t>(layer.index.size());
     const int32_t* index = layer.index.data();
     float* grad = layer.grad.data();
+    if (entries >= 2 * (gv.cols() + x.cols())) {
+      gv_t.resize(gv.cols(), gv.rows());
+      x_t.resize(x.cols(), x.rows());
+      scratch_bytes = std::max<int64_t>(scratch_bytes, static_cast<int64_t>(sizeof(float)) * (gv_t.size() + x_t.size()));
 #pragma omp parallel
-    {
+      {
 #pragma omp for schedule(static) nowait
-      for (int64_t i = 0; i < gv_t.rows(); ++i) gv_t.row(i) = gv.col(i).transpose();
+        for (int64_t i = 0; i < gv_t.rows(); ++i) gv_t.row(i) = gv.col(i).transpose();
 #pragma omp for schedule(static)
-      for (int64_t j = 0; j < x_t.rows(); ++j) x_t.row(j) = x.col(j).transpose();
+        for (int64_t j = 0; j < x_t.rows(); ++j) x_t.row(j) = x.col(j).transpose();
 #pragma omp for schedule(static)
-      for (int64_t e = 0; e < entries; ++e) {
-        const int64_t at = index[e], i = at / cols;
-        grad[e] = gv_t.row(i).dot(x_t.row(at - i * cols));
+        for (int64_t e = 0; e < entries; ++e) {
+          const int64_t at = index[e], i = at / cols;
+          grad[e] = gv_t.row(i).dot(x_t.row(at - i * cols));
+        }
       }
+      return;
+    }
+    out_unit.resize(static_cast<size_t>(entries));
+    in_unit.resize(static_cast<size_t>(entries));
+    for (int64_t e = 0; e < entries; ++e) {
+      out_unit[static_cast<size_t>(e)] = index[e] / cols;
+      in_unit[static_cast<size_t>(e)] = index[e] % cols;
+    }
+    const int threads = omp_get_max_threads();
+    partial.assign(static_cast<size_t>(threads * entries), 0.0f);
+    scratch_bytes = std::max<int64_t>(scratch_bytes, static_cast<int64_t>(sizeof(float)) * static_cast<int64_t>(partial.size()));
+#pragma omp parallel num_threads(threads)
+    {
+      float* sum = partial.data() + static_cast<int64_t>(omp_get_thread_num()) * entries;
+      const int64_t* oi = out_unit.data();
+      const int64_t* ii = in_unit.data();
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* g = gv.data() + r * gv.outerStride();
+        const float* in = x.data() + r * x.outerStride();
+        for (int64_t e = 0; e < entries; ++e) sum[e] += g[oi[e]] * in[ii[e]];
+      }
+    }
+    for (int64_t e = 0; e < entries; ++e) {
+      float total = 0.0f;
+      for (int t = 0; t < threads; ++t) total += partial[static_cast<size_t>(t * entries + e)];
+      grad[e] = total;
     }
   };
   // LoRA's factor gradients from the same per-layer factors:
