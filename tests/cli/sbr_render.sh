@@ -8,7 +8,8 @@ check "paint a 64x64 image (decoder init, audit), PNG, SVG, frames" \
   sbr-render -q paint -i "$IMG" --strokes 60 --iterations 60 -o cam.h5 --png cam.png --svg cam.svg --frames frames --frame-count 4
 check "four frames written" test -f frames/frame_0004.png -a ! -f frames/frame_0005.png
 check "paint with the colour-fidelity pull: lower colour error where seen" sh -c 'sbr-render -q paint -i "$0" --strokes 60 --iterations 60 --fidelity 3 -o fid.h5 && sbr-render -q audit -i fid.h5 --target "$0" > fid.tsv && sbr-render -q audit -i cam.h5 --target "$0" > nofid.tsv && a=$(awk -F"\t" "NR>1{s+=\$5;n++} END{print s/n}" fid.tsv) && b=$(awk -F"\t" "NR>1{s+=\$5;n++} END{print s/n}" nofid.tsv) && echo "mean colour error $a with, $b without" && awk -v a="$a" -v b="$b" "BEGIN{exit !(a < b)}"' "$IMG"
-check "paint with the hidden-coverage penalty: strokes more visible" sh -c 'sbr-render -q paint -i "$0" --strokes 60 --iterations 60 --hidden-penalty 0.01 -o hid.h5 && sbr-render -q audit -i hid.h5 --target "$0" > hid.tsv && a=$(awk -F"\t" "NR>1{s+=\$4;n++} END{print s/n}" hid.tsv) && b=$(awk -F"\t" "NR>1{s+=\$4;n++} END{print s/n}" nofid.tsv) && echo "mean visible fraction $a with, $b without" && awk -v a="$a" -v b="$b" "BEGIN{exit !(a > b + 0.03)}"' "$IMG"
+check "paint with the hidden-coverage penalty: strokes more visible" sh -c 'sbr-render -q paint -i "$0" --strokes 60 --iterations 60 --hidden-penalty 0.01 -o hid.h5 && sbr-render -q paint -i "$0" --strokes 60 --iterations 60 --hidden-penalty 0 -o nohid.h5 && sbr-render -q audit -i hid.h5 --target "$0" > hid.tsv && sbr-render -q audit -i nohid.h5 --target "$0" > nohid.tsv && a=$(awk -F"\t" "NR>1{s+=\$4;n++} END{print s/n}" hid.tsv) && b=$(awk -F"\t" "NR>1{s+=\$4;n++} END{print s/n}" nohid.tsv) && echo "mean visible fraction $a with, $b without" && awk -v a="$a" -v b="$b" "BEGIN{exit !(a > b + 0.03)}"' "$IMG"
+check "with the audit strokes keep --min-opacity (no glazes)" sh -c 'sbr-render -q paint -i "$0" --strokes 40 --iterations 30 --min-opacity 0.9 -o opaque.h5 && "$1" -c "import h5py,sys; o=h5py.File(\"opaque.h5\")[\"/strokes\"][:,10]; print(\"least opacity\", o.min()); sys.exit(not o.min() >= 0.9 - 1e-6)"' "$IMG" "$PY"
 check "paint without audit, random init" sbr-render -q paint -i "$IMG" --strokes 60 --iterations 60 --init random --no-audit -o plain.h5
 check "paint with grid init and L1 loss" sbr-render -q paint -i "$IMG" --strokes 40 --iterations 20 --init grid --loss l1 -o grid.h5
 check "render at twice the size" sbr-render -q render -i cam.h5 --size 128x128 -o cam128.png --svg cam128.svg
@@ -44,6 +45,7 @@ with h5py.File("cam.h5") as f:
     assert f.attrs["nk_schema"] == "sbr-render.strokes/1"
     S = f["/strokes"][:].astype(np.float64); bg = f["/background"][0].astype(np.float64)
     H, W = f["/canvas"][0]; psnr = f["/metrics/psnr"][0]; ssim = f["/metrics/ssim"][0]
+expect(S[:, 10].min() >= 0.6 - 1e-6, f"with the audit no stroke below opacity 0.6 (least {S[:, 10].min():.3f})")
 # Independent rasteriser: distance by dense sampling of the curve, smoothstep
 # coverage, alpha compositing bottom to top.
 def rasterise(S, bg, W, H, scale):

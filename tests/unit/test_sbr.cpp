@@ -296,4 +296,43 @@ TEST_SUITE("sbr") {
       if (audited) CHECK(rep.audits > 0);
     }
   }
+
+  TEST_CASE("with the audit: strokes keep the least opacity, and hidden strokes are removed as the settling fifth begins") {
+    Target target{40, 40, RGB(40 * 40 * 3, 0.5f)};
+    Painting p;
+    p.width = p.height = 40;
+    p.background = {0.5f, 0.5f, 0.5f};
+    const Stroke bad{10, 20, 20, 20, 30, 20, 6, 1, 0, 0, 1};              // red, under
+    const Stroke cover{8, 20, 20, 20, 32, 20, 12, 0.5f, 0.5f, 0.5f, 1};   // target colour, on top, wider
+    const Stroke glaze{5, 5, 10, 6, 15, 5, 4, 0.5f, 0.5f, 0.5f, 0.1f};    // translucent
+    for (bool repair : {true, false}) {
+      p.strokes = {bad, cover, glaze};
+      PaintConfig config;
+      config.iterations = 10;
+      config.scales = {1.0};
+      config.audit_every = 1000;  // no re-spawning: only the repair acts
+      config.prune = false;
+      config.repair = repair;
+      config.threads = 1;
+      Painting q = p;
+      const PaintReport rep = optimise(q, target, config);
+      // The concealed red stroke is gone with the repair and stays without it.
+      CHECK(rep.repaired == (repair ? 1 : 0));
+      REQUIRE(q.strokes.size() == (repair ? 2u : 3u));
+      CHECK(q.strokes.front().r == doctest::Approx(repair ? 0.5 : 1.0).epsilon(0.1));
+      for (const Stroke& s : q.strokes) CHECK(s.opacity >= float(config.min_opacity));
+    }
+    // Without the audit strokes may be glazes (opacity down to 0.05), and nothing is removed.
+    PaintConfig plain;
+    plain.iterations = 10;
+    plain.scales = {1.0};
+    plain.audit = false;
+    plain.threads = 1;
+    Painting q = p;
+    q.strokes = {bad, cover, glaze};
+    const PaintReport rep = optimise(q, target, plain);
+    CHECK(rep.repaired == 0);
+    REQUIRE(q.strokes.size() == 3);
+    CHECK(q.strokes[2].opacity < 0.2f);
+  }
 }

@@ -24,6 +24,10 @@ int main(int argc, char** argv) {
   paint->add_option("--hidden-penalty", pt.config.hidden_penalty,
                     "Weight of the hidden-coverage penalty (strokes withdraw where later strokes cover them)")
       ->check(CLI::Range(0.0, 1e6));
+  paint->add_option("--min-opacity", pt.config.min_opacity,
+                    "Least stroke opacity with the audit (strokes are paint, not glazes; without the audit 0.05)")
+      ->check(CLI::Range(0.05, 1.0));
+  paint->add_flag("!--no-repair", pt.config.repair, "Keep the hidden strokes when the last fifth of the finest scale begins (no repair)");
   paint->add_option("--lr", pt.config.learning_rate, "Adam learning rate (normalised units)")->check(CLI::Range(1e-9, 10.0));
   paint->add_flag("!--no-audit", pt.audit, "Turn the single-stroke audit off (plain pixel-level optimisation)");
   paint->add_option("--audit-every", pt.config.audit_every, "Iterations between audits")->check(CLI::Range(1, 1000000));

@@ -48,7 +48,7 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-void clamp_stroke(Stroke& s, int width, int height) {
+void clamp_stroke(Stroke& s, int width, int height, float min_opacity) {
   const float mx = 0.1f * width, my = 0.1f * height;
   for (int k = 0; k < 6; k += 2) {
     float* p = params_of(s);
@@ -57,7 +57,7 @@ void clamp_stroke(Stroke& s, int width, int height) {
   }
   s.width = std::clamp(s.width, 1.0f, 0.25f * std::max(width, height));
   s.r = std::clamp(s.r, 0.f, 1.f), s.g = std::clamp(s.g, 0.f, 1.f), s.b = std::clamp(s.b, 0.f, 1.f);
-  s.opacity = std::clamp(s.opacity, 0.05f, 1.f);
+  s.opacity = std::clamp(s.opacity, min_opacity, 1.f);
 }
 
 }  // namespace
@@ -275,6 +275,10 @@ PaintReport optimise(Painting& painting, const Target& target, const PaintConfig
   nk::Rng rng = nk::Rng(config.seed).split(0x5b7);
   const auto units = units_for(painting.width, painting.height);
   const int64_t n = int64_t(painting.strokes.size());
+  // With the audit strokes are paint, not glazes: a translucent stroke can
+  // take any colour and let the layers below make it right, which is the
+  // layer-wise compensation the audit forbids.
+  const float min_opacity = float(config.audit ? std::clamp(config.min_opacity, 0.05, 1.0) : 0.05);
 
   // Levels: render sizes coarse to fine (at least 32 pixels on the short side),
   // iterations in proportion 1 : 2 : 3 ... so the finest level gets the most.
@@ -307,7 +311,7 @@ PaintReport optimise(Painting& painting, const Target& target, const PaintConfig
     for (size_t i = 0; i < painting.strokes.size(); ++i) {
       for (int k = 0; k < kStrokeParams; ++k)
         params_of(painting.strokes[i])[k] = float(theta[Eigen::Index(i * kStrokeParams + k)] * units[k]);
-      clamp_stroke(painting.strokes[i], painting.width, painting.height);
+      clamp_stroke(painting.strokes[i], painting.width, painting.height, min_opacity);
       for (int k = 0; k < kStrokeParams; ++k)
         theta[Eigen::Index(i * kStrokeParams + k)] = params_of(painting.strokes[i])[k] / units[k];
     }
@@ -317,7 +321,7 @@ PaintReport optimise(Painting& painting, const Target& target, const PaintConfig
     }
   };
   Eigen::VectorXd theta, g;
-  for (Stroke& s : painting.strokes) clamp_stroke(s, painting.width, painting.height);
+  for (Stroke& s : painting.strokes) clamp_stroke(s, painting.width, painting.height, min_opacity);
   pack(theta);
   nk::Adam adam(theta.size(), {config.learning_rate, 0.9, 0.999, 1e-8, 0.0});
   const int total_steps = std::max(1, config.iterations);
@@ -334,16 +338,45 @@ PaintReport optimise(Painting& painting, const Target& target, const PaintConfig
                           config.audit ? float(config.fidelity) : 0.0f, config.audit ? float(config.hidden_penalty) : 0.0f};
     const double area_scale = double(level.width) * level.height / (double(painting.width) * painting.height);
     const double to_level = double(level.width) / painting.width;
+    const bool last_level = l + 1 == levels.size();
+    const int settle_from = last_level ? int(0.8 * level.iterations) : level.iterations;
     for (int it = 0; it < level.iterations; ++it, ++step) {
+      if (it == settle_from && config.audit && config.repair && n > 0) {
+        // The repair: hidden strokes are removed once, as the settling fifth
+        // begins (no re-spawning from then on); their neighbours close the
+        // gaps while Adam keeps its moments.
+        const std::vector<StrokeAudit> verdict = audit(painting, tl, config.rule, config.softness, config.threads);
+        std::vector<Eigen::Index> order;
+        for (size_t i = 0; i < verdict.size(); ++i)
+          if (!(verdict[i].defects & kHidden)) order.push_back(Eigen::Index(i));
+        if (order.size() < verdict.size() && !order.empty()) {
+          const Eigen::Index before = Eigen::Index(painting.strokes.size());
+          std::vector<Stroke> next;
+          std::vector<int> next_born;
+          std::vector<Eigen::Index> source;
+          for (Eigen::Index i : order) {
+            next.push_back(painting.strokes[size_t(i)]);
+            next_born.push_back(born[size_t(i)]);
+            for (int k = 0; k < kStrokeParams; ++k) source.push_back(i * kStrokeParams + k);
+          }
+          for (int c = 0; c < 3; ++c) source.push_back(before * kStrokeParams + c);
+          report.repaired = int64_t(verdict.size() - order.size());
+          painting.strokes = std::move(next);
+          born = std::move(next_born);
+          const Eigen::Vector3d bg_theta = theta.tail(3);
+          pack(theta);
+          theta.tail(3) = bg_theta;
+          adam.reorder_blocks(source, 1);
+          spdlog::debug("repair at step {}: {} hidden stroke(s) removed", step + 1, report.repaired);
+        }
+      }
       // Cosine decay within a level, from the rate to a tenth of it.
       const double phase = level.iterations > 1 ? double(it) / (level.iterations - 1) : 1.0;
       adam.set_learning_rate(config.learning_rate * (0.1 + 0.45 * (1 + std::cos(kPi * phase))));
       // No re-spawning in the last fifth of the finest scale: new strokes need
       // time to settle, or they end up as the painting's worst strokes.
-      const bool last_level = l + 1 == levels.size();
       const bool audit_now = config.audit && n > 0 && (it + 1) % config.audit_every == 0 &&
-                             level.iterations - it > config.audit_every / 2 &&
-                             !(last_level && it >= int(0.8 * level.iterations));
+                             level.iterations - it > config.audit_every / 2 && it < settle_from;
       render_backward(painting, spec, tl.pixels, config.loss, grad, gbg, audit_now ? &rendered : nullptr,
                       audit_now ? &feet : nullptr);
       coherence_energy(painting, config.coherence, &grad);
@@ -403,13 +436,13 @@ PaintReport optimise(Painting& painting, const Target& target, const PaintConfig
           std::vector<int> next_born;
           for (Eigen::Index i : order) next_born.push_back(i < 0 ? step : born[size_t(i)]);
           born = std::move(next_born);
-          for (Stroke& s : painting.strokes) clamp_stroke(s, painting.width, painting.height);
+          for (Stroke& s : painting.strokes) clamp_stroke(s, painting.width, painting.height, min_opacity);
           // Adam's moments follow their strokes; re-spawned strokes and the
           // background (the last three values) keep theirs or start at zero.
           std::vector<Eigen::Index> source;
           for (Eigen::Index i : order)
             for (int k = 0; k < kStrokeParams; ++k) source.push_back(i < 0 ? -1 : i * kStrokeParams + k);
-          for (int c = 0; c < 3; ++c) source.push_back(n * kStrokeParams + c);
+          for (int c = 0; c < 3; ++c) source.push_back(Eigen::Index(verdict.size()) * kStrokeParams + c);
           const Eigen::Vector3d bg_theta = theta.tail(3);
           pack(theta);
           theta.tail(3) = bg_theta;
@@ -424,8 +457,9 @@ PaintReport optimise(Painting& painting, const Target& target, const PaintConfig
   if (config.audit && config.prune && n > 0) {
     const auto [first, removed] = prune_defective(painting, target, config.rule, config.softness, config.threads);
     report.defective_before_prune = first;
-    report.pruned += removed;
+    report.pruned = removed;
   }
+  report.pruned += report.repaired;
   const RenderSpec full{painting.width, painting.height, config.softness, config.threads};
   report.loss = render_backward(painting, full, target.pixels, config.loss, grad, gbg);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -57,7 +57,9 @@ struct PaintConfig {
   Loss loss = Loss::l2;
   double coherence = 1e-4;                ///< weight of the stroke-coherence term
   double fidelity = 0.0;                  ///< weight of the colour-fidelity pull (with the audit only)
-  double hidden_penalty = 0.0;            ///< weight of the hidden-coverage penalty (with the audit only)
+  double hidden_penalty = 0.001;          ///< weight of the hidden-coverage penalty (with the audit only)
+  double min_opacity = 0.6;               ///< least stroke opacity with the audit (0.05 without: glazes allowed)
+  bool repair = true;                     ///< remove the hidden strokes as the settling fifth begins (with the audit only)
   double learning_rate = 0.04;            ///< Adam step in normalised units (see the man page)
   bool audit = true;
   int audit_every = 25;                   ///< iterations between audits
@@ -73,7 +75,8 @@ struct PaintReport {
   double loss = 0;         ///< final pixel loss at full size
   int audits = 0;
   int64_t respawned = 0;   ///< strokes re-spawned by the audits
-  int64_t pruned = 0;      ///< strokes removed at the end
+  int64_t pruned = 0;      ///< strokes removed (the repair's and the final prune's)
+  int64_t repaired = 0;    ///< hidden strokes removed as the settling fifth began
   int64_t defective_before_prune = 0;
   double seconds = 0;
 };

@@ -133,8 +133,8 @@ void paint(PaintOptions o) {
     r.seconds = rep.seconds;
     r.respawned = rep.respawned;
     r.pruned = rep.pruned;
-    spdlog::info("image {}: {} strokes, PSNR {:.2f} dB, SSIM {:.4f}, {} re-spawned, {} pruned, {:.1f} s", item,
-                 painting.strokes.size(), r.psnr, r.ssim, rep.respawned, rep.pruned, rep.seconds);
+    spdlog::info("image {}: {} strokes, PSNR {:.2f} dB, SSIM {:.4f}, {} re-spawned, {} removed ({} hidden), {:.1f} s",
+                 item, painting.strokes.size(), r.psnr, r.ssim, rep.respawned, rep.pruned, rep.repaired, rep.seconds);
     records.push_back(std::move(r));
   }
   progress.finish();
