@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -85,7 +86,12 @@ AtomicFile::AtomicFile(const std::string& path, bool no_clobber) : path_(path), 
     throw io_error(path, "output exists and --no-clobber is set");
   }
   if (std::filesystem::is_directory(path)) throw io_error(path, "output is a directory");
-  const std::string folder = folder_of(path);
+  // A device, named pipe or socket (-o /dev/null, a FIFO) is written into, never
+  // replaced: the output is built in the temporary folder and copied on commit.
+  struct stat st {};
+  special_ = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+  const char* tmpdir = std::getenv("TMPDIR");
+  const std::string folder = special_ ? (tmpdir && *tmpdir ? tmpdir : "/tmp") : folder_of(path);
   const std::string name = std::filesystem::path(path).filename().string();
   std::string pattern = folder + "/." + name + ".tmp.XXXXXX";
   const int fd = ::mkstemp(pattern.data());
@@ -109,6 +115,10 @@ AtomicFile::~AtomicFile() {
 
 void AtomicFile::commit() {
   if (committed_) return;
+  if (special_) {
+    copy_into_special();
+    return;
+  }
   fsync_path(temp_path_, O_RDONLY);
   if (no_clobber_) {
     // link() refuses to replace, so no-clobber holds even against a racing writer.
@@ -123,6 +133,40 @@ void AtomicFile::commit() {
   committed_ = true;
   unregister_temp(temp_path_);
   fsync_path(folder_of(path_), O_RDONLY | O_DIRECTORY);
+}
+
+void AtomicFile::copy_into_special() {
+  const int in = ::open(temp_path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) throw io_error(path_, std::string("cannot publish output: ") + std::strerror(errno));
+  const int out = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+  if (out < 0) {
+    const std::string reason = std::strerror(errno);
+    ::close(in);
+    throw io_error(path_, "cannot write: " + reason);
+  }
+  std::string failure;
+  unsigned char chunk[1 << 16];
+  for (;;) {
+    const ssize_t got = ::read(in, chunk, sizeof chunk);
+    if (got == 0) break;
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      failure = std::strerror(errno);
+      break;
+    }
+    for (ssize_t done = 0; done < got && failure.empty();) {
+      const ssize_t wrote = ::write(out, chunk + done, size_t(got - done));
+      if (wrote < 0 && errno != EINTR) failure = std::strerror(errno);
+      if (wrote > 0) done += wrote;
+    }
+    if (!failure.empty()) break;
+  }
+  ::close(in);
+  if (::close(out) != 0 && failure.empty()) failure = std::strerror(errno);
+  if (!failure.empty()) throw io_error(path_, "cannot write: " + failure);
+  ::unlink(temp_path_.c_str());
+  committed_ = true;
+  unregister_temp(temp_path_);
 }
 
 std::vector<unsigned char> read_stdin() {

@@ -69,5 +69,8 @@ printf '1,2,3\n4.5,-5,0.006\n' > expected.csv
 same "CSV round trip" expected.csv table_out.csv
 nk-data info table.h5 --format json | grep -q '"/vectors", "shape": \[2,3\]' && pass "CSV import is [2,3]" || fail "CSV import shape"
 
+# Outputs that are not regular files are written into, never replaced.
+check "-o /dev/null: written into, still a character device" sh -c 'nk-data -q import "$0" -o /dev/null && test -c /dev/null' "$CAMERA"
+check "-o a named pipe: the HDF5 file comes out of the pipe" sh -c 'mkfifo out.fifo && { cat out.fifo > from_fifo.h5 & } && nk-data -q import "$0" -o out.fifo && wait && test -p out.fifo && h5ls from_fifo.h5 | grep -q images' "$CAMERA"
 no_temp_files "no temp files after the pipeline" "$WORK"
 finish

@@ -9,7 +9,9 @@ namespace nk {
 /// commit() (fsync, rename or no-clobber link, fsync of the folder). Destroyed
 /// uncommitted, or on SIGINT/SIGTERM/SIGHUP, the temporary file is removed.
 /// Throws exit 4 when the folder is missing or not writable, or when
-/// no_clobber is set and 'path' already exists.
+/// no_clobber is set and 'path' already exists. An existing 'path' that is
+/// not a regular file (/dev/null, a named pipe) is written into on commit,
+/// never replaced; the temporary file then lives in $TMPDIR (or /tmp).
 class AtomicFile {
  public:
   AtomicFile(const std::string& path, bool no_clobber);
@@ -26,6 +28,8 @@ class AtomicFile {
   std::string temp_path_;
   bool no_clobber_ = false;
   bool committed_ = false;
+  bool special_ = false;  ///< 'path' is a device, pipe or socket
+  void copy_into_special();
 };
 
 /// Writes 'bytes' to 'path' atomically, or to stdout when path is '-'.
