@@ -13,13 +13,14 @@ check "spe on the conv network, and pickit of two conv models" sh -c 'spike-sft 
 check "eval prints accuracy and writes a file" spike-sft -q eval -i base.h5 --data fm.h5 -o eval.h5
 spike-sft -q eval -i base.h5 --data fm.h5 > eval.txt 2>/dev/null
 check "eval of the rate-coded model" spike-sft -q eval -i rate.h5 --data fm.h5
-check "tasks (all kinds)" spike-sft -q --seed 2 tasks -i fm.h5 --kinds identity,rotate90,invert,permute,noise,relabel --train 400 --test 200 -o tasks.h5
+check "tasks (all kinds)" spike-sft -q --seed 2 tasks -i fm.h5 --kinds identity,rotate90,invert,permute,noise,shift,contrast,blur,relabel --train 400 --test 200 -o tasks.h5
 check "spe with a fixed mask (no re-selection, no shrinkage)" spike-sft -q --seed 3 spe -i base.h5 --task tasks.h5:invert --fraction 0.05 --epochs 2 --batch 50 --reselect-every 0 --low-rank 0 -o spe.h5
 check "spe with re-selection and shrinkage" spike-sft -q spe -i base.h5 --task tasks.h5:rotate90 --epochs 2 --batch 50 -o spe2.h5
 check "baselines: full, random, large, lora" sh -c 'for m in full random large lora; do spike-sft -q spe -i base.h5 --task tasks.h5:invert --method $m --epochs 1 --batch 50 -o base_$m.h5 || exit 1; done'
 check "eval of an adapted model on a task" spike-sft -q eval -i spe.h5 --task tasks.h5:invert -o spe_eval.h5
 check "pickit merges two adapted models" spike-sft -q pickit -i spe.h5 spe2.h5 --tasks tasks.h5 --calibration 64 -o merged.h5
 check "merging baselines: ties, average, task-arithmetic" sh -c 'for m in ties average task-arithmetic; do spike-sft -q pickit -i spe.h5 spe2.h5 --method $m -o merged_$m.h5 || exit 1; done'
+check "pickit --calibrate affine and layer; ties --trim 1 (pickit before its calibration)" sh -c 'spike-sft -q pickit -i spe.h5 spe2.h5 --tasks tasks.h5 --calibration 64 --calibrate affine -o merged_affine.h5 && spike-sft -q pickit -i spe.h5 spe2.h5 --tasks tasks.h5 --calibration 64 --calibrate layer -o merged_layer.h5 && spike-sft -q pickit -i spe.h5 spe2.h5 --method ties --trim 1 -o merged_ties1.h5'
 check "eval of the merged model" spike-sft -q eval -i merged.h5 --task tasks.h5:rotate90
 # A diverged model: spe2.h5 with its hidden neurons permuted (base and delta
 # alike: the same function). Alignment must undo the permutation, so the
@@ -111,6 +112,38 @@ check("--no-align merges the permuted model as it is (another result)", na.attrs
       and not np.allclose(na["/model/weight0"][...], ti["/model/weight0"][...], atol=1e-6))
 check("pickit: the merged model has the base architecture", mg["/model/sizes"][...].tolist() == a["/model/sizes"][...].tolist()
       and all(mg[f"/model/weight{l}"].shape == a[f"/model/weight{l}"].shape for l in range(2)))
+# PickIt = ties --trim 1, then a per-neuron scale (and shift) of the hidden
+# layer folded into its weights; the readout is untouched. The calibration
+# must bring each hidden neuron's firing rate on the calibration rows (the
+# first 64 training examples of each task) closer to the task models' mean
+# rate, measured here by an independent numpy forward pass.
+t1 = h5py.File("merged_ties1.h5", "r")
+sc, sh = mg["/calibration/scale0"][...].astype(np.float64), mg["/calibration/shift0"][...].astype(np.float64)
+fold_ok = (np.allclose(mg["/model/weight0"][...], sc[:, None] * t1["/model/weight0"][...], rtol=1e-5, atol=1e-6)
+           and np.allclose(mg["/model/bias0"][...], sc * t1["/model/bias0"][...] + sh, rtol=1e-5, atol=1e-6)
+           and np.array_equal(mg["/model/weight1"][...], t1["/model/weight1"][...]))
+check(f"pickit: ties --trim 1 with the stored per-neuron scales {sc.min():.3g}..{sc.max():.3g} folded in, readout untouched",
+      fold_ok and sc.shape == (48,) and mg.attrs["calibration"] in (b"neuron", "neuron") and mg.attrs["trim"] == 1.0
+      and h5py.File("merged_ties.h5", "r").attrs["trim"] == 0.2)
+def hidden(f, rows):  # an adapted model is its base plus its sparse delta
+    W = f["/model/weight0"][...].astype(np.float64); b = f["/model/bias0"][...].astype(np.float64)
+    if "/delta/layer0" in f:
+        W.ravel()[f["/delta/layer0/indices"][...]] += f["/delta/layer0/values"][...]
+    I = rows @ W.T + b; U = np.zeros_like(I); count = np.zeros_like(I)
+    for step in range(T):
+        V = beta * U + I; S = (V - thr > 0).astype(np.float64); U = V - thr * S; count += S
+    return (count / T).mean(0), I.mean(0), I.std(0)
+cal = {k: t[f"/tasks/{k}/train/images"][:64].reshape(64, -1).astype(np.float64) for k in ("invert", "rotate90")}
+own = [hidden(h5py.File("spe.h5", "r"), cal["invert"]), hidden(h5py.File("spe2.h5", "r"), cal["rotate90"])]
+goal = [(own[0][i] + own[1][i]) / 2 for i in range(2)]
+goal_std = np.sqrt((own[0][2] ** 2 + own[0][1] ** 2 + own[1][2] ** 2 + own[1][1] ** 2) / 2 - goal[1] ** 2)
+xs = np.vstack([cal["invert"], cal["rotate90"]])
+err = {n: np.abs(hidden(h5py.File(n, "r"), xs)[0] - goal[0]).mean() for n in ("merged_ties1.h5", "merged.h5", "merged_layer.h5")}
+check(f"pickit: per-neuron rate error {err['merged_ties1.h5']:.4f} uncalibrated -> {err['merged.h5']:.4f} (neuron), {err['merged_layer.h5']:.4f} (layer)",
+      err["merged.h5"] < 0.5 * err["merged_ties1.h5"] and err["merged.h5"] < err["merged_layer.h5"])
+_, mean_af, std_af = hidden(h5py.File("merged_affine.h5", "r"), xs)
+check("pickit --calibrate affine: each neuron's current has the task models' mean and spread",
+      np.allclose(mean_af, goal[1], atol=1e-3) and np.allclose(std_af, goal_std, rtol=1e-3, atol=1e-3))
 av = h5py.File("merged_average.h5", "r")
 d1 = h5py.File("spe.h5", "r"); d2 = h5py.File("spe2.h5", "r")
 W = a["/model/weight0"][...].astype(np.float64).ravel().copy()
@@ -121,6 +154,13 @@ inv = t["/tasks/invert/train/images"][...]; ide = t["/tasks/identity/train/image
 check("tasks: invert is 1 - x of the same examples", np.allclose(inv, 1 - ide))
 rot = t["/tasks/rotate90/train/images"][...]
 check("tasks: rotate90 is a clockwise quarter turn", np.allclose(rot[:, :, :, 0], np.rot90(ide[:, :, :, 0], k=-1, axes=(1, 2))))
+sft = t["/tasks/shift/train/images"][...][:, :, :, 0]
+check("tasks: shift moves the image 4 pixels right and down, zeros shifted in",
+      np.allclose(sft[:, 4:, 4:], ide[:, :-4, :-4, 0]) and not sft[:, :4, :].any() and not sft[:, :, :4].any())
+check("tasks: contrast is 0.5 + (x - 0.5)/3", np.allclose(t["/tasks/contrast/train/images"][...], 0.5 + (ide - 0.5) / 3, atol=1e-6))
+from scipy.ndimage import uniform_filter
+box = uniform_filter(ide[:, :, :, 0].astype(np.float64), size=(1, 5, 5), mode="constant", cval=0.0)
+check("tasks: blur is a 5x5 box filter with zero padding (scipy)", np.allclose(t["/tasks/blur/train/images"][...][:, :, :, 0], box, atol=1e-5))
 rel = t["/tasks/relabel/train/labels"][...]; idl = t["/tasks/identity/train/labels"][...]
 check("tasks: relabel is a fixed cyclic shift of the classes", len(set(((rel - idl) % 10).tolist())) == 1 and rel[0] != idl[0])
 check("eval file holds the same accuracy", abs(e.attrs["accuracy"] - float(got["accuracy"])) <= 5e-5)
@@ -203,6 +243,8 @@ expect_fail "eval with neither --data nor --task" 2 "give --data" spike-sft eval
 expect_fail "pickit of models of another architecture" 3 "another architecture" sh -c 'spike-sft -q spe -i rate.h5 --task tasks.h5:invert --epochs 1 --batch 50 -o other.h5 2>/dev/null; spike-sft pickit -i spe.h5 other.h5 --method ties -o bad.h5'
 expect_fail "pickit without --tasks" 2 "needs --tasks" spike-sft pickit -i spe.h5 spe2.h5 -o bad.h5
 expect_fail "pickit of one model" 2 "" spike-sft pickit -i spe.h5 -o bad.h5
+expect_fail "pickit --calibrate of an unknown kind" 2 "calibrate" spike-sft pickit -i spe.h5 spe2.h5 --tasks tasks.h5 --calibrate rates -o bad.h5
+expect_fail "pickit --trim 0" 2 "trim" spike-sft pickit -i spe.h5 spe2.h5 --method ties --trim 0 -o bad.h5
 "$PY" -c "
 import h5py, shutil
 shutil.copy('base.h5', 'nanmodel.h5')

@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   CLI::App* tasks_verb = cli.add_verb("tasks", "Derive adaptation tasks (rotated, inverted, permuted, noisy, relabelled) with train/test splits");
   nk::cli::App::add_input(*tasks_verb, tasks.input, "labelled images (nk-data)");
   nk::cli::App::add_output(*tasks_verb, tasks.output, tasks.no_clobber);
-  tasks_verb->add_option("--kinds", tasks.kinds, "Tasks: identity, rotate90, invert, permute, noise, relabel")->delimiter(',');
+  tasks_verb->add_option("--kinds", tasks.kinds, "Tasks: identity, rotate90, invert, permute, noise, shift, contrast, blur, relabel")->delimiter(',');
   tasks_verb->add_option("--train", tasks.train, "Training examples per task")->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   tasks_verb->add_option("--test", tasks.test, "Test examples per task")->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   tasks_verb->add_option("--noise", tasks.noise, "Standard deviation of the noise task")->check(CLI::Range(0.0, 10.0));
@@ -67,9 +67,13 @@ int main(int argc, char** argv) {
   pickit_verb->add_option("--tasks", pick.tasks, "The tasks file the models were adapted on (calibration data)");
   pickit_verb->add_option("--method", pick.method, "pickit, ties (no calibration), average or task-arithmetic")
       ->check(CLI::IsMember({"pickit", "ties", "average", "task-arithmetic"}));
-  pickit_verb->add_option("--trim", pick.trim, "Share of each delta's nonzero entries kept by TIES, in (0, 1]");
+  pickit_verb->add_option("--trim", pick.trim, "Share of each delta's nonzero entries kept before sign election, in (0, 1] (default 1 for pickit, 0.2 for ties)");
   pickit_verb->add_option("--scale", pick.scale, "Scale of the merged delta (task arithmetic: of the summed deltas)")->check(CLI::Range(0.0, 100.0));
   pickit_verb->add_option("--calibration", pick.calibration, "Calibration examples per task")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  pickit_verb->add_option("--calibrate", pick.calibrate,
+                          "PickIt's calibration: neuron (a scale per neuron matching its firing rate), affine (scale and shift per "
+                          "neuron matching its input current's mean and spread) or layer (one scale per layer)")
+      ->check(CLI::IsMember({"neuron", "affine", "layer"}));
   pickit_verb->add_flag("!--no-align", pick.align, "Merge models of another base without aligning their neurons first");
 
   spike::StatsOptions stats;

@@ -4,9 +4,10 @@
 // PickIt = alignment (each model whose base differs from the first model's
 // base gets its hidden neurons permuted to match it, by weight matching; a
 // no-op when every model shares the base, which is checked and reported),
-// interference-aware merging of the task deltas (trim to the
-// largest entries, elect a sign per weight, average the agreeing entries:
-// TIES), and spike-statistics calibration: per hidden layer, a scale of its
+// interference-aware merging of the task deltas (optionally trimmed to
+// their largest entries, a sign elected per weight, the agreeing entries
+// averaged: TIES), and spike-statistics calibration: per hidden neuron
+// (or per layer, or as an affine map of its input current), a scale of its
 // incoming weights and bias, found by bisection, makes the merged model's
 // firing rate on a small unlabelled calibration set equal the task models'
 // mean rate on their own tasks. The scales are folded into the weights, so
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
@@ -26,11 +28,134 @@ namespace spike {
 
 namespace {
 
-/// Mean firing rate of each hidden layer of 'net' on the rows of x.
-std::vector<double> firing_rates(const snn::Network& net, const snn::Matrix& x, uint64_t seed) {
+/// Per-neuron statistics of one hidden layer: firing rate (spikes per step),
+/// and the mean and second moment of the input current (per channel in a
+/// conv block, over steps, examples and positions).
+struct NeuronStats {
+  Eigen::VectorXd rate, mean, square;
+};
+
+/// The statistics of every hidden layer of 'net' over the rows of x, in
+/// batches of at most 128 rows (rate coding draws from one seeded stream, so
+/// repeated calls on one network agree).
+std::vector<NeuronStats> neuron_stats(const snn::Network& net, const snn::Matrix& x, uint64_t seed) {
+  const int64_t hidden = net.config.hidden_layers(), rows = x.rows(), batch = std::min<int64_t>(rows, 128);
+  std::vector<NeuronStats> out(static_cast<size_t>(hidden));
+  std::vector<double> spike_rows(out.size(), 0), current_rows(out.size(), 0);
+  for (int64_t h = 0; h < hidden; ++h) {
+    const int64_t n = net.config.weight_rows(h);
+    out[static_cast<size_t>(h)] = {Eigen::VectorXd::Zero(n), Eigen::VectorXd::Zero(n), Eigen::VectorXd::Zero(n)};
+  }
   nk::Rng rng(seed);
-  snn::Workspace ws(net.config, x.rows());
-  return snn::forward(net, x, nullptr, ws, &rng).rate;
+  snn::Workspace full(net.config, batch);
+  std::optional<snn::Workspace> tail;
+  for (int64_t at = 0; at < rows; at += batch) {
+    const int64_t take = std::min(batch, rows - at);
+    if (take < batch && !tail) tail.emplace(net.config, take);
+    snn::Workspace& ws = take == batch ? full : *tail;
+    snn::forward(net, x.middleRows(at, take), nullptr, ws, &rng);
+    for (int64_t h = 0; h < hidden; ++h) {
+      NeuronStats& s = out[static_cast<size_t>(h)];
+      const snn::Matrix& spikes = ws.spikes_of(h);
+      const snn::Matrix& current = ws.currents(h);
+      s.rate += spikes.colwise().sum().transpose().cast<double>();
+      s.mean += current.colwise().sum().transpose().cast<double>();
+      s.square += current.array().square().matrix().colwise().sum().transpose().cast<double>();
+      spike_rows[static_cast<size_t>(h)] += static_cast<double>(spikes.rows());
+      current_rows[static_cast<size_t>(h)] += static_cast<double>(current.rows());
+    }
+  }
+  for (size_t h = 0; h < out.size(); ++h) {
+    out[h].rate /= spike_rows[h];
+    out[h].mean /= current_rows[h];
+    out[h].square /= current_rows[h];
+  }
+  return out;
+}
+
+/// Scales neuron j of hidden layer h (row j of its incoming weights, and its
+/// bias) by scale[j] and adds shift[j] to its bias: the input current becomes
+/// scale * current + shift, at no cost at inference.
+void fold(snn::Network& net, int64_t h, const Eigen::VectorXd& scale, const Eigen::VectorXd& shift) {
+  snn::Matrix& w = net.weight[static_cast<size_t>(h)];
+  snn::Vector& b = net.bias[static_cast<size_t>(h)];
+  for (int64_t j = 0; j < w.rows(); ++j) {
+    w.row(j) *= static_cast<float>(scale[j]);
+    b[j] = static_cast<float>(scale[j] * b[j] + shift[j]);
+  }
+}
+
+/// Spike-statistics calibration of 'merged', layer by layer from the input
+/// (a layer's statistics depend on the layers below it). 'target' holds the
+/// task models' statistics (the mean over models, each on its own task's
+/// calibration rows). Returns the scale (and shift) folded into each layer's
+/// neurons.
+struct Calibration {
+  std::vector<Eigen::VectorXd> scale, shift;
+};
+Calibration calibrate(snn::Network& merged, const snn::Matrix& x, const std::vector<NeuronStats>& target, const std::string& mode,
+                      uint64_t seed) {
+  Calibration result;
+  for (size_t h = 0; h < target.size(); ++h) {
+    const auto layer = static_cast<int64_t>(h);
+    const int64_t n = merged.config.weight_rows(layer);
+    const snn::Matrix w0 = merged.weight[h];
+    const snn::Vector b0 = merged.bias[h];
+    const NeuronStats before = neuron_stats(merged, x, seed)[h];
+    Eigen::VectorXd scale = Eigen::VectorXd::Ones(n), shift = Eigen::VectorXd::Zero(n);
+    auto rates_at = [&](const Eigen::VectorXd& alpha) {
+      merged.weight[h] = w0;
+      merged.bias[h] = b0;
+      fold(merged, layer, alpha, Eigen::VectorXd::Zero(n));
+      return neuron_stats(merged, x, seed)[h].rate;
+    };
+    if (mode == "affine") {
+      // Match each neuron's current mean and spread to the task models'.
+      for (int64_t j = 0; j < n; ++j) {
+        const double var = std::max(0.0, before.square[j] - before.mean[j] * before.mean[j]);
+        const double want = std::max(0.0, target[h].square[j] - target[h].mean[j] * target[h].mean[j]);
+        scale[j] = var > 1e-12 ? std::sqrt(want / var) : 1.0;
+        shift[j] = target[h].mean[j] - scale[j] * before.mean[j];
+      }
+      fold(merged, layer, scale, shift);
+    } else if (mode == "layer") {
+      // One scale for the layer; its mean rate grows with it.
+      const double goal = target[h].rate.mean();
+      double lo = 0.0, hi = 8.0;
+      for (int iteration = 0; iteration < 30; ++iteration) {
+        const double mid = 0.5 * (lo + hi);
+        (rates_at(Eigen::VectorXd::Constant(n, mid)).mean() < goal ? lo : hi) = mid;
+      }
+      scale.setConstant(0.5 * (lo + hi));
+      rates_at(scale);
+    } else {
+      // One scale per neuron: a neuron's rate depends on its own scale only
+      // (no connections within a layer) and grows with it, so all neurons
+      // are bisected at once, one pass over the calibration set per step.
+      Eigen::VectorXd lo = Eigen::VectorXd::Zero(n), hi = Eigen::VectorXd::Constant(n, 8.0);
+      for (int iteration = 0; iteration < 30; ++iteration) {
+        const Eigen::VectorXd mid = 0.5 * (lo + hi);
+        const Eigen::VectorXd rate = rates_at(mid);
+        for (int64_t j = 0; j < n; ++j) (rate[j] < target[h].rate[j] ? lo[j] : hi[j]) = mid[j];
+      }
+      scale = 0.5 * (lo + hi);
+      // Rates are step functions of the scale: a neuron whose rate was as
+      // close to the target unscaled (silent in both, say) keeps scale 1.
+      const Eigen::VectorXd reached = rates_at(scale);
+      for (int64_t j = 0; j < n; ++j) {
+        if (std::abs(before.rate[j] - target[h].rate[j]) <= std::abs(reached[j] - target[h].rate[j])) scale[j] = 1.0;
+      }
+      rates_at(scale);
+    }
+    const NeuronStats after = neuron_stats(merged, x, seed)[h];
+    spdlog::info("layer {}: firing rate {:.4f} -> {:.4f} (task models: {:.4f}); per-neuron rate error {:.4f} -> {:.4f}; {} calibration, "
+                 "scales {:.3g}..{:.3g}",
+                 h, before.rate.mean(), after.rate.mean(), target[h].rate.mean(), (before.rate - target[h].rate).cwiseAbs().mean(),
+                 (after.rate - target[h].rate).cwiseAbs().mean(), mode, scale.minCoeff(), scale.maxCoeff());
+    result.scale.push_back(scale);
+    result.shift.push_back(shift);
+  }
+  return result;
 }
 
 bool same_weights(const snn::Network& a, const snn::Network& b) {
@@ -45,7 +170,11 @@ bool same_weights(const snn::Network& a, const snn::Network& b) {
 
 void pickit(const PickitOptions& o) {
   if (o.inputs.size() < 2) throw nk::usage_error("pickit merges at least two adapted models");
-  if (!(o.trim > 0 && o.trim <= 1)) throw nk::usage_error("--trim must lie in (0, 1]");
+  // SPE deltas are already sparse (q of each layer): PickIt keeps all of
+  // their entries and lets sign election and calibration handle
+  // interference; TIES keeps its published 20% of dense deltas.
+  const double trim = o.trim.value_or(o.method == "pickit" ? 1.0 : 0.2);
+  if (!(trim > 0 && trim <= 1)) throw nk::usage_error("--trim must lie in (0, 1]");
   if (o.method == "pickit" && o.tasks.empty())
     throw nk::usage_error("pickit needs --tasks FILE (the tasks the models were adapted to) for calibration");
   // Base and task models. Each model's task delta is taken against its own
@@ -97,7 +226,8 @@ void pickit(const PickitOptions& o) {
       merged.bias[L] += factor * bias_sum;
       continue;
     }
-    // TIES: trim each delta to its largest 'trim' share of nonzero entries,
+    // TIES: trim each delta to its largest 'trim' share of nonzero entries
+    // (a trim of 1 keeps them all),
     // elect the sign of the summed trimmed deltas, average the agreeing ones.
     for (snn::Matrix& d : delta) {
       std::vector<float> magnitude;
@@ -105,7 +235,7 @@ void pickit(const PickitOptions& o) {
         if (d.data()[e] != 0.0f) magnitude.push_back(std::abs(d.data()[e]));
       }
       if (magnitude.empty()) continue;
-      const auto keep = static_cast<size_t>(std::max<double>(1.0, std::ceil(o.trim * static_cast<double>(magnitude.size()))));
+      const auto keep = static_cast<size_t>(std::max<double>(1.0, std::ceil(trim * static_cast<double>(magnitude.size()))));
       std::nth_element(magnitude.begin(), magnitude.begin() + static_cast<std::ptrdiff_t>(keep - 1), magnitude.end(), std::greater<>());
       const float cutoff = magnitude[keep - 1];
       for (int64_t e = 0; e < n; ++e) {
@@ -127,10 +257,12 @@ void pickit(const PickitOptions& o) {
     merged.bias[L] += (static_cast<float>(o.scale) / static_cast<float>(k)) * bias_sum;
   }
   // Spike-statistics calibration (pickit only).
-  std::vector<double> scales(static_cast<size_t>(base.config.hidden_layers()), 1.0);
+  Calibration calibration;
   if (o.method == "pickit") {
     if (o.tasks.empty()) throw nk::usage_error("pickit needs --tasks FILE (the tasks the models were adapted to) for calibration");
-    // Calibration rows: the first examples of each task's training split (labels unused).
+    // Calibration rows: the first examples of each task's training split
+    // (labels unused); the target is the mean over the task models of their
+    // statistics on their own task's rows.
     std::vector<snn::Matrix> own;
     int64_t rows = 0;
     for (int64_t m = 0; m < k; ++m) {
@@ -141,43 +273,41 @@ void pickit(const PickitOptions& o) {
       own.push_back(task.train.x.topRows(take));
       rows += take;
     }
-    snn::Matrix calibration(rows, base.config.sizes.front());
+    snn::Matrix x(rows, base.config.sizes.front());
+    std::vector<NeuronStats> target;
     int64_t at = 0;
-    std::vector<double> target(scales.size(), 0.0);
     for (int64_t m = 0; m < k; ++m) {
-      calibration.middleRows(at, own[static_cast<size_t>(m)].rows()) = own[static_cast<size_t>(m)];
-      at += own[static_cast<size_t>(m)].rows();
-      const std::vector<double> rate = firing_rates(models[static_cast<size_t>(m)], own[static_cast<size_t>(m)], o.seed);
-      for (size_t h = 0; h < target.size(); ++h) target[h] += rate[h] / static_cast<double>(k);
-    }
-    // Layer by layer: the rate of layer h depends on the scales of layers <= h.
-    for (size_t h = 0; h < scales.size(); ++h) {
-      const snn::Matrix w0 = merged.weight[h];
-      const snn::Vector b0 = merged.bias[h];
-      auto rate_at = [&](double alpha) {
-        merged.weight[h] = w0 * static_cast<float>(alpha);
-        merged.bias[h] = b0 * static_cast<float>(alpha);
-        return firing_rates(merged, calibration, o.seed)[h];
-      };
-      double lo = 0.25, hi = 4.0;  // the rate grows with the scale
-      if (rate_at(lo) > target[h]) hi = lo, lo = 0.0;
-      if (rate_at(hi) < target[h]) lo = hi, hi = 16.0;
-      for (int iteration = 0; iteration < 30; ++iteration) {
-        const double mid = 0.5 * (lo + hi);
-        (rate_at(mid) < target[h] ? lo : hi) = mid;
+      const snn::Matrix& mine = own[static_cast<size_t>(m)];
+      x.middleRows(at, mine.rows()) = mine;
+      at += mine.rows();
+      const std::vector<NeuronStats> stats = neuron_stats(models[static_cast<size_t>(m)], mine, o.seed);
+      if (target.empty()) {
+        target = stats;
+        for (NeuronStats& s : target) s.rate.setZero(), s.mean.setZero(), s.square.setZero();
       }
-      scales[h] = 0.5 * (lo + hi);
-      const double achieved = rate_at(scales[h]);
-      spdlog::info("layer {}: firing rate {:.4f} -> {:.4f} (task models: {:.4f}), scale {:.4f}", h, rate_at(1.0), achieved, target[h], scales[h]);
-      rate_at(scales[h]);  // leave the chosen scale folded in
+      for (size_t h = 0; h < stats.size(); ++h) {
+        target[h].rate += stats[h].rate / static_cast<double>(k);
+        target[h].mean += stats[h].mean / static_cast<double>(k);
+        target[h].square += stats[h].square / static_cast<double>(k);
+      }
     }
+    calibration = calibrate(merged, x, target, o.calibrate, o.seed);
   }
   nk::h5::Writer out(o.output, kModelSchema, o.no_clobber);
   write_model(out, merged, {});
   out.attr("/", "merge_method", o.method);
   out.attr("/", "merged_models", k);
   out.attr("/", "aligned_models", aligned);
-  out.write("/calibration_scale", scales.data(), {static_cast<int64_t>(scales.size())}, "layer");
+  if (o.method == "pickit" || o.method == "ties") out.attr("/", "trim", trim);
+  if (o.method == "pickit") {
+    out.attr("/", "calibration", o.calibrate);
+    for (size_t h = 0; h < calibration.scale.size(); ++h) {
+      const std::vector<float> scale(calibration.scale[h].begin(), calibration.scale[h].end());
+      const std::vector<float> shift(calibration.shift[h].begin(), calibration.shift[h].end());
+      out.write("/calibration/scale" + std::to_string(h), scale.data(), {static_cast<int64_t>(scale.size())}, "neuron");
+      out.write("/calibration/shift" + std::to_string(h), shift.data(), {static_cast<int64_t>(shift.size())}, "neuron");
+    }
+  }
   out.commit();
   spdlog::info("merged {} models ({}); the result has the base architecture, {} parameters", k, o.method, base.config.parameter_count());
 }

@@ -98,6 +98,12 @@ class Workspace {
   int64_t batch() const { return batch_; }
   /// Activation bytes held for BPTT (potentials and spikes of all T steps).
   int64_t activation_bytes() const;
+  /// After forward(): hidden layer h's input currents and spikes, one column
+  /// per neuron (per channel in a conv block), rows over steps and examples
+  /// (and positions); with direct coding the first layer's currents have one
+  /// row per example (the same at every step).
+  const Matrix& currents(int64_t h) const { return current[static_cast<size_t>(h)]; }
+  const Matrix& spikes_of(int64_t h) const { return spikes[static_cast<size_t>(h)]; }
 
  private:
   friend BatchStats forward(const Network&, const Matrix&, const int64_t*, Workspace&, nk::Rng*);

@@ -3,6 +3,7 @@
 // build on these.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -95,9 +96,10 @@ struct PickitOptions {
   std::string tasks, output = "-";
   bool no_clobber = false;
   std::string method = "pickit";  ///< pickit | ties | average | task-arithmetic
-  double trim = 0.2;              ///< TIES: share of each delta's nonzero entries kept
+  std::optional<double> trim;     ///< share of each delta's nonzero entries kept (default: 1 for pickit, 0.2 for ties)
   double scale = 1.0;             ///< lambda for ties/pickit and task arithmetic
   int64_t calibration = 256;      ///< calibration examples per task
+  std::string calibrate = "neuron";  ///< neuron | affine | layer: what the spike-statistics calibration adjusts
   bool align = true;              ///< permute the neurons of models of another base to match the first
   uint64_t seed = 0;
 };

@@ -15,7 +15,7 @@ namespace spike {
 
 namespace {
 
-const std::vector<std::string> kKinds = {"identity", "rotate90", "invert", "permute", "noise", "relabel"};
+const std::vector<std::string> kKinds = {"identity", "rotate90", "invert", "permute", "noise", "relabel", "shift", "contrast", "blur"};
 
 /// Applies task 'kind' to example x (H, W, C laid out row-major) in place.
 void transform(const std::string& kind, const std::vector<int64_t>& shape, const std::vector<int64_t>& pixel_order,
@@ -31,6 +31,28 @@ void transform(const std::string& kind, const std::vector<int64_t>& shape, const
     for (int64_t i = 0; i < h; ++i)
       for (int64_t j = 0; j < w; ++j)
         for (int64_t k = 0; k < c; ++k) x[(i * w + j) * c + k] = scratch[static_cast<size_t>(((h - 1 - j) * w + i) * c + k)];
+  } else if (kind == "shift") {  // moved 4 pixels right and down, zeros shifted in
+    scratch.assign(x, x + n);
+    constexpr int64_t s = 4;
+    for (int64_t i = 0; i < h; ++i)
+      for (int64_t j = 0; j < w; ++j)
+        for (int64_t k = 0; k < c; ++k)
+          x[(i * w + j) * c + k] = (i >= s && j >= s) ? scratch[static_cast<size_t>(((i - s) * w + j - s) * c + k)] : 0.0f;
+  } else if (kind == "contrast") {  // a third of the contrast, around mid-grey
+    for (int64_t i = 0; i < n; ++i) x[i] = 0.5f + (x[i] - 0.5f) / 3.0f;
+  } else if (kind == "blur") {  // 5x5 box blur (zero padding)
+    scratch.assign(x, x + n);
+    for (int64_t i = 0; i < h; ++i)
+      for (int64_t j = 0; j < w; ++j)
+        for (int64_t k = 0; k < c; ++k) {
+          float sum = 0;
+          for (int64_t di = -2; di <= 2; ++di)
+            for (int64_t dj = -2; dj <= 2; ++dj) {
+              const int64_t y = i + di, z = j + dj;
+              if (y >= 0 && y < h && z >= 0 && z < w) sum += scratch[static_cast<size_t>((y * w + z) * c + k)];
+            }
+          x[(i * w + j) * c + k] = sum / 25.0f;
+        }
   } else if (kind == "permute") {
     scratch.assign(x, x + n);
     for (int64_t p = 0; p < h * w; ++p)
@@ -43,7 +65,7 @@ void transform(const std::string& kind, const std::vector<int64_t>& shape, const
 void tasks(const TasksOptions& o) {
   for (const std::string& kind : o.kinds) {
     if (std::find(kKinds.begin(), kKinds.end(), kind) == kKinds.end()) {
-      throw nk::usage_error("--kinds: unknown task '" + kind + "' (identity, rotate90, invert, permute, noise, relabel)");
+      throw nk::usage_error("--kinds: unknown task '" + kind + "' (identity, rotate90, invert, permute, noise, relabel, shift, contrast, blur)");
     }
   }
   const Dataset all = read_dataset(o.input);

@@ -7,10 +7,12 @@
 # mask and a large-magnitude mask of the same size; 3 epochs each, SEEDS
 # seeds (default "1 2 3"), and LoRA adapters of the same parameter budget. Reported: test accuracy (mean over seeds), time
 # per epoch, and trainable-state bytes (gradients + Adam moments + indices).
-# Then Stage 2: the SPE models of the first seed merged by weight averaging,
-# task arithmetic, TIES (trim, sign election, disjoint mean) and PickIt (TIES
-# + spike-rate calibration), each evaluated on every task. Last, conv.sh: SPE
-# and its baselines on a conv-LIF-pool network.
+# Then Stage 2: each seed's SPE models merged by weight averaging, task
+# arithmetic, TIES (trim, sign election, disjoint mean) and PickIt (sign
+# election + per-neuron spike-rate calibration), each evaluated on every
+# task; the same on four degradations of the images (noise, shift, contrast,
+# blur), which merge better. Last, conv.sh: SPE and its baselines on a
+# conv-LIF-pool network.
 set -euo pipefail
 bin=$(cd "$1" && pwd)
 export PATH="$bin:$PATH"
@@ -32,7 +34,7 @@ for task in $taskset; do
     sum=0 secs=0 n=0
     for seed in $seeds; do
       spike-sft -q --seed "$seed" spe -i "$work/base.h5" --task "$work/tasks.h5:$task" --method "$method" -o "$work/a.h5"
-      [ "$method" = spe ] && [ "$seed" = "$(echo $seeds | cut -d' ' -f1)" ] && cp "$work/a.h5" "$work/spe_$task.h5"
+      [ "$method" = spe ] && cp "$work/a.h5" "$work/spe_${task}_s$seed.h5"
       sum=$(awk -v a="$sum" -v b="$(attr "$work/a.h5" test_accuracy)" 'BEGIN{print a+b}')
       secs=$(awk -v a="$secs" -v b="$(attr "$work/a.h5" epoch_seconds)" 'BEGIN{print a+b}')
       n=$((n + 1))
@@ -45,28 +47,79 @@ for task in $taskset; do
 done
 echo "goals: q = 5%: state <= 10% of full, time/epoch <= 70% of full, accuracy within 2 points of full; SPE above random and large masks"
 
-# Stage 2: merge the SPE models of the first seed into one model; accuracy of
-# the merged model on each task's test split, and the mean.
-echo
-printf '%-16s |' merge; for task in $taskset; do printf ' %9s' "$task"; done; printf ' | %7s\n' mean
-models=$(for task in $taskset; do printf '%s ' "$work/spe_$task.h5"; done)
-for method in average task-arithmetic ties pickit; do
-  scale=1; [ "$method" = task-arithmetic ] && scale=0.5
-  spike-sft -q pickit -i $models --tasks "$work/tasks.h5" --method "$method" --scale "$scale" -o "$work/merged.h5"
-  printf '%-16s |' "$method"; sum=0
-  for task in $taskset; do
-    acc=$(spike-sft -q eval -i "$work/merged.h5" --task "$work/tasks.h5:$task" | awk -F'\t' '$1=="accuracy"{print $2}')
+# Stage 2: for each seed, the SPE models of the four tasks merged into one
+# model, by every baseline over its usual settings (weight averaging; task
+# arithmetic with lambda 0.3, 0.5, 0.7, 1; TIES with trim 0.2 and 1) and by
+# PickIt (default: per-neuron calibration; also per-layer and affine), each
+# evaluated on every task's test split. Per row: accuracy per task (mean over
+# seeds), the mean over tasks for each seed, and its mean over seeds. The goal
+# compares PickIt's default with the best baseline row.
+merge_table() {  # merge_table TASKS_FILE MODEL_PREFIX "TASK ..."
+  local tasks_file=$1 prefix=$2 set=$3 rows="$work/rows.tsv"
+  : > "$rows"
+  printf '%-24s |' merge; for task in $set; do printf ' %9s' "$task"; done
+  for seed in $seeds; do printf ' %8s' "seed $seed"; done; printf ' | %7s\n' mean
+  while IFS='|' read -r label kind args; do
+    local line="" means=""
+    for seed in $seeds; do
+      local models="" sum=0
+      for task in $set; do models="$models ${prefix}_${task}_s$seed.h5"; done
+      # shellcheck disable=SC2086
+      spike-sft -q pickit -i $models --tasks "$tasks_file" $args -o "$work/merged.h5"
+      for task in $set; do
+        acc=$(spike-sft -q eval -i "$work/merged.h5" --task "$tasks_file:$task" | awk -F'\t' '$1=="accuracy"{print $2}')
+        line="$line $task=$acc"; sum=$(awk -v a="$sum" -v b="$acc" 'BEGIN{print a+b}')
+      done
+      means="$means $(awk -v s="$sum" -v n="$(echo $set | wc -w)" 'BEGIN{print s/n}')"
+    done
+    awk -v label="$label" -v kind="$kind" -v line="$line" -v means="$means" -v set="$set" -v rows="$rows" 'BEGIN {
+      ns = split(means, m, " "); nt = split(set, t, " "); nl = split(line, l, " ")
+      for (i = 1; i <= nl; i++) { split(l[i], kv, "="); acc[kv[1]] += kv[2] / ns }
+      printf "%-24s |", label; for (i = 1; i <= nt; i++) printf " %8.2f%%", 100 * acc[t[i]]
+      total = 0; for (i = 1; i <= ns; i++) { printf " %7.2f%%", 100 * m[i]; total += m[i] / ns }
+      printf " | %6.2f%%\n", 100 * total
+      printf "%s\t%s\t%.4f\n", kind, label, 100 * total >> rows }'
+  done <<'METHODS'
+average|baseline|--method average
+task arithmetic 0.3|baseline|--method task-arithmetic --scale 0.3
+task arithmetic 0.5|baseline|--method task-arithmetic --scale 0.5
+task arithmetic 0.7|baseline|--method task-arithmetic --scale 0.7
+task arithmetic 1|baseline|--method task-arithmetic --scale 1
+TIES trim 0.2|baseline|--method ties --trim 0.2
+TIES trim 1|baseline|--method ties --trim 1
+PickIt (layer)|variant|--calibrate layer
+PickIt (affine)|variant|--calibrate affine
+PickIt|pickit|
+METHODS
+  printf '%-24s |' "own SPE models"; sum=0
+  for task in $set; do
+    acc=0
+    for seed in $seeds; do
+      a=$(spike-sft -q eval -i "${prefix}_${task}_s$seed.h5" --task "$tasks_file:$task" | awk -F'\t' '$1=="accuracy"{print $2}')
+      acc=$(awk -v a="$acc" -v b="$a" -v n="$(echo $seeds | wc -w)" 'BEGIN{print a+b/n}')
+    done
     printf ' %8.2f%%' "$(awk -v a="$acc" 'BEGIN{print 100*a}')"; sum=$(awk -v a="$sum" -v b="$acc" 'BEGIN{print a+b}')
   done
-  awk -v s="$sum" -v n="$(echo $taskset | wc -w)" 'BEGIN{printf " | %6.2f%%\n", 100*s/n}'
+  awk -v s="$sum" -v n="$(echo $set | wc -w)" 'BEGIN{printf " (mean %.2f%%)\n", 100*s/n}'
+  awk -F'\t' '$1=="baseline" && $3>best {best=$3; name=$2} $1=="pickit" {ours=$3}
+    END {printf "PickIt %.2f%% against the best baseline, %s, %.2f%%: %+.2f points (goal: at least +1)\n", ours, name, best, ours-best}' "$rows"
+}
+echo
+echo "merging the SPE models of $taskset (tasks that conflict: rotated, inverted, permuted inputs, relabelled classes):"
+merge_table "$work/tasks.h5" "$work/spe" "$taskset"
+
+# The same on four degradations of the same images (noise, shift, low
+# contrast, blur): SPE models of each seed, merged as above.
+compatible=${MERGE_TASKS:-"noise shift contrast blur"}
+spike-sft -q --seed 1 tasks -i "$work/train.h5" --kinds "$(echo $compatible | tr ' ' ',')" -o "$work/tasks2.h5"
+for task in $compatible; do
+  for seed in $seeds; do
+    spike-sft -q --seed "$seed" spe -i "$work/base.h5" --task "$work/tasks2.h5:$task" -o "$work/deg_${task}_s$seed.h5"
+  done
 done
-printf '%-16s |' "own SPE models"; sum=0
-for task in $taskset; do
-  acc=$(spike-sft -q eval -i "$work/spe_$task.h5" --task "$work/tasks.h5:$task" | awk -F'\t' '$1=="accuracy"{print $2}')
-  printf ' %8.2f%%' "$(awk -v a="$acc" 'BEGIN{print 100*a}')"; sum=$(awk -v a="$sum" -v b="$acc" 'BEGIN{print a+b}')
-done
-awk -v s="$sum" -v n="$(echo $taskset | wc -w)" 'BEGIN{printf " | %6.2f%%\n", 100*s/n}'
-echo "goal: PickIt's mean at least 1 point above the best merging baseline"
+echo
+echo "merging the SPE models of $compatible (degradations of the same images):"
+merge_table "$work/tasks2.h5" "$work/deg" "$compatible"
 
 # Training throughput against the same network in PyTorch (Debian's
 # python3-torch; `make -f Makefile.dist bench` installs it), 2 threads each,
