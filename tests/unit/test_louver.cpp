@@ -112,6 +112,57 @@ std::vector<double> topk_thresholds(const HeadIndex& head, const std::vector<flo
   return t;
 }
 
+/// Keys and queries where the norm test of the late dimensions decides:
+/// d = 24 in S = 8 subspaces of 3; the first four have the widest
+/// coordinates, so they are the warm ones and R is dimensions 12..23.
+/// Integer coordinates; for each query, keys whose R part is a positive
+/// multiple of q_R (Cauchy-Schwarz is tight there), and T at the exact
+/// score of one of them.
+struct NormCase {
+  int64_t dims = 24, queries_count = 40;
+  IndexParams params;
+  std::vector<float> keys, queries;
+  std::vector<int64_t> tight;  ///< per query, the first of its three parallel keys
+  std::vector<double> thresholds;
+};
+
+NormCase norm_case() {
+  NormCase out;
+  const int64_t dims = out.dims, queries_count = out.queries_count;
+  out.params.subspaces = 8;
+  out.params.leaf_size = 8;
+  std::vector<float>& keys = out.keys;
+  std::vector<float>& queries = out.queries;
+  std::vector<int64_t>& tight = out.tight;
+  nk::Rng rng(23);
+  auto random_key = [&] {
+    std::vector<float> k;
+    for (int64_t j = 0; j < dims; ++j) {
+      const int range = j < 12 ? 20 - static_cast<int>(j / 3) : 4;
+      k.push_back(static_cast<float>(static_cast<int>(rng.below(static_cast<uint64_t>(2 * range + 1))) - range));
+    }
+    return k;
+  };
+  for (int64_t i = 0; i < 1500; ++i) {
+    const std::vector<float> k = random_key();
+    keys.insert(keys.end(), k.begin(), k.end());
+  }
+  for (int64_t m = 0; m < queries_count; ++m)
+    for (int64_t j = 0; j < dims; ++j) queries.push_back(static_cast<float>(static_cast<int>(rng.below(7)) - 3));
+  for (int64_t m = 0; m < queries_count; ++m) {
+    tight.push_back(static_cast<int64_t>(keys.size()) / dims);
+    for (int c = 1; c <= 3; ++c) {
+      std::vector<float> k = random_key();
+      for (int64_t j = 12; j < dims; ++j) k[static_cast<size_t>(j)] = static_cast<float>(c) * queries[static_cast<size_t>(m * dims + j)];
+      keys.insert(keys.end(), k.begin(), k.end());
+    }
+  }
+  for (int64_t m = 0; m < queries_count; ++m) {
+    out.thresholds.push_back(exact_score(queries.data() + m * dims, keys.data() + (tight[static_cast<size_t>(m)] + m % 3) * dims, dims));
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_SUITE("louver") {
@@ -192,40 +243,12 @@ TEST_SUITE("louver") {
   }
 
   TEST_CASE("the norm test of the late dimensions: upper bounds, exact when tight, and caught when unsafe") {
-    // d = 24 in S = 8 subspaces of 3; the first four have the widest
-    // coordinates, so they are the warm ones and R is dimensions 12..23.
-    // Integer coordinates; for each query, keys whose R part is a positive
-    // multiple of q_R (Cauchy-Schwarz is tight there) and T at the exact
-    // score of one of them.
-    const int64_t dims = 24, queries_count = 40;
-    IndexParams params;
-    params.subspaces = 8;
-    params.leaf_size = 8;
-    nk::Rng rng(23);
-    auto random_key = [&] {
-      std::vector<float> k;
-      for (int64_t j = 0; j < dims; ++j) {
-        const int range = j < 12 ? 20 - static_cast<int>(j / 3) : 4;
-        k.push_back(static_cast<float>(static_cast<int>(rng.below(static_cast<uint64_t>(2 * range + 1))) - range));
-      }
-      return k;
-    };
-    std::vector<float> keys, queries;
-    for (int64_t i = 0; i < 1500; ++i) {
-      const std::vector<float> k = random_key();
-      keys.insert(keys.end(), k.begin(), k.end());
-    }
-    for (int64_t m = 0; m < queries_count; ++m)
-      for (int64_t j = 0; j < dims; ++j) queries.push_back(static_cast<float>(static_cast<int>(rng.below(7)) - 3));
-    std::vector<int64_t> tight;  // per query, the first of its three parallel keys
-    for (int64_t m = 0; m < queries_count; ++m) {
-      tight.push_back(static_cast<int64_t>(keys.size()) / dims);
-      for (int c = 1; c <= 3; ++c) {
-        std::vector<float> k = random_key();
-        for (int64_t j = 12; j < dims; ++j) k[static_cast<size_t>(j)] = static_cast<float>(c) * queries[static_cast<size_t>(m * dims + j)];
-        keys.insert(keys.end(), k.begin(), k.end());
-      }
-    }
+    const NormCase data = norm_case();
+    const int64_t dims = data.dims, queries_count = data.queries_count;
+    const IndexParams& params = data.params;
+    const std::vector<float>& keys = data.keys;
+    const std::vector<float>& queries = data.queries;
+    const std::vector<double>& thresholds = data.thresholds;
     HeadIndex head = make_head(keys, dims, params);
     const Subspaces sub = Subspaces::split(dims, params.subspaces);
     REQUIRE(head.warm == 4);
@@ -243,13 +266,11 @@ TEST_SUITE("louver") {
       for (int64_t j : late_dims) squares += std::pow(static_cast<long double>(head.keys[static_cast<size_t>(i * dims + j)]), 2);
       REQUIRE(static_cast<long double>(head.rest_norm[static_cast<size_t>(i)]) >= std::sqrt(squares));
     }
-    std::vector<double> thresholds;
     for (int64_t m = 0; m < queries_count; ++m) {
       const float* q = queries.data() + m * dims;
       long double squares = 0;
       for (int64_t j : late_dims) squares += std::pow(static_cast<long double>(q[j]), 2);
       CHECK(static_cast<long double>(prepare_query(head, sub, q, 0.0).rest_q_norm) >= std::sqrt(squares));
-      thresholds.push_back(exact_score(q, head.keys.data() + (tight[static_cast<size_t>(m)] + m % 3) * dims, dims));
     }
     CHECK(mismatches(head, params, dims, queries, thresholds) == 0);
     // The test prunes: the keys scanned are fewer than without it.
@@ -388,5 +409,29 @@ TEST_SUITE("louver") {
       }
       CHECK(incomplete == 0);
     }
+  }
+
+  TEST_CASE("CUDA search applies the norm test as the CPU does (same hits and scanned counts, and it prunes)") {
+    if (!nk::test::cuda_or_skip()) return;
+    const NormCase data = norm_case();
+    HeadIndex head = make_head(data.keys, data.dims, data.params);
+    const Subspaces sub = Subspaces::split(data.dims, data.params.subspaces);
+    auto scanned_alike = [&](int64_t& scanned) {
+      const std::vector<SearchResult> gpu = search_cuda(head, sub, data.queries.data(), data.queries_count, data.thresholds.data(), false);
+      REQUIRE(gpu.size() == static_cast<size_t>(data.queries_count));
+      int64_t differ = 0;
+      scanned = 0;
+      for (int64_t m = 0; m < data.queries_count; ++m) {
+        const SearchResult cpu = search(head, sub, data.queries.data() + m * data.dims, data.thresholds[static_cast<size_t>(m)]);
+        differ += !identical(gpu[static_cast<size_t>(m)], cpu, true);
+        scanned += gpu[static_cast<size_t>(m)].scanned;
+      }
+      return differ;
+    };
+    int64_t scanned = 0, scanned_without = 0;
+    CHECK(scanned_alike(scanned) == 0);
+    std::fill(head.rest_norm.begin(), head.rest_norm.end(), 1e30f);  // the norm test off
+    CHECK(scanned_alike(scanned_without) == 0);
+    CHECK(scanned < scanned_without);
   }
 }

@@ -316,12 +316,18 @@ const Keep keep_alive = keep_scalar;
 const KeepNorm keep_norm = keep_norm_scalar;
 #endif
 
-/// The largest float f such that a partial bound b < f has b + rest < bar
-/// in double (so the key's full bound is provably below the cut).
+/// A float f such that a partial bound b < f has b + rest < bar in double
+/// (so the key's full bound is provably below the cut): the largest float
+/// not above bar - rest, and with rest = 0 the smallest float not below
+/// bar, so that b < f exactly when b < bar (the GPU kernel's test).
 float drop_floor(double bar, double rest) {
   const double at = bar - rest;
   float f = static_cast<float>(at);
-  if (static_cast<double>(f) > at) f = std::nextafter(f, -INFINITY);
+  if (rest == 0.0) {
+    if (static_cast<double>(f) < at) f = std::nextafter(f, INFINITY);
+  } else if (static_cast<double>(f) > at) {
+    f = std::nextafter(f, -INFINITY);
+  }
   return f;
 }
 
