@@ -16,6 +16,7 @@ check "eval of the rate-coded model" spike-sft -q eval -i rate.h5 --data fm.h5
 check "tasks (all kinds)" spike-sft -q --seed 2 tasks -i fm.h5 --kinds identity,rotate90,invert,permute,noise,shift,contrast,blur,relabel --train 400 --test 200 -o tasks.h5
 check "spe with a fixed mask (no re-selection, no shrinkage)" spike-sft -q --seed 3 spe -i base.h5 --task tasks.h5:invert --fraction 0.05 --epochs 2 --batch 50 --reselect-every 0 --low-rank 0 -o spe.h5
 check "spe with re-selection and shrinkage" spike-sft -q spe -i base.h5 --task tasks.h5:rotate90 --epochs 2 --batch 50 -o spe2.h5
+check "spe --no-base-cache (the first layer's currents computed densely)" spike-sft -q --seed 3 spe -i base.h5 --task tasks.h5:invert --fraction 0.05 --epochs 2 --batch 50 --reselect-every 0 --low-rank 0 --no-base-cache -o spe_dense.h5
 check "baselines: full, random, large, lora" sh -c 'for m in full random large lora; do spike-sft -q spe -i base.h5 --task tasks.h5:invert --method $m --epochs 1 --batch 50 -o base_$m.h5 || exit 1; done'
 check "eval of an adapted model on a task" spike-sft -q eval -i spe.h5 --task tasks.h5:invert -o spe_eval.h5
 check "pickit merges two adapted models" spike-sft -q pickit -i spe.h5 spe2.h5 --tasks tasks.h5 --calibration 64 -o merged.h5
@@ -88,6 +89,11 @@ for l in range(2):
 check("spe: only the smallest-|w| 5% of each layer changed", ok_mask)
 lo = h5py.File("base_lora.h5", "r")
 check(f"lora: trainable state {lo.attrs['trainable_state_bytes']} bytes <= 10% of full's", lo.attrs["trainable_state_bytes"] <= 0.1 * h5py.File("base_full.h5", "r").attrs["trainable_state_bytes"])
+nc = h5py.File("spe_dense.h5", "r")
+check(f"spe's base-current cache: 400 examples x 48 units x 4 bytes ({a.attrs['base_cache_bytes']}); none with --no-base-cache or for full",
+      a.attrs["base_cache_bytes"] == 400 * 48 * 4 and nc.attrs["base_cache_bytes"] == 0 and h5py.File("base_full.h5", "r").attrs["base_cache_bytes"] == 0)
+check("the cache changes only rounding: the same entries moved, accuracy within 5 points",
+      np.array_equal(a["/delta/layer0/indices"][...], nc["/delta/layer0/indices"][...]) and abs(a.attrs["test_accuracy"] - nc.attrs["test_accuracy"]) <= 0.05)
 check(f"spe: trainable state {a.attrs['trainable_state_bytes']} bytes <= 10% of full's {h5py.File('base_full.h5','r').attrs['trainable_state_bytes']}",
       a.attrs["trainable_state_bytes"] <= 0.1 * h5py.File("base_full.h5", "r").attrs["trainable_state_bytes"])
 xt = t["/tasks/invert/test/images"][...].reshape(200, -1).astype(np.float64); yt = t["/tasks/invert/test/labels"][...]

@@ -12,6 +12,7 @@
 #include "snn.hpp"
 #include "spike_sft.hpp"
 #include "align.hpp"
+#include "base_currents.hpp"
 
 using namespace snn;
 
@@ -99,6 +100,65 @@ TEST_SUITE("spike") {
       }
       CHECK(worst < 1e-5);
     }
+  }
+
+  TEST_CASE("cached base currents plus the sparse or low-rank delta equal the dense first layer, and forward takes them") {
+    Config c;
+    c.sizes = {40, 24, 5};
+    c.steps = 4;
+    nk::Rng rng(31);
+    const Network base = Network::init(c, rng);
+    const Matrix examples = random_inputs(50, 40, rng);
+    spike::BaseCurrents cache(base, examples);
+    CHECK(cache.bytes() == 50 * 24 * 4);
+    // A sparse delta: the mask (every 7th entry, some still unmoved) and
+    // entries that moved under an earlier mask.
+    Network adapted = base;
+    std::vector<int32_t> mask;
+    for (int32_t e = 0; e < static_cast<int32_t>(adapted.weight[0].size()); e += 7) {
+      mask.push_back(e);
+      if (e % 3 != 0) adapted.weight[0].data()[e] += static_cast<float>(rng.normal());
+    }
+    for (int32_t e = 3; e < static_cast<int32_t>(adapted.weight[0].size()); e += 50) adapted.weight[0].data()[e] -= 0.5f;
+    cache.set_support(adapted.weight[0], base.weight[0], mask);
+    const std::vector<int64_t> rows = {4, 0, 49, 17, 17, 8, 23, 31, 2, 11, 40, 5, 6, 7, 9, 10, 12, 13, 14, 15};  // 20: a block and a rest
+    Matrix x(static_cast<Eigen::Index>(rows.size()), 40), x_t(40, static_cast<Eigen::Index>(rows.size())), got(static_cast<Eigen::Index>(rows.size()), 24);
+    for (size_t r = 0; r < rows.size(); ++r) x.row(static_cast<Eigen::Index>(r)) = examples.row(rows[r]);
+    x_t = x.transpose();
+    // Entries that move after set_support (within the mask) are read at their current value.
+    adapted.weight[0].data()[mask[5]] += 0.25f;
+    cache.sparse_currents(rows.data(), x_t, adapted.weight[0], base.weight[0], got);
+    Matrix want = x * adapted.weight[0].transpose();
+    want.rowwise() += base.bias[0].transpose();
+    CHECK((got - want).cwiseAbs().maxCoeff() < 1e-5f);
+    // LoRA: Delta = U V^T.
+    Eigen::MatrixXf u(24, 3), v(40, 3);
+    for (int64_t e = 0; e < u.size(); ++e) u.data()[e] = static_cast<float>(rng.normal());
+    for (int64_t e = 0; e < v.size(); ++e) v.data()[e] = static_cast<float>(0.2 * rng.normal());
+    cache.low_rank_currents(rows.data(), x, u, v, got);
+    Matrix lora = base.weight[0] + u * v.transpose();
+    want = x * lora.transpose();
+    want.rowwise() += base.bias[0].transpose();
+    CHECK((got - want).cwiseAbs().maxCoeff() < 1e-5f);
+    // forward() with the given currents runs the network on them.
+    Network low_rank = base;
+    low_rank.weight[0] = lora;
+    const std::vector<int64_t> y(rows.size(), 1);
+    Workspace given(c, x.rows()), dense(c, x.rows());
+    const BatchStats a = forward(low_rank, x, y.data(), given, nullptr, &got);
+    const BatchStats b = forward(low_rank, x, y.data(), dense, nullptr);
+    CHECK(given.currents(0) == got);
+    CHECK((given.currents(0) - dense.currents(0)).cwiseAbs().maxCoeff() < 1e-5f);
+    CHECK(a.loss == doctest::Approx(b.loss).epsilon(1e-3));
+    // Only a dense first layer under direct coding takes them.
+    Config rate = c;
+    rate.coding = Coding::rate;
+    CHECK_FALSE(spike::BaseCurrents::applies(rate));
+    Network rated = base;
+    rated.config = rate;
+    Workspace wr(rate, x.rows());
+    nk::Rng coding(1);
+    CHECK_THROWS_AS(forward(rated, x, y.data(), wr, &coding, &got), std::invalid_argument);
   }
 
   TEST_CASE("neuron alignment undoes a permutation of hidden neurons, and a permutation keeps the function") {

@@ -59,6 +59,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{0}, int64_t{100000}));
   spe_verb->add_option("--low-rank", spe.low_rank, "Nuclear-norm shrinkage of the delta per epoch, relative to its largest singular value (0: off)")
       ->check(CLI::Range(0.0, 1.0));
+  spe_verb->add_flag("!--no-base-cache", spe.base_cache,
+                     "Compute the first layer's currents densely every batch, instead of the frozen base's cached per example plus the delta's");
 
   spike::PickitOptions pick;
   CLI::App* pickit_verb = cli.add_verb("pickit", "Stage 2: merge adapted models (neuron alignment, TIES, spike-rate calibration)");

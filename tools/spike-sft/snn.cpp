@@ -237,33 +237,49 @@ double lif_forward_as(const Config& c, const Matrix& current, int64_t rows_per_s
   return fired;
 }
 
-/// BPTT through the recurrence: from dL/ds (grad_s) to dL/dV (grad_v), both
-/// row-major with 'stride' floats per row, the reset differentiated.
+/// What the backward pass through the recurrence reads and writes: dL/ds
+/// (grad_s, rows over steps and examples, or the same rows at every step
+/// when shared: the rate readout's) and dL/dV (grad_v, every step's, or
+/// with summed only their sum over the steps, in the first rows_per_step
+/// rows: all a layer with the same input at every step needs); both
+/// row-major with 'stride' floats per row.
+struct LifGrad {
+  const float* grad_s;
+  bool shared;
+  float* grad_v;
+  bool summed;
+  int64_t stride;
+};
+
+/// BPTT through the recurrence, from dL/ds to dL/dV, the reset
+/// differentiated.
 template <Surrogate mode, Reset reset>
-void lif_backward_as(const Config& c, const Matrix& v, const Matrix& s, int64_t rows_per_step, const float* grad_s,
-                     float* grad_v, int64_t stride) {
-  const int64_t n = v.cols(), t_count = c.steps, b = rows_per_step;
+void lif_backward_as(const Config& c, const Matrix& v, const Matrix& s, int64_t rows_per_step, const LifGrad& io) {
+  const int64_t n = v.cols(), t_count = c.steps, b = rows_per_step, stride = io.stride;
   const float beta = c.beta, threshold = c.threshold, slope = c.slope;
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < b; ++r) {
     for (int64_t j0 = 0; j0 < n; j0 += kLanes) {
       const int64_t lanes = std::min(kLanes, n - j0);
-      float gu[kLanes] = {};  // dL/dU[t]
+      float gu[kLanes] = {}, sum[kLanes] = {};  // dL/dU[t]; dL/dV summed over the steps so far
       for (int64_t t = t_count - 1; t >= 0; --t) {
         const int64_t row = t * b + r;
         const float* __restrict vt = v.data() + row * n + j0;
         const float* __restrict st = s.data() + row * n + j0;
-        const float* __restrict gs = grad_s + row * stride + j0;
-        float* __restrict gv = grad_v + row * stride + j0;
+        const float* __restrict gs = io.grad_s + (io.shared ? r : row) * stride + j0;
+        float* __restrict gv = io.grad_v + row * stride + j0;
+        const bool per_step = !io.summed;
 #pragma omp simd
         for (int64_t j = 0; j < lanes; ++j) {
           const float d = derivative_of<mode>(slope, vt[j] - threshold, st[j]);
           const float du_dv = reset == Reset::subtract ? 1.0f - threshold * d : (1.0f - st[j]) - vt[j] * d;
           const float g = gs[j] * d + gu[j] * du_dv;
-          gv[j] = g;
+          if (per_step) gv[j] = g;
+          sum[j] += g;
           gu[j] = beta * g;
         }
       }
+      if (io.summed) std::copy(sum, sum + lanes, io.grad_v + r * stride + j0);
     }
   }
 }
@@ -284,20 +300,20 @@ double lif_forward(const Config& c, const Matrix& current, int64_t rows, Matrix&
 }
 
 template <Reset reset>
-void lif_backward_reset(const Config& c, const Matrix& v, const Matrix& s, int64_t rows, const float* gs, float* gv, int64_t stride) {
+void lif_backward_reset(const Config& c, const Matrix& v, const Matrix& s, int64_t rows, const LifGrad& io) {
   switch (c.surrogate) {
-    case Surrogate::fast_sigmoid: return lif_backward_as<Surrogate::fast_sigmoid, reset>(c, v, s, rows, gs, gv, stride);
-    case Surrogate::atan: return lif_backward_as<Surrogate::atan, reset>(c, v, s, rows, gs, gv, stride);
+    case Surrogate::fast_sigmoid: return lif_backward_as<Surrogate::fast_sigmoid, reset>(c, v, s, rows, io);
+    case Surrogate::atan: return lif_backward_as<Surrogate::atan, reset>(c, v, s, rows, io);
     case Surrogate::sigmoid: break;
   }
-  lif_backward_as<Surrogate::sigmoid, reset>(c, v, s, rows, gs, gv, stride);
+  lif_backward_as<Surrogate::sigmoid, reset>(c, v, s, rows, io);
 }
 
-void lif_backward(const Config& c, const Matrix& v, const Matrix& s, int64_t rows, const float* gs, float* gv, int64_t stride) {
+void lif_backward(const Config& c, const Matrix& v, const Matrix& s, int64_t rows, const LifGrad& io) {
   if (c.reset == Reset::subtract)
-    lif_backward_reset<Reset::subtract>(c, v, s, rows, gs, gv, stride);
+    lif_backward_reset<Reset::subtract>(c, v, s, rows, io);
   else
-    lif_backward_reset<Reset::zero>(c, v, s, rows, gs, gv, stride);
+    lif_backward_reset<Reset::zero>(c, v, s, rows, io);
 }
 
 /// The coded input: x itself (direct coding, the same at every step), or
@@ -322,10 +338,12 @@ Matrix logits_gradient(const Matrix& probabilities, const int64_t* labels) {
 
 }  // namespace
 
-BatchStats forward(const Network& net, const Matrix& x, const int64_t* labels, Workspace& ws, nk::Rng* rng) {
+BatchStats forward(const Network& net, const Matrix& x, const int64_t* labels, Workspace& ws, nk::Rng* rng, const Matrix* first_currents) {
   const Config& c = net.config;
   const int64_t b = x.rows(), t_count = c.steps, hidden = c.hidden_layers();
   if (b != ws.batch_) throw std::invalid_argument("batch size differs from the workspace's");
+  if (first_currents && (c.conv() || c.coding != Coding::direct || first_currents->rows() != b || first_currents->cols() != c.sizes[1]))
+    throw std::invalid_argument("given first-layer currents need a dense first layer under direct coding, [batch, units]");
   if (c.conv()) return forward_conv(net, x, labels, ws, rng);
   // Coded input and the first layer's currents.
   code_input(c, x, ws.input, rng);
@@ -333,8 +351,12 @@ BatchStats forward(const Network& net, const Matrix& x, const int64_t* labels, W
   for (int64_t h = 0; h < hidden; ++h) {
     const Matrix& in = h == 0 ? ws.input : ws.spikes[static_cast<size_t>(h) - 1];
     Matrix& current = ws.current[static_cast<size_t>(h)];
-    current.noalias() = in * net.weight[static_cast<size_t>(h)].transpose();
-    current.rowwise() += net.bias[static_cast<size_t>(h)].transpose();
+    if (h == 0 && first_currents) {
+      current = *first_currents;
+    } else {
+      current.noalias() = in * net.weight[static_cast<size_t>(h)].transpose();
+      current.rowwise() += net.bias[static_cast<size_t>(h)].transpose();
+    }
     Matrix& v = ws.potential[static_cast<size_t>(h)];
     const double fired = lif_forward(c, current, b, v, ws.spikes[static_cast<size_t>(h)]);
     const int64_t n = v.cols();
@@ -373,24 +395,20 @@ void backward(const Network& net, const int64_t* labels, Workspace& ws, const La
   // Readout.
   const Matrix g_logits = logits_gradient(ws.probabilities, labels);
   sink(hidden, g_logits, ws.rate_sum / static_cast<float>(t_count));
+  // The readout's dL/ds is the same at every step: its B rows serve all T.
   {
     const int64_t n = c.sizes[static_cast<size_t>(hidden)];
-    const Matrix per_step = (g_logits * net.weight.back()) / static_cast<float>(t_count);
-    for (int64_t t = 0; t < t_count; ++t) ws.grad_s.block(t * b, 0, b, n) = per_step;
+    ws.grad_s.block(0, 0, b, n).noalias() = (g_logits * net.weight.back()) / static_cast<float>(t_count);
   }
   for (int64_t h = hidden - 1; h >= 0; --h) {
     const Matrix& v = ws.potential[static_cast<size_t>(h)];
     const int64_t n = v.cols();
-    lif_backward(c, v, ws.spikes[static_cast<size_t>(h)], b, ws.grad_s.data(), ws.grad_v.data(), ws.grad_v.cols());
-    const auto gv = ws.grad_v.block(0, 0, t_count * b, n);
-    if (h == 0 && c.coding == Coding::direct) {
-      // The input is the same at every step: sum the steps first.
-      Matrix summed = gv.topRows(b);
-      for (int64_t t = 1; t < t_count; ++t) summed += gv.middleRows(t * b, b);
-      sink(0, summed, ws.input);
-    } else {
-      sink(h, gv, h == 0 ? ws.input : ws.spikes[static_cast<size_t>(h) - 1]);
-    }
+    // The first layer's input is the same at every step under direct
+    // coding: only dL/dV summed over the steps is needed there.
+    const bool summed = h == 0 && c.coding == Coding::direct;
+    lif_backward(c, v, ws.spikes[static_cast<size_t>(h)], b, {ws.grad_s.data(), h == hidden - 1, ws.grad_v.data(), summed, ws.grad_v.cols()});
+    const auto gv = ws.grad_v.block(0, 0, summed ? b : t_count * b, n);
+    sink(h, gv, h == 0 ? ws.input : ws.spikes[static_cast<size_t>(h) - 1]);
     if (h > 0) {
       const int64_t m = c.sizes[static_cast<size_t>(h)];
       ws.grad_s.block(0, 0, t_count * b, m).noalias() = gv * net.weight[static_cast<size_t>(h)];
@@ -523,15 +541,11 @@ void backward_conv(const Network& net, const int64_t* labels, Workspace& ws, con
     const int64_t height = c.map_height(h), width = c.map_width(h), rows = b * height * width;
     unpool(ws.grad_pooled[k], t_count * b, height, width, ws.conv_grad_s[k]);
     Matrix& gv = ws.conv_grad_v[k];
-    lif_backward(c, ws.potential[k], ws.spikes[k], rows, ws.conv_grad_s[k].data(), gv.data(), gv.cols());
-    if (h == 0 && c.coding == Coding::direct) {
-      // The input is the same at every step: sum the steps first.
-      Matrix summed = gv.topRows(rows);
-      for (int64_t t = 1; t < t_count; ++t) summed += gv.middleRows(t * rows, rows);
-      sink(0, summed, ws.patches[0]);
-    } else {
-      sink(h, gv, ws.patches[k]);
-    }
+    // The input is the same at every step under direct coding: only dL/dV
+    // summed over the steps is needed for the first block.
+    const bool summed = h == 0 && c.coding == Coding::direct;
+    lif_backward(c, ws.potential[k], ws.spikes[k], rows, {ws.conv_grad_s[k].data(), false, gv.data(), summed, gv.cols()});
+    sink(h, summed ? gv.topRows(rows) : gv.topRows(t_count * rows), ws.patches[k]);
     if (h > 0) {
       ws.grad_patches[k].noalias() = gv * net.weight[k];
       col2im(ws.grad_patches[k], t_count * b, height, width, c.map_channels(h), ws.grad_pooled[k - 1].data());

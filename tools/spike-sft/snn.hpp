@@ -106,7 +106,7 @@ class Workspace {
   const Matrix& spikes_of(int64_t h) const { return spikes[static_cast<size_t>(h)]; }
 
  private:
-  friend BatchStats forward(const Network&, const Matrix&, const int64_t*, Workspace&, nk::Rng*);
+  friend BatchStats forward(const Network&, const Matrix&, const int64_t*, Workspace&, nk::Rng*, const Matrix*);
   friend void backward(const Network&, const int64_t*, Workspace&, const std::function<void(int64_t, const Eigen::Ref<const Matrix>&, const Eigen::Ref<const Matrix>&)>&);
   friend BatchStats forward_conv(const Network&, const Matrix&, const int64_t*, Workspace&, nk::Rng*);
   friend void backward_conv(const Network&, const int64_t*, Workspace&, const std::function<void(int64_t, const Eigen::Ref<const Matrix>&, const Eigen::Ref<const Matrix>&)>&);
@@ -129,8 +129,11 @@ class Workspace {
 };
 
 /// Runs the batch (rows of x: flattened inputs in [0, 1]); labels may be null
-/// (no loss). rng is used by rate coding only.
-BatchStats forward(const Network& net, const Matrix& x, const int64_t* labels, Workspace& ws, nk::Rng* rng);
+/// (no loss). rng is used by rate coding only. first_currents, where given,
+/// are the first layer's currents x W0^T + b0 [B, sizes[1]] computed by the
+/// caller (a dense first layer under direct coding only; see BaseCurrents).
+BatchStats forward(const Network& net, const Matrix& x, const int64_t* labels, Workspace& ws, nk::Rng* rng,
+                   const Matrix* first_currents = nullptr);
 /// What backward hands over per weight layer l: the gradient with respect to
 /// the layer's outputs (currents or logits), gv [R, out], and the layer's
 /// inputs x [R, in], over the same R rows (steps x examples). Then

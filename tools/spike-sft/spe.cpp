@@ -22,6 +22,7 @@
 
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
+#include "base_currents.hpp"
 #include "nk/progress.hpp"
 #include "spike_sft.hpp"
 
@@ -99,51 +100,44 @@ void reselect(MaskedLayer& layer, std::vector<int32_t> index) {
   layer.grad.assign(layer.index.size(), 0.0f);
 }
 
-/// Proximal step of rho * sigma_max * ||Delta||_* on Delta = W - W0, applied to
-/// the masked entries only (the others must not move).
 }  // namespace
 
 void shrink_singular_values(snn::Matrix& w, const snn::Matrix& base, const std::vector<int32_t>& index, double rho) {
-  // Delta is nonzero only where a mask let an entry move: sparse, by columns
-  // when its rows are the shorter side (by rows otherwise).
+  // D = Delta (rows <= cols) or Delta^T, column-major: side x lines, so that
+  // both the Gram matrix D D^T and the masked entries' dot products read
+  // contiguous columns.
   const int64_t rows = w.rows(), cols = w.cols();
   const bool by_rows = rows <= cols;
-  const int64_t side = by_rows ? rows : cols, lines = by_rows ? cols : rows;
-  std::vector<std::vector<std::pair<int64_t, double>>> line(static_cast<size_t>(lines));
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) {
-      const float d = w(i, j) - base(i, j);
-      if (d != 0.0f) line[static_cast<size_t>(by_rows ? j : i)].emplace_back(by_rows ? i : j, static_cast<double>(d));
-    }
-  // The Gram matrix of the shorter side, Delta Delta^T = U S^2 U^T (or
-  // Delta^T Delta = V S^2 V^T), in float64, from the nonzeros.
-  Eigen::MatrixXd gram = Eigen::MatrixXd::Zero(side, side);
-  bool moved = false;
-  for (const auto& nonzeros : line)
-    for (const auto& [a, va] : nonzeros) {
-      moved = true;
-      for (const auto& [b, vb] : nonzeros) gram(a, b) += va * vb;
-    }
-  if (!moved || index.empty()) return;
-  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eigen(gram);
+  Eigen::MatrixXf d;
+  if (by_rows)
+    d = w - base;
+  else
+    d = (w - base).transpose();
+  if (index.empty() || d.isZero(0.0f)) return;
+  // The Gram matrix of the shorter side, D D^T = U S^2 U^T, in float: the
+  // step is a regulariser, and float's relative error (1e-7 of the largest
+  // eigenvalue) is far below the singular values it keeps (> rho s_max).
+  Eigen::MatrixXf gram(d.rows(), d.rows());
+  gram.setZero();
+  gram.selfadjointView<Eigen::Lower>().rankUpdate(d);  // the solver reads the lower triangle
+  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXf> eigen(gram);
   if (eigen.info() != Eigen::Success) throw nk::Error(nk::Exit::runtime, "the low-rank step's eigensolver did not converge");
-  const Eigen::VectorXd s = eigen.eigenvalues().cwiseMax(0.0).cwiseSqrt();
-  const double tau = rho * s.maxCoeff();
+  const Eigen::VectorXf s = eigen.eigenvalues().cwiseMax(0.0f).cwiseSqrt();
+  const double tau = rho * static_cast<double>(s.maxCoeff());
   if (!(tau > 0)) return;
-  // SVT(Delta) = U diag(max(s - tau, 0)) V^T = P Delta (or Delta P) with the
-  // symmetric P = U diag(f) U^T (or V diag(f) V^T), f = max(1 - tau / s, 0);
-  // only the masked entries are computed and written back, each a sparse dot
-  // product of a column of P with a column (row) of Delta.
-  Eigen::VectorXd f(s.size());
-  for (Eigen::Index k = 0; k < s.size(); ++k) f[k] = s[k] > tau ? 1.0 - tau / s[k] : 0.0;
-  const Eigen::MatrixXd& basis = eigen.eigenvectors();
-  const Eigen::MatrixXd p = basis * f.asDiagonal() * basis.transpose();
+  // SVT(Delta) = U diag(max(s - tau, 0)) V^T = P D with the symmetric
+  // P = U diag(f) U^T, f = max(1 - tau / s, 0); only the masked entries are
+  // computed and written back, each a dot product of a column of P with a
+  // column of D.
+  Eigen::VectorXf f(s.size());
+  for (Eigen::Index k = 0; k < s.size(); ++k) f[k] = static_cast<double>(s[k]) > tau ? static_cast<float>(1.0 - tau / static_cast<double>(s[k])) : 0.0f;
+  const Eigen::MatrixXf& basis = eigen.eigenvectors();
+  const Eigen::MatrixXf p = basis * f.asDiagonal() * basis.transpose();
 #pragma omp parallel for schedule(static)
   for (size_t e = 0; e < index.size(); ++e) {
     const int64_t i = index[e] / cols, j = index[e] % cols;
-    double shrunk = 0;
-    for (const auto& [m, value] : line[static_cast<size_t>(by_rows ? j : i)]) shrunk += p(m, by_rows ? i : j) * value;
-    w(i, j) = base(i, j) + static_cast<float>(shrunk);
+    const int64_t a = by_rows ? i : j, line = by_rows ? j : i;
+    w(i, j) = base(i, j) + p.col(a).dot(d.col(line));
   }
 }
 
@@ -224,6 +218,16 @@ void spe(const SpeOptions& o) {
   // few masked kernel entries over many rows of positions) one pass over the
   // rows: each thread sums its rows into its own accumulators, which are
   // then added in thread order.
+  // A method that trains a delta over the base gets the first layer's
+  // currents from the frozen base's, cached per training example, plus the
+  // delta's part (see base_currents.hpp); the cache is built in the first
+  // epoch's time, and each batch's x^T then serves both the sparse product
+  // and the first layer's masked gradient.
+  const bool cache = !full && o.base_cache && BaseCurrents::applies(c) &&
+                     BaseCurrents::bytes_for(c, task.train.size()) <= kBaseCacheLimit;
+  if (!full && o.base_cache && !cache) spdlog::debug("no base-current cache (conv network, rate coding, or above {} bytes)", kBaseCacheLimit);
+  std::optional<BaseCurrents> base_currents;
+  snn::Matrix input_t, first_currents;
   snn::Matrix gv_t, x_t;
   std::vector<int64_t> out_unit, in_unit;
   std::vector<float> partial;
@@ -234,19 +238,26 @@ void spe(const SpeOptions& o) {
     const int32_t* index = layer.index.data();
     float* grad = layer.grad.data();
     if (entries >= 2 * (gv.cols() + x.cols())) {
+      const bool given = l == 0 && base_currents;  // this batch's x^T is input_t already
       gv_t.resize(gv.cols(), gv.rows());
-      x_t.resize(x.cols(), x.rows());
-      scratch_bytes = std::max<int64_t>(scratch_bytes, static_cast<int64_t>(sizeof(float)) * (gv_t.size() + x_t.size()));
+      if (!given) x_t.resize(x.cols(), x.rows());
+      const snn::Matrix& xt = given ? input_t : x_t;
+      scratch_bytes = std::max<int64_t>(scratch_bytes, static_cast<int64_t>(sizeof(float)) * (gv_t.size() + xt.size()));
+      const int64_t steps = gv.rows();
 #pragma omp parallel
       {
-#pragma omp for schedule(static) nowait
-        for (int64_t i = 0; i < gv_t.rows(); ++i) gv_t.row(i) = gv.col(i).transpose();
-#pragma omp for schedule(static)
-        for (int64_t j = 0; j < x_t.rows(); ++j) x_t.row(j) = x.col(j).transpose();
+        transpose_into(gv, gv_t);
+        if (!given) transpose_into(x, x_t);
+#pragma omp barrier
 #pragma omp for schedule(static)
         for (int64_t e = 0; e < entries; ++e) {
           const int64_t at = index[e], i = at / cols;
-          grad[e] = gv_t.row(i).dot(x_t.row(at - i * cols));
+          const float* __restrict a = gv_t.data() + i * steps;
+          const float* __restrict b = xt.data() + (at - i * cols) * steps;
+          float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+          for (int64_t r = 0; r < steps; ++r) sum += a[r] * b[r];
+          grad[e] = sum;
         }
       }
       return;
@@ -297,13 +308,29 @@ void spe(const SpeOptions& o) {
     for (int64_t i = task.train.size() - 1; i > 0; --i) std::swap(order[static_cast<size_t>(i)], order[rng.below(static_cast<uint64_t>(i + 1))]);
     nk::Progress progress("epoch " + std::to_string(epoch + 1), batches);
     const auto start = std::chrono::steady_clock::now();
+    if (cache) {
+      if (!base_currents) base_currents.emplace(base, task.train.x);
+      if (!lora) base_currents->set_support(net.weight[0], base.weight[0], masked[0].index);
+    }
     for (int64_t k = 0; k < batches; ++k) {
       for (int64_t r = 0; r < o.batch; ++r) {
         const int64_t i = order[static_cast<size_t>(k * o.batch + r)];
         x.row(r) = task.train.x.row(i);
         labels[static_cast<size_t>(r)] = task.train.labels[static_cast<size_t>(i)];
       }
-      const snn::BatchStats s = snn::forward(net, x, labels.data(), ws, &rng);
+      if (base_currents) {
+        const int64_t* examples = order.data() + k * o.batch;
+        first_currents.resize(o.batch, c.sizes[1]);
+        if (lora) {
+          base_currents->low_rank_currents(examples, x, lu[0], lv[0], first_currents);
+        } else {
+          input_t.resize(x.cols(), x.rows());
+#pragma omp parallel
+          transpose_into(x, input_t);
+          base_currents->sparse_currents(examples, input_t, net.weight[0], base.weight[0], first_currents);
+        }
+      }
+      const snn::BatchStats s = snn::forward(net, x, labels.data(), ws, &rng, base_currents ? &first_currents : nullptr);
       if (!std::isfinite(s.loss)) throw nk::Error(nk::Exit::runtime, "the loss became " + std::to_string(s.loss) + ": lower --lr");
       ++adam.t;
       if (full) {
@@ -388,6 +415,7 @@ void spe(const SpeOptions& o) {
   out.attr("/", "trainable_state_bytes", state_bytes);
   out.attr("/", "activation_bytes", ws.activation_bytes());
   out.attr("/", "gradient_scratch_bytes", scratch_bytes);
+  out.attr("/", "base_cache_bytes", base_currents ? base_currents->bytes() : int64_t{0});
   double mean_seconds = 0;
   for (double sec : epoch_seconds) mean_seconds += sec / static_cast<double>(epoch_seconds.size());
   out.attr("/", "epoch_seconds", mean_seconds);

@@ -80,15 +80,19 @@ struct SpeOptions {
   int64_t epochs = 3, batch = 128, reselect_every = 1;
   double learning_rate = 0;  ///< 0: 1e-3 for full, 1e-2 for masks
   double low_rank = 0.02;
+  bool base_cache = true;  ///< masks and LoRA: the frozen base's first-layer currents, cached per example
   uint64_t seed = 0;
 };
+/// The largest base-current cache spe keeps (bytes); above it the first
+/// layer's currents are computed densely.
+inline constexpr int64_t kBaseCacheLimit = int64_t{1} << 30;
 /// Stage 1: fine-tune the base model on one task with a mask (or fully).
 void spe(const SpeOptions& options);
 
 /// The low-rank step: singular value thresholding of Delta = w - base by
 /// tau = rho sigma_max(Delta), written back on the entries 'index' (flat,
-/// row-major) only; computed from the Gram matrix of Delta's shorter side in
-/// float64 (Delta is sparse: only masked entries ever move).
+/// row-major) only; computed from the Gram matrix of Delta's shorter side
+/// and its eigendecomposition, in float32.
 void shrink_singular_values(snn::Matrix& w, const snn::Matrix& base, const std::vector<int32_t>& index, double rho);
 
 struct PickitOptions {

@@ -4,7 +4,8 @@
 # 5 epochs), four derived tasks (rotate90, invert, permute, relabel; 10K
 # training and 2K test images each), and Stage 1 on each task: SPE (the
 # smallest-magnitude 5% of each layer) against full fine-tuning, a random
-# mask and a large-magnitude mask of the same size; 3 epochs each, SEEDS
+# mask and a large-magnitude mask of the same size (and SPE without its
+# base-current cache, --no-base-cache); 3 epochs each, SEEDS
 # seeds (default "1 2 3"), and LoRA adapters of the same parameter budget. Reported: test accuracy (mean over seeds), time
 # per epoch, and trainable-state bytes (gradients + Adam moments + indices).
 # Then Stage 2: each seed's SPE models merged by weight averaging, task
@@ -27,25 +28,35 @@ nk-data -q import-idx "$F/t10k-images-idx3-ubyte.gz" "$F/t10k-labels-idx1-ubyte.
 spike-sft -q --seed 1 pretrain -i "$work/train.h5" --test "$work/test.h5" --epochs 5 -o "$work/base.h5"
 echo "base: $(attr "$work/base.h5" test_accuracy) test accuracy on Fashion-MNIST, $(nk-data info "$work/base.h5" --format tsv | awk -F'\t' '$2=="/metrics/epoch_seconds"{print $3}') epochs"
 spike-sft -q --seed 1 tasks -i "$work/train.h5" --kinds "$(echo $taskset | tr ' ' ',')" -o "$work/tasks.h5"
-printf '%-9s %-7s | %9s %9s | %10s %12s %8s\n' task method "base acc" "acc (mean)" "s/epoch" "state bytes" "vs full"
+# Methods run in turn within each seed (full, spe, spe without the base
+# cache, random, large, lora), so that all meet the same drift in machine
+# speed; s/epoch is the mean over every epoch of every seed, the first
+# epoch (which builds the base-current cache) included.
+methods="full spe spe-nocache random large lora"
+printf '%-9s %-11s | %9s %9s | %10s %12s %8s %8s\n' task method "base acc" "acc (mean)" "s/epoch" "state bytes" "vs full" "time vs"
 for task in $taskset; do
-  full_bytes=0
-  for method in full spe random large lora; do
-    sum=0 secs=0 n=0
-    for seed in $seeds; do
-      spike-sft -q --seed "$seed" spe -i "$work/base.h5" --task "$work/tasks.h5:$task" --method "$method" -o "$work/a.h5"
+  declare -A acc=() secs=() bytes=()
+  for seed in $seeds; do
+    for method in $methods; do
+      flags="--method ${method%-nocache}"; [ "$method" = spe-nocache ] && flags="$flags --no-base-cache"
+      # shellcheck disable=SC2086
+      spike-sft -q --seed "$seed" spe -i "$work/base.h5" --task "$work/tasks.h5:$task" $flags -o "$work/a.h5"
       [ "$method" = spe ] && cp "$work/a.h5" "$work/spe_${task}_s$seed.h5"
-      sum=$(awk -v a="$sum" -v b="$(attr "$work/a.h5" test_accuracy)" 'BEGIN{print a+b}')
-      secs=$(awk -v a="$secs" -v b="$(attr "$work/a.h5" epoch_seconds)" 'BEGIN{print a+b}')
-      n=$((n + 1))
+      acc[$method]=$(awk -v a="${acc[$method]:-0}" -v b="$(attr "$work/a.h5" test_accuracy)" 'BEGIN{print a+b}')
+      secs[$method]=$(awk -v a="${secs[$method]:-0}" -v b="$(attr "$work/a.h5" epoch_seconds)" 'BEGIN{print a+b}')
+      bytes[$method]=$(attr "$work/a.h5" trainable_state_bytes)
+      base_acc=$(attr "$work/a.h5" base_accuracy)
     done
-    bytes=$(attr "$work/a.h5" trainable_state_bytes)
-    [ "$method" = full ] && full_bytes=$bytes
-    awk -v t="$task" -v m="$method" -v b="$(attr "$work/a.h5" base_accuracy)" -v s="$sum" -v sec="$secs" -v n="$n" -v by="$bytes" -v fb="$full_bytes" 'BEGIN {
-      printf "%-9s %-7s | %8.2f%% %8.2f%% | %10.3f %12d %7.1f%%\n", t, m, 100 * b, 100 * s / n, sec / n, by, 100 * by / fb }'
   done
+  n=$(echo $seeds | wc -w)
+  for method in $methods; do
+    awk -v t="$task" -v m="$method" -v b="$base_acc" -v s="${acc[$method]}" -v sec="${secs[$method]}" -v fs="${secs[full]}" -v n="$n" -v by="${bytes[$method]}" -v fb="${bytes[full]}" 'BEGIN {
+      printf "%-9s %-11s | %8.2f%% %8.2f%% | %10.3f %12d %7.1f%% %7.1f%%\n", t, m, 100 * b, 100 * s / n, sec / n, by, 100 * by / fb, 100 * sec / fs }'
+  done
+  unset acc secs bytes
 done
 echo "goals: q = 5%: state <= 10% of full, time/epoch <= 70% of full, accuracy within 2 points of full; SPE above random and large masks"
+echo "base-current cache of spe (10K examples x 256 units): $(attr "$work/spe_$(echo $taskset | cut -d' ' -f1)_s$(echo $seeds | cut -d' ' -f1).h5" base_cache_bytes) bytes"
 
 # Stage 2: for each seed, the SPE models of the four tasks merged into one
 # model, by every baseline over its usual settings (weight averaging; task
