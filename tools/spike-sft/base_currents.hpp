@@ -23,6 +23,12 @@ namespace spike {
 /// threads share the blocks (no barrier at the end).
 void transpose_into(const Eigen::Ref<const snn::Matrix>& src, snn::Matrix& dst);
 
+/// The masked gradient as a sampled matrix product: for e in [e0, e1),
+/// grad[e] = row i of gv_t . row j of x_t (rows of 'steps' floats), where
+/// index[e] = i cols + j; each entry summed in a fixed order (AVX2 where the
+/// CPU has it).
+void sampled_dots(int64_t e0, int64_t e1, const int32_t* index, int64_t cols, const float* gv_t, const float* x_t, int64_t steps, float* grad);
+
 class BaseCurrents {
  public:
   /// True where the first layer's current does not depend on the step: a

@@ -249,16 +249,9 @@ void spe(const SpeOptions& o) {
         transpose_into(gv, gv_t);
         if (!given) transpose_into(x, x_t);
 #pragma omp barrier
-#pragma omp for schedule(static)
-        for (int64_t e = 0; e < entries; ++e) {
-          const int64_t at = index[e], i = at / cols;
-          const float* __restrict a = gv_t.data() + i * steps;
-          const float* __restrict b = xt.data() + (at - i * cols) * steps;
-          float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-          for (int64_t r = 0; r < steps; ++r) sum += a[r] * b[r];
-          grad[e] = sum;
-        }
+        // A contiguous range of entries per thread: one call into the AVX2 code.
+        const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+        sampled_dots(entries * t / threads, entries * (t + 1) / threads, index, cols, gv_t.data(), xt.data(), steps, grad);
       }
       return;
     }
