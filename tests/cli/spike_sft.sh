@@ -19,7 +19,9 @@ check "spe with re-selection and shrinkage" spike-sft -q spe -i base.h5 --task t
 check "spe --no-base-cache (the first layer's currents computed densely)" spike-sft -q --seed 3 spe -i base.h5 --task tasks.h5:invert --fraction 0.05 --epochs 2 --batch 50 --reselect-every 0 --low-rank 0 --no-base-cache -o spe_dense.h5
 check "baselines: full, random, large, lora" sh -c 'for m in full random large lora; do spike-sft -q spe -i base.h5 --task tasks.h5:invert --method $m --epochs 1 --batch 50 -o base_$m.h5 || exit 1; done'
 check "eval of an adapted model on a task" spike-sft -q eval -i spe.h5 --task tasks.h5:invert -o spe_eval.h5
-check "pickit merges two adapted models" spike-sft -q pickit -i spe.h5 spe2.h5 --tasks tasks.h5 --calibration 64 -o merged.h5
+check "pickit merges two adapted models (lambda fixed at 1)" spike-sft -q pickit -i spe.h5 spe2.h5 --tasks tasks.h5 --calibration 64 --scale 1 -o merged.h5
+check "pickit chooses lambda on the calibration set; ties --trim 1 at that lambda" sh -c 'spike-sft -q pickit -i spe.h5 spe2.h5 --tasks tasks.h5 --calibration 64 --scale-grid 0.5,1,2 -o merged_sel.h5 && L=$("$0" -c "import h5py; print(h5py.File(\"merged_sel.h5\", \"r\").attrs[\"scale\"])") && spike-sft -q pickit -i spe.h5 spe2.h5 --method ties --trim 1 --scale "$L" -o merged_ties_sel.h5' "$PY"
+expect_fail "pickit --scale-grid with a negative scale" 2 "scale-grid" spike-sft pickit -i spe.h5 spe2.h5 --tasks tasks.h5 --scale-grid 0.5,-1 -o bad.h5
 check "merging baselines: ties, average, task-arithmetic" sh -c 'for m in ties average task-arithmetic; do spike-sft -q pickit -i spe.h5 spe2.h5 --method $m -o merged_$m.h5 || exit 1; done'
 check "pickit --calibrate affine and layer; ties --trim 1 (pickit before its calibration)" sh -c 'spike-sft -q pickit -i spe.h5 spe2.h5 --tasks tasks.h5 --calibration 64 --calibrate affine -o merged_affine.h5 && spike-sft -q pickit -i spe.h5 spe2.h5 --tasks tasks.h5 --calibration 64 --calibrate layer -o merged_layer.h5 && spike-sft -q pickit -i spe.h5 spe2.h5 --method ties --trim 1 -o merged_ties1.h5'
 check "eval of the merged model" spike-sft -q eval -i merged.h5 --task tasks.h5:rotate90
@@ -37,7 +39,7 @@ with h5py.File('spe2p.h5', 'r+') as f:
     i0 = f['/delta/layer0/indices'][...]; f['/delta/layer0/indices'][...] = inv[i0 // d] * d + i0 % d
     i1 = f['/delta/layer1/indices'][...]; f['/delta/layer1/indices'][...] = (i1 // n) * n + inv[i1 % n]
 "
-check "pickit aligns the permuted model (ties and pickit)" sh -c 'spike-sft pickit -i spe.h5 spe2p.h5 --method ties -o merged_p.h5 2> align.log && grep -q "neurons permuted" align.log && spike-sft -q pickit -i spe.h5 spe2p.h5 --tasks tasks.h5 --calibration 64 -o merged_pp.h5 && spike-sft pickit -i spe.h5 spe2.h5 --method ties -o merged_q.h5 2> noop.log && grep -q "alignment: a no-op" noop.log && spike-sft -q pickit -i spe.h5 spe2p.h5 --method ties --no-align -o merged_na.h5'
+check "pickit aligns the permuted model (ties and pickit)" sh -c 'spike-sft pickit -i spe.h5 spe2p.h5 --method ties -o merged_p.h5 2> align.log && grep -q "neurons permuted" align.log && spike-sft -q pickit -i spe.h5 spe2p.h5 --tasks tasks.h5 --calibration 64 --scale 1 -o merged_pp.h5 && spike-sft pickit -i spe.h5 spe2.h5 --method ties -o merged_q.h5 2> noop.log && grep -q "alignment: a no-op" noop.log && spike-sft -q pickit -i spe.h5 spe2p.h5 --method ties --no-align -o merged_na.h5'
 check "stats: histograms, silencing curve and its plot" sh -c 'spike-sft -q stats -i base.h5 --data fm.h5 --fractions 0.5,0,0.9 --plot silence.svg -o stats.h5 > stats.txt && grep -q "<svg" silence.svg'
 expect_fail "stats with a share of 1" 2 "fractions" spike-sft stats -i base.h5 --data fm.h5 --fractions 1 -o bad.h5
 spike-sft -q eval -i spe.h5 --task tasks.h5:invert > spe_eval.txt 2>/dev/null
@@ -131,6 +133,15 @@ fold_ok = (np.allclose(mg["/model/weight0"][...], sc[:, None] * t1["/model/weigh
 check(f"pickit: ties --trim 1 with the stored per-neuron scales {sc.min():.3g}..{sc.max():.3g} folded in, readout untouched",
       fold_ok and sc.shape == (48,) and mg.attrs["calibration"] in (b"neuron", "neuron") and mg.attrs["trim"] == 1.0
       and h5py.File("merged_ties.h5", "r").attrs["trim"] == 0.2)
+sel, ts = h5py.File("merged_sel.h5", "r"), h5py.File("merged_ties_sel.h5", "r")
+grid, ce = sel["/selection/scale"][...], sel["/selection/cross_entropy"][...]
+ssc, ssh = sel["/calibration/scale0"][...].astype(np.float64), sel["/calibration/shift0"][...].astype(np.float64)
+check(f"pickit's lambda {sel.attrs['scale']} is the grid's least cross-entropy against the task models ({np.round(ce, 4).tolist()}), "
+      "and the model is ties --trim 1 at it with the calibration folded in",
+      grid.tolist() == [0.5, 1.0, 2.0] and sel.attrs["scale"] == grid[int(np.argmin(ce))] and "/selection" not in mg
+      and np.allclose(sel["/model/weight0"][...], ssc[:, None] * ts["/model/weight0"][...], rtol=1e-5, atol=1e-6)
+      and np.allclose(sel["/model/bias0"][...], ssc * ts["/model/bias0"][...] + ssh, rtol=1e-5, atol=1e-6)
+      and np.array_equal(sel["/model/weight1"][...], ts["/model/weight1"][...]))
 def hidden(f, rows):  # an adapted model is its base plus its sparse delta
     W = f["/model/weight0"][...].astype(np.float64); b = f["/model/bias0"][...].astype(np.float64)
     if "/delta/layer0" in f:

@@ -70,7 +70,13 @@ int main(int argc, char** argv) {
   pickit_verb->add_option("--method", pick.method, "pickit, ties (no calibration), average or task-arithmetic")
       ->check(CLI::IsMember({"pickit", "ties", "average", "task-arithmetic"}));
   pickit_verb->add_option("--trim", pick.trim, "Share of each delta's nonzero entries kept before sign election, in (0, 1] (default 1 for pickit, 0.2 for ties)");
-  pickit_verb->add_option("--scale", pick.scale, "Scale of the merged delta (task arithmetic: of the summed deltas)")->check(CLI::Range(0.0, 100.0));
+  pickit_verb->add_option("--scale", pick.scale,
+                          "Scale of the merged delta (task arithmetic: of the summed deltas; default 1; pickit: fixes it instead of choosing from --scale-grid)")
+      ->check(CLI::Range(0.0, 100.0));
+  pickit_verb->add_option("--scale-grid", pick.scale_grid,
+                          "PickIt: the scales tried, each calibrated; kept is the one whose merged model agrees most with the task models on the calibration set")
+      ->delimiter(',')
+      ->check(CLI::Range(0.0, 100.0));
   pickit_verb->add_option("--calibration", pick.calibration, "Calibration examples per task")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   pickit_verb->add_option("--calibrate", pick.calibrate,
                           "PickIt's calibration: neuron (a scale per neuron matching its firing rate), affine (scale and shift per "

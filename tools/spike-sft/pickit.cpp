@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <optional>
 
@@ -73,6 +74,24 @@ std::vector<NeuronStats> neuron_stats(const snn::Network& net, const snn::Matrix
   return out;
 }
 
+/// The readout's softmax [rows, classes] of 'net' on the rows of x (batches
+/// of at most 128; rate coding seeded as in neuron_stats).
+snn::Matrix output_probabilities(const snn::Network& net, const snn::Matrix& x, uint64_t seed) {
+  const int64_t rows = x.rows(), batch = std::min<int64_t>(rows, 128);
+  snn::Matrix out(rows, net.config.sizes.back());
+  nk::Rng rng(seed);
+  snn::Workspace full(net.config, batch);
+  std::optional<snn::Workspace> tail;
+  for (int64_t at = 0; at < rows; at += batch) {
+    const int64_t take = std::min(batch, rows - at);
+    if (take < batch && !tail) tail.emplace(net.config, take);
+    snn::Workspace& ws = take == batch ? full : *tail;
+    snn::forward(net, x.middleRows(at, take), nullptr, ws, &rng);
+    out.middleRows(at, take) = ws.output_probabilities();
+  }
+  return out;
+}
+
 /// Scales neuron j of hidden layer h (row j of its incoming weights, and its
 /// bias) by scale[j] and adds shift[j] to its bias: the input current becomes
 /// scale * current + shift, at no cost at inference.
@@ -94,7 +113,7 @@ struct Calibration {
   std::vector<Eigen::VectorXd> scale, shift;
 };
 Calibration calibrate(snn::Network& merged, const snn::Matrix& x, const std::vector<NeuronStats>& target, const std::string& mode,
-                      uint64_t seed) {
+                      uint64_t seed, bool report = true) {
   Calibration result;
   for (size_t h = 0; h < target.size(); ++h) {
     const auto layer = static_cast<int64_t>(h);
@@ -148,7 +167,8 @@ Calibration calibrate(snn::Network& merged, const snn::Matrix& x, const std::vec
       rates_at(scale);
     }
     const NeuronStats after = neuron_stats(merged, x, seed)[h];
-    spdlog::info("layer {}: firing rate {:.4f} -> {:.4f} (task models: {:.4f}); per-neuron rate error {:.4f} -> {:.4f}; {} calibration, "
+    spdlog::log(report ? spdlog::level::info : spdlog::level::debug,
+                "layer {}: firing rate {:.4f} -> {:.4f} (task models: {:.4f}); per-neuron rate error {:.4f} -> {:.4f}; {} calibration, "
                  "scales {:.3g}..{:.3g}",
                  h, before.rate.mean(), after.rate.mean(), target[h].rate.mean(), (before.rate - target[h].rate).cwiseAbs().mean(),
                  (after.rate - target[h].rate).cwiseAbs().mean(), mode, scale.minCoeff(), scale.maxCoeff());
@@ -175,6 +195,7 @@ void pickit(const PickitOptions& o) {
   // interference; TIES keeps its published 20% of dense deltas.
   const double trim = o.trim.value_or(o.method == "pickit" ? 1.0 : 0.2);
   if (!(trim > 0 && trim <= 1)) throw nk::usage_error("--trim must lie in (0, 1]");
+  if (o.method == "pickit" && !o.scale && o.scale_grid.empty()) throw nk::usage_error("--scale-grid needs at least one scale");
   if (o.method == "pickit" && o.tasks.empty())
     throw nk::usage_error("pickit needs --tasks FILE (the tasks the models were adapted to) for calibration");
   // Base and task models. Each model's task delta is taken against its own
@@ -209,8 +230,11 @@ void pickit(const PickitOptions& o) {
   }
   if (aligned == 0) spdlog::info("alignment: a no-op (every model shares the base of {})", o.inputs[0]);
   const int64_t layers = base.config.layers(), k = static_cast<int64_t>(models.size());
-  // Task deltas, merged per entry.
-  snn::Network merged = base;
+  // Task deltas, merged per entry: the merged delta of each layer (TIES and
+  // PickIt: before its scale lambda), added to the base.
+  const double fixed_scale = o.scale.value_or(1.0);
+  std::vector<snn::Matrix> elected;
+  std::vector<snn::Vector> bias_mean;
   for (int64_t l = 0; l < layers; ++l) {
     const auto L = static_cast<size_t>(l);
     const int64_t n = base.weight[L].size();
@@ -218,12 +242,14 @@ void pickit(const PickitOptions& o) {
     for (size_t m = 0; m < models.size(); ++m) delta.push_back(models[m].weight[L] - bases[m].weight[L]);
     snn::Vector bias_sum = snn::Vector::Zero(base.bias[L].size());
     for (size_t m = 0; m < models.size(); ++m) bias_sum += models[m].bias[L] - bases[m].bias[L];
-    float* w = merged.weight[L].data();
+    snn::Matrix merged_delta = snn::Matrix::Zero(base.weight[L].rows(), base.weight[L].cols());
+    float* w = merged_delta.data();
     if (o.method == "average" || o.method == "task-arithmetic") {
-      const float factor = o.method == "average" ? 1.0f / static_cast<float>(k) : static_cast<float>(o.scale);
+      const float factor = o.method == "average" ? 1.0f / static_cast<float>(k) : static_cast<float>(fixed_scale);
       for (const snn::Matrix& d : delta)
         for (int64_t e = 0; e < n; ++e) w[e] += factor * d.data()[e];
-      merged.bias[L] += factor * bias_sum;
+      elected.push_back(std::move(merged_delta));
+      bias_mean.push_back(factor * bias_sum);
       continue;
     }
     // TIES: trim each delta to its largest 'trim' share of nonzero entries
@@ -252,10 +278,25 @@ void pickit(const PickitOptions& o) {
         const float v = d.data()[e];
         if (v != 0.0f && (v > 0) == (total > 0)) sum += v, ++count;
       }
-      if (count) w[e] += static_cast<float>(o.scale * sum / count);
+      if (count) w[e] = static_cast<float>(sum / count);
     }
-    merged.bias[L] += (static_cast<float>(o.scale) / static_cast<float>(k)) * bias_sum;
+    elected.push_back(std::move(merged_delta));
+    bias_mean.push_back(bias_sum / static_cast<float>(k));
   }
+  // base + lambda * merged delta (average and task arithmetic: their factor is in the delta already).
+  const bool scaled = o.method == "ties" || o.method == "pickit";
+  auto merged_at = [&](double lambda) {
+    snn::Network net = base;
+    const auto factor = static_cast<float>(scaled ? lambda : 1.0);
+    for (size_t l = 0; l < elected.size(); ++l) {
+      net.weight[l] += factor * elected[l];
+      net.bias[l] += factor * bias_mean[l];
+    }
+    return net;
+  };
+  snn::Network merged = merged_at(fixed_scale);
+  double chosen = fixed_scale;
+  std::vector<double> tried, agreement;
   // Spike-statistics calibration (pickit only).
   Calibration calibration;
   if (o.method == "pickit") {
@@ -291,7 +332,32 @@ void pickit(const PickitOptions& o) {
         target[h].square += stats[h].square / static_cast<double>(k);
       }
     }
-    calibration = calibrate(merged, x, target, o.calibrate, o.seed);
+    if (o.scale) {
+      calibration = calibrate(merged, x, target, o.calibrate, o.seed);
+    } else {
+      // Lambda, label-free: each scale of the grid is merged and calibrated,
+      // and kept is the one whose model agrees most with the task models on
+      // their own calibration rows (the least cross-entropy against each
+      // task model's softmax, averaged over the tasks).
+      std::vector<snn::Matrix> teacher;
+      for (int64_t m = 0; m < k; ++m) teacher.push_back(output_probabilities(models[static_cast<size_t>(m)], own[static_cast<size_t>(m)], o.seed));
+      double best = std::numeric_limits<double>::infinity();
+      for (const double lambda : o.scale_grid) {
+        snn::Network candidate = merged_at(lambda);
+        Calibration calib = calibrate(candidate, x, target, o.calibrate, o.seed, false);
+        double cross_entropy = 0;
+        for (int64_t m = 0; m < k; ++m) {
+          const snn::Matrix q = output_probabilities(candidate, own[static_cast<size_t>(m)], o.seed);
+          const snn::Matrix& p = teacher[static_cast<size_t>(m)];
+          cross_entropy -= (p.array().cast<double>() * q.array().cast<double>().max(1e-30).log()).sum() / static_cast<double>(p.rows() * k);
+        }
+        tried.push_back(lambda);
+        agreement.push_back(cross_entropy);
+        spdlog::info("scale {:.3g}: cross-entropy {:.4f} against the task models on the calibration set", lambda, cross_entropy);
+        if (cross_entropy < best) best = cross_entropy, chosen = lambda, merged = std::move(candidate), calibration = std::move(calib);
+      }
+      spdlog::info("scale {:.3g} kept", chosen);
+    }
   }
   nk::h5::Writer out(o.output, kModelSchema, o.no_clobber);
   write_model(out, merged, {});
@@ -299,6 +365,11 @@ void pickit(const PickitOptions& o) {
   out.attr("/", "merged_models", k);
   out.attr("/", "aligned_models", aligned);
   if (o.method == "pickit" || o.method == "ties") out.attr("/", "trim", trim);
+  if (scaled || o.method == "task-arithmetic") out.attr("/", "scale", chosen);
+  if (!tried.empty()) {
+    out.write("/selection/scale", tried.data(), {static_cast<int64_t>(tried.size())}, "candidate");
+    out.write("/selection/cross_entropy", agreement.data(), {static_cast<int64_t>(agreement.size())}, "candidate");
+  }
   if (o.method == "pickit") {
     out.attr("/", "calibration", o.calibrate);
     for (size_t h = 0; h < calibration.scale.size(); ++h) {

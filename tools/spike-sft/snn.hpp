@@ -104,6 +104,8 @@ class Workspace {
   /// row per example (the same at every step).
   const Matrix& currents(int64_t h) const { return current[static_cast<size_t>(h)]; }
   const Matrix& spikes_of(int64_t h) const { return spikes[static_cast<size_t>(h)]; }
+  /// After forward(): the softmax of the readout [B, classes].
+  const Matrix& output_probabilities() const { return probabilities; }
 
  private:
   friend BatchStats forward(const Network&, const Matrix&, const int64_t*, Workspace&, nk::Rng*, const Matrix*);

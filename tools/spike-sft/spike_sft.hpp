@@ -101,7 +101,8 @@ struct PickitOptions {
   bool no_clobber = false;
   std::string method = "pickit";  ///< pickit | ties | average | task-arithmetic
   std::optional<double> trim;     ///< share of each delta's nonzero entries kept (default: 1 for pickit, 0.2 for ties)
-  double scale = 1.0;             ///< lambda for ties/pickit and task arithmetic
+  std::optional<double> scale;    ///< lambda for ties/pickit and task arithmetic (default 1; pickit: chosen from scale_grid)
+  std::vector<double> scale_grid = {0.5, 1.0, 1.5, 2.0, 3.0};  ///< pickit: the lambdas tried, the one the task models agree with most kept
   int64_t calibration = 256;      ///< calibration examples per task
   std::string calibrate = "neuron";  ///< neuron | affine | layer: what the spike-statistics calibration adjusts
   bool align = true;              ///< permute the neurons of models of another base to match the first
