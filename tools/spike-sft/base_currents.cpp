@@ -25,7 +25,9 @@ void transpose_into(const Eigen::Ref<const snn::Matrix>& src, snn::Matrix& dst) 
   }
 }
 
-bool BaseCurrents::applies(const snn::Config& config) { return !config.conv() && config.coding == snn::Coding::direct; }
+bool BaseCurrents::applies(const snn::Config& config) {
+  return !config.conv() && config.coding == snn::Coding::direct;
+}
 
 int64_t BaseCurrents::bytes_for(const snn::Config& config, int64_t examples) {
   return examples * config.sizes[1] * static_cast<int64_t>(sizeof(float));
@@ -38,7 +40,9 @@ BaseCurrents::BaseCurrents(const snn::Network& base, const snn::Matrix& examples
   cache_.rowwise() += base.bias[0].transpose();
 }
 
-int64_t BaseCurrents::bytes() const { return static_cast<int64_t>(cache_.size() * sizeof(float)); }
+int64_t BaseCurrents::bytes() const {
+  return static_cast<int64_t>(cache_.size() * sizeof(float));
+}
 
 void BaseCurrents::set_support(const snn::Matrix& w, const snn::Matrix& base, const std::vector<int32_t>& mask) {
   const int64_t n = w.size(), cols = w.cols();
@@ -58,8 +62,8 @@ namespace {
 
 /// Gathers row i's nonzero support entries: Delta_ij into delta, the offset
 /// of row j of x_t into column; returns their number.
-inline int64_t row_entries(int64_t i, const int32_t* support, const int64_t* row_start, const float* w, const float* base, int64_t b,
-                           int64_t cols, float* delta, int64_t* column) {
+inline int64_t row_entries(int64_t i, const int32_t* support, const int64_t* row_start, const float* w,
+                           const float* base, int64_t b, int64_t cols, float* delta, int64_t* column) {
   int64_t count = 0;
   for (int64_t e = row_start[i]; e < row_start[i + 1]; ++e) {
     const int32_t at = support[e];
@@ -75,8 +79,9 @@ inline int64_t row_entries(int64_t i, const int32_t* support, const int64_t* row
 /// the support entries (i, j) of Delta, each adding Delta_ij times x's
 /// column j (row j of x_t) over the batch; 'delta' and 'column' are scratch
 /// for one row's entries.
-void delta_rows_plain(int64_t i0, int64_t i1, const int32_t* support, const int64_t* row_start, const float* w, const float* base,
-                      const float* x_t, int64_t b, int64_t cols, float* delta, int64_t* column, float* out) {
+void delta_rows_plain(int64_t i0, int64_t i1, const int32_t* support, const int64_t* row_start, const float* w,
+                      const float* base, const float* x_t, int64_t b, int64_t cols, float* delta, int64_t* column,
+                      float* out) {
   for (int64_t i = i0; i < i1; ++i) {
     const int64_t count = row_entries(i, support, row_start, w, base, b, cols, delta, column);
     float* __restrict row = out + i * b;
@@ -95,9 +100,10 @@ using DeltaRows = decltype(&delta_rows_plain);
 #if defined(__x86_64__)
 /// The same with 32 examples' sums in four AVX registers across a row's
 /// entries (one broadcast, four loads and four FMAs per entry).
-__attribute__((target("avx2,fma"))) void delta_rows_avx2(int64_t i0, int64_t i1, const int32_t* support, const int64_t* row_start,
-                                                         const float* w, const float* base, const float* x_t, int64_t b, int64_t cols,
-                                                         float* delta, int64_t* column, float* out) {
+__attribute__((target("avx2,fma"))) void delta_rows_avx2(int64_t i0, int64_t i1, const int32_t* support,
+                                                         const int64_t* row_start, const float* w, const float* base,
+                                                         const float* x_t, int64_t b, int64_t cols, float* delta,
+                                                         int64_t* column, float* out) {
   for (int64_t i = i0; i < i1; ++i) {
     const int64_t count = row_entries(i, support, row_start, w, base, b, cols, delta, column);
     float* row = out + i * b;
@@ -126,8 +132,8 @@ __attribute__((target("avx2,fma"))) void delta_rows_avx2(int64_t i0, int64_t i1,
 }
 #endif
 
-void sampled_dots_plain(int64_t e0, int64_t e1, const int32_t* index, int64_t cols, const float* gv_t, const float* x_t, int64_t steps,
-                        float* grad) {
+void sampled_dots_plain(int64_t e0, int64_t e1, const int32_t* index, int64_t cols, const float* gv_t, const float* x_t,
+                        int64_t steps, float* grad) {
   for (int64_t e = e0; e < e1; ++e) {
     const int64_t at = index[e], i = at / cols;
     const float* __restrict a = gv_t + i * steps;
@@ -140,8 +146,9 @@ void sampled_dots_plain(int64_t e0, int64_t e1, const int32_t* index, int64_t co
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx2,fma"))) void sampled_dots_avx2(int64_t e0, int64_t e1, const int32_t* index, int64_t cols, const float* gv_t,
-                                                           const float* x_t, int64_t steps, float* grad) {
+__attribute__((target("avx2,fma"))) void sampled_dots_avx2(int64_t e0, int64_t e1, const int32_t* index, int64_t cols,
+                                                           const float* gv_t, const float* x_t, int64_t steps,
+                                                           float* grad) {
   for (int64_t e = e0; e < e1; ++e) {
     const int64_t at = index[e], i = at / cols;
     const float* a = gv_t + i * steps;
@@ -179,17 +186,19 @@ const DeltaRows delta_rows_best = [] {
 
 }  // namespace
 
-void sampled_dots(int64_t e0, int64_t e1, const int32_t* index, int64_t cols, const float* gv_t, const float* x_t, int64_t steps, float* grad) {
+void sampled_dots(int64_t e0, int64_t e1, const int32_t* index, int64_t cols, const float* gv_t, const float* x_t,
+                  int64_t steps, float* grad) {
   sampled_dots_best(e0, e1, index, cols, gv_t, x_t, steps, grad);
 }
 
-void BaseCurrents::sparse_currents(const int64_t* examples, const snn::Matrix& x_t, const snn::Matrix& w, const snn::Matrix& base,
-                                   snn::Matrix& out) {
+void BaseCurrents::sparse_currents(const int64_t* examples, const snn::Matrix& x_t, const snn::Matrix& w,
+                                   const snn::Matrix& base, snn::Matrix& out) {
   const int64_t n = cache_.cols(), b = x_t.cols(), cols = w.cols();
   delta_t_.resize(n, b);
   constexpr int64_t kBlock = 16;
   int64_t widest = 0;  // the most support entries of one row
-  for (int64_t i = 0; i < n; ++i) widest = std::max(widest, row_start_[static_cast<size_t>(i) + 1] - row_start_[static_cast<size_t>(i)]);
+  for (int64_t i = 0; i < n; ++i)
+    widest = std::max(widest, row_start_[static_cast<size_t>(i) + 1] - row_start_[static_cast<size_t>(i)]);
 #pragma omp parallel
   {
     std::vector<float> delta(static_cast<size_t>(widest));
@@ -198,8 +207,8 @@ void BaseCurrents::sparse_currents(const int64_t* examples, const snn::Matrix& x
     for (int64_t t = 0; t < omp_get_num_threads(); ++t) {
       // One contiguous range of rows per thread: one call into the AVX2 code.
       const int64_t i0 = n * t / omp_get_num_threads(), i1 = n * (t + 1) / omp_get_num_threads();
-      delta_rows_best(i0, i1, support_.data(), row_start_.data(), w.data(), base.data(), x_t.data(), b, cols, delta.data(), column.data(),
-                      delta_t_.data());
+      delta_rows_best(i0, i1, support_.data(), row_start_.data(), w.data(), base.data(), x_t.data(), b, cols,
+                      delta.data(), column.data(), delta_t_.data());
     }
     // The cached rows plus the correction, 16 examples at a time.
 #pragma omp for schedule(static)
@@ -214,8 +223,8 @@ void BaseCurrents::sparse_currents(const int64_t* examples, const snn::Matrix& x
   }
 }
 
-void BaseCurrents::low_rank_currents(const int64_t* examples, const snn::Matrix& x, const Eigen::MatrixXf& u, const Eigen::MatrixXf& v,
-                                     snn::Matrix& out) const {
+void BaseCurrents::low_rank_currents(const int64_t* examples, const snn::Matrix& x, const Eigen::MatrixXf& u,
+                                     const Eigen::MatrixXf& v, snn::Matrix& out) const {
   for (int64_t r = 0; r < x.rows(); ++r) out.row(r) = cache_.row(examples[r]);
   const Eigen::MatrixXf xv = x * v;
   out.noalias() += xv * u.transpose();

@@ -27,7 +27,8 @@ void transpose_into(const Eigen::Ref<const snn::Matrix>& src, snn::Matrix& dst);
 /// grad[e] = row i of gv_t . row j of x_t (rows of 'steps' floats), where
 /// index[e] = i cols + j; each entry summed in a fixed order (AVX2 where the
 /// CPU has it).
-void sampled_dots(int64_t e0, int64_t e1, const int32_t* index, int64_t cols, const float* gv_t, const float* x_t, int64_t steps, float* grad);
+void sampled_dots(int64_t e0, int64_t e1, const int32_t* index, int64_t cols, const float* gv_t, const float* x_t,
+                  int64_t steps, float* grad);
 
 class BaseCurrents {
  public:
@@ -50,14 +51,14 @@ class BaseCurrents {
   void sparse_currents(const int64_t* examples, const snn::Matrix& x_t, const snn::Matrix& w, const snn::Matrix& base,
                        snn::Matrix& out);
   /// The same for LoRA, Delta = U V^T (U [out, r], V [in, r]): x Delta^T = (x V) U^T.
-  void low_rank_currents(const int64_t* examples, const snn::Matrix& x, const Eigen::MatrixXf& u, const Eigen::MatrixXf& v,
-                         snn::Matrix& out) const;
+  void low_rank_currents(const int64_t* examples, const snn::Matrix& x, const Eigen::MatrixXf& u,
+                         const Eigen::MatrixXf& v, snn::Matrix& out) const;
 
  private:
-  snn::Matrix cache_;                ///< [N, out]
-  std::vector<int32_t> support_;     ///< flat indices, sorted (so grouped by output row)
-  std::vector<int64_t> row_start_;   ///< [out + 1]: support_ of row i is [row_start_[i], row_start_[i + 1])
-  snn::Matrix delta_t_;              ///< [out, B]: x Delta^T, transposed
+  snn::Matrix cache_;               ///< [N, out]
+  std::vector<int32_t> support_;    ///< flat indices, sorted (so grouped by output row)
+  std::vector<int64_t> row_start_;  ///< [out + 1]: support_ of row i is [row_start_[i], row_start_[i + 1])
+  snn::Matrix delta_t_;             ///< [out, B]: x Delta^T, transposed
 };
 
 }  // namespace spike

@@ -36,17 +36,12 @@ struct NeuronStats {
   Eigen::VectorXd rate, mean, square;
 };
 
-/// The statistics of every hidden layer of 'net' over the rows of x, in
-/// batches of at most 128 rows (rate coding draws from one seeded stream, so
-/// repeated calls on one network agree).
-std::vector<NeuronStats> neuron_stats(const snn::Network& net, const snn::Matrix& x, uint64_t seed) {
-  const int64_t hidden = net.config.hidden_layers(), rows = x.rows(), batch = std::min<int64_t>(rows, 128);
-  std::vector<NeuronStats> out(static_cast<size_t>(hidden));
-  std::vector<double> spike_rows(out.size(), 0), current_rows(out.size(), 0);
-  for (int64_t h = 0; h < hidden; ++h) {
-    const int64_t n = net.config.weight_rows(h);
-    out[static_cast<size_t>(h)] = {Eigen::VectorXd::Zero(n), Eigen::VectorXd::Zero(n), Eigen::VectorXd::Zero(n)};
-  }
+/// Runs 'net' over the rows of x in batches of at most 128 rows and hands
+/// each batch's workspace to visit(ws, first row, rows); rate coding draws
+/// from one stream seeded by 'seed', so repeated calls on one network agree.
+template <class Visit>
+void for_batches(const snn::Network& net, const snn::Matrix& x, uint64_t seed, Visit&& visit) {
+  const int64_t rows = x.rows(), batch = std::min<int64_t>(rows, 128);
   nk::Rng rng(seed);
   snn::Workspace full(net.config, batch);
   std::optional<snn::Workspace> tail;
@@ -55,6 +50,20 @@ std::vector<NeuronStats> neuron_stats(const snn::Network& net, const snn::Matrix
     if (take < batch && !tail) tail.emplace(net.config, take);
     snn::Workspace& ws = take == batch ? full : *tail;
     snn::forward(net, x.middleRows(at, take), nullptr, ws, &rng);
+    visit(ws, at, take);
+  }
+}
+
+/// The statistics of every hidden layer of 'net' over the rows of x.
+std::vector<NeuronStats> neuron_stats(const snn::Network& net, const snn::Matrix& x, uint64_t seed) {
+  const int64_t hidden = net.config.hidden_layers();
+  std::vector<NeuronStats> out(static_cast<size_t>(hidden));
+  std::vector<double> spike_rows(out.size(), 0), current_rows(out.size(), 0);
+  for (int64_t h = 0; h < hidden; ++h) {
+    const int64_t n = net.config.weight_rows(h);
+    out[static_cast<size_t>(h)] = {Eigen::VectorXd::Zero(n), Eigen::VectorXd::Zero(n), Eigen::VectorXd::Zero(n)};
+  }
+  for_batches(net, x, seed, [&](const snn::Workspace& ws, int64_t, int64_t) {
     for (int64_t h = 0; h < hidden; ++h) {
       NeuronStats& s = out[static_cast<size_t>(h)];
       const snn::Matrix& spikes = ws.spikes_of(h);
@@ -65,7 +74,7 @@ std::vector<NeuronStats> neuron_stats(const snn::Network& net, const snn::Matrix
       spike_rows[static_cast<size_t>(h)] += static_cast<double>(spikes.rows());
       current_rows[static_cast<size_t>(h)] += static_cast<double>(current.rows());
     }
-  }
+  });
   for (size_t h = 0; h < out.size(); ++h) {
     out[h].rate /= spike_rows[h];
     out[h].mean /= current_rows[h];
@@ -74,21 +83,10 @@ std::vector<NeuronStats> neuron_stats(const snn::Network& net, const snn::Matrix
   return out;
 }
 
-/// The readout's softmax [rows, classes] of 'net' on the rows of x (batches
-/// of at most 128; rate coding seeded as in neuron_stats).
+/// The readout's softmax [rows, classes] of 'net' on the rows of x.
 snn::Matrix output_probabilities(const snn::Network& net, const snn::Matrix& x, uint64_t seed) {
-  const int64_t rows = x.rows(), batch = std::min<int64_t>(rows, 128);
-  snn::Matrix out(rows, net.config.sizes.back());
-  nk::Rng rng(seed);
-  snn::Workspace full(net.config, batch);
-  std::optional<snn::Workspace> tail;
-  for (int64_t at = 0; at < rows; at += batch) {
-    const int64_t take = std::min(batch, rows - at);
-    if (take < batch && !tail) tail.emplace(net.config, take);
-    snn::Workspace& ws = take == batch ? full : *tail;
-    snn::forward(net, x.middleRows(at, take), nullptr, ws, &rng);
-    out.middleRows(at, take) = ws.output_probabilities();
-  }
+  snn::Matrix out(x.rows(), net.config.sizes.back());
+  for_batches(net, x, seed, [&](const snn::Workspace& ws, int64_t at, int64_t take) { out.middleRows(at, take) = ws.output_probabilities(); });
   return out;
 }
 
