@@ -91,6 +91,11 @@ for l in range(2):
 check("spe: only the smallest-|w| 5% of each layer changed", ok_mask)
 lo = h5py.File("base_lora.h5", "r")
 check(f"lora: trainable state {lo.attrs['trainable_state_bytes']} bytes <= 10% of full's", lo.attrs["trainable_state_bytes"] <= 0.1 * h5py.File("base_full.h5", "r").attrs["trainable_state_bytes"])
+split = {f: h5py.File(f, "r").attrs for f in ("spe.h5", "base_full.h5", "base_lora.h5")}
+check("trainable state = gradients + optimizer state + indices (4 + 8 + 4 bytes a masked entry; 4 + 8 per parameter for full and LoRA)",
+      all(x["gradient_bytes"] + x["optimizer_bytes"] + x["index_bytes"] == x["trainable_state_bytes"] for x in split.values())
+      and split["spe.h5"]["index_bytes"] == 4 * split["spe.h5"]["trainable_entries"] and split["base_full.h5"]["index_bytes"] == 0
+      and split["spe.h5"]["activation_bytes"] == split["base_full.h5"]["activation_bytes"] > 0)
 nc = h5py.File("spe_dense.h5", "r")
 check(f"spe's base-current cache: 400 examples x 48 units x 4 bytes ({a.attrs['base_cache_bytes']}); none with --no-base-cache or for full",
       a.attrs["base_cache_bytes"] == 400 * 48 * 4 and nc.attrs["base_cache_bytes"] == 0 and h5py.File("base_full.h5", "r").attrs["base_cache_bytes"] == 0)

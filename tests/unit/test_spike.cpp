@@ -121,7 +121,8 @@ TEST_SUITE("spike") {
     }
     for (int32_t e = 3; e < static_cast<int32_t>(adapted.weight[0].size()); e += 50) adapted.weight[0].data()[e] -= 0.5f;
     cache.set_support(adapted.weight[0], base.weight[0], mask);
-    const std::vector<int64_t> rows = {4, 0, 49, 17, 17, 8, 23, 31, 2, 11, 40, 5, 6, 7, 9, 10, 12, 13, 14, 15};  // 20: a block and a rest
+    std::vector<int64_t> rows;  // 45 examples, some twice: a tile of 32 and a rest of 13
+    for (int64_t r = 0; r < 45; ++r) rows.push_back(r * 17 % 50);
     Matrix x(static_cast<Eigen::Index>(rows.size()), 40), x_t(40, static_cast<Eigen::Index>(rows.size())), got(static_cast<Eigen::Index>(rows.size()), 24);
     for (size_t r = 0; r < rows.size(); ++r) x.row(static_cast<Eigen::Index>(r)) = examples.row(rows[r]);
     x_t = x.transpose();
@@ -159,6 +160,29 @@ TEST_SUITE("spike") {
     Workspace wr(rate, x.rows());
     nk::Rng coding(1);
     CHECK_THROWS_AS(forward(rated, x, y.data(), wr, &coding, &got), std::invalid_argument);
+  }
+
+  TEST_CASE("the masked gradient's sampled dot products equal float64 dot products of the factors' rows") {
+    nk::Rng rng(41);
+    for (const int64_t steps : {int64_t{37}, int64_t{128}}) {  // a rest after the vector blocks, and none
+      INFO(steps << " rows of steps and examples");
+      const int64_t out = 9, in = 13;
+      Matrix gv_t(out, steps), x_t(in, steps);
+      for (int64_t e = 0; e < gv_t.size(); ++e) gv_t.data()[e] = static_cast<float>(rng.normal());
+      for (int64_t e = 0; e < x_t.size(); ++e) x_t.data()[e] = static_cast<float>(rng.uniform());
+      std::vector<int32_t> index;
+      for (int32_t e = 1; e < out * in; e += 4) index.push_back(e);
+      std::vector<float> grad(index.size(), -1.0f);
+      spike::sampled_dots(0, 5, index.data(), in, gv_t.data(), x_t.data(), steps, grad.data());
+      spike::sampled_dots(5, static_cast<int64_t>(index.size()), index.data(), in, gv_t.data(), x_t.data(), steps, grad.data());
+      double worst = 0;
+      for (size_t e = 0; e < index.size(); ++e) {
+        const int64_t i = index[e] / in, j = index[e] % in;
+        const double want = gv_t.row(i).cast<double>().dot(x_t.row(j).cast<double>());
+        worst = std::max(worst, std::abs(want - static_cast<double>(grad[e])));
+      }
+      CHECK(worst < 1e-4);
+    }
   }
 
   TEST_CASE("neuron alignment undoes a permutation of hidden neurons, and a permutation keeps the function") {

@@ -171,6 +171,7 @@ void spe(const SpeOptions& o) {
   std::vector<Eigen::MatrixXf> lu, lv, glu, glv;
   std::vector<std::vector<float>> mu, vu, mv, vv;
   int64_t trainable = 0, state_bytes = 0;
+  int64_t index_bytes = 0;  // masks: the sorted entry list (4 bytes an entry); the rest is 4 gradient + 8 moment bytes per trainable value
   for (int64_t l = 0; l < layers; ++l) {
     const snn::Matrix& w = net.weight[static_cast<size_t>(l)];
     if (full) {
@@ -201,6 +202,7 @@ void spe(const SpeOptions& o) {
       reselect(masked[static_cast<size_t>(l)], select(w, k, o.method, rng));
       trainable += k;
       state_bytes += masked[static_cast<size_t>(l)].bytes();
+      index_bytes += k * static_cast<int64_t>(sizeof(int32_t));
     }
   }
   snn::Workspace ws(c, o.batch);
@@ -406,6 +408,9 @@ void spe(const SpeOptions& o) {
   out.attr("/", "trainable_entries", trainable);
   out.attr("/", "changed_entries", changed);
   out.attr("/", "trainable_state_bytes", state_bytes);
+  out.attr("/", "gradient_bytes", trainable * static_cast<int64_t>(sizeof(float)));
+  out.attr("/", "optimizer_bytes", trainable * static_cast<int64_t>(2 * sizeof(float)));
+  out.attr("/", "index_bytes", index_bytes);
   out.attr("/", "activation_bytes", ws.activation_bytes());
   out.attr("/", "gradient_scratch_bytes", scratch_bytes);
   out.attr("/", "base_cache_bytes", base_currents ? base_currents->bytes() : int64_t{0});

@@ -40,7 +40,12 @@ for task in $taskset; do
     for method in $methods; do
       flags="--method ${method%-nocache}"; [ "$method" = spe-nocache ] && flags="$flags --no-base-cache"
       # shellcheck disable=SC2086
-      spike-sft -q --seed "$seed" spe -i "$work/base.h5" --task "$work/tasks.h5:$task" $flags -o "$work/a.h5"
+      /usr/bin/time -f %M -o "$work/rss.txt" spike-sft -q --seed "$seed" spe -i "$work/base.h5" --task "$work/tasks.h5:$task" $flags -o "$work/a.h5"
+      if [ "$task" = "$(echo $taskset | cut -d' ' -f1)" ] && [ "$seed" = "$(echo $seeds | cut -d' ' -f1)" ]; then
+        printf '%s' "$method" >> "$work/memory.tsv"
+        for key in activation_bytes gradient_bytes optimizer_bytes index_bytes gradient_scratch_bytes base_cache_bytes; do printf '\t%s' "$(attr "$work/a.h5" $key)" >> "$work/memory.tsv"; done
+        printf '\t%s\n' "$(tail -1 "$work/rss.txt")" >> "$work/memory.tsv"
+      fi
       [ "$method" = spe ] && cp "$work/a.h5" "$work/spe_${task}_s$seed.h5"
       acc[$method]=$(awk -v a="${acc[$method]:-0}" -v b="$(attr "$work/a.h5" test_accuracy)" 'BEGIN{print a+b}')
       secs[$method]=$(awk -v a="${secs[$method]:-0}" -v b="$(attr "$work/a.h5" epoch_seconds)" 'BEGIN{print a+b}')
@@ -56,7 +61,10 @@ for task in $taskset; do
   unset acc secs bytes
 done
 echo "goals: q = 5%: state <= 10% of full, time/epoch <= 70% of full, accuracy within 2 points of full; SPE above random and large masks"
-echo "base-current cache of spe (10K examples x 256 units): $(attr "$work/spe_$(echo $taskset | cut -d' ' -f1)_s$(echo $seeds | cut -d' ' -f1).h5" base_cache_bytes) bytes"
+echo
+echo "memory of one run ($(echo $taskset | cut -d' ' -f1), seed $(echo $seeds | cut -d' ' -f1); KiB): BPTT activations, gradients, optimizer state (Adam moments), mask indices, transient gradient scratch, base-current cache, peak RSS of the process"
+awk -F'\t' 'BEGIN { printf "%-11s %11s %10s %10s %8s %9s %10s %9s\n", "method", "activations", "gradients", "optimizer", "indices", "scratch", "base cache", "peak RSS" }
+  { printf "%-11s %11.0f %10.1f %10.1f %8.1f %9.1f %10.0f %9.0f\n", $1, $2 / 1024, $3 / 1024, $4 / 1024, $5 / 1024, $6 / 1024, $7 / 1024, $8 }' "$work/memory.tsv"
 
 # Stage 2: for each seed, the SPE models of the four tasks merged into one
 # model, by every baseline over its usual settings (weight averaging; task
