@@ -22,8 +22,8 @@
 
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
-#include "base_currents.hpp"
 #include "nk/progress.hpp"
+#include "base_currents.hpp"
 #include "spike_sft.hpp"
 
 namespace spike {
@@ -211,15 +211,6 @@ void spe(const SpeOptions& o) {
   spdlog::info("task {}: {} training examples; base model {:.2f}% on its test set; method {}, {} trainable entries ({:.2f}% of {})", task.name,
                task.train.size(), 100 * base_accuracy, o.method, trainable, 100.0 * static_cast<double>(trainable) / static_cast<double>(c.parameter_count()),
                c.parameter_count());
-  // The masked gradient: dL/dW_ij = gv[:, i] . x[:, j] for the masked (i, j)
-  // only (a sampled matrix product), in one of two ways. Where the layer has
-  // many masked entries per row of gv and x (at least twice in + out: the
-  // dense layers), gv and x are transposed into scratch (steps x examples
-  // become contiguous) and each entry is one vectorised dot product, summed
-  // in a fixed order whatever the thread count. Otherwise (convolutions: a
-  // few masked kernel entries over many rows of positions) one pass over the
-  // rows: each thread sums its rows into its own accumulators, which are
-  // then added in thread order.
   // A method that trains a delta over the base gets the first layer's
   // currents from the frozen base's, cached per training example, plus the
   // delta's part (see base_currents.hpp); the cache is built in the first
@@ -230,6 +221,15 @@ void spe(const SpeOptions& o) {
   if (!full && o.base_cache && !cache) spdlog::debug("no base-current cache (conv network, rate coding, or above {} bytes)", kBaseCacheLimit);
   std::optional<BaseCurrents> base_currents;
   snn::Matrix input_t, first_currents;
+  // The masked gradient: dL/dW_ij = gv[:, i] . x[:, j] for the masked (i, j)
+  // only (a sampled matrix product), in one of two ways. Where the layer has
+  // many masked entries per row of gv and x (at least twice in + out: the
+  // dense layers), gv and x are transposed into scratch (steps x examples
+  // become contiguous) and each entry is one vectorised dot product, summed
+  // in a fixed order whatever the thread count. Otherwise (convolutions: a
+  // few masked kernel entries over many rows of positions) one pass over the
+  // rows: each thread sums its rows into its own accumulators, which are
+  // then added in thread order.
   snn::Matrix gv_t, x_t;
   std::vector<int64_t> out_unit, in_unit;
   std::vector<float> partial;
