@@ -55,7 +55,11 @@ void BaseCurrents::set_support(const snn::Matrix& w, const snn::Matrix& base, co
   }
   row_start_.assign(static_cast<size_t>(w.rows()) + 1, 0);
   for (const int32_t e : support_) ++row_start_[static_cast<size_t>(e / cols) + 1];
-  for (size_t i = 1; i < row_start_.size(); ++i) row_start_[i] += row_start_[i - 1];
+  widest_ = 0;
+  for (size_t i = 1; i < row_start_.size(); ++i) {
+    widest_ = std::max(widest_, row_start_[i]);
+    row_start_[i] += row_start_[i - 1];
+  }
 }
 
 namespace {
@@ -196,13 +200,10 @@ void BaseCurrents::sparse_currents(const int64_t* examples, const snn::Matrix& x
   const int64_t n = cache_.cols(), b = x_t.cols(), cols = w.cols();
   delta_t_.resize(n, b);
   constexpr int64_t kBlock = 16;
-  int64_t widest = 0;  // the most support entries of one row
-  for (int64_t i = 0; i < n; ++i)
-    widest = std::max(widest, row_start_[static_cast<size_t>(i) + 1] - row_start_[static_cast<size_t>(i)]);
 #pragma omp parallel
   {
-    std::vector<float> delta(static_cast<size_t>(widest));
-    std::vector<int64_t> column(static_cast<size_t>(widest));
+    std::vector<float> delta(static_cast<size_t>(widest_));
+    std::vector<int64_t> column(static_cast<size_t>(widest_));
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < omp_get_num_threads(); ++t) {
       // One contiguous range of rows per thread: one call into the AVX2 code.

@@ -59,6 +59,7 @@ class BaseCurrents {
   std::vector<int32_t> support_;    ///< flat indices, sorted (so grouped by output row)
   std::vector<int64_t> row_start_;  ///< [out + 1]: support_ of row i is [row_start_[i], row_start_[i + 1])
   snn::Matrix delta_t_;             ///< [out, B]: x Delta^T, transposed
+  int64_t widest_ = 0;  ///< the most support entries of one row
 };
 
 }  // namespace spike
