@@ -10,6 +10,11 @@ check "four frames written" test -f frames/frame_0004.png -a ! -f frames/frame_0
 check "paint with the colour-fidelity pull: lower colour error where seen" sh -c 'sbr-render -q paint -i "$0" --strokes 60 --iterations 60 --fidelity 3 -o fid.h5 && sbr-render -q audit -i fid.h5 --target "$0" > fid.tsv && sbr-render -q audit -i cam.h5 --target "$0" > nofid.tsv && a=$(awk -F"\t" "NR>1{s+=\$5;n++} END{print s/n}" fid.tsv) && b=$(awk -F"\t" "NR>1{s+=\$5;n++} END{print s/n}" nofid.tsv) && echo "mean colour error $a with, $b without" && awk -v a="$a" -v b="$b" "BEGIN{exit !(a < b)}"' "$IMG"
 check "paint with the hidden-coverage penalty: strokes more visible" sh -c 'sbr-render -q paint -i "$0" --strokes 60 --iterations 60 --hidden-penalty 0.01 -o hid.h5 && sbr-render -q paint -i "$0" --strokes 60 --iterations 60 --hidden-penalty 0 -o nohid.h5 && sbr-render -q audit -i hid.h5 --target "$0" > hid.tsv && sbr-render -q audit -i nohid.h5 --target "$0" > nohid.tsv && a=$(awk -F"\t" "NR>1{s+=\$4;n++} END{print s/n}" hid.tsv) && b=$(awk -F"\t" "NR>1{s+=\$4;n++} END{print s/n}" nohid.tsv) && echo "mean visible fraction $a with, $b without" && awk -v a="$a" -v b="$b" "BEGIN{exit !(a > b + 0.03)}"' "$IMG"
 check "with the audit strokes keep --min-opacity (no glazes)" sh -c 'sbr-render -q paint -i "$0" --strokes 40 --iterations 30 --min-opacity 0.9 -o opaque.h5 && "$1" -c "import h5py,sys; o=h5py.File(\"opaque.h5\")[\"/strokes\"][:,10]; print(\"least opacity\", o.min()); sys.exit(not o.min() >= 0.9 - 1e-6)"' "$IMG" "$PY"
+check "relocation: the audits move weak strokes (/metrics/relocated), none with --relocate 0" sh -c 'sbr-render -q paint -i "$0" --strokes 60 --iterations 60 --relocate 0 -o norel.h5 && "$1" -c "
+import h5py, sys
+moved = int(h5py.File(\"cam.h5\")[\"/metrics/relocated\"][0]); still = int(h5py.File(\"norel.h5\")[\"/metrics/relocated\"][0])
+print(\"relocated\", moved, \"by default,\", still, \"with --relocate 0\"); sys.exit(not (moved > 0 and still == 0))"' "$IMG" "$PY"
+check "--no-colour-bound changes the painting (the bound moves colours while settling)" sh -c 'sbr-render -q paint -i "$0" --strokes 60 --iterations 60 --no-colour-bound -o nobound.h5 && ! h5diff -q cam.h5 nobound.h5 /strokes /strokes' "$IMG"
 check "paint without audit, random init" sbr-render -q paint -i "$IMG" --strokes 60 --iterations 60 --init random --no-audit -o plain.h5
 check "paint with grid init and L1 loss" sbr-render -q paint -i "$IMG" --strokes 40 --iterations 20 --init grid --loss l1 -o grid.h5
 check "render at twice the size" sbr-render -q render -i cam.h5 --size 128x128 -o cam128.png --svg cam128.svg
@@ -120,6 +125,7 @@ with h5py.File('dec_shape.h5','r+') as f:
 "
 check "strokes outside the canvas are clipped, not a crash" sbr-render -q render -i outside.h5 -o outside.png
 expect_fail "--strokes 0" 2 "strokes" sbr-render paint -i "$IMG" --strokes 0 -o bad.h5
+expect_fail "--relocate above 1" 2 "relocate" sbr-render paint -i "$IMG" --relocate 2 -o bad.h5
 expect_fail "image of zero size" 3 "zero size" sbr-render paint -i zero.h5 -o bad.h5
 expect_fail "NaN pixel" 3 "/images.*(NaN|finite)" sbr-render paint -i nanimg.h5 -o bad.h5
 expect_fail "absurd image size: refused before reading" 3 "refused before" sbr-render paint -i huge.h5 -o bad.h5

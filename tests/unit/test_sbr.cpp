@@ -335,4 +335,132 @@ TEST_SUITE("sbr") {
     REQUIRE(q.strokes.size() == 3);
     CHECK(q.strokes[2].opacity < 0.2f);
   }
+  TEST_CASE("plan_respawn: defective strokes by class, then the least contributing good ones, settled strokes only") {
+    const double deltas[12] = {10, 12, 0.5, 9, 11, 0.2, 8, 13, 0.1, 10, 7, -1};
+    std::vector<StrokeAudit> verdict(12);
+    for (size_t i = 0; i < 12; ++i) verdict[i].loss_delta = deltas[i];
+    verdict[3].defects = kHidden;
+    verdict[11].defects = kUseless;
+    std::vector<int> born(12, -1000);
+    born[8] = 95;  // re-spawned 5 steps ago: still settling
+    PaintConfig config;
+    config.audit_every = 25;
+    config.max_respawn = 1.0;
+    config.relocate = 2.0 / 12;
+    // The median loss_delta is 9, so the weak ones are the good settled strokes under 2.25.
+    RespawnPlan plan = plan_respawn(verdict, born, 100, config);
+    CHECK(plan.defective == std::vector<int64_t>{11, 3});
+    CHECK(plan.weak == std::vector<int64_t>{5, 2});
+    config.relocate = 1.0 / 12;
+    CHECK(plan_respawn(verdict, born, 100, config).weak == std::vector<int64_t>{5});
+    config.relocate = 0;
+    CHECK(plan_respawn(verdict, born, 100, config).weak.empty());
+    born[8] = 50;  // settled now, and the least contributing
+    config.relocate = 1.0;
+    CHECK(plan_respawn(verdict, born, 100, config).weak == std::vector<int64_t>{8, 5, 2});
+    config.max_respawn = 0.05;  // ceil(0.6): one, the useless stroke first
+    CHECK(plan_respawn(verdict, born, 100, config).defective == std::vector<int64_t>{11});
+  }
+
+  TEST_CASE("bound_colour: the colour moves towards what the stroke is seen over, just onto the bound") {
+    // A stroke seen over four pixels with weights alpha T and target colours.
+    const double weight[4] = {1.0, 0.5, 0.8, 0.3};
+    const double colour[4][3] = {{0.2, 0.4, 0.6}, {0.3, 0.4, 0.5}, {0.25, 0.35, 0.6}, {0.1, 0.5, 0.7}};
+    StrokeFootprint f;
+    for (int k = 0; k < 4; ++k) {
+      f.visible += weight[k];
+      for (int c = 0; c < 3; ++c) {
+        f.seen_target[c] += weight[k] * colour[k][c];
+        f.seen_target_sq += weight[k] * colour[k][c] * colour[k][c];
+      }
+    }
+    auto rms = [&](const Stroke& s) {
+      const float* c = &s.r;
+      double e = 0;
+      for (int k = 0; k < 4; ++k)
+        for (int ch = 0; ch < 3; ++ch) e += weight[k] * (c[ch] - colour[k][ch]) * (c[ch] - colour[k][ch]);
+      return std::sqrt(e / (3 * f.visible));
+    };
+    Stroke s{0, 0, 1, 1, 2, 2, 3, 1.0f, 0.0f, 0.0f, 0.6f};
+    const Stroke before = s;
+    REQUIRE(rms(s) > 0.25);
+    CHECK(bound_colour(s, f, 0.25));
+    CHECK(rms(s) == doctest::Approx(0.25).epsilon(1e-5));
+    // The move is along the line to the mean colour it is seen over.
+    const double mean[3] = {f.seen_target[0] / f.visible, f.seen_target[1] / f.visible, f.seen_target[2] / f.visible};
+    const double ratio = (s.r - mean[0]) / (before.r - mean[0]);
+    CHECK(ratio > 0);
+    CHECK(ratio < 1);
+    CHECK(s.g - mean[1] == doctest::Approx(ratio * (before.g - mean[1])).epsilon(1e-5));
+    CHECK(s.b - mean[2] == doctest::Approx(ratio * (before.b - mean[2])).epsilon(1e-5));
+    CHECK(s.x1 == before.x1);
+    CHECK(s.opacity == before.opacity);
+    // Within the bound already: left as it is.
+    const Stroke bounded = s;
+    CHECK(bound_colour(s, f, 0.3));
+    CHECK(s.r == bounded.r);
+    // Black and white under one stroke: no colour is within 0.25 RMS of both.
+    StrokeFootprint split;
+    split.visible = 2;
+    split.seen_target[0] = split.seen_target[1] = split.seen_target[2] = 1;
+    split.seen_target_sq = 3;
+    CHECK_FALSE(bound_colour(s, split, 0.25));
+    CHECK(s.r == bounded.r);
+  }
+
+  TEST_CASE("footprints sum the target each stroke is seen over") {
+    const int size = 40;
+    const RGB target(size_t(size) * size * 3, 0.25f);
+    const Painting p = random_painting(5, size, 7);
+    std::vector<float> grad;
+    std::array<float, 3> gbg;
+    std::vector<StrokeFootprint> feet;
+    render_backward(p, {size, size, 0.5f, 1}, target, Loss::l2, grad, gbg, nullptr, &feet);
+    for (const StrokeFootprint& f : feet) {
+      for (int c = 0; c < 3; ++c) CHECK(f.seen_target[c] == doctest::Approx(0.25 * f.visible).epsilon(1e-5));
+      CHECK(f.seen_target_sq == doctest::Approx(3 * 0.0625 * f.visible).epsilon(1e-5));
+    }
+  }
+
+  TEST_CASE("optimise with the audit: weak strokes are relocated, and settled colours meet the bound where one can") {
+    Target target{48, 48, RGB(48 * 48 * 3)};
+    for (int y = 0; y < 48; ++y)
+      for (int x = 0; x < 48; ++x)
+        for (int c = 0; c < 3; ++c)
+          target.pixels[(size_t(y) * 48 + x) * 3 + c] = float(0.5 + 0.45 * std::sin(x / 4.0 + 2 * c) * std::cos(y / 5.0));
+    for (bool bound : {false, true}) {
+      Painting p = random_init(target, 60, 5);
+      PaintConfig config;
+      config.iterations = 120;
+      config.scales = {1.0};
+      config.audit_every = 10;
+      config.prune = false;
+      config.colour_bound = bound;
+      config.threads = 1;
+      const PaintReport rep = optimise(p, target, config);
+      CHECK(rep.relocated > 0);
+      CHECK((rep.recoloured > 0) == bound);
+      std::vector<float> grad;
+      std::array<float, 3> gbg;
+      std::vector<StrokeFootprint> feet;
+      render_backward(p, {48, 48, 0.5f, 1}, target.pixels, Loss::l2, grad, gbg, nullptr, &feet);
+      const std::vector<StrokeAudit> verdict = audit(p, target, config.rule, 0.5, 1);
+      int64_t fixable = 0;
+      for (size_t i = 0; i < verdict.size(); ++i) {
+        if (!(verdict[i].defects & kOffColour)) continue;
+        Stroke probe = p.strokes[i];
+        fixable += bound_colour(probe, feet[i], config.rule.max_colour_error);
+      }
+      INFO("colour bound " << bound);
+      if (bound) CHECK(fixable == 0);
+    }
+    Painting p = random_init(target, 60, 5);
+    PaintConfig still;
+    still.iterations = 60;
+    still.scales = {1.0};
+    still.audit_every = 10;
+    still.relocate = 0;
+    still.threads = 1;
+    CHECK(optimise(p, target, still).relocated == 0);
+  }
 }

@@ -88,7 +88,7 @@ void write_strokes(const std::string& path, bool no_clobber, const std::vector<P
                    const std::vector<std::pair<std::string, std::string>>& attributes) {
   const int64_t k = int64_t(records.size());
   std::vector<float> strokes, background;
-  std::vector<int64_t> offsets{0}, canvas, items, respawned, pruned;
+  std::vector<int64_t> offsets{0}, canvas, items, respawned, relocated, pruned;
   std::vector<double> psnr, ssim, loss, seconds;
   for (const PaintingRecord& r : records) {
     for (const Stroke& s : r.painting.strokes) strokes.insert(strokes.end(), params_of(s), params_of(s) + kStrokeParams);
@@ -98,7 +98,7 @@ void write_strokes(const std::string& path, bool no_clobber, const std::vector<P
     background.insert(background.end(), r.painting.background.begin(), r.painting.background.end());
     items.push_back(r.item);
     psnr.push_back(r.psnr), ssim.push_back(r.ssim), loss.push_back(r.loss), seconds.push_back(r.seconds);
-    respawned.push_back(r.respawned), pruned.push_back(r.pruned);
+    respawned.push_back(r.respawned), relocated.push_back(r.relocated), pruned.push_back(r.pruned);
   }
   nk::h5::Writer out(path, kStrokesSchema, no_clobber);
   out.write("/strokes", strokes.data(), {offsets.back(), kStrokeParams}, "M,P", "px");
@@ -113,6 +113,7 @@ void write_strokes(const std::string& path, bool no_clobber, const std::vector<P
   out.write("/metrics/loss", loss.data(), {k}, "K");
   out.write("/metrics/seconds", seconds.data(), {k}, "K", "s");
   out.write("/metrics/respawned", respawned.data(), {k}, "K");
+  out.write("/metrics/relocated", relocated.data(), {k}, "K");
   out.write("/metrics/pruned", pruned.data(), {k}, "K");
   for (const auto& [name, value] : attributes) out.attr("/", name, value);
   out.commit();

@@ -42,13 +42,13 @@ struct PaintingRecord {
   int64_t item = 0;  ///< index of the painted image in its input
   Painting painting;
   double psnr = NAN, ssim = NAN, loss = NAN, seconds = NAN;
-  int64_t respawned = 0, pruned = 0;
+  int64_t respawned = 0, relocated = 0, pruned = 0;
 };
 
 /// Writes paintings as schema sbr-render.strokes/1: /strokes [M,11] (canvas
 /// pixels; colour and opacity in [0,1]), /offsets [K+1] (CSR into /strokes),
 /// /canvas [K,2] (height, width), /background [K,3], /items [K] and
-/// /metrics/{psnr,ssim,loss,seconds,respawned,pruned} [K].
+/// /metrics/{psnr,ssim,loss,seconds,respawned,relocated,pruned} [K].
 void write_strokes(const std::string& path, bool no_clobber, const std::vector<PaintingRecord>& records,
                    const std::vector<std::pair<std::string, std::string>>& attributes);
 /// Reads and checks a strokes file: schema, shapes, offsets, finite values.

@@ -27,7 +27,12 @@ int main(int argc, char** argv) {
   paint->add_option("--min-opacity", pt.config.min_opacity,
                     "Least stroke opacity with the audit (strokes are paint, not glazes; without the audit 0.05)")
       ->check(CLI::Range(0.05, 1.0));
-  paint->add_flag("!--no-repair", pt.config.repair, "Keep the hidden strokes when the last fifth of the finest scale begins (no repair)");
+  paint->add_flag("!--no-repair", pt.config.repair, "Keep the hidden strokes at 80% and 90% of the finest scale (no repair)");
+  paint->add_option("--relocate", pt.config.relocate,
+                    "Largest fraction of good strokes one audit moves from where they contribute least to the residual")
+      ->check(CLI::Range(0.0, 1.0));
+  paint->add_flag("!--no-colour-bound", pt.config.colour_bound,
+                  "While settling, do not hold each stroke's colour within the audit's colour bound");
   paint->add_option("--lr", pt.config.learning_rate, "Adam learning rate (normalised units)")->check(CLI::Range(1e-9, 10.0));
   paint->add_flag("!--no-audit", pt.audit, "Turn the single-stroke audit off (plain pixel-level optimisation)");
   paint->add_option("--audit-every", pt.config.audit_every, "Iterations between audits")->check(CLI::Range(1, 1000000));

@@ -16,6 +16,11 @@ namespace sbr {
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;
+constexpr double kSettleFrom = 0.8;    ///< the settling fifth of the finest scale begins here
+constexpr double kSecondRepair = 0.9;  ///< the repair runs again halfway through it
+constexpr double kWeakShare = 0.25;    ///< relocation: only strokes contributing under a quarter of the median
+constexpr double kColourMargin = 0.9;  ///< the colour bound holds colours at 0.9 of the audit's limit
+constexpr int kColourBoundEvery = 5;   ///< steps between colour bounds while settling
 
 /// Adam works on parameters divided by these units, so that one learning rate
 /// moves points by ~1/10 of the canvas per unit and colours by 1 per unit.
@@ -268,6 +273,53 @@ std::pair<int64_t, int64_t> prune_defective(Painting& painting, const Target& ta
   return {std::max<int64_t>(first, 0), removed};
 }
 
+RespawnPlan plan_respawn(const std::vector<StrokeAudit>& verdict, const std::vector<int>& born, int step,
+                         const PaintConfig& config) {
+  RespawnPlan plan;
+  const size_t n = verdict.size();
+  auto settled = [&](size_t i) { return step - born[i] >= config.audit_every; };
+  for (size_t i = 0; i < n; ++i)
+    if (verdict[i].defects != kGood && settled(i)) plan.defective.push_back(int64_t(i));
+  // Strokes that do nothing (vanished, useless) first, then hidden ones
+  // (least visible first), then off-colour ones (worst first).
+  auto rank = [&](int64_t i) {
+    const StrokeAudit& a = verdict[size_t(i)];
+    if (a.defects & (kVanished | kUseless)) return std::pair<int, double>{0, a.loss_delta};
+    if (a.defects & kHidden) return std::pair<int, double>{1, a.visible};
+    return std::pair<int, double>{2, -a.colour_error};
+  };
+  std::stable_sort(plan.defective.begin(), plan.defective.end(), [&](int64_t a, int64_t b) { return rank(a) < rank(b); });
+  plan.defective.resize(std::min(plan.defective.size(), size_t(std::ceil(config.max_respawn * double(n)))));
+  if (config.relocate <= 0 || n == 0) return plan;
+  std::vector<double> deltas;
+  for (const StrokeAudit& a : verdict) deltas.push_back(a.loss_delta);
+  const double cut = kWeakShare * median(deltas);
+  for (size_t i = 0; i < n; ++i)
+    if (verdict[i].defects == kGood && settled(i) && verdict[i].loss_delta < cut) plan.weak.push_back(int64_t(i));
+  std::stable_sort(plan.weak.begin(), plan.weak.end(),
+                   [&](int64_t a, int64_t b) { return verdict[size_t(a)].loss_delta < verdict[size_t(b)].loss_delta; });
+  plan.weak.resize(std::min(plan.weak.size(), size_t(std::ceil(config.relocate * double(n)))));
+  return plan;
+}
+
+bool bound_colour(Stroke& stroke, const StrokeFootprint& footprint, double bound) {
+  const double seen = footprint.visible;
+  if (!(seen > 0)) return false;
+  const double mean[3] = {footprint.seen_target[0] / seen, footprint.seen_target[1] / seen, footprint.seen_target[2] / seen};
+  // The error of colour c is |c - mean|^2 / 3 + spread: the least is the spread.
+  const double spread =
+      std::max(0.0, (footprint.seen_target_sq - seen * (mean[0] * mean[0] + mean[1] * mean[1] + mean[2] * mean[2])) / (3 * seen));
+  if (spread >= bound * bound) return false;
+  float* colour = &stroke.r;
+  double distance = 0;
+  for (int c = 0; c < 3; ++c) distance += (colour[c] - mean[c]) * (colour[c] - mean[c]);
+  distance = std::sqrt(distance);
+  const double radius = std::sqrt(3 * (bound * bound - spread));
+  if (distance > radius)
+    for (int c = 0; c < 3; ++c) colour[c] = float(mean[c] + (colour[c] - mean[c]) * radius / distance);
+  return true;
+}
+
 PaintReport optimise(Painting& painting, const Target& target, const PaintConfig& config,
                      const std::function<void(int, int)>& on_step) {
   const auto start = std::chrono::steady_clock::now();
@@ -324,13 +376,42 @@ PaintReport optimise(Painting& painting, const Target& target, const PaintConfig
   for (Stroke& s : painting.strokes) clamp_stroke(s, painting.width, painting.height, min_opacity);
   pack(theta);
   nk::Adam adam(theta.size(), {config.learning_rate, 0.9, 0.999, 1e-8, 0.0});
+  std::vector<int> born(painting.strokes.size(), -(1 << 20));  ///< step at which each stroke was (re-)spawned
+  // The stack becomes the strokes of 'order' (indices of the current stack)
+  // followed by 'fresh' ones born at 'step'; Adam's moments follow their
+  // strokes, fresh strokes start at zero, the background keeps its values.
+  auto restack = [&](const std::vector<Eigen::Index>& order, std::vector<Stroke> fresh, int step) {
+    const Eigen::Index before = Eigen::Index(painting.strokes.size());
+    std::vector<Stroke> next;
+    std::vector<int> next_born;
+    std::vector<Eigen::Index> source;
+    for (Eigen::Index i : order) {
+      next.push_back(painting.strokes[size_t(i)]);
+      next_born.push_back(born[size_t(i)]);
+      for (int k = 0; k < kStrokeParams; ++k) source.push_back(i * kStrokeParams + k);
+    }
+    for (Stroke& s : fresh) {
+      clamp_stroke(s, painting.width, painting.height, min_opacity);
+      next.push_back(s);
+      next_born.push_back(step);
+      for (int k = 0; k < kStrokeParams; ++k) source.push_back(-1);
+    }
+    for (int c = 0; c < 3; ++c) source.push_back(before * kStrokeParams + c);
+    painting.strokes = std::move(next);
+    born = std::move(next_born);
+    const Eigen::Vector3d bg_theta = theta.tail(3);
+    pack(theta);
+    theta.tail(3) = bg_theta;
+    adam.reorder_blocks(source, 1);
+  };
   const int total_steps = std::max(1, config.iterations);
   int step = 0;
   std::vector<float> grad;
   std::array<float, 3> gbg;
   RGB rendered;
   std::vector<StrokeFootprint> feet;
-  std::vector<int> born(painting.strokes.size(), -(1 << 20));  ///< step at which each stroke was (re-)spawned
+  const bool audited = config.audit && n > 0;
+  const double colour_cap = kColourMargin * config.rule.max_colour_error;
   for (size_t l = 0; l < levels.size(); ++l) {
     const Level& level = levels[l];
     const Target tl = resample(target, level.width, level.height);
@@ -339,35 +420,22 @@ PaintReport optimise(Painting& painting, const Target& target, const PaintConfig
     const double area_scale = double(level.width) * level.height / (double(painting.width) * painting.height);
     const double to_level = double(level.width) / painting.width;
     const bool last_level = l + 1 == levels.size();
-    const int settle_from = last_level ? int(0.8 * level.iterations) : level.iterations;
+    const int settle_from = last_level ? int(kSettleFrom * level.iterations) : level.iterations;
+    const int second_repair = last_level ? int(kSecondRepair * level.iterations) : level.iterations;
     for (int it = 0; it < level.iterations; ++it, ++step) {
-      if (it == settle_from && config.audit && config.repair && n > 0) {
-        // The repair: hidden strokes are removed once, as the settling fifth
-        // begins (no re-spawning from then on); their neighbours close the
-        // gaps while Adam keeps its moments.
+      if ((it == settle_from || it == second_repair) && audited && config.repair) {
+        // The repair: hidden strokes are removed (no re-spawning from the
+        // settling fifth on); their neighbours close the gaps while Adam
+        // keeps its moments. Done twice: strokes placed late can still be
+        // buried in the first half of the fifth.
         const std::vector<StrokeAudit> verdict = audit(painting, tl, config.rule, config.softness, config.threads);
         std::vector<Eigen::Index> order;
         for (size_t i = 0; i < verdict.size(); ++i)
           if (!(verdict[i].defects & kHidden)) order.push_back(Eigen::Index(i));
         if (order.size() < verdict.size() && !order.empty()) {
-          const Eigen::Index before = Eigen::Index(painting.strokes.size());
-          std::vector<Stroke> next;
-          std::vector<int> next_born;
-          std::vector<Eigen::Index> source;
-          for (Eigen::Index i : order) {
-            next.push_back(painting.strokes[size_t(i)]);
-            next_born.push_back(born[size_t(i)]);
-            for (int k = 0; k < kStrokeParams; ++k) source.push_back(i * kStrokeParams + k);
-          }
-          for (int c = 0; c < 3; ++c) source.push_back(before * kStrokeParams + c);
-          report.repaired = int64_t(verdict.size() - order.size());
-          painting.strokes = std::move(next);
-          born = std::move(next_born);
-          const Eigen::Vector3d bg_theta = theta.tail(3);
-          pack(theta);
-          theta.tail(3) = bg_theta;
-          adam.reorder_blocks(source, 1);
-          spdlog::debug("repair at step {}: {} hidden stroke(s) removed", step + 1, report.repaired);
+          report.repaired += int64_t(verdict.size() - order.size());
+          spdlog::debug("repair at step {}: {} hidden stroke(s) removed", step + 1, verdict.size() - order.size());
+          restack(order, {}, step);
         }
       }
       // Cosine decay within a level, from the rate to a tenth of it.
@@ -375,86 +443,70 @@ PaintReport optimise(Painting& painting, const Target& target, const PaintConfig
       adam.set_learning_rate(config.learning_rate * (0.1 + 0.45 * (1 + std::cos(kPi * phase))));
       // No re-spawning in the last fifth of the finest scale: new strokes need
       // time to settle, or they end up as the painting's worst strokes.
-      const bool audit_now = config.audit && n > 0 && (it + 1) % config.audit_every == 0 &&
+      const bool audit_now = audited && (it + 1) % config.audit_every == 0 &&
                              level.iterations - it > config.audit_every / 2 && it < settle_from;
+      // While settling, every few steps and at the last one, each stroke's
+      // colour is held within the audit's bound.
+      const bool bound_now = audited && config.colour_bound && it >= settle_from &&
+                             ((it - settle_from) % kColourBoundEvery == kColourBoundEvery - 1 || it + 1 == level.iterations);
       render_backward(painting, spec, tl.pixels, config.loss, grad, gbg, audit_now ? &rendered : nullptr,
-                      audit_now ? &feet : nullptr);
+                      audit_now || bound_now ? &feet : nullptr);
       coherence_energy(painting, config.coherence, &grad);
       g.resize(theta.size());
       for (size_t i = 0; i < grad.size(); ++i) g[Eigen::Index(i)] = double(grad[i]) * units[i % kStrokeParams];
       for (int c = 0; c < 3; ++c) g[g.size() - 3 + c] = gbg[c];
       adam.step(theta, g);
       unpack(theta);
+      if (bound_now) {
+        // Footprints of the state before the step: close enough for a bound
+        // that is re-applied every few steps and holds with a margin.
+        for (size_t i = 0; i < feet.size(); ++i) {
+          const StrokeFootprint& f = feet[i];
+          if (f.visible > 0 && f.colour_error > 3 * f.visible * colour_cap * colour_cap)
+            report.recoloured += bound_colour(painting.strokes[i], f, colour_cap);
+        }
+        const Eigen::Vector3d bg_theta = theta.tail(3);
+        pack(theta);
+        theta.tail(3) = bg_theta;
+      }
       if (audit_now) {
         // Judge on the state the footprints were measured on; the step just
         // taken is discarded for re-spawned strokes (they start afresh).
         const std::vector<StrokeAudit> verdict = judge(feet, config.rule, area_scale);
+        const RespawnPlan plan = plan_respawn(verdict, born, step, config);
+        std::vector<char> moving(verdict.size(), 0);
+        for (int64_t i : plan.defective) moving[size_t(i)] = 1;
+        for (int64_t i : plan.weak) moving[size_t(i)] = 1;
         std::vector<double> lengths, widths;
-        std::vector<Eigen::Index> order, fresh;
-        // At most max_respawn of the strokes per audit, so that an audit never
-        // wipes out the progress of the optimisation.
-        // Strokes re-spawned at the previous audit are still settling: not judged yet.
-        std::vector<int64_t> defective;
-        for (int64_t i = 0; i < int64_t(verdict.size()); ++i)
-          if (verdict[size_t(i)].defects != kGood && step - born[size_t(i)] >= config.audit_every) defective.push_back(i);
-        // Order: strokes that do nothing (vanished, useless) first, then hidden
-        // ones (least visible first), then off-colour ones (worst first).
-        auto rank = [&](int64_t i) {
-          const StrokeAudit& a = verdict[size_t(i)];
-          if (a.defects & (kVanished | kUseless)) return std::pair<int, double>{0, a.loss_delta};
-          if (a.defects & kHidden) return std::pair<int, double>{1, a.visible};
-          return std::pair<int, double>{2, -a.colour_error};
-        };
-        std::stable_sort(defective.begin(), defective.end(), [&](int64_t a, int64_t b) { return rank(a) < rank(b); });
-        defective.resize(std::min(defective.size(), size_t(std::ceil(config.max_respawn * double(verdict.size())))));
-        std::vector<char> respawn(verdict.size(), 0);
-        for (int64_t i : defective) respawn[size_t(i)] = 1;
-        for (int64_t i = 0; i < int64_t(verdict.size()); ++i) {
-          const Stroke& s = painting.strokes[size_t(i)];
-          if (!respawn[size_t(i)]) {
-            order.push_back(i);
-            lengths.push_back(std::hypot(s.x2 - s.x0, s.y2 - s.y0));
-            widths.push_back(s.width);
-          } else {
-            fresh.push_back(i);
-          }
+        std::vector<Eigen::Index> order;
+        for (size_t i = 0; i < verdict.size(); ++i) {
+          if (moving[i]) continue;
+          const Stroke& s = painting.strokes[i];
+          order.push_back(Eigen::Index(i));
+          lengths.push_back(std::hypot(s.x2 - s.x0, s.y2 - s.y0));
+          widths.push_back(s.width);
         }
         ++report.audits;
-        if (!fresh.empty()) {
+        if (order.size() < verdict.size()) {
           Spawner spawner(tl, rendered);
           const double length = std::max(2.0, median(lengths)) * to_level, width = std::max(1.0, median(widths)) * to_level;
-          std::vector<Stroke> next;
-          next.reserve(painting.strokes.size());
-          for (Eigen::Index i : order) next.push_back(painting.strokes[size_t(i)]);
-          for (size_t k = 0; k < fresh.size(); ++k) {
+          std::vector<Stroke> fresh;
+          for (size_t k = order.size(); k < verdict.size(); ++k) {
             Stroke s = spawner.spawn(length, width, rng);
             for (int q = 0; q < 7; ++q) params_of(s)[q] = float(params_of(s)[q] / to_level);
-            next.push_back(s);
-            order.push_back(-1);
+            fresh.push_back(s);
           }
-          painting.strokes = std::move(next);
-          std::vector<int> next_born;
-          for (Eigen::Index i : order) next_born.push_back(i < 0 ? step : born[size_t(i)]);
-          born = std::move(next_born);
-          for (Stroke& s : painting.strokes) clamp_stroke(s, painting.width, painting.height, min_opacity);
-          // Adam's moments follow their strokes; re-spawned strokes and the
-          // background (the last three values) keep theirs or start at zero.
-          std::vector<Eigen::Index> source;
-          for (Eigen::Index i : order)
-            for (int k = 0; k < kStrokeParams; ++k) source.push_back(i < 0 ? -1 : i * kStrokeParams + k);
-          for (int c = 0; c < 3; ++c) source.push_back(Eigen::Index(verdict.size()) * kStrokeParams + c);
-          const Eigen::Vector3d bg_theta = theta.tail(3);
-          pack(theta);
-          theta.tail(3) = bg_theta;
-          adam.reorder_blocks(source, 1);
-          report.respawned += int64_t(fresh.size());
-          spdlog::debug("audit at step {}: {} defective stroke(s) re-spawned", step + 1, fresh.size());
+          restack(order, std::move(fresh), step);
+          report.respawned += int64_t(plan.defective.size());
+          report.relocated += int64_t(plan.weak.size());
+          spdlog::debug("audit at step {}: {} defective stroke(s) re-spawned, {} weak one(s) relocated", step + 1,
+                        plan.defective.size(), plan.weak.size());
         }
       }
       if (on_step) on_step(step + 1, total_steps);
     }
   }
-  if (config.audit && config.prune && n > 0) {
+  if (audited && config.prune) {
     const auto [first, removed] = prune_defective(painting, target, config.rule, config.softness, config.threads);
     report.defective_before_prune = first;
     report.pruned = removed;

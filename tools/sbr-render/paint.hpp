@@ -59,7 +59,9 @@ struct PaintConfig {
   double fidelity = 0.0;                  ///< weight of the colour-fidelity pull (with the audit only)
   double hidden_penalty = 0.001;          ///< weight of the hidden-coverage penalty (with the audit only)
   double min_opacity = 0.6;               ///< least stroke opacity with the audit (0.05 without: glazes allowed)
-  bool repair = true;                     ///< remove the hidden strokes as the settling fifth begins (with the audit only)
+  bool repair = true;                     ///< remove the hidden strokes at 80% and 90% of the finest scale (with the audit only)
+  double relocate = 0.03;                 ///< largest fraction of good strokes one audit relocates (the least contributing)
+  bool colour_bound = true;               ///< keep every stroke's own colour within the audit's bound while settling
   double learning_rate = 0.04;            ///< Adam step in normalised units (see the man page)
   bool audit = true;
   int audit_every = 25;                   ///< iterations between audits
@@ -74,12 +76,32 @@ struct PaintConfig {
 struct PaintReport {
   double loss = 0;         ///< final pixel loss at full size
   int audits = 0;
-  int64_t respawned = 0;   ///< strokes re-spawned by the audits
+  int64_t respawned = 0;   ///< defective strokes re-spawned by the audits
+  int64_t relocated = 0;   ///< good but least contributing strokes moved by the audits
+  int64_t recoloured = 0;  ///< colour projections onto the audit's bound while settling
   int64_t pruned = 0;      ///< strokes removed (the repair's and the final prune's)
-  int64_t repaired = 0;    ///< hidden strokes removed as the settling fifth began
+  int64_t repaired = 0;    ///< hidden strokes removed by the repair
   int64_t defective_before_prune = 0;
   double seconds = 0;
 };
+
+/// What one audit does with the strokes it judged (indices into the verdict).
+struct RespawnPlan {
+  std::vector<int64_t> defective;  ///< re-spawned: nothing first, then hidden, then off-colour; at most max_respawn
+  std::vector<int64_t> weak;       ///< relocated: good strokes whose loss_delta is below a quarter of the
+                                   ///< median, least first; at most 'relocate' of the strokes
+};
+/// Strokes (re-)spawned less than audit_every steps before 'step' (born[i])
+/// are still settling and are neither re-spawned nor relocated.
+RespawnPlan plan_respawn(const std::vector<StrokeAudit>& verdict, const std::vector<int>& born, int step,
+                         const PaintConfig& config);
+
+/// The colour bound: where the stroke's RMS colour error over what it is
+/// seen on (footprint sums) exceeds 'bound', its colour moves straight
+/// towards the mean colour it is seen over, just far enough to meet the
+/// bound. Returns false when no colour meets it (the stroke straddles
+/// colours farther apart than the bound allows); the colour is then left.
+bool bound_colour(Stroke& stroke, const StrokeFootprint& footprint, double bound);
 
 /// Test-time optimisation of 'painting' (initial strokes, any number) towards
 /// 'target'. 'on_step' (optional) is called after every iteration with the

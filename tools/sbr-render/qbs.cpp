@@ -381,6 +381,11 @@ double render_backward(const Painting& painting, const RenderSpec& spec, const R
             f.visible += double(hit.alpha) * hit.transmittance;
             f.colour_error += double(hit.alpha) * hit.transmittance * err;
             f.loss_delta += without - with;
+            const double seen = double(hit.alpha) * hit.transmittance;
+            for (int ch = 0; ch < 3; ++ch) {
+              f.seen_target[ch] += seen * tgt[ch];
+              f.seen_target_sq += seen * tgt[ch] * double(tgt[ch]);
+            }
             if (pull > 0) fidelity(hit);
           });
         }
@@ -400,6 +405,8 @@ double render_backward(const Painting& painting, const RenderSpec& spec, const R
         (*footprints)[i].visible += part[i].visible;
         (*footprints)[i].colour_error += part[i].colour_error;
         (*footprints)[i].loss_delta += part[i].loss_delta;
+        for (int ch = 0; ch < 3; ++ch) (*footprints)[i].seen_target[ch] += part[i].seen_target[ch];
+        (*footprints)[i].seen_target_sq += part[i].seen_target_sq;
       }
   }
   if (stats) *stats = {int64_t(bins.stroke.size()), evals};

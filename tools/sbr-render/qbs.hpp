@@ -90,6 +90,8 @@ struct StrokeFootprint {
   double visible = 0;        ///< sum of alpha * transmittance above it
   double colour_error = 0;   ///< sum of alpha * T * |c - target|^2 (3 channels): where it is seen
   double loss_delta = 0;     ///< L2 loss without the stroke minus with it (sum over pixels and channels)
+  double seen_target[3] = {0, 0, 0};  ///< sum of alpha * T * target: the colour the stroke is seen over
+  double seen_target_sq = 0;          ///< sum of alpha * T * |target|^2 (3 channels)
 };
 
 /// Forward and backward in one pass for a per-pixel loss against 'target'

@@ -132,9 +132,12 @@ void paint(PaintOptions o) {
     r.loss = rep.loss;
     r.seconds = rep.seconds;
     r.respawned = rep.respawned;
+    r.relocated = rep.relocated;
     r.pruned = rep.pruned;
-    spdlog::info("image {}: {} strokes, PSNR {:.2f} dB, SSIM {:.4f}, {} re-spawned, {} removed ({} hidden), {:.1f} s",
-                 item, painting.strokes.size(), r.psnr, r.ssim, rep.respawned, rep.pruned, rep.repaired, rep.seconds);
+    spdlog::info("image {}: {} strokes, PSNR {:.2f} dB, SSIM {:.4f}, {} re-spawned, {} relocated, {} removed ({} hidden), "
+                 "{} colour bounds, {:.1f} s",
+                 item, painting.strokes.size(), r.psnr, r.ssim, rep.respawned, rep.relocated, rep.pruned, rep.repaired,
+                 rep.recoloured, rep.seconds);
     records.push_back(std::move(r));
   }
   progress.finish();

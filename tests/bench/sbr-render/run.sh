@@ -8,7 +8,7 @@
 #             (b); defective strokes surviving (sbr-render audit);
 #   images:   scikit-image's astronaut, chelsea, coffee, camera at 256 (500
 #             strokes) and 512 (2000 strokes).
-# Env: SIZES="256 512", IMAGES="astronaut chelsea coffee camera", ITER (500). About 15 min on 2 cores.
+# Env: SIZES="256 512", IMAGES="astronaut chelsea coffee camera", ITER (500). About 17 min on 2 cores.
 set -euo pipefail
 BIN=$(cd "${1:-build/bin}" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)

@@ -24,12 +24,20 @@ for size in sizes:
             base = np.mean(p)
         print(f"| {size} | {budget} | {label} | {np.mean(p):.2f} | {np.mean(s):.4f} | {np.mean(kept):.0f} | "
               f"{100 * np.mean(dfr):.2f}% | {np.mean(sec):.1f} | {max(mem):.0f} |")
+    means = {"method": [], "b_random_noaudit": [], "method85": []}
     for img in images:
         read = lambda key: h5py.File(os.path.join(work, f"{key}-{img}-{size}.h5"))
         pm, pb, p85 = (read(k)["/metrics/psnr"][0] for k in ("method", "b_random_noaudit", "method85"))
+        for key, v in zip(("method", "b_random_noaudit", "method85"), (pm, pb, p85)):
+            means[key].append(v)
         n85 = read("method85")["/offsets"][1]
-        print(f"|  | {img} | method vs (b): {pm:.2f} vs {pb:.2f} dB ({100 * (pm / pb - 1):+.1f}%); "
-              f"method with {n85} strokes: {p85:.2f} dB ({'>=' if p85 >= pb else '<'} (b) with {budget}) | | | | | | |")
+        dm = float(tsv(os.path.join(work, f"audit-method-{img}-{size}.tsv"))["fraction"])
+        print(f"|  | {img} | method vs (b): {pm:.2f} vs {pb:.2f} dB ({100 * (pm / pb - 1):+.1f}%), defective "
+              f"{100 * dm:.2f}%; method with {n85} strokes: {p85:.2f} dB ({'>=' if p85 >= pb else '<'} (b) with {budget}) "
+              f"| | | | | | |")
+    pm, pb, p85 = (np.mean(means[k]) for k in ("method", "b_random_noaudit", "method85"))
+    print(f"|  | mean | method vs (b): {pm:.2f} vs {pb:.2f} dB ({100 * (pm / pb - 1):+.1f}%); method with 85% of the "
+          f"budget: {p85:.2f} dB ({'>=' if p85 >= pb else '<'} (b)) | | | | | | |")
 print("\n## Renderer, forward and forward+backward\n")
 q, b = tsv(os.path.join(work, "speed-qbs.tsv")), tsv(os.path.join(work, "speed.tsv"))
 print(f"{q['size']}, {q['strokes']} strokes: QBS forward {1e3 * float(q['qbs_forward_s']):.1f} ms, "
