@@ -8,7 +8,9 @@
 #             (b); defective strokes surviving (sbr-render audit);
 #   images:   scikit-image's astronaut, chelsea, coffee, camera at 256 (500
 #             strokes) and 512 (2000 strokes).
-# Env: SIZES="256 512", IMAGES="astronaut chelsea coffee camera", ITER (500). About 17 min on 2 cores.
+# Env: SIZES="256 512", IMAGES="astronaut chelsea coffee camera" (any of scikit-image's .png/.jpg
+# images, e.g. the held-out "retina gravel motorcycle_right clock_motion"), ITER (500).
+# About 17 min on 2 cores.
 set -euo pipefail
 BIN=$(cd "${1:-build/bin}" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -25,7 +27,8 @@ echo "# sbr-render benchmark: $(nproc) cores, iterations $ITER"
 for size in $SIZES; do
   budget=$([ "$size" -ge 512 ] && echo 2000 || echo 500)
   for img in $IMAGES; do
-    f="$SK/$img.png"
+    f="$SK/$img.png"; [ -f "$f" ] || f="$SK/$img.jpg"
+    [ -f "$f" ] || { echo "run.sh: no image $img.png or $img.jpg in $SK" >&2; exit 2; }
     nk-data -q import "$f" --channels 3 --resize "${size}x${size}" -o "$img-$size.h5"
     for method in "method:--init decoder" "b_random_noaudit:--init random --no-audit" "c_random_audit:--init random" "c_grid_audit:--init grid"; do
       name=${method%%:*}; opts=${method#*:}
