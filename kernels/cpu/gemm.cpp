@@ -4,20 +4,13 @@
 #include <Eigen/Core>
 #include <string>
 
-#include "nk/error.hpp"
-#include "nk/kernels/cuda_module.hpp"
+#include "nk/kernels/cuda_call.hpp"
 
 namespace nk::kernels {
 
 void gemm(const float* a, const float* b, float* c, long m, long n, long k, DeviceKind device) {
   if (device == DeviceKind::cuda) {
-    std::string why;
-    const nk_cuda_api* api = cuda_module(&why);
-    if (!api) throw Error(Exit::runtime, "gemm on CUDA: " + why);
-    char error[512] = {0};
-    if (api->gemm_f32(a, b, c, m, n, k, error, sizeof error) != 0) {
-      throw Error(Exit::runtime, std::string("gemm on CUDA (cuBLAS): ") + error);
-    }
+    cuda_call("gemm (cuBLAS)", cuda_family<nk_cuda_blas>("gemm").gemm_f32, a, b, c, m, n, k);
     return;
   }
   using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "nk/error.hpp"
-#include "nk/kernels/cuda_module.hpp"
+#include "nk/kernels/cuda_call.hpp"
 
 namespace nk::kernels {
 
@@ -60,14 +60,9 @@ void spectral_multiply(const std::complex<float>* x, const std::complex<float>* 
     spectral_multiply_cpu(x, k, y, batch, channels, bins);
     return;
   }
-  std::string why;
-  const nk_cuda_api* api = cuda_module(&why);
-  if (!api) throw Error(Exit::runtime, "spectral_multiply on CUDA: " + why);
-  char error[512] = {0};
-  if (api->spectral_multiply_c64(reinterpret_cast<const float*>(x), reinterpret_cast<const float*>(k),
-                                 reinterpret_cast<float*>(y), batch, channels, bins, error, sizeof error) != 0) {
-    throw Error(Exit::runtime, std::string("spectral_multiply on CUDA: ") + error);
-  }
+  cuda_call("spectral_multiply", cuda_family<nk_cuda_fft>("spectral_multiply").spectral_multiply_c64,
+            reinterpret_cast<const float*>(x), reinterpret_cast<const float*>(k), reinterpret_cast<float*>(y), batch,
+            channels, bins);
 }
 
 }  // namespace nk::kernels

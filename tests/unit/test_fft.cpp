@@ -5,7 +5,7 @@
 #include <complex>
 #include <vector>
 
-#include "nk/fft.hpp"
+#include "nk/kernels/fft.hpp"
 #include "nk/rng.hpp"
 
 namespace {

@@ -8,7 +8,7 @@
 
 #include "nk/device.hpp"
 #include "nk/error.hpp"
-#include "nk/fft.hpp"
+#include "nk/kernels/fft.hpp"
 #include "nk/kernels/gemm.hpp"
 #include "nk/kernels/spectral.hpp"
 #include "nk/rng.hpp"
@@ -93,7 +93,7 @@ TEST_SUITE("kernels") {
   TEST_CASE("CUDA kernels match their CPU twins") {
     if (!cuda_device_present()) {
       std::string why;
-      nk::cuda_module(&why);
+      nk::cuda_family<nk_cuda_core>(&why);
       std::printf("CUDA comparison skipped: no usable GPU (%s)\n",
                   why.empty() ? nk::choose_device("auto").reason.c_str() : why.c_str());
       return;

@@ -7,7 +7,7 @@
 #include "nk/assignment.hpp"
 #include "nk/rng.hpp"
 
-#include "nk/optim.hpp"
+#include "nk/nn/optim.hpp"
 
 TEST_SUITE("optim") {
   TEST_CASE("max_assignment equals brute force over all permutations") {

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "dllm.hpp"
+#include "dllm-sparse/dllm.hpp"
 #include "nk/h5.hpp"
 
 namespace dllm {

@@ -2,7 +2,7 @@
 #pragma once
 #include <vector>
 
-#include "dllm.hpp"
+#include "dllm-sparse/dllm.hpp"
 
 namespace dllm {
 

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "dllm.hpp"
+#include "dllm-sparse/dllm.hpp"
 #include "nk/context.hpp"
 #include "nk/error.hpp"
 #include "nk/h5.hpp"

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <set>
 
-#include "dllm_io.hpp"
+#include "dllm-sparse/dllm_io.hpp"
 #include "nk/error.hpp"
 
 namespace dllm {

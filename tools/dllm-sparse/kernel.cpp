@@ -18,7 +18,7 @@
 #include <cstring>
 #include <limits>
 
-#include "dllm.hpp"
+#include "dllm-sparse/dllm.hpp"
 
 namespace dllm {
 

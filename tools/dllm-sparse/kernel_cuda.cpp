@@ -3,7 +3,7 @@
 // attention through cuBLAS as the GPU baseline.
 #include <stdexcept>
 
-#include "dllm.hpp"
+#include "dllm-sparse/dllm.hpp"
 #include "nk/kernels/cuda_call.hpp"
 
 namespace dllm {
@@ -18,7 +18,7 @@ void check_gpu_shape(const Qkv& x) {
 
 GpuTiming attention_cuda(const Qkv& x, const BlockMask* mask, int64_t block, float scale, float* out, int repeats) {
   check_gpu_shape(x);
-  const nk_cuda_api& api = nk::kernels::cuda_api("block-sparse attention");
+  const nk_cuda_attention& api = nk::kernels::cuda_family<nk_cuda_attention>("block-sparse attention");
   nk_cuda_timing t{};
   nk::kernels::cuda_call("block-sparse attention", api.block_sparse_attention_f32, x.q.data(), x.k_data(), x.v_data(),
                          x.kv_of.data(), mask ? mask->keep.data() : nullptr, static_cast<long>(x.heads),
@@ -29,7 +29,7 @@ GpuTiming attention_cuda(const Qkv& x, const BlockMask* mask, int64_t block, flo
 
 GpuTiming attention_cublas(const Qkv& x, float scale, float* out, int repeats) {
   check_gpu_shape(x);
-  const nk_cuda_api& api = nk::kernels::cuda_api("dense attention (cuBLAS)");
+  const nk_cuda_attention& api = nk::kernels::cuda_family<nk_cuda_attention>("dense attention (cuBLAS)");
   nk_cuda_timing t{};
   nk::kernels::cuda_call("dense attention (cuBLAS)", api.dense_attention_cublas_f32, x.q.data(), x.k_data(),
                          x.v_data(), x.kv_of.data(), static_cast<long>(x.heads), static_cast<long>(x.kv_heads),

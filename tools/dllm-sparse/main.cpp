@@ -1,5 +1,5 @@
 // main.cpp - dllm-sparse: anchor-step block-sparse attention for diffusion LLMs (Step-dLLM).
-#include "dllm.hpp"
+#include "dllm-sparse/dllm.hpp"
 #include "nk/cli.hpp"
 
 int main(int argc, char** argv) {

@@ -19,8 +19,8 @@
 #include <cmath>
 #include <numeric>
 
-#include "dllm_io.hpp"
-#include "dllm_plan.hpp"
+#include "dllm-sparse/dllm_io.hpp"
+#include "dllm-sparse/dllm_plan.hpp"
 #include "nk/context.hpp"
 #include "nk/error.hpp"
 #include "nk/h5.hpp"

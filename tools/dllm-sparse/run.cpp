@@ -7,8 +7,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "dllm_io.hpp"
-#include "dllm_plan.hpp"
+#include "dllm-sparse/dllm_io.hpp"
+#include "dllm-sparse/dllm_plan.hpp"
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
 #include "nk/log.hpp"

@@ -3,13 +3,13 @@
 #include <chrono>
 #include <cmath>
 
-#include "index_io.hpp"
-#include "louver.hpp"
+#include "louver-index/index_io.hpp"
+#include "louver-index/louver.hpp"
 #include "nk/context.hpp"
 #include "nk/error.hpp"
 #include "nk/log.hpp"
 #include "nk/shard.hpp"
-#include "search.hpp"
+#include "louver-index/search.hpp"
 
 namespace louver {
 

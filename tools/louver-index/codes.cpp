@@ -1,6 +1,6 @@
 // codes.cpp - per-subspace clustering by balanced principal-direction splits,
 // and the codes and rounded-up residuals of every key.
-#include "codes.hpp"
+#include "louver-index/codes.hpp"
 
 #include <Eigen/Core>
 #include <algorithm>

@@ -4,7 +4,7 @@
 // 'iid': standard normal keys and queries, for contrast.
 #include <cmath>
 
-#include "louver.hpp"
+#include "louver-index/louver.hpp"
 #include "nk/context.hpp"
 #include "nk/error.hpp"
 #include "nk/h5.hpp"

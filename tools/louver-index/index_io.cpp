@@ -1,10 +1,10 @@
 // index_io.cpp - the index file: keys, and per head and subspace the
 // codebook, codes and residuals, checked on the way in.
-#include "index_io.hpp"
+#include "louver-index/index_io.hpp"
 
 #include <cmath>
 
-#include "louver.hpp"
+#include "louver-index/louver.hpp"
 #include "nk/error.hpp"
 
 namespace louver {

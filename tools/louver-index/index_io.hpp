@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "codes.hpp"
+#include "louver-index/codes.hpp"
 #include "nk/h5.hpp"
 
 namespace louver {

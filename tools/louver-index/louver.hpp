@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "codes.hpp"
-#include "index_io.hpp"
+#include "louver-index/codes.hpp"
+#include "louver-index/index_io.hpp"
 
 namespace louver {
 

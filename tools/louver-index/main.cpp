@@ -1,5 +1,5 @@
 // main.cpp - louver-index: KV-cache index for halfspace range search with zero false negatives.
-#include "louver.hpp"
+#include "louver-index/louver.hpp"
 #include "nk/cli.hpp"
 
 int main(int argc, char** argv) {

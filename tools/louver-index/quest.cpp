@@ -1,5 +1,5 @@
 // quest.cpp - page bounds, Quest's top-K page selection and its exact threshold variant.
-#include "quest.hpp"
+#include "louver-index/quest.hpp"
 
 #include <algorithm>
 #include <cfloat>

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "search.hpp"
+#include "louver-index/search.hpp"
 
 namespace louver {
 

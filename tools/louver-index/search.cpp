@@ -1,7 +1,7 @@
 // search.cpp - per-query lookup tables of centroid scores, a bound per key
 // from its codes and residuals, exact scores for the keys the bound cannot
 // rule out, and for the buffer.
-#include "search.hpp"
+#include "louver-index/search.hpp"
 
 #include <Eigen/Core>
 #include <algorithm>

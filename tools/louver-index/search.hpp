@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "codes.hpp"
+#include "louver-index/codes.hpp"
 
 namespace louver {
 

@@ -9,7 +9,7 @@
 
 #include "nk/error.hpp"
 #include "nk/kernels/cuda_call.hpp"
-#include "search.hpp"
+#include "louver-index/search.hpp"
 
 namespace louver {
 
@@ -43,7 +43,7 @@ int take_hits(void* context, long count, const unsigned long long* query_key, co
 std::vector<SearchResult> search_cuda(const HeadIndex& head, const Subspaces& sub, const float* queries, int64_t count,
                                       const double* thresholds, bool dense, int repeats, GpuTiming* timing) {
   const int64_t dims = sub.dims, s_count = sub.count(), n = head.size(dims), coded = head.coded;
-  const nk_cuda_api& api = nk::kernels::cuda_api("louver-index search");
+  const nk_cuda_louver& api = nk::kernels::cuda_family<nk_cuda_louver>("louver-index search");
   const auto start = std::chrono::steady_clock::now();
   const auto rows = static_cast<size_t>(count);
   std::vector<double> cut(rows), prune_cut(rows), unit(rows);
@@ -93,7 +93,7 @@ std::vector<SearchResult> search_cuda(const HeadIndex& head, const Subspaces& su
   std::vector<long> scanned(rows);
   HitSink sink{&results};
   nk_cuda_timing t{};
-  nk::kernels::cuda_call("louver-index search", api.louver_search_f32, head.keys.data(), head.key_norm.data(),
+  nk::kernels::cuda_call("louver-index search", api.search_f32, head.keys.data(), head.key_norm.data(),
                          static_cast<long>(n), static_cast<long>(dims), static_cast<long>(coded), static_cast<long>(s_count),
                          bound_pass ? code16.data() : nullptr, bound_pass ? residual16.data() : nullptr, queries,
                          static_cast<long>(count), bound_pass ? tables.data() : nullptr,

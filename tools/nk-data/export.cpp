@@ -12,7 +12,7 @@
 #include "nk/h5.hpp"
 #include "nk/image.hpp"
 #include "nk/log.hpp"
-#include "nk_data.hpp"
+#include "nk-data/nk_data.hpp"
 
 namespace nk::data {
 

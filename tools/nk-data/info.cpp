@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "nk/h5.hpp"
-#include "nk_data.hpp"
+#include "nk-data/nk_data.hpp"
 
 namespace nk::data {
 

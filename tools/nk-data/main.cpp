@@ -1,6 +1,6 @@
 // main.cpp - nk-data: import, export, inspect and merge neurkit HDF5 files.
 #include "nk/cli.hpp"
-#include "nk_data.hpp"
+#include "nk-data/nk_data.hpp"
 
 int main(int argc, char** argv) {
   nk::cli::App cli("nk-data", "Import, export, inspect and merge neurkit HDF5 files");

@@ -16,7 +16,7 @@
 #include "nk/h5.hpp"
 #include "nk/log.hpp"
 #include "nk/shard.hpp"
-#include "nk_data.hpp"
+#include "nk-data/nk_data.hpp"
 
 namespace nk::data {
 

@@ -1,7 +1,7 @@
 // engine.cpp - apply(): the forward convolution of every method.
-#include "engine.hpp"
+#include "rubiconv/engine.hpp"
 
-#include "engine_detail.hpp"
+#include "rubiconv/engine_detail.hpp"
 #include "nk/kernels/spectral.hpp"
 
 namespace rubiconv {

@@ -4,8 +4,8 @@
 #pragma once
 #include <cstdint>
 
-#include "packing.hpp"
-#include "plan.hpp"
+#include "rubiconv/packing.hpp"
+#include "rubiconv/plan.hpp"
 
 namespace rubiconv {
 

@@ -3,7 +3,7 @@
 // integer tables; cuFFT and the module's kernels do the rest.
 #include <type_traits>
 
-#include "engine.hpp"
+#include "rubiconv/engine.hpp"
 #include "nk/kernels/cuda_call.hpp"
 
 namespace rubiconv {
@@ -34,7 +34,7 @@ GpuTiming apply_cuda(const Problem<Real>& p, const Plan& plan, Real* y, int repe
   }
   std::vector<long> direct;
   for (const Item& item : plan.direct) append_window(direct, item);
-  const nk_cuda_api& api = nk::kernels::cuda_api("rubiconv apply");
+  const nk_cuda_conv& api = nk::kernels::cuda_family<nk_cuda_conv>("rubiconv apply");
   nk_cuda_timing t{};
   auto entry = [&] {
     if constexpr (std::is_same_v<Real, float>) return api.packed_conv_f32;
@@ -68,7 +68,7 @@ GpuTiming grad_cuda(const Problem<Real>& p, const Plan& plan, const Real* dy, Re
   }
   std::vector<long> direct;
   for (const Item& item : plan.direct) append_window(direct, item);
-  const nk_cuda_api& api = nk::kernels::cuda_api("rubiconv grad");
+  const nk_cuda_conv& api = nk::kernels::cuda_family<nk_cuda_conv>("rubiconv grad");
   nk_cuda_timing t{};
   auto entry = [&] {
     if constexpr (std::is_same_v<Real, float>) return api.packed_conv_grad_f32;

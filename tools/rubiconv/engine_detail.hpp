@@ -6,9 +6,9 @@
 #include <complex>
 #include <vector>
 
-#include "engine.hpp"
+#include "rubiconv/engine.hpp"
 #include "nk/aligned.hpp"
-#include "nk/fft.hpp"
+#include "nk/kernels/fft.hpp"
 
 namespace rubiconv::detail {
 

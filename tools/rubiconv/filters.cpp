@@ -1,5 +1,5 @@
 // filters.cpp - Hyena, STU (Hankel eigenvectors) and random filters.
-#include "filters.hpp"
+#include "rubiconv/filters.hpp"
 
 #include <Eigen/Dense>
 #include <algorithm>
@@ -7,7 +7,7 @@
 #include <complex>
 
 #include "nk/aligned.hpp"
-#include "nk/fft.hpp"
+#include "nk/kernels/fft.hpp"
 
 namespace rubiconv {
 

@@ -5,14 +5,14 @@
 #include <fstream>
 #include <sstream>
 
-#include "filters.hpp"
+#include "rubiconv/filters.hpp"
 #include "nk/context.hpp"
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
 #include "nk/log.hpp"
 #include "nk/rng.hpp"
-#include "packing.hpp"
-#include "rubiconv.hpp"
+#include "rubiconv/packing.hpp"
+#include "rubiconv/rubiconv.hpp"
 
 namespace rubiconv {
 

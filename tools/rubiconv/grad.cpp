@@ -6,8 +6,8 @@
 // Both are exact in the plan's windows: the admission rule that keeps the
 // forward pass from wrapping (taps - 1 <= fft_size - length) keeps these from
 // wrapping too.
-#include "engine.hpp"
-#include "engine_detail.hpp"
+#include "rubiconv/engine.hpp"
+#include "rubiconv/engine_detail.hpp"
 
 namespace rubiconv {
 

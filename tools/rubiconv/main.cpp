@@ -1,6 +1,6 @@
 // main.cpp - rubiconv: exact boundary-respecting FFT long convolution on packed sequences.
 #include "nk/cli.hpp"
-#include "rubiconv.hpp"
+#include "rubiconv/rubiconv.hpp"
 
 int main(int argc, char** argv) {
   nk::cli::App cli("rubiconv", "Exact per-document causal FFT convolution of packed sequences");

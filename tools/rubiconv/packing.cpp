@@ -1,5 +1,5 @@
 // packing.cpp - cu_seqlens validation.
-#include "packing.hpp"
+#include "rubiconv/packing.hpp"
 
 #include <algorithm>
 

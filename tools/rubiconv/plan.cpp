@@ -1,5 +1,5 @@
 // plan.cpp - bucketing documents by FFT size, and the baselines' plans.
-#include "plan.hpp"
+#include "rubiconv/plan.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "nk/error.hpp"
-#include "nk/fft.hpp"
+#include "nk/kernels/fft.hpp"
 
 namespace rubiconv {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "packing.hpp"
+#include "rubiconv/packing.hpp"
 
 namespace rubiconv {
 

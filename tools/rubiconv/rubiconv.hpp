@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "plan.hpp"
+#include "rubiconv/plan.hpp"
 
 namespace rubiconv {
 

@@ -2,13 +2,13 @@
 // method, write the output file.
 #include <chrono>
 
-#include "engine.hpp"
+#include "rubiconv/engine.hpp"
 #include "nk/context.hpp"
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
 #include "nk/log.hpp"
 #include "nk/shard.hpp"
-#include "rubiconv.hpp"
+#include "rubiconv/rubiconv.hpp"
 
 namespace rubiconv {
 

@@ -1,7 +1,7 @@
 // decoder.cpp - the multi-scale stroke decoder: features, the MLP, decoding
 // with gain-based stroke-scale allocation, and self-supervised training
 // through our own renderer.
-#include "decoder.hpp"
+#include "sbr-render/decoder.hpp"
 
 #include <omp.h>
 #include <sys/stat.h>
@@ -11,12 +11,12 @@
 #include <cmath>
 #include <numeric>
 
-#include "io.hpp"
+#include "sbr-render/io.hpp"
 #include "nk/context.hpp"
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
 #include "nk/log.hpp"
-#include "nk/optim.hpp"
+#include "nk/nn/optim.hpp"
 #include "nk/progress.hpp"
 #include "nk/rng.hpp"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "paint.hpp"
+#include "sbr-render/paint.hpp"
 
 namespace sbr {
 

@@ -1,5 +1,5 @@
 // io.cpp - target images, stroke files and SVG.
-#include "io.hpp"
+#include "sbr-render/io.hpp"
 
 #include <cmath>
 #include <cstdio>

@@ -8,7 +8,7 @@
 
 #include "nk/h5.hpp"
 #include "nk/image.hpp"
-#include "paint.hpp"
+#include "sbr-render/paint.hpp"
 
 namespace sbr {
 

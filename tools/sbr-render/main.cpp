@@ -1,7 +1,7 @@
 // main.cpp - sbr-render: stroke-audited rendering with Quadratic Bezier Splatting.
-#include "decoder.hpp"
+#include "sbr-render/decoder.hpp"
 #include "nk/cli.hpp"
-#include "sbr.hpp"
+#include "sbr-render/sbr.hpp"
 
 int main(int argc, char** argv) {
   nk::cli::App cli("sbr-render", "Images -> coherent quadratic Bezier brush strokes (PNG, SVG, HDF5), audited one by one");

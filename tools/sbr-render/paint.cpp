@@ -1,5 +1,5 @@
 // paint.cpp - test-time optimisation with the single-stroke audit.
-#include "paint.hpp"
+#include "sbr-render/paint.hpp"
 
 #include <Eigen/Core>
 #include <algorithm>
@@ -9,7 +9,7 @@
 
 #include "nk/image.hpp"
 #include "nk/log.hpp"
-#include "nk/optim.hpp"
+#include "nk/nn/optim.hpp"
 
 namespace sbr {
 

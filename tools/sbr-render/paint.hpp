@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "nk/rng.hpp"
-#include "qbs.hpp"
+#include "sbr-render/qbs.hpp"
 
 namespace sbr {
 

@@ -1,5 +1,5 @@
 // qbs.cpp - the tile-binned analytic renderer and its backward pass.
-#include "qbs.hpp"
+#include "sbr-render/qbs.hpp"
 
 #include <omp.h>
 

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <sstream>
 
-#include "decoder.hpp"
-#include "io.hpp"
+#include "sbr-render/decoder.hpp"
+#include "sbr-render/io.hpp"
 #include "nk/context.hpp"
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
@@ -16,7 +16,7 @@
 #include "nk/metrics.hpp"
 #include "nk/progress.hpp"
 #include "nk/shard.hpp"
-#include "sbr.hpp"
+#include "sbr-render/sbr.hpp"
 
 namespace sbr {
 

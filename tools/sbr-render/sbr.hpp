@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "paint.hpp"
+#include "sbr-render/paint.hpp"
 
 namespace sbr {
 

@@ -13,7 +13,7 @@
 #include "nk/plot.hpp"
 #include "nk/progress.hpp"
 #include "nk/rng.hpp"
-#include "solve_common.hpp"
+#include "speedscale-sim/solve_common.hpp"
 
 namespace ss {
 

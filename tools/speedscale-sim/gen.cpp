@@ -10,7 +10,7 @@
 #include "nk/h5.hpp"
 #include "nk/log.hpp"
 #include "nk/rng.hpp"
-#include "speedscale.hpp"
+#include "speedscale-sim/speedscale.hpp"
 
 namespace ss {
 

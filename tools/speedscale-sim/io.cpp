@@ -5,8 +5,8 @@
 
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
-#include "solve_common.hpp"
-#include "speedscale.hpp"
+#include "speedscale-sim/solve_common.hpp"
+#include "speedscale-sim/speedscale.hpp"
 
 namespace ss {
 

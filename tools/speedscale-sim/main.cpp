@@ -1,6 +1,6 @@
 // main.cpp - speedscale-sim: energy-minimising speed scaling with machine-speed predictions.
 #include "nk/cli.hpp"
-#include "speedscale.hpp"
+#include "speedscale-sim/speedscale.hpp"
 
 namespace {
 

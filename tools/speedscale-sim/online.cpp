@@ -14,7 +14,7 @@
 
 #include "nk/error.hpp"
 #include "nk/rng.hpp"
-#include "speedscale.hpp"
+#include "speedscale-sim/speedscale.hpp"
 
 namespace ss {
 

@@ -10,7 +10,7 @@
 #include "nk/h5.hpp"
 #include "nk/log.hpp"
 #include "nk/rng.hpp"
-#include "solve_common.hpp"
+#include "speedscale-sim/solve_common.hpp"
 
 namespace ss {
 

@@ -6,7 +6,7 @@
 #include <queue>
 #include <set>
 
-#include "speedscale.hpp"
+#include "speedscale-sim/speedscale.hpp"
 
 namespace ss {
 

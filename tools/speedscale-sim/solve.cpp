@@ -16,7 +16,7 @@
 #include "nk/log.hpp"
 #include "nk/progress.hpp"
 #include "nk/shard.hpp"
-#include "solve_common.hpp"
+#include "speedscale-sim/solve_common.hpp"
 
 namespace ss {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "nk/h5.hpp"
-#include "speedscale.hpp"
+#include "speedscale-sim/speedscale.hpp"
 
 namespace ss {
 

@@ -19,7 +19,7 @@
 #include <numeric>
 #include <queue>
 
-#include "speedscale.hpp"
+#include "speedscale-sim/speedscale.hpp"
 
 namespace ss {
 

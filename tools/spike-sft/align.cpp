@@ -1,5 +1,5 @@
 // align.cpp - weight matching of hidden neurons (see align.hpp).
-#include "align.hpp"
+#include "spike-sft/align.hpp"
 
 #include <stdexcept>
 

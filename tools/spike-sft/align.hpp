@@ -7,7 +7,7 @@
 #pragma once
 #include <vector>
 
-#include "snn.hpp"
+#include "spike-sft/snn.hpp"
 
 namespace spike {
 

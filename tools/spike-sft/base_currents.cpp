@@ -1,6 +1,6 @@
 // base_currents.cpp - the frozen base's first-layer currents and the
 // per-batch sparse (or low-rank) correction for the trained delta.
-#include "base_currents.hpp"
+#include "spike-sft/base_currents.hpp"
 
 #include <omp.h>
 #if defined(__x86_64__)

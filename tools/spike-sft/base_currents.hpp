@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "snn.hpp"
+#include "spike-sft/snn.hpp"
 
 namespace spike {
 

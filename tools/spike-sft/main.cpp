@@ -1,6 +1,6 @@
 // main.cpp - spike-sft: spiking-network training, selective fine-tuning and merging (Spike-SFT).
 #include "nk/cli.hpp"
-#include "spike_sft.hpp"
+#include "spike-sft/spike_sft.hpp"
 
 int main(int argc, char** argv) {
   nk::cli::App cli("spike-sft", "Spiking networks: LIF training by BPTT with surrogate gradients (pretrain, eval)");

@@ -22,8 +22,8 @@
 
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
-#include "align.hpp"
-#include "spike_sft.hpp"
+#include "spike-sft/align.hpp"
+#include "spike-sft/spike_sft.hpp"
 
 namespace spike {
 

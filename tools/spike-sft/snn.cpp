@@ -15,7 +15,7 @@
 // so the reset path is differentiated too (exact BPTT). Each layer's
 // currents for all T steps come from one matrix product, and its weight
 // gradient from one more: the time loop itself is element-wise.
-#include "snn.hpp"
+#include "spike-sft/snn.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -23,8 +23,8 @@
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
 #include "nk/progress.hpp"
-#include "base_currents.hpp"
-#include "spike_sft.hpp"
+#include "spike-sft/base_currents.hpp"
+#include "spike-sft/spike_sft.hpp"
 
 namespace spike {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "nk/h5.hpp"
-#include "snn.hpp"
+#include "spike-sft/snn.hpp"
 
 namespace spike {
 

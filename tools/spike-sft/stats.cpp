@@ -11,7 +11,7 @@
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
 #include "nk/plot.hpp"
-#include "spike_sft.hpp"
+#include "spike-sft/spike_sft.hpp"
 
 namespace spike {
 

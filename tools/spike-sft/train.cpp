@@ -12,9 +12,9 @@
 
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
-#include "nk/optim.hpp"
+#include "nk/nn/optim.hpp"
 #include "nk/progress.hpp"
-#include "spike_sft.hpp"
+#include "spike-sft/spike_sft.hpp"
 
 namespace spike {
 

@@ -1,5 +1,5 @@
 // circuit.cpp - gates, the simulator, noise trajectories, passes and counts.
-#include "circuit.hpp"
+#include "tnqe-encode/circuit.hpp"
 
 #include <omp.h>
 

@@ -1,5 +1,5 @@
 // linalg.cpp - see linalg.hpp.
-#include "linalg.hpp"
+#include "tnqe-encode/linalg.hpp"
 
 #include <algorithm>
 #include <string>

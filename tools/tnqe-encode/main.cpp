@@ -1,6 +1,6 @@
 // main.cpp - tnqe-encode: circuit-efficient quantum data encoding from unitary tensor networks (TNQE).
 #include "nk/cli.hpp"
-#include "tnqe.hpp"
+#include "tnqe-encode/tnqe.hpp"
 
 int main(int argc, char** argv) {
   nk::cli::App cli("tnqe-encode", "Shallow quantum circuits that encode images and vectors, from tensor networks (TNQE)");

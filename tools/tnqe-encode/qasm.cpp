@@ -6,7 +6,7 @@
 #include <numbers>
 #include <sstream>
 
-#include "circuit.hpp"
+#include "tnqe-encode/circuit.hpp"
 #include "nk/error.hpp"
 
 namespace tnqe {

@@ -1,9 +1,9 @@
 // qtt.cpp - see qtt.hpp.
-#include "qtt.hpp"
+#include "tnqe-encode/qtt.hpp"
 
 #include <cmath>
 
-#include "linalg.hpp"
+#include "tnqe-encode/linalg.hpp"
 #include "nk/error.hpp"
 
 namespace tnqe {

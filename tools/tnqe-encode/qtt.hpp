@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "circuit.hpp"
+#include "tnqe-encode/circuit.hpp"
 
 namespace tnqe {
 

@@ -16,10 +16,10 @@
 #include "nk/metrics.hpp"
 #include "nk/progress.hpp"
 #include "nk/shard.hpp"
-#include "strategy.hpp"
-#include "synth.hpp"
-#include "tnqe.hpp"
-#include "train.hpp"
+#include "tnqe-encode/strategy.hpp"
+#include "tnqe-encode/synth.hpp"
+#include "tnqe-encode/tnqe.hpp"
+#include "tnqe-encode/train.hpp"
 
 namespace tnqe {
 namespace {

@@ -1,13 +1,13 @@
 // strategy.cpp - see strategy.hpp.
-#include "strategy.hpp"
+#include "tnqe-encode/strategy.hpp"
 
 #include <cmath>
 
 #include "nk/rng.hpp"
 
 #include "nk/error.hpp"
-#include "synth.hpp"
-#include "train.hpp"
+#include "tnqe-encode/synth.hpp"
+#include "tnqe-encode/train.hpp"
 
 namespace tnqe {
 

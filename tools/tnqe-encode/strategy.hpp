@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "circuit.hpp"
-#include "qtt.hpp"
+#include "tnqe-encode/circuit.hpp"
+#include "tnqe-encode/qtt.hpp"
 
 namespace tnqe {
 

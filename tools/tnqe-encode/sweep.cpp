@@ -11,7 +11,7 @@
 #include "nk/log.hpp"
 #include "nk/plot.hpp"
 #include "nk/progress.hpp"
-#include "tnqe.hpp"
+#include "tnqe-encode/tnqe.hpp"
 
 namespace tnqe {
 

@@ -1,12 +1,12 @@
 // synth.cpp - see synth.hpp.
-#include "synth.hpp"
+#include "tnqe-encode/synth.hpp"
 
 #include <Eigen/LU>
 #include <bit>
 #include <cmath>
 #include <numbers>
 
-#include "linalg.hpp"
+#include "tnqe-encode/linalg.hpp"
 #include "nk/error.hpp"
 
 extern "C" {

@@ -8,7 +8,7 @@
 #include <Eigen/Core>
 #include <vector>
 
-#include "circuit.hpp"
+#include "tnqe-encode/circuit.hpp"
 
 namespace tnqe {
 

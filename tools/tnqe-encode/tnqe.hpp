@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "circuit.hpp"
+#include "tnqe-encode/circuit.hpp"
 #include "nk/h5.hpp"
 #include "nk/image.hpp"
-#include "qtt.hpp"
+#include "tnqe-encode/qtt.hpp"
 
 namespace tnqe {
 

@@ -1,14 +1,14 @@
 // train.cpp - see train.hpp.
-#include "train.hpp"
+#include "tnqe-encode/train.hpp"
 
 #include <Eigen/LU>
 #include <cmath>
 #include <numbers>
 
 #include "nk/error.hpp"
-#include "nk/optim.hpp"
-#include "strategy.hpp"
-#include "synth.hpp"
+#include "nk/nn/optim.hpp"
+#include "tnqe-encode/strategy.hpp"
+#include "tnqe-encode/synth.hpp"
 
 namespace tnqe {
 

@@ -6,8 +6,8 @@
 #pragma once
 #include <vector>
 
-#include "circuit.hpp"
-#include "qtt.hpp"
+#include "tnqe-encode/circuit.hpp"
+#include "tnqe-encode/qtt.hpp"
 
 namespace tnqe {
 

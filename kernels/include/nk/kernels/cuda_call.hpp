@@ -1,17 +1,29 @@
-// cuda_call.hpp - calling the CUDA module from a tool: the entry table, or an
-// exit-1 error that says why there is none, and errors from an entry.
+// cuda_call.hpp - calling the CUDA module from a tool: a family's entry table,
+// or an exit-1 error that says why there is none, and errors from an entry.
 #pragma once
 #include <string>
 
-#include "nk/kernels/cuda_module.hpp"
+#include "nk/device.hpp"
+#include "nk/kernels/cuda_families.hpp"
 
 namespace nk::kernels {
 
-/// The loaded module's entry table; throws nk::Error (exit 1) naming 'what'
-/// and the reason when no module or no device can be used.
-const nk_cuda_api& cuda_api(const std::string& what);
+/// Throws nk::Error (exit 1) unless a CUDA device can be used ('what' names the caller).
+void require_cuda_device(const std::string& what);
 
-[[noreturn]] void throw_cuda_error(const std::string& what, const char* message);
+[[noreturn]] void throw_cuda_error(const std::string& what, const std::string& message);
+
+/// The loaded module's table of family F (nk/kernels/cuda_families.hpp);
+/// throws nk::Error (exit 1) naming 'what' and the reason when no module, no
+/// device or no such family can be used.
+template <class F>
+const F& cuda_family(const std::string& what) {
+  require_cuda_device(what);
+  std::string why;
+  const F* table = nk::cuda_family<F>(&why);
+  if (!table) throw_cuda_error(what, why);
+  return *table;
+}
 
 /// Calls entry(args..., error, error_size) and throws nk::Error (exit 1) with
 /// 'what' and the module's message when it fails.

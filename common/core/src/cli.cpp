@@ -1,0 +1,137 @@
+// cli.cpp - shared options, --version, and the error-to-exit-code boundary.
+#include "nk/cli.hpp"
+
+#include <fftw3.h>
+#include <omp.h>
+#include <unistd.h>
+
+#include <Eigen/Core>
+#include <csignal>
+#include <cstdio>
+#include <new>
+
+#include "nk/context.hpp"
+#include "nk/error.hpp"
+#include "nk/h5.hpp"
+#include "nk/cuda_abi.hpp"
+#include "nk/log.hpp"
+
+namespace nk::cli {
+
+std::string version_text(const std::string& tool) {
+  std::string text = tool + " " + nk::version() + " (neurkit)\n";
+  text += "  HDF5 " + h5::library_version() + "\n";
+  text += "  Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
+          std::to_string(EIGEN_MINOR_VERSION) + "\n";
+  text += std::string("  CLI11 ") + CLI11_VERSION + "\n";
+  text += std::string("  FFTW ") + ::fftw_version + "\n";
+  text += std::string("  spdlog ") + std::to_string(SPDLOG_VER_MAJOR) + "." + std::to_string(SPDLOG_VER_MINOR) +
+          "." + std::to_string(SPDLOG_VER_PATCH) + "\n";
+  const std::string module = cuda_module_file();
+  if (module.empty()) {
+    text += "  CUDA module: absent (this build has no CUDA path)";
+  } else if (const std::string problem = cuda_driver_problem(); !problem.empty()) {
+    text += "  CUDA module: present (" + module + "), unused: " + problem;
+  } else {
+    std::string why;
+    const nk_cuda_core* core = cuda_family<nk_cuda_core>(&why);
+    text += core ? "  CUDA module: present (" + cuda_module_path() + ", CUDA runtime " + core->runtime_version() + ")"
+                : "  CUDA module: present (" + module + ") but not loadable: " + why;
+  }
+  return text;
+}
+
+App::App(std::string tool, std::string description) : tool_(std::move(tool)), app_(std::move(description), tool_) {
+  app_.fallthrough();
+  // Usage errors read like every other error: one line, "tool: error: ...".
+  app_.failure_message([tool = tool_](const CLI::App*, const CLI::Error& e) {
+    return tool + ": error: " + e.what() + " (see --help)\n";
+  });
+  app_.option_defaults()->always_capture_default();
+  app_.set_version_flag("-V,--version", [this] { return version_text(tool_); });
+  app_.set_config("--config", "", "Read options from a TOML file (command line wins over the file)");
+  auto* group = "Common options";
+  app_.add_option("--seed", common_.seed, "Seed of every random stream")->group(group);
+  app_.add_option("--threads", common_.threads, "Worker threads; 0 = SLURM_CPUS_PER_TASK or all cores")
+      ->check(CLI::Range(0, 4096))
+      ->group(group);
+  app_.add_option("--device", common_.device, "Compute device: auto, cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->group(group);
+  app_.add_flag("-v,--verbose", common_.verbose, "More log output on stderr (repeat for more)")->group(group);
+  app_.add_flag("-q,--quiet", common_.quiet, "Only warnings and errors on stderr; no progress bar")->group(group);
+}
+
+CLI::App* App::add_verb(const std::string& name, const std::string& description) {
+  return app_.add_subcommand(name, description);
+}
+
+CLI::Option* App::add_input(CLI::App& on, std::string& path, const std::string& what) {
+  return on.add_option("-i,--input", path, "The " + what + " ('-' = standard input)");
+}
+
+CLI::Option* App::add_output(CLI::App& on, std::string& path, bool& no_clobber, const std::string& what) {
+  on.add_flag("--no-clobber", no_clobber, "Fail instead of replacing an existing output file");
+  return on.add_option("-o,--output", path, "The " + what + " ('-' = standard output)");
+}
+
+CLI::Option* App::add_shard(CLI::App& on, std::string& shard) {
+  return on.add_option("--shard", shard,
+                       "Process only slice I of N (0-based); default from SLURM_ARRAY_TASK_ID/COUNT");
+}
+
+Shard App::resolve_shard(const std::string& option_value) {
+  return nk::resolve_shard(option_value);
+}
+
+namespace {
+int default_threads() {
+  if (const char* slurm = std::getenv("SLURM_CPUS_PER_TASK")) {
+    const int n = std::atoi(slurm);
+    if (n > 0) return n;
+  }
+  return omp_get_num_procs();
+}
+
+void report(const std::string& tool, const std::string& message) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "%s: error: %s\n", tool.c_str(), message.c_str());
+}
+}  // namespace
+
+int App::run(int argc, char** argv, const std::function<void()>& body) {
+  RunContext& context = run_context();
+  context.tool = tool_;
+  context.command = join_command(argc, argv);
+  try {
+    try {
+      app_.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      const int code = app_.exit(e);
+      // CLI11 uses 100-127 for parse errors; neurkit(7) promises 2.
+      return code == 0 ? 0 : static_cast<int>(Exit::usage);
+    }
+    log::init(tool_, common_.quiet ? -1 : common_.verbose);
+    const int threads = common_.threads > 0 ? common_.threads : default_threads();
+    omp_set_num_threads(threads);
+    Eigen::setNbThreads(threads);
+    device_ = choose_device(common_.device);
+    spdlog::debug("device: {} ({}), threads: {}", device_.name, device_.reason, threads);
+    body();
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+      throw io_error("-", "cannot write standard output");
+    }
+    return 0;
+  } catch (const Error& e) {
+    report(tool_, e.what());
+    return static_cast<int>(e.code());
+  } catch (const std::bad_alloc&) {
+    report(tool_, "out of memory");
+    return static_cast<int>(Exit::runtime);
+  } catch (const std::exception& e) {
+    report(tool_, e.what());
+    return static_cast<int>(Exit::runtime);
+  }
+}
+
+}  // namespace nk::cli

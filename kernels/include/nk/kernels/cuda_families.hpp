@@ -1,0 +1,152 @@
+// cuda_families.hpp - the compute families of libnk-cuda.so, one versioned
+// table each (the ABI and the loader: nk/cuda_abi.hpp). Each kernel lives in
+// kernels/cuda/<family>/ and names its CPU twin, the reference a CUDA-vs-CPU
+// test compares it with. Backend-neutral: no CUDA header is needed.
+//
+// Every entry returns 0 on success, or -1 and fills 'error' (error_size
+// bytes) with a one-line reason. Pointers are host pointers; the module copies
+// to and from the device. Complex numbers are interleaved (re, im) floats.
+#pragma once
+#include <cstddef>
+
+#include "nk/cuda_abi.hpp"
+
+extern "C" {
+
+/// Dense linear algebra (cuBLAS). kernels/cuda/blas/.
+struct nk_cuda_blas {
+  static constexpr const char* family = "blas";
+  static constexpr int version = 1;
+  nk_cuda_family_header header;
+  /// C = A B for row-major A [m,k], B [k,n], C [m,n] (SGEMM).
+  /// CPU twin: kernels/cpu/gemm.cpp (Eigen).
+  int (*gemm_f32)(const float* a, const float* b, float* c, long m, long n, long k, char* error, size_t error_size);
+};
+
+/// Fourier transforms (cuFFT) and pointwise spectral products. kernels/cuda/fft/.
+struct nk_cuda_fft {
+  static constexpr const char* family = "fft";
+  static constexpr int version = 1;
+  nk_cuda_family_header header;
+  /// Batched real-to-complex FFT of 'batch' rows of length n: out has n/2+1 bins per row.
+  /// CPU twin: kernels/cpu/fft.cpp (FFTW).
+  int (*rfft_f32)(const float* in, float* out, long n, long batch, char* error, size_t error_size);
+  /// Inverse of rfft_f32, scaled by 1/n so that irfft(rfft(x)) = x. CPU twin: kernels/cpu/fft.cpp.
+  int (*irfft_f32)(const float* in, float* out, long n, long batch, char* error, size_t error_size);
+  /// y[b,h,f] = x[b,h,f] * k[h,f] for b < batch, h < channels, f < bins (complex).
+  /// CPU twin: kernels/cpu/spectral.cpp.
+  int (*spectral_multiply_c64)(const float* x, const float* k, float* y, long batch, long channels, long bins,
+                               char* error, size_t error_size);
+};
+
+/// Attention over [heads, length, dims] tensors (dllm-sparse). kernels/cuda/attention/.
+struct nk_cuda_attention {
+  static constexpr const char* family = "attention";
+  static constexpr int version = 1;
+  nk_cuda_family_header header;
+  /// Block-sparse bidirectional attention, fused (online softmax over the
+  /// kept key blocks of each query block), float32. q [H,L,d], k and v
+  /// [Hkv,L,d], kv_of [H], keep [H,nb,nb] with nb = ceil(L/block) (null:
+  /// dense), d <= 256, block <= 64. out [H,L,d].
+  /// CPU twin: tools/dllm-sparse/kernel.cpp (dllm::block_sparse_attention).
+  int (*block_sparse_attention_f32)(const float* q, const float* k, const float* v, const int* kv_of,
+                                    const unsigned char* keep, long heads, long kv_heads, long length, long dims,
+                                    long block, float scale, int repeats, float* out, nk_cuda_timing* timing,
+                                    char* error, size_t error_size);
+  /// Dense attention through cuBLAS: S = scale Q K^T (SGEMM), row softmax,
+  /// O = P V (SGEMM), heads in groups whose scores fit in memory. Same layout.
+  /// CPU twin: tools/dllm-sparse/kernel.cpp (dllm::dense_attention).
+  int (*dense_attention_cublas_f32)(const float* q, const float* k, const float* v, const int* kv_of, long heads,
+                                    long kv_heads, long length, long dims, float scale, int repeats, float* out,
+                                    nk_cuda_timing* timing, char* error, size_t error_size);
+};
+
+/// One FFT-size bucket of a packed convolution plan: 'count' windows, each 6
+/// integers (row, doc_begin, doc_end, window_begin, out_begin, out_end): the
+/// window's fft_size inputs start at window_begin of that batch row, inputs
+/// outside [doc_begin, doc_end) are zero, and outputs [out_begin, out_end) are
+/// kept. The filter spectrum is that of taps k[h, 0:taps].
+struct nk_conv_bucket {
+  long fft_size, taps, count;
+  const long* windows;
+};
+
+/// Boundary-respecting convolution of packed documents (rubiconv). kernels/cuda/conv/.
+struct nk_cuda_conv {
+  static constexpr const char* family = "conv";
+  static constexpr int version = 1;
+  nk_cuda_family_header header;
+  /// Causal convolution of packed documents, y [B,L,H] from x [B,L,H] and
+  /// k [H,Lk] (bias [H] or null: y += bias x), run as a plan: 'direct'
+  /// documents (direct_count windows of 6 integers; only row, doc_begin,
+  /// doc_end are read) are convolved directly; every bucket is gathered into
+  /// rows of its FFT size, transformed by batched cuFFT, multiplied by its
+  /// filter spectrum, transformed back and scattered.
+  /// CPU twin: tools/rubiconv/engine.cpp (rubiconv::apply_plan).
+  int (*packed_conv_f32)(const float* x, const float* k, const float* bias, float* y, long batch, long length,
+                         long channels, long filter_length, const nk_conv_bucket* buckets, long bucket_count,
+                         const long* direct, long direct_count, int repeats, nk_cuda_timing* timing, char* error,
+                         size_t error_size);
+  int (*packed_conv_f64)(const double* x, const double* k, const double* bias, double* y, long batch, long length,
+                         long channels, long filter_length, const nk_conv_bucket* buckets, long bucket_count,
+                         const long* direct, long direct_count, int repeats, nk_cuda_timing* timing, char* error,
+                         size_t error_size);
+  /// Gradients of <dy, y> for packed_conv: dx [B,L,H], dk [H,Lk], and dbias
+  /// [H] when bias is given (dbias may be null otherwise). buckets[b] holds
+  /// the causal windows (dk, and dx of whole documents), anticausal[b] the
+  /// look-ahead windows of overlap-save tiles (dx; count 0 otherwise).
+  /// CPU twin: tools/rubiconv/grad.cpp.
+  int (*packed_conv_grad_f32)(const float* x, const float* k, const float* bias, const float* dy, float* dx,
+                              float* dk, float* dbias, long batch, long length, long channels, long filter_length,
+                              const nk_conv_bucket* buckets, const nk_conv_bucket* anticausal, long bucket_count,
+                              const long* direct, long direct_count, int repeats, nk_cuda_timing* timing, char* error,
+                              size_t error_size);
+  int (*packed_conv_grad_f64)(const double* x, const double* k, const double* bias, const double* dy, double* dx,
+                              double* dk, double* dbias, long batch, long length, long channels, long filter_length,
+                              const nk_conv_bucket* buckets, const nk_conv_bucket* anticausal, long bucket_count,
+                              const long* direct, long direct_count, int repeats, nk_cuda_timing* timing, char* error,
+                              size_t error_size);
+};
+
+/// Receives the hits of louver search, in no particular order: 'count'
+/// pairs (query << 32 | key) and their scores. The arrays belong to the
+/// module and live until the sink returns. Returns 0, or nonzero to make the
+/// entry fail.
+typedef int (*nk_hit_sink)(void* context, long count, const unsigned long long* query_key, const double* score);
+
+/// Halfspace range search over a KV head (louver-index). kernels/cuda/louver/.
+struct nk_cuda_louver {
+  static constexpr const char* family = "louver";
+  static constexpr int version = 1;
+  nk_cuda_family_header header;
+  /// Louver halfspace search of one KV head. keys [n,d], key_norm [n] (|k|
+  /// rounded up); keys [0, coded) have codes and residuals code16 and
+  /// residual16 [S][coded] (residual16: the upper 16 bits of a float).
+  /// queries [M,d] with their per-query preparation: tables [M][table_size]
+  /// (subspace s's clusters from table_offset[s]; table_offset [S+1] with
+  /// table_offset[S] = table_size), q_norm [M][S], cut [M], prune_cut [M],
+  /// q_rest [M], unit [M], and threshold [M]; rest_norm [coded] and warm.
+  /// Per query, a coded key is skipped when its float bound sum_s (q_norm[s]
+  /// residual_s + table[s][code_s]) is below cut, or when its partial float
+  /// bound over s < warm plus q_rest rest_norm (in double) is below
+  /// prune_cut; any other key, and every key in [coded, n), is scanned; a
+  /// coded key whose float score plus unit key_norm is below threshold is a
+  /// miss; otherwise the float64 exact score decides (>= threshold). dense !=
+  /// 0: every key is scanned (float filter, then exact score), and the code,
+  /// table, q_norm, cut, prune_cut, q_rest and rest_norm arguments are not
+  /// read (they may be null). Writes scanned [M] and hands the hits to sink.
+  /// The search runs max(1, repeats) times; compute_ms is the fastest.
+  /// n < 2^31, M < 2^31.
+  /// CPU twin: tools/louver-index/search.cpp (louver::search, louver::dense_scan).
+  int (*search_f32)(const float* keys, const float* key_norm, long n, long dims, long coded, long subspaces,
+                    const unsigned short* code16, const unsigned short* residual16, const float* queries,
+                    long query_count, const float* tables, const long* table_offset, const float* q_norm,
+                    const double* cut, const double* prune_cut, const float* q_rest, const float* rest_norm,
+                    long warm, const double* unit, const double* threshold, int dense, int repeats, long* scanned,
+                    nk_hit_sink sink, void* sink_context, nk_cuda_timing* timing, char* error, size_t error_size);
+};
+}
+
+/// Every family of the module, X(type): the module's lookup and the test that
+/// loads each family and checks that every entry is set both iterate it.
+#define NK_CUDA_FAMILIES(X) X(nk_cuda_core) X(nk_cuda_blas) X(nk_cuda_fft) X(nk_cuda_attention) X(nk_cuda_conv) X(nk_cuda_louver)
