@@ -173,9 +173,13 @@ for n in sorted(nw & nm):
     for k in sorted((set(a.attrs) | set(b.attrs)) - {k for k in a.attrs if timing.search(k)}):
         if k not in a.attrs or k not in b.attrs or not equal(a.attrs[k], b.attrs[k]):
             diffs.append(f"/{n}: attribute {k} {a.attrs.get(k)!r} in the whole run, {b.attrs.get(k)!r} merged")
-        elif np.asarray(a.attrs[k]).dtype != np.asarray(b.attrs[k]).dtype:
-            # nk-data merge stores numeric attributes as float64: same value, noted, not failed.
-            notes.add(f"attribute {k}: {np.asarray(a.attrs[k]).dtype} in the whole run, {np.asarray(b.attrs[k]).dtype} merged")
+        else:
+            ta, tb = np.asarray(a.attrs[k]).dtype, np.asarray(b.attrs[k]).dtype
+            if ta.kind != tb.kind:
+                diffs.append(f"/{n}: attribute {k} is {ta} in the whole run, {tb} merged")
+            elif ta != tb:
+                # nk-data merge writes integers as int64 and floats as float64: same kind, noted.
+                notes.add(f"attribute {k}: {ta} in the whole run, {tb} merged")
 for d in diffs[:8]: print("     " + d)
 for d in sorted(notes): print("     note: " + d)
 print(f"{len(nw)} objects compared")

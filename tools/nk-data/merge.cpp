@@ -27,6 +27,18 @@ struct Part {
   Shard shard;
 };
 
+/// Copies attribute 'a' of 'object' from 'from' to 'out' with its kind:
+/// text, integer (as int64) or floating point.
+void write_attr_like(h5::Writer& out, const h5::File& from, const std::string& object, const h5::AttrValue& a) {
+  if (!a.numeric) {
+    out.attr(object, a.name, a.text);
+    return;
+  }
+  const double value = from.attr_number(object, a.name).value_or(0.0);
+  if (a.integer) out.attr(object, a.name, static_cast<int64_t>(value));
+  else out.attr(object, a.name, value);
+}
+
 std::vector<Part> open_parts(const MergeOptions& options) {
   std::vector<Part> parts;
   for (const std::string& path : options.inputs) {
@@ -167,8 +179,7 @@ void merge_dataset(h5::Writer& out, const std::vector<Part>& parts, const std::s
   // Other attributes (e.g. column names) describe the data, not the part: kept from the first.
   for (const h5::AttrValue& a : parts[0].file.attrs(path)) {
     if (a.name == "dims" || a.name == "units" || a.name == "nk_merge") continue;
-    if (a.numeric) out.attr(path, a.name, parts[0].file.attr_number(path, a.name).value_or(0.0));
-    else out.attr(path, a.name, a.text);
+    write_attr_like(out, parts[0].file, path, a);
   }
   for (h5::RawDataset& raw : raws) h5::release_vlen(raw);
 }
@@ -229,8 +240,7 @@ void merge(const MergeOptions& options) {
     const std::string group = path.substr(0, path.rfind('/'));
     if (!group.empty() && groups_done.insert(group).second) {
       for (const h5::AttrValue& a : part.file.attrs(group)) {
-        if (a.numeric) out.attr(group, a.name, part.file.attr_number(group, a.name).value_or(0.0));
-        else out.attr(group, a.name, a.text);
+        write_attr_like(out, part.file, group, a);
       }
     }
   }

@@ -305,12 +305,13 @@ std::optional<double> File::attr_number(const std::string& object, const std::st
 
 namespace {
 
-std::string read_attribute_text(hid_t attribute, bool& numeric) {
+std::string read_attribute_text(hid_t attribute, bool& numeric, bool& integer) {
   Handle type(H5Aget_type(attribute));
   Handle space(H5Aget_space(attribute));
   const hssize_t n = H5Sget_simple_extent_npoints(space.get());
   const H5T_class_t cls = H5Tget_class(type.get());
   numeric = false;
+  integer = false;
   if (n <= 0) return "";
   if (cls == H5T_STRING) {
     std::vector<std::string> values;
@@ -334,6 +335,7 @@ std::string read_attribute_text(hid_t attribute, bool& numeric) {
   }
   if (cls == H5T_INTEGER || cls == H5T_FLOAT) {
     numeric = true;
+    integer = cls == H5T_INTEGER;
     std::vector<double> values(static_cast<size_t>(n));
     if (H5Aread(attribute, H5T_NATIVE_DOUBLE, values.data()) < 0) return "";
     std::ostringstream text;
@@ -363,7 +365,7 @@ std::vector<AttrValue> File::attrs(const std::string& object) const {
     H5Aget_name(attribute.get(), name.size() + 1, name.data());
     AttrValue value;
     value.name = name;
-    value.text = read_attribute_text(attribute.get(), value.numeric);
+    value.text = read_attribute_text(attribute.get(), value.numeric, value.integer);
     out.push_back(value);
   }
   detail::innermost_error();

@@ -5,14 +5,9 @@
 # scores materialised), our fused kernel dense, and our fused kernel at 90%
 # and 95% block sparsity (masks from plan --policy step). Kernel time by CUDA
 # events, fastest of REPEAT runs; copies to and from the GPU are not included.
-set -euo pipefail
-bin=$(cd "$1" && pwd)
-export PATH="$bin:$PATH"
-work=$(mktemp -d "${TMPDIR:-/tmp}/dllm-cuda-XXXXXX")
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/../lib.sh" "$1" dllm-cuda
 sizes=${SIZES:-"4096 8192 16384 32768"}
 repeat=${REPEAT:-5}
-attr() { nk-data info "$1" --format tsv | awk -F'\t' -v k="$2" '$1=="attribute" && $2==k {print $7}'; }
 echo "== dllm-sparse on $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1): H = 32, d = 128, block 64, best of $repeat"
 printf '%-7s | %10s %10s | %10s %8s %8s | %10s %8s %8s\n' L "cuBLAS ms" "fused ms" "90% ms" "vs cuBLAS" "vs fused" "95% ms" "vs cuBLAS" "vs fused"
 for n in $sizes; do

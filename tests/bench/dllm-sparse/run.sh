@@ -8,15 +8,10 @@
 #    H = 16, d = 64, 24 steps, 3 transitions; SEEDS seeds, default "1 2 3"):
 #    mean output error and mass recall of once-uniform, every-uniform, step
 #    (sampled and pooled scores) and the oracle, and step's planning overhead.
-set -euo pipefail
-bin=$(cd "$1" && pwd)
-export PATH="$bin:$PATH"
-work=$(mktemp -d "${TMPDIR:-/tmp}/dllm-bench-XXXXXX")
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/../lib.sh" "$1" dllm-bench
 sizes=${SIZES:-"4096 8192 16384"}
 unfused_max=${UNFUSED_MAX:-4096}
 seeds=${SEEDS:-"1 2 3"}
-attr() { nk-data info "$1" --format tsv | awk -F'\t' -v k="$2" '$1=="attribute" && $2==k {print $7}'; }
 
 echo "== kernel, one step: H = 32, d = 128, block 64, $(nproc) threads"
 printf '%-7s | %10s %10s | %10s %8s | %10s %8s\n' L "unfused s" "dense s" "90% s" speedup "95% s" speedup

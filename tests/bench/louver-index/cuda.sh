@@ -6,14 +6,9 @@
 # Times per query: the GPU kernels (CUDA events, summed over KV heads,
 # divided by M); Louver's per-query tables are built on the CPU and listed
 # apart ("prep"); copies are not included.
-set -euo pipefail
-bin=$(cd "$1" && pwd)
-export PATH="$bin:$PATH"
-work=$(mktemp -d "${TMPDIR:-/tmp}/louver-cuda-XXXXXX")
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/../lib.sh" "$1" louver-cuda
 sizes=${SIZES:-"32768 131072 524288"}
 queries=${QUERIES:-1000}
-attr() { nk-data info "$1" --format tsv | awk -F'\t' -v k="$2" '$1=="attribute" && $2==k {print $7}'; }
 echo "== louver-index on $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1): d = 128, top 1%, $queries queries"
 printf '%-8s %6s | %8s %9s | %12s %12s %12s %8s\n' N k recall scanned "louver us/q" "prep us/q" "dense us/q" speedup
 for n in $sizes; do

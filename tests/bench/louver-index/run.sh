@@ -11,15 +11,10 @@
 # and FAISS IVF (Debian's python3-faiss, faiss_ivf.py) at 1x, 2x and 4x
 # Louver's scanned fraction (approximate; recall against the exact hits;
 # FAISS=0 skips it).
-set -euo pipefail
-bin=$(cd "$1" && pwd)
-export PATH="$bin:$PATH"
-work=$(mktemp -d "${TMPDIR:-/tmp}/louver-bench-XXXXXX")
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/../lib.sh" "$1" louver-bench
 sizes=${SIZES:-"8192 32768 131072"}
 queries=${QUERIES:-200}
 repeat=${REPEAT:-3}  # timing rounds per query run: the fastest counts (louver-index(1), --repeat)
-attr() { nk-data info "$1" --format tsv | awk -F'\t' -v k="$2" '$1=="attribute" && $2==k {print $7}'; }
 
 printf '%-8s %6s | %8s %9s %10s %10s %8s | %9s %12s %9s\n' N k recall scanned "index ms" "dense ms" speedup "build s" "10K append s" "peak MiB"
 for n in $sizes; do

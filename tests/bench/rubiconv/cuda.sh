@@ -6,15 +6,10 @@
 # Time = compute_seconds: CPU planning + the GPU computation (CUDA events,
 # fastest of REPEAT runs inside one process); host<->device copies and cuFFT
 # plan creation are reported apart (copies of x and y, once).
-set -euo pipefail
-bin=$(cd "$1" && pwd)
-export PATH="$bin:$PATH"
-work=$(mktemp -d "${TMPDIR:-/tmp}/rubiconv-cuda-XXXXXX")
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/../lib.sh" "$1" rubiconv-cuda
 lengths=${LENGTHS:-"65536 262144 1048576"}
 medians=${MEDIANS:-"512 4096"}
 repeat=${REPEAT:-5}
-attr() { nk-data info "$1" --format tsv | awk -F'\t' -v k="$2" '$1=="attribute" && $2==k {print $7}'; }
 run() {  # METHOD [VERB] -> "seconds copies setup"
   rubiconv -q --device cuda "${2:-apply}" -i "$work/in.h5" --method "$1" --repeats "$repeat" -o "$work/out.h5"
   echo "$(attr "$work/out.h5" compute_seconds) $(awk -v u="$(attr "$work/out.h5" upload_seconds)" -v d="$(attr "$work/out.h5" download_seconds)" 'BEGIN{print u+d}') $(attr "$work/out.h5" setup_seconds)"

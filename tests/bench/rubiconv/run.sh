@@ -9,16 +9,11 @@
 # and fullfft, the first call of a fresh process ("cold": FFTW planning and
 # page faults included). Peak = the largest peak resident memory of the whole
 # process (inputs and outputs included).
-set -euo pipefail
-bin=$(cd "$1" && pwd)
-export PATH="$bin:$PATH"
-work=$(mktemp -d "${TMPDIR:-/tmp}/rubiconv-bench-XXXXXX")
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/../lib.sh" "$1" rubiconv-bench
 lengths=${LENGTHS:-"65536 262144 1048576"}
 medians=${MEDIANS:-"512 4096"}
 threads=${THREADS:-$(nproc)}
 
-attr() { nk-data info "$1" --format tsv | awk -F'\t' -v k="$2" '$1=="attribute" && $2==k {print $7}'; }
 
 repeat=${REPEAT:-2}
 inproc=${INPROC:-3}

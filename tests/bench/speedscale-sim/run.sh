@@ -8,11 +8,7 @@
 #    diurnal), with perfect, noisy (0.2 and 1) and garbage (zero, x10,
 #    random) speed predictions, and pred-offline with a profile learned from
 #    another INSTANCES instances of the same pattern.
-set -euo pipefail
-bin=$(cd "$1" && pwd)
-export PATH="$bin:$PATH"
-work=$(mktemp -d "${TMPDIR:-/tmp}/speedscale-bench-XXXXXX")
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/../lib.sh" "$1" speedscale-bench
 sizes=${SIZES:-"1000 10000 100000"}
 naive_max=${NAIVE_MAX:-4000}
 instances=${INSTANCES:-1000}

@@ -6,13 +6,8 @@
 # SPE at q = 5% against full fine-tuning, random and large-magnitude masks.
 # Reported: test accuracy, time per epoch and trainable state, as run.sh does
 # for the dense network. Called by run.sh; alone: conv.sh build/bin.
-set -euo pipefail
-bin=$(cd "$1" && pwd)
-export PATH="$bin:$PATH"
-work=$(mktemp -d "${TMPDIR:-/tmp}/spike-conv-XXXXXX")
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/../lib.sh" "$1" spike-conv
 F=/usr/share/datasets/fashion-mnist
-attr() { nk-data info "$1" --format tsv | awk -F'\t' -v k="$2" '$1=="attribute" && $2==k {print $7}'; }
 nk-data -q import-idx "$F/train-images-idx3-ubyte.gz" "$F/train-labels-idx1-ubyte.gz" --limit 20000 -o "$work/train.h5"
 nk-data -q import-idx "$F/t10k-images-idx3-ubyte.gz" "$F/t10k-labels-idx1-ubyte.gz" -o "$work/test.h5"
 spike-sft -q --seed 1 pretrain -i "$work/train.h5" --test "$work/test.h5" --conv 8,16 --lr 1e-2 --epochs 3 -o "$work/base.h5"

@@ -14,15 +14,10 @@
 # task; the same on four degradations of the images (noise, shift, contrast,
 # blur), which merge better. Last, conv.sh: SPE and its baselines on a
 # conv-LIF-pool network.
-set -euo pipefail
-bin=$(cd "$1" && pwd)
-export PATH="$bin:$PATH"
-work=$(mktemp -d "${TMPDIR:-/tmp}/spike-bench-XXXXXX")
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/../lib.sh" "$1" spike-bench
 seeds=${SEEDS:-"1 2 3"}
 taskset=${TASKS:-"rotate90 invert permute relabel"}
 F=/usr/share/datasets/fashion-mnist
-attr() { nk-data info "$1" --format tsv | awk -F'\t' -v k="$2" '$1=="attribute" && $2==k {print $7}'; }
 nk-data -q import-idx "$F/train-images-idx3-ubyte.gz" "$F/train-labels-idx1-ubyte.gz" -o "$work/train.h5"
 nk-data -q import-idx "$F/t10k-images-idx3-ubyte.gz" "$F/t10k-labels-idx1-ubyte.gz" -o "$work/test.h5"
 spike-sft -q --seed 1 pretrain -i "$work/train.h5" --test "$work/test.h5" --epochs 5 -o "$work/base.h5"

@@ -11,12 +11,8 @@
 # of camera 256 to $PLOT (default tnqe_camera.svg).
 # Environment: FM (Fashion-MNIST items), ONLY (camera|rgb|fmnist: one part),
 # ITER (Adam iterations, default 200).
-set -euo pipefail
-bin=$(cd "$1" && pwd)
-export PATH="$bin:$PATH"
+. "$(dirname "$0")/../lib.sh" "$1" tnqe-bench
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d "${TMPDIR:-/tmp}/tnqe-bench-XXXXXX")
-trap 'rm -rf "$work"' EXIT
 S=$(/usr/bin/python3 -c 'import skimage, os; print(os.path.join(os.path.dirname(skimage.__file__), "data"))')
 F=/usr/share/datasets/fashion-mnist
 fm=${FM:-1000}

@@ -81,6 +81,7 @@ struct AttrValue {
   std::string name;
   std::string text;  ///< the value as text (numbers formatted, arrays comma-joined)
   bool numeric = false;
+  bool integer = false;  ///< numeric and stored as an integer type
 };
 
 /// An HDF5 file opened read-only from a path or from standard input ('-').
