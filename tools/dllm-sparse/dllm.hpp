@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "nk/run_env.hpp"
+
 namespace dllm {
 
 inline constexpr const char* kQkvSchema = "dllm-sparse.qkv/1";
@@ -89,19 +91,18 @@ struct AttendOptions {
   bool no_clobber = false, dense = false, unfused = false;
   int64_t block = 64, step = -1, repeats = 1;
   double scale = 0;
-  std::string device = "cpu";
 };
 struct GenOptions {
   std::string output = "-";
   bool no_clobber = false;
   int64_t length = 1024, heads = 8, kv_heads = 0, dims = 64, steps = 16, layers = 1, transitions = 2;
-  uint64_t seed = 0;
   bool single_step = false;  ///< write one step as /q, /k, /v (attend's input)
 };
 
-void attend(const AttendOptions& o);
+/// On the GPU when env.cuda().
+void attend(const AttendOptions& o, const nk::RunEnv& env);
 void plan(const PlanOptions& o);
 void eval(const EvalOptions& o);
-void gen(const GenOptions& o);
+void gen(const GenOptions& o, const nk::RunEnv& env);
 
 }  // namespace dllm

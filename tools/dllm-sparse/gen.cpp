@@ -47,15 +47,14 @@ std::string name3(int64_t i) {
 
 }  // namespace
 
-void gen(const GenOptions& o) {
+void gen(const GenOptions& o, const nk::RunEnv& env) {
   const int64_t kv_heads = o.kv_heads ? o.kv_heads : o.heads;
   if (o.length < 1 || o.heads < 1 || o.steps < 1 || o.layers < 1) throw nk::usage_error("--length, --heads, --steps and --layers must be >= 1");
   if (o.dims < 8 || o.dims > kMaxDims) throw nk::usage_error("--dims must be in 8..256");
   if (o.heads % kv_heads != 0) throw nk::usage_error("--kv-heads must divide --heads");
   const double bytes = 4.0 * static_cast<double>(o.heads + 2 * kv_heads) * o.length * o.dims * (o.single_step ? 1 : o.steps * o.layers);
   if (bytes * 1.5 > nk::h5::available_memory_bytes()) throw nk::usage_error("--length/--heads/--steps/--layers need more memory than is available");
-  nk::run_context().seed = o.seed;
-  const nk::Rng root(o.seed);
+  const nk::Rng root(env.seed);
   const int64_t L = o.length, d = o.dims, steps = o.single_step ? 1 : o.steps;
   const int64_t d_rot = d / 2 / 2 * 2, d_con = d / 4, sink_axis = d_rot + d_con;
   const int topics = 12;

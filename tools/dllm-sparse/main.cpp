@@ -7,7 +7,7 @@ int main(int argc, char** argv) {
   cli.app().require_subcommand(1);
 
   dllm::GenOptions gen;
-  CLI::App* gen_verb = cli.add_verb("gen", "Synthetic denoising trajectories: /steps/NNN/{q,k,v}");
+  CLI::App* gen_verb = cli.add_verb("gen", "Synthetic denoising trajectories: /steps/NNN/{q,k,v}", nk::cli::Randomness::seeded);
   nk::cli::App::add_output(*gen_verb, gen.output, gen.no_clobber);
   gen_verb->add_option("--length", gen.length, "Sequence length L")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   gen_verb->add_option("--heads", gen.heads, "Query heads H")->check(CLI::Range(int64_t{1}, int64_t{1} << 12));
@@ -58,14 +58,8 @@ int main(int argc, char** argv) {
   eval_verb->add_option("--scale", eval.scale, "Softmax scale (default 1/sqrt(d))")->check(CLI::NonNegativeNumber);
 
   return cli.run(argc, argv, [&] {
-    if (*gen_verb) {
-      gen.seed = cli.common().seed;
-      dllm::gen(gen);
-    }
-    if (*attend_verb) {
-      attend.device = cli.device().kind == nk::DeviceKind::cuda ? "cuda" : "cpu";
-      dllm::attend(attend);
-    }
+    if (*gen_verb) dllm::gen(gen, cli.env());
+    if (*attend_verb) dllm::attend(attend, cli.env());
     if (*plan_verb) dllm::plan(plan);
     if (*eval_verb) dllm::eval(eval);
   });

@@ -80,7 +80,7 @@ std::string step_name(int64_t s) {
 
 }  // namespace
 
-void attend(const AttendOptions& o) {
+void attend(const AttendOptions& o, const nk::RunEnv& env) {
   if (o.block < 16 || o.block > 64 || o.block % 16) throw nk::usage_error("--block must be 16, 32, 48 or 64");
   if (o.dense + o.unfused + !o.mask.empty() > 1) throw nk::usage_error("give one of --mask, --dense and --unfused");
   if (!o.dense && !o.unfused && o.mask.empty()) throw nk::usage_error("give --mask FILE (from plan) or --dense");
@@ -99,7 +99,7 @@ void attend(const AttendOptions& o) {
   std::string isa = "eigen";
   double secs = 0;
   GpuTiming gpu;
-  const bool cuda = o.device == "cuda";
+  const bool cuda = env.cuda();
   if (cuda) {
     if (x.queries() != x.length) throw nk::input_error(o.input, prefix + "/q", "the CUDA kernel needs as many query rows as keys");
     gpu = o.unfused ? attention_cublas(x, scale, out.data(), static_cast<int>(o.repeats))

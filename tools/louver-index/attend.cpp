@@ -44,8 +44,8 @@ std::vector<double> attention(const HeadIndex& head, int64_t dims, int64_t value
 
 }  // namespace
 
-void attend(const QueryOptions& o) {
-  const QueryJob job = open_query_job(o);
+void attend(const QueryOptions& o, const nk::RunEnv& env) {
+  const QueryJob job = open_query_job(o, env.shard);
   const Index& index = job.index;
   if (index.value_dims == 0) throw nk::input_error(o.input, "/values", "missing: attend needs an index built with /values");
   const double scale = o.scale > 0 ? o.scale : 1.0 / std::sqrt(static_cast<double>(index.dims));
@@ -58,7 +58,7 @@ void attend(const QueryOptions& o) {
     const int64_t row = first + r;
     const HeadIndex& head = job.head_of(row);
     const float* q = job.query_of(row);
-    const double t = row_threshold(o, head, q, index.dims, row);
+    const double t = row_threshold(o, env.seed, head, q, index.dims, row);
     const SearchResult result = search(head, index.subspaces, q, t);
     std::vector<int64_t> ids;
     for (const Hit& hit : result.hits) ids.push_back(hit.id);

@@ -57,15 +57,14 @@ Shape llm_shape(int64_t dims, nk::Rng rng) {
 
 }  // namespace
 
-void gen(const GenOptions& o) {
+void gen(const GenOptions& o, const nk::RunEnv& env) {
   if (o.keys < 1 || o.dims < 1 || o.queries < 1 || o.kv_heads < 1) throw nk::usage_error("--n, --d, --queries and --heads must be >= 1");
   const int64_t query_heads = o.query_heads ? o.query_heads : o.kv_heads;
   if (query_heads % o.kv_heads != 0) throw nk::usage_error("--query-heads must be a multiple of --heads (GQA)");
   const double bytes = 4.0 * static_cast<double>(o.kv_heads) * o.keys * (o.dims + o.value_dims) +
                        4.0 * static_cast<double>(query_heads) * o.queries * o.dims;
   if (bytes * 2 > nk::h5::available_memory_bytes()) throw nk::usage_error("--n/--d/--queries need more memory than is available");
-  nk::run_context().seed = o.seed;
-  const nk::Rng root(o.seed);
+  const nk::Rng root(env.seed);
   const bool llm = o.profile == "llm";
   std::vector<float> keys(static_cast<size_t>(o.kv_heads * o.keys * o.dims));
   std::vector<float> queries(static_cast<size_t>(query_heads * o.queries * o.dims));

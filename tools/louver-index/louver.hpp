@@ -6,6 +6,7 @@
 
 #include "louver-index/codes.hpp"
 #include "louver-index/index_io.hpp"
+#include "nk/run_env.hpp"
 
 namespace louver {
 
@@ -18,9 +19,8 @@ struct GenOptions {
   bool no_clobber = false;
   int64_t keys = 8192, dims = 128, queries = 64, kv_heads = 1, query_heads = 0, value_dims = 0;
   std::string profile = "llm";
-  uint64_t seed = 0;
 };
-void gen(const GenOptions& options);
+void gen(const GenOptions& options, const nk::RunEnv& env);
 
 struct BuildOptions {
   std::string input = "-", output = "-";
@@ -50,20 +50,18 @@ struct QueryOptions {
   double mass = 0;             ///< > 0: T from a sampled bound that keeps this softmax mass
   int64_t mass_sample = 256;   ///< keys sampled per query for --mass
   double scale = 0;            ///< softmax scale for --mass and attend (0 = 1/sqrt(d))
-  uint64_t seed = 0;
   bool compare_dense = false;  ///< also time a dense exact scan and check it agrees (or measure recall)
   int64_t repeat = 1;          ///< timing rounds (index, then dense scan, alternating); the fastest of each counts
   std::string method = "louver";  ///< louver | quest-threshold | quest-topk
   double budget = 0.1;            ///< quest-topk: fraction of keys scanned
   int64_t page_size = 16;         ///< quest-*: keys per page
-  std::string shard;
-  bool cuda = false;  ///< query: --device resolved to CUDA (the louver method then searches on the GPU)
 };
-void query(const QueryOptions& options);
+/// On CUDA (env.cuda()) the louver method searches on the GPU; env.shard picks the query rows.
+void query(const QueryOptions& options, const nk::RunEnv& env);
 
 /// Sparse attention over the hits of each query (softmax over hits only)
 /// against dense attention over every key: outputs, error and covered mass.
-void attend(const QueryOptions& options);
+void attend(const QueryOptions& options, const nk::RunEnv& env);
 
 /// What query and attend share: the index, the queries (checked against it),
 /// and the slice of (query head, query) rows this run answers.
@@ -77,10 +75,10 @@ struct QueryJob {
   }
   const float* query_of(int64_t row) const { return queries.row(row / queries.count, row % queries.count); }
 };
-QueryJob open_query_job(const QueryOptions& options);
+QueryJob open_query_job(const QueryOptions& options, const nk::Shard& shard);
 
 /// The threshold of each query row: --threshold, --topk-oracle or --mass.
-double row_threshold(const QueryOptions& options, const HeadIndex& head, const float* query, int64_t dims,
+double row_threshold(const QueryOptions& options, uint64_t seed, const HeadIndex& head, const float* query, int64_t dims,
                      int64_t row);
 
 }  // namespace louver

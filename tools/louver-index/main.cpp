@@ -7,7 +7,7 @@ int main(int argc, char** argv) {
   cli.app().require_subcommand(1);
 
   louver::GenOptions gen;
-  CLI::App* gen_verb = cli.add_verb("gen", "Synthetic KV cache and decode queries (llm-like or iid)");
+  CLI::App* gen_verb = cli.add_verb("gen", "Synthetic KV cache and decode queries (llm-like or iid)", nk::cli::Randomness::seeded);
   nk::cli::App::add_output(*gen_verb, gen.output, gen.no_clobber);
   gen_verb->add_option("--n", gen.keys, "Keys per KV head, N")->check(CLI::Range(int64_t{1}, int64_t{1} << 32));
   gen_verb->add_option("--d", gen.dims, "Head dimension, d")->check(CLI::Range(1, 1 << 16));
@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
   nk::cli::App::add_output(*append_verb, append.output, append.no_clobber);
 
   louver::QueryOptions query;
-  CLI::App* query_verb = cli.add_verb("query", "Every key with q.k >= T, per query: CSR /offsets, /ids, /scores");
+  CLI::App* query_verb = cli.add_verb("query", "Every key with q.k >= T, per query: CSR /offsets, /ids, /scores",
+                                          nk::cli::Randomness::seeded);
   nk::cli::App::add_input(*query_verb, query.input, "index file")->required();
   query_verb->add_option("--queries", query.queries, "File with /queries [M,d] or [Hq,M,d]")->required();
   nk::cli::App::add_output(*query_verb, query.output, query.no_clobber);
@@ -62,10 +63,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"louver", "quest-threshold", "quest-topk"}));
   query_verb->add_option("--budget", query.budget, "quest-topk: fraction of the keys to scan")->check(CLI::Range(0.0, 1.0));
   query_verb->add_option("--page-size", query.page_size, "quest-*: keys per page")->check(CLI::Range(1, 1 << 20));
-  nk::cli::App::add_shard(*query_verb, query.shard);
+  cli.add_shard(*query_verb);
 
   louver::QueryOptions attend;
-  CLI::App* attend_verb = cli.add_verb("attend", "Attention over each query's hits vs dense attention: outputs, error, mass");
+  CLI::App* attend_verb = cli.add_verb("attend", "Attention over each query's hits vs dense attention: outputs, error, mass",
+                                           nk::cli::Randomness::seeded);
   nk::cli::App::add_input(*attend_verb, attend.input, "index file (built with /values)")->required();
   attend_verb->add_option("--queries", attend.queries, "File with /queries [M,d] or [Hq,M,d]")->required();
   nk::cli::App::add_output(*attend_verb, attend.output, attend.no_clobber);
@@ -78,25 +80,19 @@ int main(int argc, char** argv) {
       ->excludes(attend_threshold);
   attend_verb->add_option("--mass-sample", attend.mass_sample, "Keys sampled per query for --mass")->check(CLI::Range(1, 1 << 24));
   attend_verb->add_option("--scale", attend.scale, "Softmax scale of q.k (default 1/sqrt(d))")->check(CLI::NonNegativeNumber);
-  nk::cli::App::add_shard(*attend_verb, attend.shard);
+  cli.add_shard(*attend_verb);
 
   return cli.run(argc, argv, [&] {
-    if (*gen_verb) {
-      gen.seed = cli.common().seed;
-      louver::gen(gen);
-    }
+    if (*gen_verb) louver::gen(gen, cli.env());
     if (*build_verb) louver::build(build);
     if (*append_verb) louver::append(append);
     if (*query_verb) {
       query.has_threshold = threshold->count() > 0;
-      query.seed = cli.common().seed;
-      query.cuda = cli.device().kind == nk::DeviceKind::cuda;
-      louver::query(query);
+      louver::query(query, cli.env());
     }
     if (*attend_verb) {
       attend.has_threshold = attend_threshold->count() > 0;
-      attend.seed = cli.common().seed;
-      louver::attend(attend);
+      louver::attend(attend, cli.env());
     }
   });
 }

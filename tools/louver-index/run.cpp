@@ -130,7 +130,7 @@ void append(const AppendOptions& o) {
                index.heads[0].size(index.dims) - index.heads[0].coded);
 }
 
-double row_threshold(const QueryOptions& o, const HeadIndex& head, const float* query, int64_t dims, int64_t row) {
+double row_threshold(const QueryOptions& o, uint64_t seed, const HeadIndex& head, const float* query, int64_t dims, int64_t row) {
   if (o.has_threshold) return o.threshold;
   if (o.topk_oracle > 0) return kth_score(head, query, dims, o.topk_oracle);
   // --mass: a seeded sample per query row, so shards give the same thresholds.
@@ -139,14 +139,14 @@ double row_threshold(const QueryOptions& o, const HeadIndex& head, const float* 
   if (n <= o.mass_sample) {
     for (int64_t i = 0; i < n; ++i) sample.push_back(i);
   } else {
-    nk::Rng rng = nk::Rng(o.seed).split(static_cast<uint64_t>(row));
+    nk::Rng rng = nk::Rng(seed).split(static_cast<uint64_t>(row));
     for (int64_t i = 0; i < o.mass_sample; ++i) sample.push_back(static_cast<int64_t>(rng.below(static_cast<uint64_t>(n))));
   }
   const double scale = o.scale > 0 ? o.scale : 1.0 / std::sqrt(static_cast<double>(dims));
   return mass_threshold(head, query, dims, o.mass, scale, sample);
 }
 
-QueryJob open_query_job(const QueryOptions& o) {
+QueryJob open_query_job(const QueryOptions& o, const nk::Shard& shard) {
   if (static_cast<int>(o.has_threshold) + static_cast<int>(o.topk_oracle > 0) + static_cast<int>(o.mass > 0) != 1) {
     throw nk::usage_error("give exactly one of --threshold, --topk-oracle and --mass");
   }
@@ -165,16 +165,14 @@ QueryJob open_query_job(const QueryOptions& o) {
                                                              std::to_string(kv_heads) + " KV head(s)");
   }
   job.group = job.queries.heads / kv_heads;
-  const nk::Shard shard = nk::resolve_shard(o.shard);
-  if (!shard.whole()) nk::run_context().shard = shard.text();
   const auto [first, last] = nk::shard_range(shard, job.queries.heads * job.queries.count);
   job.first = first;
   job.count = last - first;
   return job;
 }
 
-void query(const QueryOptions& o) {
-  const QueryJob job = open_query_job(o);
+void query(const QueryOptions& o, const nk::RunEnv& env) {
+  const QueryJob job = open_query_job(o, env.shard);
   const Index& index = job.index;
   const int64_t first = job.first, count = job.count;
   std::vector<SearchResult> results(static_cast<size_t>(count));
@@ -182,7 +180,7 @@ void query(const QueryOptions& o) {
   // Thresholds first: the top-k oracle scans every key, and must not be timed as the index's work.
   for (int64_t r = 0; r < count; ++r) {
     const int64_t row = first + r;
-    thresholds[static_cast<size_t>(r)] = row_threshold(o, job.head_of(row), job.query_of(row), index.dims, row);
+    thresholds[static_cast<size_t>(r)] = row_threshold(o, env.seed, job.head_of(row), job.query_of(row), index.dims, row);
   }
   const bool quest = o.method != "louver";
   std::vector<Pages> pages;
@@ -193,8 +191,8 @@ void query(const QueryOptions& o) {
   const int64_t budget = std::max<int64_t>(1, static_cast<int64_t>(std::llround(o.budget * static_cast<double>(index.keys_per_head()))));
   // On CUDA, louver searches all rows of one KV head (contiguous rows) in one
   // GPU call, and the times are the GPU's; the Quest baselines stay on the CPU.
-  const bool gpu = o.cuda && o.method == "louver";
-  if (o.cuda && !gpu) spdlog::info("{} has no CUDA path: searching on the CPU", o.method);
+  const bool gpu = env.cuda() && o.method == "louver";
+  if (env.cuda() && !gpu) spdlog::info("{} has no CUDA path: searching on the CPU", o.method);
   const int64_t rows_per_head = job.queries.count * job.group;
   // Runs search_cuda over [first, first + count), one call per KV head; returns the summed times.
   const auto on_gpu = [&](std::vector<SearchResult>& out, bool dense, nk::Progress* bar) {

@@ -79,14 +79,15 @@ std::vector<Document> pack_row(const LengthModel& model, int64_t length, nk::Rng
 }
 
 template <class Real>
-void write_inputs(const GenOptions& o, const std::vector<std::vector<Document>>& rows, const std::vector<double>& k) {
+void write_inputs(const GenOptions& o, uint64_t seed, const std::vector<std::vector<Document>>& rows,
+                  const std::vector<double>& k) {
   const int64_t lk = o.filter_length;
   nk::h5::Writer out(o.output, kInputSchema, o.no_clobber);
   std::vector<Real> values(static_cast<size_t>(o.batch * o.length * o.channels));
   // One family of streams per purpose, one stream per row: rows never share numbers.
   auto fill_normal = [&](uint64_t purpose) {
     for (int64_t b = 0; b < o.batch; ++b) {
-      nk::Rng stream = nk::Rng(o.seed).split(purpose).split(static_cast<uint64_t>(b));
+      nk::Rng stream = nk::Rng(seed).split(purpose).split(static_cast<uint64_t>(b));
       Real* row = values.data() + b * o.length * o.channels;
       for (int64_t i = 0; i < o.length * o.channels; ++i) row[i] = static_cast<Real>(stream.normal());
     }
@@ -103,7 +104,7 @@ void write_inputs(const GenOptions& o, const std::vector<std::vector<Document>>&
   out.write("/k", taps.data(), {o.channels, lk}, "H,Lk");
   out.attr("/k", "filter", o.filter);
   if (o.skip) {
-    nk::Rng stream = nk::Rng(o.seed).split(kStreamBias);
+    nk::Rng stream = nk::Rng(seed).split(kStreamBias);
     std::vector<Real> bias(static_cast<size_t>(o.channels));
     for (Real& value : bias) value = static_cast<Real>(stream.normal());
     out.write("/bias", bias.data(), {o.channels}, "H");
@@ -128,7 +129,7 @@ void write_inputs(const GenOptions& o, const std::vector<std::vector<Document>>&
 
 }  // namespace
 
-void gen(const GenOptions& options) {
+void gen(const GenOptions& options, const nk::RunEnv& env) {
   GenOptions o = options;
   if (o.length < 1 || o.channels < 1 || o.batch < 1) throw nk::usage_error("--length, --channels and --batch must be >= 1");
   if (o.filter_length == 0) o.filter_length = o.length;
@@ -145,8 +146,7 @@ void gen(const GenOptions& options) {
                           " MiB, more than the memory available");
   }
   const LengthModel model = parse_lengths(o.doc_lengths);
-  nk::run_context().seed = o.seed;
-  const nk::Rng root(o.seed);
+  const nk::Rng root(env.seed);
   std::vector<std::vector<Document>> rows;
   for (int64_t b = 0; b < o.batch; ++b) {
     rows.push_back(pack_row(model, o.length, root.split(kStreamPacking).split(static_cast<uint64_t>(b))));
@@ -160,8 +160,8 @@ void gen(const GenOptions& options) {
   if (o.filter == "hyena") k = hyena_filters(o.channels, o.filter_length, filter_rng);
   else if (o.filter == "stu") k = stu_filters(o.channels, o.filter_length, filter_rng);
   else k = random_filters(o.channels, o.filter_length, filter_rng);
-  if (o.dtype == "float64") write_inputs<double>(o, rows, k);
-  else write_inputs<float>(o, rows, k);
+  if (o.dtype == "float64") write_inputs<double>(o, env.seed, rows, k);
+  else write_inputs<float>(o, env.seed, rows, k);
   int64_t documents = 0;
   for (const auto& row : rows) documents += static_cast<int64_t>(row.size());
   spdlog::info("generated B={} L={} H={} Lk={} with {} document(s), {} filters", o.batch, o.length, o.channels,

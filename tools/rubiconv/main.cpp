@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
     verb->add_option("--chunk-mib", chunk_mib, "Work buffer per thread and task of FFT rows, in MiB")->check(CLI::Range(1, 1 << 16));
     verb->add_option("--repeats", run.repeats, "Compute this many times and report the fastest (timing)")
         ->check(CLI::Range(int64_t{1}, int64_t{1000}));
-    nk::cli::App::add_shard(*verb, run.shard);
+    cli.add_shard(*verb);
   };
   CLI::App* apply = cli.add_verb("apply", "y = per-document causal convolution of /x with /k");
   add_run_options(apply);
@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
   add_run_options(grad);
 
   rubiconv::GenOptions gen;
-  CLI::App* gen_verb = cli.add_verb("gen", "Realistic packed inputs: /x, /cu_seqlens, /k (and /bias, /dy)");
+  CLI::App* gen_verb = cli.add_verb("gen", "Realistic packed inputs: /x, /cu_seqlens, /k (and /bias, /dy)",
+                                        nk::cli::Randomness::seeded);
   nk::cli::App::add_output(*gen_verb, gen.output, gen.no_clobber);
   gen_verb->add_option("--length", gen.length, "Positions per row, L")->required()->check(CLI::Range(int64_t{1}, int64_t{1} << 34));
   gen_verb->add_option("--channels", gen.channels, "Channels, H")->check(CLI::Range(1, 1 << 16));
@@ -46,12 +47,8 @@ int main(int argc, char** argv) {
   return cli.run(argc, argv, [&] {
     run.method = rubiconv::parse_method(method);
     run.plan.task_bytes = chunk_mib << 20;
-    run.cuda = cli.device().kind == nk::DeviceKind::cuda;
-    if (*apply) rubiconv::run_apply(run);
-    if (*grad) rubiconv::run_grad(run);
-    if (*gen_verb) {
-      gen.seed = cli.common().seed;
-      rubiconv::gen(gen);
-    }
+    if (*apply) rubiconv::run_apply(run, cli.env());
+    if (*grad) rubiconv::run_grad(run, cli.env());
+    if (*gen_verb) rubiconv::gen(gen, cli.env());
   });
 }

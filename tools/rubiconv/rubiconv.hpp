@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "nk/run_env.hpp"
 #include "rubiconv/plan.hpp"
 
 namespace rubiconv {
@@ -23,9 +24,8 @@ struct GenOptions {
   bool skip = false;                          ///< also write /bias
   bool with_dy = false;                       ///< also write /dy (for grad)
   bool shared_packing = false;                ///< one /cu_seqlens [D+1] for every row
-  uint64_t seed = 0;
 };
-void gen(const GenOptions& options);
+void gen(const GenOptions& options, const nk::RunEnv& env);
 
 struct RunOptions {
   std::string input = "-", output = "-";
@@ -33,11 +33,10 @@ struct RunOptions {
   Method method = Method::rubiconv;
   bool skip = false;  ///< add /bias[h] * x (Hyena's D term)
   PlanOptions plan;
-  std::string shard;
-  bool cuda = false;     ///< --device picked CUDA
   int64_t repeats = 1;  ///< run the computation this many times, report the fastest
 };
-void run_apply(const RunOptions& options);
-void run_grad(const RunOptions& options);
+/// Rows env.shard of the batch; on the GPU when env.cuda().
+void run_apply(const RunOptions& options, const nk::RunEnv& env);
+void run_grad(const RunOptions& options, const nk::RunEnv& env);
 
 }  // namespace rubiconv

@@ -39,7 +39,7 @@ struct Inputs {
 };
 
 template <class Real>
-Inputs<Real> load(const nk::h5::File& file, const RunOptions& o, bool gradients) {
+Inputs<Real> load(const nk::h5::File& file, const RunOptions& o, const nk::Shard& shard, bool gradients) {
   const std::string& name = file.path();
   const nk::h5::DatasetInfo xi = file.info("/x");
   if (xi.shape.size() != 3) {
@@ -53,9 +53,7 @@ Inputs<Real> load(const nk::h5::File& file, const RunOptions& o, bool gradients)
   if (batch < 1 || in.length < 1 || in.channels < 1) {
     throw nk::input_error(name, "/x", "is empty: shape " + nk::h5::shape_text(xi.shape));
   }
-  const nk::Shard shard = nk::resolve_shard(o.shard);
   const auto [first, last] = nk::shard_range(shard, batch);
-  if (!shard.whole()) nk::run_context().shard = shard.text();
   in.first_row = first;
   in.batch = last - first;
 
@@ -130,8 +128,8 @@ void describe(nk::h5::Writer& out, const Plan& plan, double seconds, bool cuda, 
 }
 
 template <class Real>
-void apply_typed(const nk::h5::File& file, const RunOptions& o) {
-  const Inputs<Real> in = load<Real>(file, o, false);
+void apply_typed(const nk::h5::File& file, const RunOptions& o, const nk::RunEnv& env) {
+  const Inputs<Real> in = load<Real>(file, o, env.shard, false);
   nk::h5::Writer out(o.output, kOutputSchema, o.no_clobber);
   std::vector<Real> y(static_cast<size_t>(in.batch * in.length * in.channels));
   const auto start = std::chrono::steady_clock::now();
@@ -139,7 +137,7 @@ void apply_typed(const nk::h5::File& file, const RunOptions& o) {
   const double plan_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   double seconds = 0;
   GpuTiming gpu;
-  if (o.cuda) {
+  if (env.cuda()) {
     gpu = apply_cuda(in.problem(), plan, y.data(), static_cast<int>(o.repeats));
     seconds = plan_seconds + gpu.compute;
   } else {
@@ -152,9 +150,9 @@ void apply_typed(const nk::h5::File& file, const RunOptions& o) {
     seconds += plan_seconds;
   }
   out.write("/y", y.data(), {in.batch, in.length, in.channels}, "B,L,H");
-  describe(out, plan, seconds, o.cuda, gpu);
+  describe(out, plan, seconds, env.cuda(), gpu);
   out.commit();
-  if (o.cuda) {
+  if (env.cuda()) {
     spdlog::info("{}; {:.4f} s on the GPU (+ {:.3f} s copies, {:.3f} s cuFFT set-up)", plan.summary(), seconds,
                  gpu.upload + gpu.download, gpu.setup);
   } else {
@@ -163,8 +161,8 @@ void apply_typed(const nk::h5::File& file, const RunOptions& o) {
 }
 
 template <class Real>
-void grad_typed(const nk::h5::File& file, const RunOptions& o) {
-  const Inputs<Real> in = load<Real>(file, o, true);
+void grad_typed(const nk::h5::File& file, const RunOptions& o, const nk::RunEnv& env) {
+  const Inputs<Real> in = load<Real>(file, o, env.shard, true);
   nk::h5::Writer out(o.output, kGradSchema, o.no_clobber);
   std::vector<Real> dx(in.x.data.size()), dk(in.k.data.size()), dbias(static_cast<size_t>(in.channels));
   const auto start = std::chrono::steady_clock::now();
@@ -172,7 +170,7 @@ void grad_typed(const nk::h5::File& file, const RunOptions& o) {
   const double plan_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   double seconds = 0;
   GpuTiming gpu;
-  if (o.cuda) {
+  if (env.cuda()) {
     gpu = grad_cuda(in.problem(), plan, in.dy.data.data(), dx.data(), dk.data(), o.skip ? dbias.data() : nullptr,
                     static_cast<int>(o.repeats));
     seconds = plan_seconds + gpu.compute;
@@ -192,9 +190,9 @@ void grad_typed(const nk::h5::File& file, const RunOptions& o) {
     out.write("/dbias", dbias.data(), {in.channels}, "H");
     out.attr("/dbias", "nk_merge", "sum");
   }
-  describe(out, plan, seconds, o.cuda, gpu);
+  describe(out, plan, seconds, env.cuda(), gpu);
   out.commit();
-  spdlog::info("{}; gradients in {:.4f} s{}", plan.summary(), seconds, o.cuda ? " on the GPU" : "");
+  spdlog::info("{}; gradients in {:.4f} s{}", plan.summary(), seconds, env.cuda() ? " on the GPU" : "");
 }
 
 void warn_if_wrong(const RunOptions& o) {
@@ -206,20 +204,20 @@ void warn_if_wrong(const RunOptions& o) {
 
 }  // namespace
 
-void run_apply(const RunOptions& o) {
+void run_apply(const RunOptions& o, const nk::RunEnv& env) {
   warn_if_wrong(o);
   const nk::h5::File file = nk::h5::File::open(o.input);
   check_schema(file);
-  if (file.info("/x").dtype == nk::h5::DType::f64) apply_typed<double>(file, o);
-  else apply_typed<float>(file, o);
+  if (file.info("/x").dtype == nk::h5::DType::f64) apply_typed<double>(file, o, env);
+  else apply_typed<float>(file, o, env);
 }
 
-void run_grad(const RunOptions& o) {
+void run_grad(const RunOptions& o, const nk::RunEnv& env) {
   warn_if_wrong(o);
   const nk::h5::File file = nk::h5::File::open(o.input);
   check_schema(file);
-  if (file.info("/x").dtype == nk::h5::DType::f64) grad_typed<double>(file, o);
-  else grad_typed<float>(file, o);
+  if (file.info("/x").dtype == nk::h5::DType::f64) grad_typed<double>(file, o, env);
+  else grad_typed<float>(file, o, env);
 }
 
 }  // namespace rubiconv

@@ -439,15 +439,14 @@ Sample make_sample(const std::vector<Target>& images, nk::Rng& rng) {
 
 }  // namespace
 
-void train_decoder(const TrainDecoderOptions& o) {
+void train_decoder(const TrainDecoderOptions& o, const nk::RunEnv& env) {
   if (o.steps < 1 || o.batch < 1) throw nk::usage_error("--steps and --batch must be at least 1");
-  nk::run_context().seed = o.seed;
   const std::vector<Target> images = training_images(o.images);
   Decoder d;
-  d.init(o.hidden, o.seed);
+  d.init(o.hidden, env.seed);
   Eigen::VectorXd theta = flatten(d);
   nk::Adam adam(theta.size(), {o.learning_rate, 0.9, 0.999, 1e-8, 0.0});
-  const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+  const int threads = env.threads;
   const int64_t values = int64_t(kWindow) * kWindow * 3;
   const double r = kWindow / 2.0;  // window half-size in window pixels
   nk::Progress progress("train-decoder", o.steps);
@@ -460,7 +459,7 @@ void train_decoder(const TrainDecoderOptions& o) {
     Eigen::MatrixXf x(o.batch, Decoder::kInputs);
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int b = 0; b < o.batch; ++b) {
-      nk::Rng rng = nk::Rng(o.seed).split(uint64_t(step) * uint64_t(o.batch) + uint64_t(b) + 1);
+      nk::Rng rng = nk::Rng(env.seed).split(uint64_t(step) * uint64_t(o.batch) + uint64_t(b) + 1);
       batch[size_t(b)] = make_sample(images, rng);
       const Sample& s = batch[size_t(b)];
       const Integral ts(s.target, kWindow, kWindow), cs(s.canvas, kWindow, kWindow);

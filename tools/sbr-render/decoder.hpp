@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "nk/run_env.hpp"
 #include "sbr-render/paint.hpp"
 
 namespace sbr {
@@ -51,9 +52,7 @@ struct TrainDecoderOptions {
   bool no_clobber = false;
   int steps = 6000, batch = 64, hidden = 128;
   double learning_rate = 1e-3;
-  uint64_t seed = 0;
-  int threads = 0;
 };
-void train_decoder(const TrainDecoderOptions& o);
+void train_decoder(const TrainDecoderOptions& o, const nk::RunEnv& env);
 
 }  // namespace sbr

@@ -8,7 +8,8 @@ int main(int argc, char** argv) {
   cli.app().require_subcommand(1);
 
   sbr::PaintOptions pt;
-  CLI::App* paint = cli.add_verb("paint", "Decoder initialisation, test-time optimisation and single-stroke audit");
+  CLI::App* paint = cli.add_verb("paint", "Decoder initialisation, test-time optimisation and single-stroke audit",
+                                     nk::cli::Randomness::seeded);
   nk::cli::App::add_input(*paint, pt.input, "image file (PNG, JPEG, PGM, ...) or nk-data file with /images [N,H,W,C]")->required();
   nk::cli::App::add_output(*paint, pt.output, pt.no_clobber, "output strokes file (HDF5)");
   paint->add_option("--strokes", pt.strokes, "Stroke budget per image")->check(CLI::Range(1, 1000000));
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
   paint->add_option("--frames", pt.frames, "Also write the painting order as PNG frames into this folder");
   paint->add_option("--frame-count", pt.frame_count, "Number of frames for --frames")->check(CLI::Range(1, 100000));
   paint->add_option("--index", pt.index, "Paint image K of a stack only")->check(CLI::NonNegativeNumber);
-  nk::cli::App::add_shard(*paint, pt.shard);
+  cli.add_shard(*paint);
 
   sbr::RenderOptions rd;
   CLI::App* render = cli.add_verb("render", "Rasterise a strokes file at any size, as PNG and/or SVG");
@@ -82,7 +83,8 @@ int main(int argc, char** argv) {
   speed->add_flag("!--no-brute", sp.brute, "Skip the brute-force renderer");
 
   sbr::TrainDecoderOptions td;
-  CLI::App* train = cli.add_verb("train-decoder", "Train the multi-scale stroke decoder, self-supervised through the renderer");
+  CLI::App* train = cli.add_verb("train-decoder", "Train the multi-scale stroke decoder, self-supervised through the renderer",
+                                     nk::cli::Randomness::seeded);
   nk::cli::App::add_output(*train, td.output, td.no_clobber, "decoder weights file (HDF5)");
   train->add_option("--images", td.images, "Images to cut training windows from (image file or nk-data /images)");
   train->add_option("--steps", td.steps, "Adam steps")->check(CLI::Range(1, 10000000));
@@ -91,25 +93,10 @@ int main(int argc, char** argv) {
   train->add_option("--lr", td.learning_rate, "Adam learning rate")->check(CLI::Range(1e-9, 10.0));
 
   return cli.run(argc, argv, [&] {
-    const int threads = cli.common().threads;
-    if (*paint) {
-      pt.config.seed = cli.common().seed;
-      pt.config.threads = threads;
-      sbr::paint(pt);
-    }
+    if (*paint) sbr::paint(pt, cli.env());
     if (*render) sbr::render_verb(rd);
-    if (*audit) {
-      au.threads = threads;
-      sbr::audit_verb(au);
-    }
-    if (*speed) {
-      sp.threads = threads;
-      sbr::speed_verb(sp);
-    }
-    if (*train) {
-      td.seed = cli.common().seed;
-      td.threads = threads;
-      sbr::train_decoder(td);
-    }
+    if (*audit) sbr::audit_verb(au, cli.env());
+    if (*speed) sbr::speed_verb(sp, cli.env());
+    if (*train) sbr::train_decoder(td, cli.env());
   });
 }

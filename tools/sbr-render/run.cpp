@@ -73,7 +73,8 @@ std::pair<int, int> output_size(const std::string& size, const Painting& p) {
 
 }  // namespace
 
-void paint(PaintOptions o) {
+void paint(PaintOptions o, const nk::RunEnv& env) {
+  o.config.threads = env.threads;
   if (o.strokes < 1) throw nk::usage_error("--strokes must be at least 1");
   o.config.scales = parse_scales(o.scales);
   o.config.loss = o.loss == "l1" ? Loss::l1 : Loss::l2;
@@ -87,9 +88,7 @@ void paint(PaintOptions o) {
                                                     std::to_string(source.count()) + ")");
     items.push_back(o.index);
   } else {
-    const nk::Shard shard = nk::resolve_shard(o.shard);
-    if (!shard.whole()) nk::run_context().shard = shard.text();
-    const auto [lo, hi] = nk::shard_range(shard, source.count());
+    const auto [lo, hi] = nk::shard_range(env.shard, source.count());
     for (int64_t i = lo; i < hi; ++i) items.push_back(i);
   }
   Decoder decoder;
@@ -97,7 +96,6 @@ void paint(PaintOptions o) {
     if (o.decoder.empty()) o.decoder = default_decoder_path();
     decoder = load_decoder(o.decoder);
   }
-  nk::run_context().seed = o.config.seed;
   const bool several = items.size() > 1;
   std::vector<PaintingRecord> records;
   nk::Progress progress("paint", int64_t(items.size()) * std::max(1, o.config.iterations));
@@ -106,7 +104,7 @@ void paint(PaintOptions o) {
     const int64_t item = items[k];
     const Target target = source.read(item);
     PaintConfig config = o.config;
-    config.seed = nk::Rng(o.config.seed).split(uint64_t(item))();
+    config.seed = nk::Rng(env.seed).split(uint64_t(item))();
     Painting painting;
     if (o.init == "decoder") {
       DecodeReport dr;
@@ -171,7 +169,7 @@ void render_verb(const RenderOptions& o) {
   if (!o.svg.empty()) save_text(o.svg, to_svg(p, w, h), o.no_clobber);
 }
 
-void audit_verb(const AuditOptions& o) {
+void audit_verb(const AuditOptions& o, const nk::RunEnv& env) {
   const std::vector<PaintingRecord> records = read_strokes(o.input);
   const TargetSource source(o.target);
   std::vector<size_t> which;
@@ -187,7 +185,7 @@ void audit_verb(const AuditOptions& o) {
       throw nk::input_error(o.target, "", "image is " + std::to_string(target.width) + "x" + std::to_string(target.height) +
                                               " but the painting's canvas is " + std::to_string(r.painting.width) + "x" +
                                               std::to_string(r.painting.height));
-    verdicts.push_back(audit(r.painting, target, o.rule, 0.5, o.threads));
+    verdicts.push_back(audit(r.painting, target, o.rule, 0.5, env.threads));
   }
   const bool tty = isatty(STDOUT_FILENO);
   int64_t strokes = 0, defective = 0;
@@ -212,13 +210,13 @@ void audit_verb(const AuditOptions& o) {
   spdlog::info("{} of {} strokes defective ({:.2f}%)", defective, strokes, 100 * fraction);
 }
 
-void speed_verb(const SpeedOptions& o) {
+void speed_verb(const SpeedOptions& o, const nk::RunEnv& env) {
   const std::vector<PaintingRecord> records = read_strokes(o.input);
   if (o.index < 0 || o.index >= int64_t(records.size()))
     throw nk::input_error(o.input, "/offsets", "painting " + std::to_string(o.index) + " does not exist");
   const Painting& p = records[size_t(o.index)].painting;
   const auto [w, h] = output_size(o.size, p);
-  const RenderSpec spec{w, h, 0.5f, o.threads};
+  const RenderSpec spec{w, h, 0.5f, env.threads};
   Target target;
   if (!o.target.empty()) {
     const TargetSource source(o.target);

@@ -49,7 +49,7 @@ void write_text(const std::string& path, const std::string& text, bool no_clobbe
 
 }  // namespace
 
-void eval(const EvalOptions& o) {
+void eval(const EvalOptions& o, const nk::RunEnv& env) {
   const std::vector<std::string> algos = parse_algorithms(o.algos);
   const std::vector<double> noises = parse_numbers("--noise", o.noise), epss = parse_numbers("--eps", o.eps);
   for (double v : noises) if (v < 0) throw nk::usage_error("--noise values must be >= 0");
@@ -59,8 +59,7 @@ void eval(const EvalOptions& o) {
   if (input.attr_string("/", "nk_schema")) input.require_schema("speedscale.instances/");
   std::vector<Instance> instances;
   for (const std::string& name : instance_names(input)) instances.push_back(read_instance(input, name));
-  nk::run_context().seed = o.seed;
-  const nk::Rng root(o.seed);
+  const nk::Rng root(env.seed);
   const std::vector<std::string> corruptions{"zero", "x10", "random"};
 
   // Row layout: classic algorithms once; predicted ones per (eps, noise) and per (eps, corruption).

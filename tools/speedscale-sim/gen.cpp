@@ -220,7 +220,7 @@ std::string instance_name(int64_t i) {
   return buf;
 }
 
-void gen(const GenOptions& o) {
+void gen(const GenOptions& o, const nk::RunEnv& env) {
   std::vector<Instance> all;
   if (!o.from_csv.empty()) {
     all.push_back(from_csv(o.from_csv));
@@ -230,8 +230,7 @@ void gen(const GenOptions& o) {
     if (3.0 * 8 * static_cast<double>(o.jobs) * static_cast<double>(o.instances) * 2 > nk::h5::available_memory_bytes()) {
       throw nk::usage_error("--jobs x --instances needs more memory than is available");
     }
-    nk::run_context().seed = o.seed;
-    const nk::Rng root(o.seed);
+    const nk::Rng root(env.seed);
     const Draw work(o.adversarial.empty() ? "--work" : "--work", o.work), slack("--slack", o.slack);
     for (int64_t k = 0; k < o.instances; ++k) {
       Instance inst;

@@ -20,7 +20,8 @@ int main(int argc, char** argv) {
   cli.app().require_subcommand(1);
 
   ss::GenOptions gen;
-  CLI::App* gen_verb = cli.add_verb("gen", "Random, adversarial or CSV instances: /instances/NNNNNN/{release,deadline,work}");
+  CLI::App* gen_verb = cli.add_verb("gen", "Random, adversarial or CSV instances: /instances/NNNNNN/{release,deadline,work}",
+                                        nk::cli::Randomness::seeded);
   nk::cli::App::add_output(*gen_verb, gen.output, gen.no_clobber);
   gen_verb->add_option("--jobs", gen.jobs, "Jobs per instance")->check(CLI::Range(int64_t{1}, int64_t{1} << 32));
   gen_verb->add_option("--instances", gen.instances, "Instances")->check(CLI::Range(int64_t{1}, int64_t{1} << 32));
@@ -41,10 +42,11 @@ int main(int argc, char** argv) {
   solve_verb->add_option("--predictions", solve.predictions, "Predictions file (from predict) for las and pred-*");
   solve_verb->add_flag("--no-profiles", solve.no_profiles, "Write only /summary (no per-instance profiles)");
   add_params(*solve_verb, solve.params);
-  nk::cli::App::add_shard(*solve_verb, solve.shard);
+  cli.add_shard(*solve_verb);
 
   ss::PredictOptions predict;
-  CLI::App* predict_verb = cli.add_verb("predict", "Speed predictions: an oracle (noisy, adversarial) or learned from past instances");
+  CLI::App* predict_verb = cli.add_verb("predict", "Speed predictions: an oracle (noisy, adversarial) or learned from past instances",
+                                            nk::cli::Randomness::seeded);
   nk::cli::App::add_input(*predict_verb, predict.input, "instances file (the training set for mean/quantile)");
   nk::cli::App::add_output(*predict_verb, predict.output, predict.no_clobber);
   predict_verb->add_option("--method", predict.method, "oracle (each instance's own optimum), mean or quantile (learned)")
@@ -59,7 +61,8 @@ int main(int argc, char** argv) {
   predict_verb->add_option("--alpha", predict.alpha, "Power exponent")->check(CLI::Range(1.0 + 1e-9, 100.0));
 
   ss::EvalOptions eval;
-  CLI::App* eval_verb = cli.add_verb("eval", "Energy ratio vs prediction error and eps: table, HDF5 and SVG plots");
+  CLI::App* eval_verb = cli.add_verb("eval", "Energy ratio vs prediction error and eps: table, HDF5 and SVG plots",
+                                         nk::cli::Randomness::seeded);
   nk::cli::App::add_input(*eval_verb, eval.input, "instances file");
   nk::cli::App::add_output(*eval_verb, eval.output, eval.no_clobber);
   eval_verb->add_option("--algo", eval.algos, "Comma-separated algorithms (as for solve)");
@@ -70,18 +73,9 @@ int main(int argc, char** argv) {
   add_params(*eval_verb, eval.params);
 
   return cli.run(argc, argv, [&] {
-    if (*gen_verb) {
-      gen.seed = cli.common().seed;
-      ss::gen(gen);
-    }
-    if (*solve_verb) ss::solve(solve);
-    if (*predict_verb) {
-      predict.seed = cli.common().seed;
-      ss::predict(predict);
-    }
-    if (*eval_verb) {
-      eval.seed = cli.common().seed;
-      ss::eval(eval);
-    }
+    if (*gen_verb) ss::gen(gen, cli.env());
+    if (*solve_verb) ss::solve(solve, cli.env());
+    if (*predict_verb) ss::predict(predict, cli.env());
+    if (*eval_verb) ss::eval(eval, cli.env());
   });
 }

@@ -34,7 +34,7 @@ std::vector<double> cell_means(const Profile& p, const std::vector<double>& grid
 
 }  // namespace
 
-void predict(const PredictOptions& o) {
+void predict(const PredictOptions& o, const nk::RunEnv& env) {
   if (o.noise < 0) throw nk::usage_error("--noise must be >= 0");
   if (!o.adversarial.empty() && o.adversarial != "zero" && o.adversarial != "x10" && o.adversarial != "random") {
     throw nk::usage_error("--adversarial must be zero, x10 or random");
@@ -42,8 +42,7 @@ void predict(const PredictOptions& o) {
   const nk::h5::File input = nk::h5::File::open(o.input);
   if (input.attr_string("/", "nk_schema")) input.require_schema("speedscale.instances/");
   const std::vector<std::string> names = instance_names(input);
-  nk::run_context().seed = o.seed;
-  const nk::Rng root(o.seed);
+  const nk::Rng root(env.seed);
   nk::h5::Writer out(o.output, kPredictionsSchema, o.no_clobber);
   out.attr("/", "method", o.method);
   out.attr("/", "noise", o.noise);

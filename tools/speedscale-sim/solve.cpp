@@ -137,17 +137,16 @@ std::string fmt(double v, const char* f) {
   return buf;
 }
 
-void solve(const SolveOptions& o) {
+void solve(const SolveOptions& o, const nk::RunEnv& env) {
   const std::vector<std::string> algos = parse_algorithms(o.algos);
   if (!(o.params.alpha > 1)) throw nk::usage_error("--alpha must be > 1");
-  const nk::Shard shard = nk::cli::App::resolve_shard(o.shard);
+  const nk::Shard& shard = env.shard;
   const nk::h5::File input = nk::h5::File::open(o.input);
   if (input.attr_string("/", "nk_schema")) input.require_schema("speedscale.instances/");
   const std::vector<std::string> all_names = instance_names(input);
   const auto [begin, end] = nk::shard_range(shard, static_cast<int64_t>(all_names.size()));
   std::vector<Instance> instances;
   for (int64_t i = begin; i < end; ++i) instances.push_back(read_instance(input, all_names[static_cast<size_t>(i)]));
-  if (!shard.whole()) nk::run_context().shard = shard.text();
   bool need_pred = false;
   for (const std::string& a : algos) need_pred |= algorithm_needs_prediction(a);
   std::optional<PredictionFile> preds;

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "nk/run_env.hpp"
+
 namespace ss {
 
 inline constexpr const char* kInstancesSchema = "speedscale.instances/1";
@@ -113,34 +115,31 @@ struct GenOptions {
   std::string arrivals = "poisson:1", work = "lognormal:0,0.5", slack = "lognormal:1,0.5";
   std::string adversarial, from_csv;
   double alpha = 3;
-  uint64_t seed = 0;
 };
 struct SolveOptions {
-  std::string input = "-", output = "-", predictions, algos = "yds,avr,oa,qoa,bkp", shard;
+  std::string input = "-", output = "-", predictions, algos = "yds,avr,oa,qoa,bkp";
   bool no_clobber = false;
   bool no_profiles = false;
   OnlineParams params;
-  int threads = 0;
 };
 struct PredictOptions {
   std::string input = "-", output = "-", method = "oracle", adversarial;
   bool no_clobber = false;
   double noise = 0, quantile = 0.5, alpha = 3;
   int64_t grid = 256;
-  uint64_t seed = 0;
 };
 struct EvalOptions {
   std::string input = "-", output = "-", plot, profile_plot, noise = "0,0.05,0.1,0.2,0.5,1,2", eps = "0",
               algos = "avr,oa,qoa,bkp,las,pred-dynamic,pred-jobspeed";
   bool no_clobber = false;
   OnlineParams params;
-  uint64_t seed = 0;
 };
 
-void gen(const GenOptions& o);
-void solve(const SolveOptions& o);
-void predict(const PredictOptions& o);
-void eval(const EvalOptions& o);
+void gen(const GenOptions& o, const nk::RunEnv& env);
+/// The instances of env.shard.
+void solve(const SolveOptions& o, const nk::RunEnv& env);
+void predict(const PredictOptions& o, const nk::RunEnv& env);
+void eval(const EvalOptions& o, const nk::RunEnv& env);
 
 // --- files ---------------------------------------------------------------
 /// "000042": the group name of instance 42.

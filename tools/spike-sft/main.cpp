@@ -7,7 +7,8 @@ int main(int argc, char** argv) {
   cli.app().require_subcommand(1);
 
   spike::TrainOptions train;
-  CLI::App* pretrain = cli.add_verb("pretrain", "Train a LIF network on labelled images (/images, /labels from nk-data)");
+  CLI::App* pretrain = cli.add_verb("pretrain", "Train a LIF network on labelled images (/images, /labels from nk-data)",
+                                      nk::cli::Randomness::seeded);
   nk::cli::App::add_input(*pretrain, train.input, "training data");
   nk::cli::App::add_output(*pretrain, train.output, train.no_clobber);
   pretrain->add_option("--test", train.test, "Test data (default: hold out --holdout of the input)");
@@ -36,7 +37,8 @@ int main(int argc, char** argv) {
   pretrain->add_option("--lr", train.learning_rate, "Adam learning rate")->check(CLI::Range(1e-9, 10.0));
 
   spike::TasksOptions tasks;
-  CLI::App* tasks_verb = cli.add_verb("tasks", "Derive adaptation tasks (rotated, inverted, permuted, noisy, relabelled) with train/test splits");
+  CLI::App* tasks_verb = cli.add_verb("tasks", "Derive adaptation tasks (rotated, inverted, permuted, noisy, relabelled) with train/test splits",
+                                      nk::cli::Randomness::seeded);
   nk::cli::App::add_input(*tasks_verb, tasks.input, "labelled images (nk-data)");
   nk::cli::App::add_output(*tasks_verb, tasks.output, tasks.no_clobber);
   tasks_verb->add_option("--kinds", tasks.kinds, "Tasks: identity, rotate90, invert, permute, noise, shift, contrast, blur, relabel")->delimiter(',');
@@ -45,7 +47,8 @@ int main(int argc, char** argv) {
   tasks_verb->add_option("--noise", tasks.noise, "Standard deviation of the noise task")->check(CLI::Range(0.0, 10.0));
 
   spike::SpeOptions spe;
-  CLI::App* spe_verb = cli.add_verb("spe", "Stage 1: fine-tune the smallest-magnitude weights on a task (or a baseline mask, or fully)");
+  CLI::App* spe_verb = cli.add_verb("spe", "Stage 1: fine-tune the smallest-magnitude weights on a task (or a baseline mask, or fully)",
+                                      nk::cli::Randomness::seeded);
   nk::cli::App::add_input(*spe_verb, spe.input, "base model");
   nk::cli::App::add_output(*spe_verb, spe.output, spe.no_clobber);
   spe_verb->add_option("--task", spe.task, "FILE:NAME: a task from spike-sft tasks")->required();
@@ -63,7 +66,8 @@ int main(int argc, char** argv) {
                      "Compute the first layer's currents densely every batch, instead of the frozen base's cached per example plus the delta's");
 
   spike::PickitOptions pick;
-  CLI::App* pickit_verb = cli.add_verb("pickit", "Stage 2: merge adapted models (neuron alignment, TIES, spike-rate calibration)");
+  CLI::App* pickit_verb = cli.add_verb("pickit", "Stage 2: merge adapted models (neuron alignment, TIES, spike-rate calibration)",
+                                      nk::cli::Randomness::seeded);
   pickit_verb->add_option("-i,--input", pick.inputs, "Adapted models (from spe), two or more")->required()->expected(2, 1 << 16);
   nk::cli::App::add_output(*pickit_verb, pick.output, pick.no_clobber);
   pickit_verb->add_option("--tasks", pick.tasks, "The tasks file the models were adapted on (calibration data)");
@@ -85,7 +89,8 @@ int main(int argc, char** argv) {
   pickit_verb->add_flag("!--no-align", pick.align, "Merge models of another base without aligning their neurons first");
 
   spike::StatsOptions stats;
-  CLI::App* stats_verb = cli.add_verb("stats", "Weight-magnitude histograms and accuracy after silencing the smallest synapses");
+  CLI::App* stats_verb = cli.add_verb("stats", "Weight-magnitude histograms and accuracy after silencing the smallest synapses",
+                                      nk::cli::Randomness::seeded);
   nk::cli::App::add_input(*stats_verb, stats.input, "model file");
   nk::cli::App::add_output(*stats_verb, stats.output, stats.no_clobber);
   stats_verb->add_option("--data", stats.data, "Labelled data for the silencing curve")->required();
@@ -94,7 +99,8 @@ int main(int argc, char** argv) {
   stats_verb->add_option("--plot", stats.plot, "Also write the silencing curve as SVG");
 
   spike::EvalOptions eval;
-  CLI::App* eval_verb = cli.add_verb("eval", "Accuracy, loss and firing rates of a model on labelled data");
+  CLI::App* eval_verb = cli.add_verb("eval", "Accuracy, loss and firing rates of a model on labelled data",
+                                      nk::cli::Randomness::seeded);
   nk::cli::App::add_input(*eval_verb, eval.input, "model file");
   eval_verb->add_option("--data", eval.data, "Labelled data (/images or /vectors, /labels)");
   eval_verb->add_option("--task", eval.task, "FILE:NAME: the test split of a task from spike-sft tasks");
@@ -103,29 +109,11 @@ int main(int argc, char** argv) {
   eval_verb->add_option("--batch", eval.batch, "Examples per forward pass")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
 
   return cli.run(argc, argv, [&] {
-    if (*pretrain) {
-      train.seed = cli.common().seed;
-      spike::pretrain(train);
-    }
-    if (*tasks_verb) {
-      tasks.seed = cli.common().seed;
-      spike::tasks(tasks);
-    }
-    if (*spe_verb) {
-      spe.seed = cli.common().seed;
-      spike::spe(spe);
-    }
-    if (*pickit_verb) {
-      pick.seed = cli.common().seed;
-      spike::pickit(pick);
-    }
-    if (*stats_verb) {
-      stats.seed = cli.common().seed;
-      spike::stats(stats);
-    }
-    if (*eval_verb) {
-      eval.seed = cli.common().seed;
-      spike::eval(eval);
-    }
+    if (*pretrain) spike::pretrain(train, cli.env());
+    if (*tasks_verb) spike::tasks(tasks, cli.env());
+    if (*spe_verb) spike::spe(spe, cli.env());
+    if (*pickit_verb) spike::pickit(pick, cli.env());
+    if (*stats_verb) spike::stats(stats, cli.env());
+    if (*eval_verb) spike::eval(eval, cli.env());
   });
 }

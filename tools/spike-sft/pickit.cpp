@@ -186,7 +186,7 @@ bool same_weights(const snn::Network& a, const snn::Network& b) {
 
 }  // namespace
 
-void pickit(const PickitOptions& o) {
+void pickit(const PickitOptions& o, const nk::RunEnv& env) {
   if (o.inputs.size() < 2) throw nk::usage_error("pickit merges at least two adapted models");
   // SPE deltas are already sparse (q of each layer): PickIt keeps all of
   // their entries and lets sign election and calibration handle
@@ -319,7 +319,7 @@ void pickit(const PickitOptions& o) {
       const snn::Matrix& mine = own[static_cast<size_t>(m)];
       x.middleRows(at, mine.rows()) = mine;
       at += mine.rows();
-      const std::vector<NeuronStats> stats = neuron_stats(models[static_cast<size_t>(m)], mine, o.seed);
+      const std::vector<NeuronStats> stats = neuron_stats(models[static_cast<size_t>(m)], mine, env.seed);
       if (target.empty()) {
         target = stats;
         for (NeuronStats& s : target) s.rate.setZero(), s.mean.setZero(), s.square.setZero();
@@ -331,21 +331,21 @@ void pickit(const PickitOptions& o) {
       }
     }
     if (o.scale) {
-      calibration = calibrate(merged, x, target, o.calibrate, o.seed);
+      calibration = calibrate(merged, x, target, o.calibrate, env.seed);
     } else {
       // Lambda, label-free: each scale of the grid is merged and calibrated,
       // and kept is the one whose model agrees most with the task models on
       // their own calibration rows (the least cross-entropy against each
       // task model's softmax, averaged over the tasks).
       std::vector<snn::Matrix> teacher;
-      for (int64_t m = 0; m < k; ++m) teacher.push_back(output_probabilities(models[static_cast<size_t>(m)], own[static_cast<size_t>(m)], o.seed));
+      for (int64_t m = 0; m < k; ++m) teacher.push_back(output_probabilities(models[static_cast<size_t>(m)], own[static_cast<size_t>(m)], env.seed));
       double best = std::numeric_limits<double>::infinity();
       for (const double lambda : o.scale_grid) {
         snn::Network candidate = merged_at(lambda);
-        Calibration calib = calibrate(candidate, x, target, o.calibrate, o.seed, false);
+        Calibration calib = calibrate(candidate, x, target, o.calibrate, env.seed, false);
         double cross_entropy = 0;
         for (int64_t m = 0; m < k; ++m) {
-          const snn::Matrix q = output_probabilities(candidate, own[static_cast<size_t>(m)], o.seed);
+          const snn::Matrix q = output_probabilities(candidate, own[static_cast<size_t>(m)], env.seed);
           const snn::Matrix& p = teacher[static_cast<size_t>(m)];
           cross_entropy -= (p.array().cast<double>() * q.array().cast<double>().max(1e-30).log()).sum() / static_cast<double>(p.rows() * k);
         }

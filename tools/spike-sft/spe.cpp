@@ -141,7 +141,7 @@ void shrink_singular_values(snn::Matrix& w, const snn::Matrix& base, const std::
   }
 }
 
-void spe(const SpeOptions& o) {
+void spe(const SpeOptions& o, const nk::RunEnv& env) {
   if (!(o.fraction > 0 && o.fraction < 1)) throw nk::usage_error("--fraction must lie in (0, 1)");
   const snn::Network base = read_model(o.input);
   const Task task = read_task(o.task);
@@ -155,7 +155,7 @@ void spe(const SpeOptions& o) {
   }
   if (task.train.size() < o.batch) throw nk::usage_error("--batch is larger than the task's " + std::to_string(task.train.size()) + " training examples");
   nk::h5::Writer out(o.output, kAdaptedSchema, o.no_clobber);
-  nk::Rng rng(o.seed);
+  nk::Rng rng(env.seed);
   snn::Network net = base;
   const bool full = o.method == "full";
   const int64_t layers = c.layers();
@@ -206,7 +206,7 @@ void spe(const SpeOptions& o) {
     }
   }
   snn::Workspace ws(c, o.batch);
-  const snn::BatchStats before = evaluate(net, task.test, 256, o.seed + 1);
+  const snn::BatchStats before = evaluate(net, task.test, 256, env.seed + 1);
   const double base_accuracy = static_cast<double>(before.correct) / static_cast<double>(task.test.size());
   spdlog::info("task {}: {} training examples; base model {:.2f}% on its test set; method {}, {} trainable entries ({:.2f}% of {})", task.name,
                task.train.size(), 100 * base_accuracy, o.method, trainable, 100.0 * static_cast<double>(trainable) / static_cast<double>(c.parameter_count()),
@@ -366,7 +366,7 @@ void spe(const SpeOptions& o) {
     }
     progress.finish();
     epoch_seconds.push_back(seconds_since(start));
-    const snn::BatchStats t = evaluate(net, task.test, 256, o.seed + 1);
+    const snn::BatchStats t = evaluate(net, task.test, 256, env.seed + 1);
     accuracy.push_back(static_cast<double>(t.correct) / static_cast<double>(task.test.size()));
     spdlog::info("epoch {}/{}: test {:.2f}%, {:.2f} s", epoch + 1, o.epochs, 100 * accuracy.back(), epoch_seconds.back());
     // Progressive re-selection on the adapted weights.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "nk/h5.hpp"
+#include "nk/run_env.hpp"
 #include "spike-sft/snn.hpp"
 
 namespace spike {
@@ -40,10 +41,9 @@ struct TasksOptions {
   std::vector<std::string> kinds = {"rotate90", "invert", "permute", "noise", "relabel"};
   int64_t train = 10000, test = 2000;
   double noise = 0.3;
-  uint64_t seed = 0;
 };
 /// Writes /tasks/KIND/{train,test}/{images,labels} for every kind.
-void tasks(const TasksOptions& options);
+void tasks(const TasksOptions& options, const nk::RunEnv& env);
 
 struct Task {
   std::string name;
@@ -60,17 +60,15 @@ struct TrainOptions {
   int64_t steps = 8, epochs = 5, batch = 128, limit = 0;
   double beta = 0.9, threshold = 1.0, slope = 25.0, learning_rate = 1e-3, holdout = 0.1;
   std::string reset = "subtract", surrogate = "fast-sigmoid", coding = "direct";
-  uint64_t seed = 0;
 };
-void pretrain(const TrainOptions& options);
+void pretrain(const TrainOptions& options, const nk::RunEnv& env);
 
 struct EvalOptions {
   std::string input, data, task, output;
   bool no_clobber = false;
   int64_t batch = 256;
-  uint64_t seed = 0;
 };
-void eval(const EvalOptions& options);
+void eval(const EvalOptions& options, const nk::RunEnv& env);
 
 struct SpeOptions {
   std::string input, task, output = "-";
@@ -81,13 +79,12 @@ struct SpeOptions {
   double learning_rate = 0;  ///< 0: 1e-3 for full, 1e-2 for masks
   double low_rank = 0.02;
   bool base_cache = true;  ///< masks and LoRA: the frozen base's first-layer currents, cached per example
-  uint64_t seed = 0;
 };
 /// The largest base-current cache spe keeps (bytes); above it the first
 /// layer's currents are computed densely.
 inline constexpr int64_t kBaseCacheLimit = int64_t{1} << 30;
 /// Stage 1: fine-tune the base model on one task with a mask (or fully).
-void spe(const SpeOptions& options);
+void spe(const SpeOptions& options, const nk::RunEnv& env);
 
 /// The low-rank step: singular value thresholding of Delta = w - base by
 /// tau = rho sigma_max(Delta), written back on the entries 'index' (flat,
@@ -106,20 +103,18 @@ struct PickitOptions {
   int64_t calibration = 256;      ///< calibration examples per task
   std::string calibrate = "neuron";  ///< neuron | affine | layer: what the spike-statistics calibration adjusts
   bool align = true;              ///< permute the neurons of models of another base to match the first
-  uint64_t seed = 0;
 };
 /// Stage 2: merge adapted models of one base into one model of the base architecture.
-void pickit(const PickitOptions& options);
+void pickit(const PickitOptions& options, const nk::RunEnv& env);
 
 struct StatsOptions {
   std::string input = "-", data, output = "-", plot;
   bool no_clobber = false;
   std::vector<double> fractions = {0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9};
   int64_t bins = 50;
-  uint64_t seed = 0;
 };
 /// Weight-magnitude histograms and accuracy after silencing the smallest synapses.
-void stats(const StatsOptions& options);
+void stats(const StatsOptions& options, const nk::RunEnv& env);
 
 /// Model files (schema spike-sft.model/1, or spike-sft.adapted/1: base plus
 /// sparse delta, applied unless apply_delta is false).

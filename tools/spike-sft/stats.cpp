@@ -15,7 +15,7 @@
 
 namespace spike {
 
-void stats(const StatsOptions& o) {
+void stats(const StatsOptions& o, const nk::RunEnv& env) {
   std::vector<double> fractions = o.fractions;
   for (double f : fractions) {
     if (!(f >= 0 && f < 1)) throw nk::usage_error("--fractions: each share must lie in [0, 1), got " + std::to_string(f));
@@ -68,7 +68,7 @@ void stats(const StatsOptions& o) {
         if (std::abs(w.data()[e]) <= cutoff) w.data()[e] = 0.0f, ++zeroed;
       }
     }
-    const snn::BatchStats s = evaluate(pruned, data, 256, o.seed);
+    const snn::BatchStats s = evaluate(pruned, data, 256, env.seed);
     accuracy.push_back(static_cast<double>(s.correct) / static_cast<double>(data.size()));
     rate.push_back(s.rate.empty() ? 0.0 : s.rate[0]);
     std::printf("%.3f\t%.4f\t%.4f\n", f, accuracy.back(), rate.back());

@@ -62,7 +62,7 @@ void transform(const std::string& kind, const std::vector<int64_t>& shape, const
 
 }  // namespace
 
-void tasks(const TasksOptions& o) {
+void tasks(const TasksOptions& o, const nk::RunEnv& env) {
   for (const std::string& kind : o.kinds) {
     if (std::find(kKinds.begin(), kKinds.end(), kind) == kKinds.end()) {
       throw nk::usage_error("--kinds: unknown task '" + kind + "' (identity, rotate90, invert, permute, noise, relabel, shift, contrast, blur)");
@@ -73,7 +73,7 @@ void tasks(const TasksOptions& o) {
       (all.shape.size() != 3 || all.shape[0] != all.shape[1])) {
     throw nk::input_error(o.input, "/images", "rotate90 needs square images [N,H,H,C]");
   }
-  nk::Rng rng(o.seed);
+  nk::Rng rng(env.seed);
   // Disjoint train and test examples: a seeded permutation, cut in two.
   std::vector<int64_t> order(static_cast<size_t>(all.size()));
   std::iota(order.begin(), order.end(), 0);

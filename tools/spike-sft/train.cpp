@@ -225,7 +225,7 @@ snn::BatchStats evaluate(const snn::Network& net, const Dataset& data, int64_t b
   return total;
 }
 
-void pretrain(const TrainOptions& o) {
+void pretrain(const TrainOptions& o, const nk::RunEnv& env) {
   snn::Config c;
   try {
     c.reset = snn::parse_reset(o.reset);
@@ -236,7 +236,7 @@ void pretrain(const TrainOptions& o) {
   }
   if (o.hidden.empty()) throw nk::usage_error("--hidden needs at least one layer size");
   Dataset all = read_dataset(o.input);
-  nk::Rng rng(o.seed);
+  nk::Rng rng(env.seed);
   std::vector<int64_t> order(static_cast<size_t>(all.size()));
   std::iota(order.begin(), order.end(), 0);
   for (int64_t i = all.size() - 1; i > 0; --i) std::swap(order[static_cast<size_t>(i)], order[rng.below(static_cast<uint64_t>(i + 1))]);
@@ -314,7 +314,7 @@ void pretrain(const TrainOptions& o) {
     epoch_seconds.push_back(seconds_since(start));
     epoch_loss.push_back(loss / static_cast<double>(batches));
     train_accuracy.push_back(static_cast<double>(correct) / static_cast<double>(batches * o.batch));
-    const snn::BatchStats t = evaluate(net, test, 256, o.seed + 1);
+    const snn::BatchStats t = evaluate(net, test, 256, env.seed + 1);
     test_accuracy.push_back(static_cast<double>(t.correct) / static_cast<double>(test.size()));
     first_rate.push_back(t.rate.empty() ? 0.0 : t.rate[0]);
     spdlog::info("epoch {}/{}: loss {:.4f}, train {:.2f}%, test {:.2f}%, {:.2f} s, firing rate {:.3f}", epoch + 1, o.epochs,
@@ -334,7 +334,7 @@ void pretrain(const TrainOptions& o) {
   out.commit();
 }
 
-void eval(const EvalOptions& o) {
+void eval(const EvalOptions& o, const nk::RunEnv& env) {
   if (o.data.empty() == o.task.empty()) throw nk::usage_error("give --data FILE or --task FILE:NAME (its test split)");
   const snn::Network net = read_model(o.input);
   const std::string source = o.task.empty() ? (o.data == "-" ? "standard input" : o.data) : o.task;
@@ -349,7 +349,7 @@ void eval(const EvalOptions& o) {
                           "has label " + std::to_string(data.classes - 1) + " but the model has " + std::to_string(net.config.sizes.back()) + " classes");
   }
   const auto start = std::chrono::steady_clock::now();
-  const snn::BatchStats s = evaluate(net, data, o.batch, o.seed);
+  const snn::BatchStats s = evaluate(net, data, o.batch, env.seed);
   const double seconds = seconds_since(start);
   const double accuracy = static_cast<double>(s.correct) / static_cast<double>(data.size());
   std::printf("accuracy\t%.4f\nloss\t%.4f\nexamples\t%lld\n", accuracy, s.loss, static_cast<long long>(data.size()));

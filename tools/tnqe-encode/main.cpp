@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   encode->add_option("--qasm", enc.qasm_dir, "Also write one OpenQASM 2.0 file per item into this folder");
   encode->add_flag("--pad", enc.pad, "Pad images to a square power-of-two side with zeros instead of refusing");
   encode->add_flag("!--no-verify", enc.verify, "Skip the state-vector check (fidelity, PSNR, SSIM are then NaN)");
-  nk::cli::App::add_shard(*encode, enc.shard);
+  cli.add_shard(*encode);
 
   tnqe::BaselineOptions base;
   CLI::App* baseline = cli.add_verb("baseline", "Exact amplitude encoding (Mottonen) by the same compiler and counter");
@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
   baseline->add_flag("--pad", base.pad, "Pad images to a square power-of-two side with zeros instead of refusing");
   baseline->add_option("--verify-qubits", base.verify_qubits, "Simulate to verify only up to this many qubits")
       ->check(CLI::Range(0, 30));
-  nk::cli::App::add_shard(*baseline, base.shard);
+  cli.add_shard(*baseline);
 
   tnqe::MergeOptions mrg;
   CLI::App* merge = cli.add_verb("merge", "Join the circuits files of --shard runs (metrics in item order, every item)");
@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
   nk::cli::App::add_output(*merge, mrg.output, mrg.no_clobber);
 
   tnqe::SimulateOptions sim;
-  CLI::App* simulate = cli.add_verb("simulate", "State-vector simulation of an encoding: fidelity, noise, decoded image");
+  CLI::App* simulate = cli.add_verb("simulate", "State-vector simulation of an encoding: fidelity, noise, decoded image",
+                                        nk::cli::Randomness::seeded);
   CLI::Option* sim_in = nk::cli::App::add_input(*simulate, sim.input, "circuits file written by encode or baseline");
   CLI::Option* sim_qasm = simulate->add_option("--qasm", sim.qasm, "Simulate an OpenQASM 2.0 file instead")->excludes(sim_in);
   simulate->add_option("--target", sim.target, "With --qasm: the nk-data file holding the encoded item")->needs(sim_qasm);
@@ -82,15 +83,14 @@ int main(int argc, char** argv) {
     if (*encode) {
       if (enc.strategy == "parallel" && (enc.train || enc.layers > 1))
         throw nk::usage_error("--train and --layers apply to the sequential strategy");
-      tnqe::encode(enc);
+      tnqe::encode(enc, cli.env());
     }
-    if (*baseline) tnqe::baseline(base);
+    if (*baseline) tnqe::baseline(base, cli.env());
     if (*merge) tnqe::merge(mrg);
     if (*sweep) tnqe::sweep(swp);
     if (*simulate) {
       if (sim.input.empty() && sim.qasm.empty()) throw nk::usage_error("simulate needs -i FILE or --qasm FILE");
-      sim.seed = cli.common().seed;
-      tnqe::simulate_verb(sim);
+      tnqe::simulate_verb(sim, cli.env());
     }
   });
 }

@@ -303,14 +303,14 @@ Item read_item(const Source& s, int64_t index, bool pad) {
   return make_item(index, false, 1, s.shape[1], 1, std::move(a.data), pad, s.file.path(), s.dataset);
 }
 
-std::vector<int64_t> select_items(const Source& s, int64_t index, const std::string& shard) {
+std::vector<int64_t> select_items(const Source& s, int64_t index, const nk::Shard& shard) {
   if (index >= 0) {
     if (index >= s.count())
       throw nk::usage_error("--index " + std::to_string(index) + " is outside " + s.dataset + " (N = " +
                             std::to_string(s.count()) + ")");
     return {index};
   }
-  const auto [begin, end] = nk::shard_range(nk::resolve_shard(shard), s.count());
+  const auto [begin, end] = nk::shard_range(shard, s.count());
   std::vector<int64_t> v;
   for (int64_t i = begin; i < end; ++i) v.push_back(i);
   return v;
@@ -486,18 +486,18 @@ Outcome baseline_item(const Item& item, int verify_qubits) {
   return timed(item, [&](Record& r) { baseline_record(r, verify_qubits); });
 }
 
-void encode(const EncodeOptions& o) {
+void encode(const EncodeOptions& o, const nk::RunEnv& env) {
   const Source src = open_source(o.input);
-  const std::vector<int64_t> items = select_items(src, o.index, o.shard);
+  const std::vector<int64_t> items = select_items(src, o.index, env.shard);
   std::vector<Record> recs = run_items(src, items, o.pad, "encode", [&](Record& r) { encode_record(r, o); });
   const std::string name = o.layers > 1 ? "layered" : o.strategy;
   for (const Record& r : recs) log_record(r, name);
   write_records(o.output, o.no_clobber, name, recs, o.input, o.tol, o.bond, o.qasm_dir, o.train, o.layers);
 }
 
-void baseline(const BaselineOptions& o) {
+void baseline(const BaselineOptions& o, const nk::RunEnv& env) {
   const Source src = open_source(o.input);
-  const std::vector<int64_t> items = select_items(src, o.index, o.shard);
+  const std::vector<int64_t> items = select_items(src, o.index, env.shard);
   std::vector<Record> recs =
       run_items(src, items, o.pad, "baseline", [&](Record& r) { baseline_record(r, o.verify_qubits); });
   for (const Record& r : recs) log_record(r, "amplitude");
@@ -648,7 +648,7 @@ void merge(const MergeOptions& o) {
   spdlog::info("merged {} items from {} files", n, files.size());
 }
 
-void simulate_verb(const SimulateOptions& o) {
+void simulate_verb(const SimulateOptions& o, const nk::RunEnv& env) {
   std::vector<Loaded> jobs;
   if (!o.qasm.empty()) {
     std::ifstream in(o.qasm, std::ios::binary);
@@ -707,8 +707,8 @@ void simulate_verb(const SimulateOptions& o) {
       quality(l.item, p.state, row.psnr, row.ssim);
       if (o.noise > 0) {
         const NoisyFidelity nf = l.enc.strategy == "parallel"
-                                     ? noisy_parallel(l.enc, l.item.layout, target, o.noise, o.trajectories, o.seed)
-                                     : noisy_fidelity(l.enc.circuit, target, o.noise, o.trajectories, o.seed);
+                                     ? noisy_parallel(l.enc, l.item.layout, target, o.noise, o.trajectories, env.seed)
+                                     : noisy_fidelity(l.enc.circuit, target, o.noise, o.trajectories, env.seed);
         row.noisy = nf.mean;
         row.noisy_se = nf.stderr_;
       }

@@ -8,6 +8,7 @@
 #include "tnqe-encode/circuit.hpp"
 #include "nk/h5.hpp"
 #include "nk/image.hpp"
+#include "nk/run_env.hpp"
 #include "tnqe-encode/qtt.hpp"
 
 namespace tnqe {
@@ -41,7 +42,7 @@ Source open_source(const std::string& path);
 Item read_item(const Source& source, int64_t index, bool pad);
 
 /// The items a run takes: --index K, or all (after --shard).
-std::vector<int64_t> select_items(const Source& source, int64_t index, const std::string& shard);
+std::vector<int64_t> select_items(const Source& source, int64_t index, const nk::Shard& shard);
 
 /// Decoded data from a prepared state (amplitude order): the global phase is
 /// aligned with the target, the norm restored, images clipped to [0, 1].
@@ -52,7 +53,7 @@ void quality(const Item& item, const CVec& amplitudes, double& psnr, double& ssi
 CVec target_state(const Item& item);
 
 struct EncodeOptions {
-  std::string input, output = "-", qasm_dir, strategy = "sequential", shard;
+  std::string input, output = "-", qasm_dir, strategy = "sequential";
   bool no_clobber = false, pad = false, verify = true;
   int64_t index = -1, bond = 8;
   double tol = 0;
@@ -60,15 +61,16 @@ struct EncodeOptions {
   int layers = 1, iterations = 200;
   double learning_rate = 0.01;
 };
-void encode(const EncodeOptions& o);
+/// The items of env.shard (or --index).
+void encode(const EncodeOptions& o, const nk::RunEnv& env);
 
 struct BaselineOptions {
-  std::string input, output = "-", qasm_dir, shard;
+  std::string input, output = "-", qasm_dir;
   bool no_clobber = false, pad = false;
   int64_t index = -1;
   int verify_qubits = 16;
 };
-void baseline(const BaselineOptions& o);
+void baseline(const BaselineOptions& o, const nk::RunEnv& env);
 
 /// The summary of one item through one configuration (what sweep tabulates).
 struct Outcome {
@@ -110,8 +112,7 @@ struct SimulateOptions {
   bool no_clobber = false;
   int64_t index = -1, trajectories = 100;
   double noise = 0;
-  uint64_t seed = 0;
 };
-void simulate_verb(const SimulateOptions& o);
+void simulate_verb(const SimulateOptions& o, const nk::RunEnv& env);
 
 }  // namespace tnqe

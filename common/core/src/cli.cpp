@@ -51,7 +51,7 @@ App::App(std::string tool, std::string description) : tool_(std::move(tool)), ap
   app_.set_version_flag("-V,--version", [this] { return version_text(tool_); });
   app_.set_config("--config", "", "Read options from a TOML file (command line wins over the file)");
   auto* group = "Common options";
-  app_.add_option("--seed", common_.seed, "Seed of every random stream")->group(group);
+  app_.add_option("--seed", common_.seed, "Seed of every random stream (for the verbs that show --seed)")->group(group);
   app_.add_option("--threads", common_.threads, "Worker threads; 0 = SLURM_CPUS_PER_TASK or all cores")
       ->check(CLI::Range(0, 4096))
       ->group(group);
@@ -62,8 +62,15 @@ App::App(std::string tool, std::string description) : tool_(std::move(tool)), ap
   app_.add_flag("-q,--quiet", common_.quiet, "Only warnings and errors on stderr; no progress bar")->group(group);
 }
 
-CLI::App* App::add_verb(const std::string& name, const std::string& description) {
-  return app_.add_subcommand(name, description);
+CLI::App* App::add_verb(const std::string& name, const std::string& description, Randomness randomness) {
+  CLI::App* verb = app_.add_subcommand(name, description);
+  if (randomness == Randomness::seeded) {
+    // Also before the verb (tool --seed N verb), through the tool's own --seed.
+    verb->add_option("--seed", common_.seed, "Seed of every random stream (written as nk_seed)")
+        ->group("Common options");
+    seeded_verbs_.insert(verb);
+  }
+  return verb;
 }
 
 CLI::Option* App::add_input(CLI::App& on, std::string& path, const std::string& what) {
@@ -75,13 +82,9 @@ CLI::Option* App::add_output(CLI::App& on, std::string& path, bool& no_clobber, 
   return on.add_option("-o,--output", path, "The " + what + " ('-' = standard output)");
 }
 
-CLI::Option* App::add_shard(CLI::App& on, std::string& shard) {
-  return on.add_option("--shard", shard,
-                       "Process only slice I of N (0-based); default from SLURM_ARRAY_TASK_ID/COUNT");
-}
-
-Shard App::resolve_shard(const std::string& option_value) {
-  return nk::resolve_shard(option_value);
+CLI::Option* App::add_shard(CLI::App& verb) {
+  return verb.add_option("--shard", shard_of_verb_[&verb],
+                         "Process only slice I of N (0-based); default from SLURM_ARRAY_TASK_ID/COUNT");
 }
 
 namespace {
@@ -117,6 +120,16 @@ int App::run(int argc, char** argv, const std::function<void()>& body) {
     Eigen::setNbThreads(threads);
     device_ = choose_device(common_.device);
     spdlog::debug("device: {} ({}), threads: {}", device_.name, device_.reason, threads);
+    env_.seed = common_.seed;
+    env_.threads = threads;
+    env_.device = device_.kind;
+    for (const CLI::App* verb : app_.get_subcommands()) {
+      if (seeded_verbs_.count(verb)) context.seed = common_.seed;
+      if (auto shard = shard_of_verb_.find(verb); shard != shard_of_verb_.end()) {
+        env_.shard = resolve_shard(shard->second);
+        if (!env_.shard.whole()) context.shard = env_.shard.text();
+      }
+    }
     body();
     if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
       throw io_error("-", "cannot write standard output");

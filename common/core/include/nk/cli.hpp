@@ -3,9 +3,12 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <set>
 #include <string>
 
 #include "nk/device.hpp"
+#include "nk/run_env.hpp"
 #include "nk/shard.hpp"
 
 namespace nk::cli {
@@ -19,6 +22,10 @@ struct CommonOptions {
   bool quiet = false;         ///< -q
 };
 
+/// Whether a verb draws random numbers: a seeded verb shows --seed in its
+/// help and its outputs carry nk_seed (neurkit(7)).
+enum class Randomness { none, seeded };
+
 /// A tool's command line: shared options are declared once here; the tool adds
 /// its verbs and options, then calls run().
 class App {
@@ -30,30 +37,35 @@ class App {
   const std::string& tool() const { return tool_; }
 
   /// A verb (subcommand); shared options are accepted after it too.
-  CLI::App* add_verb(const std::string& name, const std::string& description);
+  CLI::App* add_verb(const std::string& name, const std::string& description,
+                     Randomness randomness = Randomness::none);
 
   /// -i/--input FILE ('-' = stdin).
   static CLI::Option* add_input(CLI::App& on, std::string& path, const std::string& what = "input HDF5 file");
   /// -o/--output FILE ('-' = stdout) and --no-clobber.
   static CLI::Option* add_output(CLI::App& on, std::string& path, bool& no_clobber,
                                  const std::string& what = "output HDF5 file");
-  /// --shard I/N, defaulting from SLURM_ARRAY_TASK_ID/COUNT.
-  static CLI::Option* add_shard(CLI::App& on, std::string& shard);
+  /// --shard I/N on a verb, defaulting from SLURM_ARRAY_TASK_ID/COUNT;
+  /// resolved into env().shard, and written as nk_shard on its outputs.
+  CLI::Option* add_shard(CLI::App& verb);
 
   /// Parses argv, sets up logging, threads, provenance and the device, runs
   /// 'body', and maps every failure to the exit codes of neurkit(7).
   int run(int argc, char** argv, const std::function<void()>& body);
 
-  /// The device picked for this run (valid inside body).
+  /// The run environment: seed, resolved threads, device and shard (valid inside body).
+  const RunEnv& env() const { return env_; }
+  /// The device picked for this run, with the reason (valid inside body).
   const DeviceChoice& device() const { return device_; }
-  /// The shard picked for this run from a --shard string (env default applied).
-  static Shard resolve_shard(const std::string& option_value);
 
  private:
   std::string tool_;
   CLI::App app_;
   CommonOptions common_;
   DeviceChoice device_;
+  RunEnv env_;
+  std::set<const CLI::App*> seeded_verbs_;
+  std::map<const CLI::App*, std::string> shard_of_verb_;
 };
 
 /// The text printed by --version: tool and library versions, CUDA module state.

@@ -1,0 +1,73 @@
+# seed.sh - every verb that shows --seed (it draws random numbers) writes
+# nk_seed on every output it makes, whichever tool it belongs to; a seeded verb
+# without a recipe here fails, so a new one cannot be missed.
+. "$(dirname "$0")/lib.sh"
+
+# Inputs the recipes share: small, made by the tools themselves or shipped.
+IMG="$NK_SOURCE/data/images/camera-64.png"
+nk-data -q import-idx "$FMNIST/t10k-images-idx3-ubyte.gz" "$FMNIST/t10k-labels-idx1-ubyte.gz" --limit 200 -o fm.h5
+louver-index -q gen --n 600 --d 16 --queries 4 --dv 8 --seed 1 -o kv.h5
+louver-index -q build -i kv.h5 --subspaces 4 --leaf-size 16 -o index.h5
+speedscale-sim -q gen --jobs 12 --instances 2 --seed 1 -o inst.h5
+spike-sft -q --seed 1 pretrain -i fm.h5 --hidden 16 --steps 2 --epochs 1 --batch 50 -o base.h5
+spike-sft -q --seed 1 tasks -i fm.h5 --kinds invert,rotate90 --train 100 --test 50 -o tasks.h5
+spike-sft -q --seed 1 spe -i base.h5 --task tasks.h5:invert --epochs 1 --batch 50 -o a1.h5
+spike-sft -q --seed 1 spe -i base.h5 --task tasks.h5:rotate90 --epochs 1 --batch 50 -o a2.h5
+nk-data -q import "$IMG" --channels 1 --resize 16x16 -o cam.h5
+tnqe-encode -q encode -i cam.h5 --bond 2 -o enc.h5
+
+# recipe TOOL VERB: the verb's arguments (with --seed 7); outputs are every out*.h5
+recipe() {
+  case "$1 $2" in
+    "dllm-sparse gen") echo "gen --length 64 --heads 2 --dims 16 --steps 2 -o out.h5" ;;
+    "louver-index gen") echo "gen --n 300 --d 16 --queries 2 -o out.h5" ;;
+    "louver-index query") echo "query -i index.h5 --queries kv.h5 --mass 0.9 -o out.h5" ;;
+    "louver-index attend") echo "attend -i index.h5 --queries kv.h5 --mass 0.9 -o out.h5" ;;
+    "rubiconv gen") echo "gen --length 256 --channels 4 -o out.h5" ;;
+    "speedscale-sim gen") echo "gen --jobs 10 --instances 2 -o out.h5" ;;
+    "speedscale-sim predict") echo "predict -i inst.h5 --noise 0.3 -o out.h5" ;;
+    "speedscale-sim eval") echo "eval -i inst.h5 --noise 0,0.5 -o out.h5" ;;
+    "spike-sft pretrain") echo "pretrain -i fm.h5 --hidden 8 --steps 2 --epochs 1 --batch 50 -o out.h5" ;;
+    "spike-sft tasks") echo "tasks -i fm.h5 --kinds noise --train 50 --test 20 -o out.h5" ;;
+    "spike-sft spe") echo "spe -i base.h5 --task tasks.h5:invert --epochs 1 --batch 50 -o out.h5" ;;
+    "spike-sft pickit") echo "pickit -i a1.h5 a2.h5 --tasks tasks.h5 --calibration 16 --scale-grid 1 -o out.h5" ;;
+    "spike-sft stats") echo "stats -i base.h5 --data fm.h5 --fractions 0,0.5 -o out.h5" ;;
+    "spike-sft eval") echo "eval -i base.h5 --data fm.h5 -o out.h5" ;;
+    "tnqe-encode simulate") echo "simulate -i enc.h5 --noise 0.01 --trajectories 3 -o out.h5" ;;
+    "sbr-render paint") echo "paint -i $IMG --strokes 10 --iterations 3 -o out.h5" ;;
+    "sbr-render train-decoder") echo "train-decoder --steps 2 --batch 4 -o out.h5" ;;
+    *) return 1 ;;
+  esac
+}
+
+verbs_of() { awk '/^Subcommands:/{on=1;next} on&&/^  [a-z]/{print $1} on&&/^$/{on=0}'; }
+seeded=0
+for tool in $(ls "$NK_BIN" | grep -v '\.so$' | grep -v '^nk_unit_tests$'); do
+  for verb in $("$tool" --help | verbs_of); do
+    "$tool" "$verb" --help | grep -q -- '--seed' || continue
+    seeded=$((seeded + 1))
+    if ! args=$(recipe "$tool" "$verb"); then
+      fail "no recipe for $tool $verb in seed.sh (a verb that shows --seed)"
+      continue
+    fi
+    rm -f out*.h5
+    # shellcheck disable=SC2086
+    if ! "$tool" -q $args --seed 7 >"$WORK/.out" 2>"$WORK/.err"; then
+      fail "$tool $verb --seed 7 ran"; sed 's/^/     /' "$WORK/.err" | head -3; continue
+    fi
+    for out in out*.h5; do
+      seed=$($PY -c 'import h5py, sys; a = h5py.File(sys.argv[1], "r").attrs; print(int(a["nk_seed"]) if "nk_seed" in a else "none")' "$out")
+      [ "$seed" = 7 ] && pass "$tool $verb --seed 7: $out has nk_seed 7" || fail "$tool $verb --seed 7: $out has nk_seed $seed"
+    done
+  done
+done
+[ "$seeded" -ge 17 ] && pass "$seeded verbs show --seed" || fail "only $seeded verbs show --seed (17 expected at least)"
+
+# A verb that draws no random numbers shows no --seed and writes no nk_seed.
+louver-index build --help | grep -q -- '--seed' && fail "louver-index build shows --seed" || pass "louver-index build shows no --seed"
+louver-index -q --seed 7 build -i kv.h5 --subspaces 4 --leaf-size 16 -o plain.h5
+$PY -c 'import h5py, sys; sys.exit("nk_seed" in h5py.File("plain.h5", "r").attrs)' && pass "louver-index build writes no nk_seed" || fail "louver-index build writes nk_seed"
+# The seed is taken before the verb too.
+louver-index -q --seed 5 gen --n 100 --d 8 --queries 1 -o before.h5
+$PY -c 'import h5py; assert int(h5py.File("before.h5", "r").attrs["nk_seed"]) == 5' && pass "tool --seed 5 verb writes nk_seed 5" || fail "tool --seed 5 verb"
+finish
