@@ -14,13 +14,13 @@ namespace {
 
 constexpr int64_t kMaxSide = 16384;
 
-bool looks_like_hdf5(const std::string& path) {
-  if (path == "-") return true;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw nk::io_error(path, "cannot open for reading");
-  char magic[8] = {};
-  in.read(magic, 8);
-  return in.gcount() == 8 && std::string(magic, 8) == "\x89HDF\r\n\x1a\n";
+nk::data::Options target_options() {
+  nk::data::Options options;
+  options.vectors = false;
+  options.channels = {1, 3};
+  options.max_side = kMaxSide;
+  options.labels = nk::data::Labels::ignore;
+  return options;
 }
 
 }  // namespace
@@ -47,41 +47,12 @@ nk::Image to_image(const RGB& pixels, int width, int height) {
   return img;
 }
 
-TargetSource::TargetSource(const std::string& path) : path_(path) {
-  if (!looks_like_hdf5(path)) {
-    image_ = nk::load_image(path);
-    if (image_.width <= 0 || image_.height <= 0) throw nk::input_error(path, "", "image of zero size");
-    count_ = 1;
-    return;
-  }
-  file_.emplace(nk::h5::File::open(path));
-  file_->require("/images");
-  shape_ = file_->info("/images").shape;
-  if (shape_.size() != 4)
-    throw nk::input_error(path, "/images", "expected rank 4 [N,H,W,C], found " + nk::h5::shape_text(shape_));
-  if (shape_[3] != 1 && shape_[3] != 3)
-    throw nk::input_error(path, "/images", "expected C = 1 or 3 channels, found " + std::to_string(shape_[3]));
-  if (shape_[1] <= 0 || shape_[2] <= 0)
-    throw nk::input_error(path, "/images", "images of zero size " + nk::h5::shape_text(shape_));
-  if (shape_[1] > kMaxSide || shape_[2] > kMaxSide)
-    throw nk::input_error(path, "/images",
-                          "images of " + nk::h5::shape_text(shape_) + " exceed " + std::to_string(kMaxSide) +
-                              " pixels a side: refused before reading");
-  count_ = shape_[0];
-  if (count_ <= 0) throw nk::input_error(path, "/images", "holds no images (N = 0)");
-}
+TargetSource::TargetSource(const std::string& path) : source_(nk::data::Source::open(path, target_options())) {}
 
 Target TargetSource::read(int64_t index) const {
-  if (!file_) return to_target(image_, path_);
-  if (index < 0 || index >= count_)
-    throw nk::input_error(path_, "/images", "image " + std::to_string(index) + " does not exist (N = " + std::to_string(count_) + ")");
-  const nk::h5::Array<float> a = file_->read_rows<float>("/images", index, index + 1);
-  nk::h5::require_finite(path_, "/images", a, index);
-  nk::Image img;
-  img.height = int(shape_[1]), img.width = int(shape_[2]), img.channels = int(shape_[3]);
-  img.pixels.assign(a.data.begin(), a.data.end());
+  nk::Image img = source_.read_image(index);
   for (float& v : img.pixels) v = std::clamp(v, 0.f, 1.f);
-  return to_target(img, path_);
+  return to_target(img, source_.path());
 }
 
 void write_strokes(const std::string& path, bool no_clobber, const std::vector<PaintingRecord>& records,

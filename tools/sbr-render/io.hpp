@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "nk/dataset.hpp"
 #include "nk/h5.hpp"
 #include "nk/image.hpp"
 #include "sbr-render/paint.hpp"
@@ -16,21 +17,18 @@ inline constexpr const char* kStrokesSchema = "sbr-render.strokes/1";
 inline constexpr const char* kStrokeColumns = "x0,y0,x1,y1,x2,y2,width,r,g,b,opacity";
 
 /// The images to paint: one image file, or an nk-data file with /images
-/// [N,H,W,C] (C = 1 or 3; '-' reads it from standard input).
+/// [N,H,W,C] or [N,H,W] (C = 1 or 3; '-' reads it from standard input),
+/// checked by nk::data (labels ignored).
 class TargetSource {
  public:
   explicit TargetSource(const std::string& path);
-  int64_t count() const { return count_; }
+  int64_t count() const { return source_.count(); }
   /// Item 'index' as RGB in [0, 1]; exit 3 on NaN/Inf, zero size or absurd size.
   Target read(int64_t index) const;
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return source_.path(); }
 
  private:
-  std::string path_;
-  std::optional<nk::h5::File> file_;
-  std::vector<int64_t> shape_;
-  nk::Image image_;
-  int64_t count_ = 0;
+  nk::data::Source source_;
 };
 
 /// Converts an nk::Image (gray or RGB) into a target; exit 3 on zero size.

@@ -28,9 +28,10 @@ struct Dataset {
   int64_t size() const { return x.rows(); }
 };
 
-/// Reads /images [N,H,W,C] (or /vectors [N,D]) and /labels [N] of an nk-data
-/// file; refuses NaN, values outside [0, 1] after scaling, negative labels
-/// and empty files (exit 3, naming the dataset).
+/// Reads /images [N,H,W,C] or [N,H,W] (or /vectors [N,D]) and /labels [N] of
+/// an nk-data file, checked by nk::data::Source (nk/dataset.hpp): refuses
+/// NaN/Inf, wrong ranks and dtypes, missing, negative or misplaced labels and
+/// empty files (exit 3, naming the dataset).
 Dataset read_dataset(const std::string& path);
 /// The same from prefix + "/images" (or "/vectors") and prefix + "/labels".
 Dataset read_dataset(const nk::h5::File& file, const std::string& prefix);

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "nk/dataset.hpp"
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
 #include "nk/nn/optim.hpp"
@@ -72,42 +73,33 @@ void write_model(nk::h5::Writer& out, const snn::Network& net, const std::vector
 }
 
 
-Dataset read_dataset(const std::string& path) { return read_dataset(nk::h5::File::open(path), ""); }
+namespace {
+
+/// A labelled nk-data source (checked by nk::data), read whole.
+Dataset to_dataset(const nk::data::Source& source) {
+  const nk::h5::Array<float> values = source.read_all();
+  Dataset data;
+  data.x = Eigen::Map<const snn::Matrix>(values.data.data(), source.count(), source.item_values());
+  data.shape = source.item_shape();
+  data.labels = source.labels();
+  data.classes = source.classes();
+  return data;
+}
+
+nk::data::Options labelled(const std::string& group) {
+  nk::data::Options options;
+  options.image_files = false;
+  options.labels = nk::data::Labels::required;
+  options.group = group;
+  return options;
+}
+
+}  // namespace
+
+Dataset read_dataset(const std::string& path) { return to_dataset(nk::data::Source::open(path, labelled(""))); }
 
 Dataset read_dataset(const nk::h5::File& file, const std::string& prefix) {
-  const std::string& name = file.path();
-  Dataset data;
-  std::string dataset;
-  nk::h5::Array<float> values;
-  if (file.has(prefix + "/images")) {
-    dataset = prefix + "/images";
-    values = file.read<float>(dataset, 4, "N,H,W,C");
-    data.shape.assign(values.shape.begin() + 1, values.shape.end());
-  } else if (file.has(prefix + "/vectors")) {
-    dataset = prefix + "/vectors";
-    values = file.read<float>(dataset, 2, "N,D");
-    data.shape = {values.shape[1]};
-  } else {
-    throw nk::input_error(name, prefix + "/images", "missing (expected /images [N,H,W,C] or /vectors [N,D], as nk-data writes)");
-  }
-  const int64_t n = values.shape[0];
-  if (n == 0) throw nk::input_error(name, dataset, "holds no examples");
-  nk::h5::require_finite(name, dataset, values);
-  const int64_t d = values.size() / n;
-  data.x = Eigen::Map<const snn::Matrix>(values.data.data(), n, d);
-  const std::string label_path = prefix + "/labels";
-  if (!file.has(label_path)) throw nk::input_error(name, label_path, "missing (a labelled file is needed)");
-  const nk::h5::Array<int64_t> labels = file.read<int64_t>(label_path, 1, "N");
-  if (labels.shape[0] != n) {
-    throw nk::input_error(name, label_path, "has " + std::to_string(labels.shape[0]) + " entries for " + std::to_string(n) + " examples");
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t y = labels.data[static_cast<size_t>(i)];
-    if (y < 0 || y > 100000) throw nk::input_error(name, label_path, "entry " + std::to_string(i) + " is " + std::to_string(y) + " (labels are 0..C-1)");
-    data.classes = std::max(data.classes, y + 1);
-  }
-  data.labels = labels.data;
-  return data;
+  return to_dataset(nk::data::Source::open(file, labelled(prefix)));
 }
 
 snn::Network read_model(const std::string& path, bool apply_delta) {

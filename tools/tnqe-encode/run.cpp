@@ -261,52 +261,30 @@ std::vector<Record> run_items(const Source& src, const std::vector<int64_t>& ite
 }  // namespace
 
 Source open_source(const std::string& path) {
-  Source s{nk::h5::File::open(path), "", true, {}};
-  if (s.file.has("/images")) {
-    s.dataset = "/images";
-    s.shape = s.file.info("/images").shape;
-    if (s.shape.size() != 4)
-      throw nk::input_error(path, "/images", "expected rank 4 [N,H,W,C], found " + nk::h5::shape_text(s.shape));
-    if (s.shape[3] != 1 && s.shape[3] != 3)
-      throw nk::input_error(path, "/images", "expected C = 1 or 3 channels, found " + std::to_string(s.shape[3]));
-    if (s.shape[1] <= 0 || s.shape[2] <= 0)
-      throw nk::input_error(path, "/images", "images of zero size " + nk::h5::shape_text(s.shape));
-  } else if (s.file.has("/vectors")) {
-    s.dataset = "/vectors";
-    s.image = false;
-    s.shape = s.file.info("/vectors").shape;
-    if (s.shape.size() != 2)
-      throw nk::input_error(path, "/vectors", "expected rank 2 [N,D], found " + nk::h5::shape_text(s.shape));
-    if (s.shape[1] <= 0) throw nk::input_error(path, "/vectors", "vectors of length 0");
-  } else {
-    throw nk::input_error(path, "/images", "missing (expected /images [N,H,W,C] or /vectors [N,D], as nk-data writes)");
-  }
-  if (s.shape[0] <= 0) throw nk::input_error(path, s.dataset, "holds no items (N = 0)");
-  return s;
+  nk::data::Options options;
+  options.image_files = false;
+  options.channels = {1, 3};
+  options.labels = nk::data::Labels::ignore;
+  return Source::open(path, options);
 }
 
 Item read_item(const Source& s, int64_t index, bool pad) {
-  if (index < 0 || index >= s.count())
-    throw nk::input_error(s.file.path(), s.dataset,
-                          "item " + std::to_string(index) + " does not exist (N = " + std::to_string(s.count()) + ")");
   // Refuse absurd sizes before reading.
-  const int64_t values = s.image ? s.shape[1] * s.shape[2] * s.shape[3] : s.shape[1];
-  const int q = s.image ? 2 * ceil_log2(std::max(s.shape[1], s.shape[2])) + (s.shape[3] == 3 ? 2 : 0)
-                        : ceil_log2(s.shape[1]);
+  const int q = s.images() ? 2 * ceil_log2(std::max(s.height(), s.width())) + (s.channels() == 3 ? 2 : 0)
+                           : ceil_log2(s.width());
   if (q > kMaxQubits)
-    throw nk::input_error(s.file.path(), s.dataset,
-                          "items of " + std::to_string(values) + " values need " + std::to_string(q) +
+    throw nk::input_error(s.path(), s.dataset(),
+                          "items of " + std::to_string(s.item_values()) + " values need " + std::to_string(q) +
                               " qubits (more than " + std::to_string(kMaxQubits) + "): refused before allocating");
-  nk::h5::Array<float> a = s.file.read_rows<float>(s.dataset, index, index + 1);
-  nk::h5::require_finite(s.file.path(), s.dataset, a, index);
-  if (s.image) return make_item(index, true, s.shape[1], s.shape[2], s.shape[3], std::move(a.data), pad, s.file.path(), s.dataset);
-  return make_item(index, false, 1, s.shape[1], 1, std::move(a.data), pad, s.file.path(), s.dataset);
+  nk::h5::Array<float> a = s.read_item(index);
+  return make_item(index, s.images(), s.height(), s.width(), s.channels(), std::move(a.data), pad, s.path(),
+                   s.dataset());
 }
 
 std::vector<int64_t> select_items(const Source& s, int64_t index, const nk::Shard& shard) {
   if (index >= 0) {
     if (index >= s.count())
-      throw nk::usage_error("--index " + std::to_string(index) + " is outside " + s.dataset + " (N = " +
+      throw nk::usage_error("--index " + std::to_string(index) + " is outside " + s.dataset() + " (N = " +
                             std::to_string(s.count()) + ")");
     return {index};
   }

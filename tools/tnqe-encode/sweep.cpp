@@ -148,7 +148,7 @@ void sweep(const SweepOptions& o) {
     if (chi < 1) throw nk::usage_error("--bonds values must be at least 1");
   const Source src = open_source(o.input);
   if (o.index >= src.count())
-    throw nk::usage_error("--index " + std::to_string(o.index) + " is outside " + src.dataset + " (N = " +
+    throw nk::usage_error("--index " + std::to_string(o.index) + " is outside " + src.dataset() + " (N = " +
                           std::to_string(src.count()) + ")");
   const Item item = read_item(src, o.index, o.pad);
   const std::vector<Config> configs = plan(o);

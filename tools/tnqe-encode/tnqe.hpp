@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tnqe-encode/circuit.hpp"
+#include "nk/dataset.hpp"
 #include "nk/h5.hpp"
 #include "nk/image.hpp"
 #include "nk/run_env.hpp"
@@ -29,15 +30,10 @@ struct Item {
   std::vector<float> original;  ///< the values as read, for PSNR/SSIM
 };
 
-/// The input dataset (/images [N,H,W,C] or /vectors [N,D]) of an nk-data
-/// file, checked: sizes, power of two (or --pad), C in {1, 3}, finite values.
-struct Source {
-  nk::h5::File file;
-  std::string dataset;
-  bool image = true;
-  std::vector<int64_t> shape;
-  int64_t count() const { return shape[0]; }
-};
+/// The input dataset (/images [N,H,W,C] or [N,H,W], or /vectors [N,D]) of an
+/// nk-data file, checked by nk::data (C in {1, 3}, labels ignored);
+/// read_item adds the qubit bound, the power of two (or --pad) and finiteness.
+using Source = nk::data::Source;
 Source open_source(const std::string& path);
 Item read_item(const Source& source, int64_t index, bool pad);
 
