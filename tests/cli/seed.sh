@@ -43,6 +43,7 @@ recipe() {
 verbs_of() { awk '/^Subcommands:/{on=1;next} on&&/^  [a-z]/{print $1} on&&/^$/{on=0}'; }
 seeded=0
 for tool in $(ls "$NK_BIN" | grep -v '\.so$' | grep -v '^nk_unit_tests$'); do
+  [ -x "$NK_BIN/$tool" ] || continue
   for verb in $("$tool" --help | verbs_of); do
     "$tool" "$verb" --help | grep -q -- '--seed' || continue
     seeded=$((seeded + 1))

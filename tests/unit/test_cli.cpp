@@ -1,5 +1,7 @@
-// test_cli.cpp - the shared command line: exit codes and provenance.
+// test_cli.cpp - the shared command line: exit codes, provenance and the run environment.
 #include <doctest/doctest.h>
+
+#include <cstdlib>
 
 #include "nk/cli.hpp"
 #include "nk/context.hpp"
@@ -13,6 +15,18 @@ int run_with(std::vector<std::string> args, const std::function<void()>& body = 
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   return cli.run(static_cast<int>(argv.size()), argv.data(), body);
+}
+
+/// A tool with a seeded verb 'gen' (with --shard) and a plain verb 'build';
+/// 'seen' is env() as the body sees it.
+int run_verbs(std::vector<std::string> args, nk::RunEnv& seen) {
+  nk::cli::App cli("nk-test", "test tool");
+  cli.add_verb("build", "draws no random numbers");
+  CLI::App* gen = cli.add_verb("gen", "draws random numbers", nk::cli::Randomness::seeded);
+  cli.add_shard(*gen);
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  return cli.run(static_cast<int>(argv.size()), argv.data(), [&] { seen = cli.env(); });
 }
 }  // namespace
 
@@ -33,6 +47,59 @@ TEST_SUITE("cli") {
     CHECK(nk::run_context().command == "nk-test --value 3 --seed 9");
     const char* argv[] = {"tool", "a b", "it's"};
     CHECK(nk::join_command(3, argv) == "tool 'a b' 'it'\\''s'");
+  }
+
+  TEST_CASE("a seeded verb shows --seed and sets nk_seed, before or after the verb; a plain verb does neither") {
+    nk::cli::App cli("nk-test", "test tool");
+    CLI::App* build = cli.add_verb("build", "draws no random numbers");
+    CLI::App* gen = cli.add_verb("gen", "draws random numbers", nk::cli::Randomness::seeded);
+    CHECK(gen->help().find("--seed") != std::string::npos);
+    CHECK(build->help().find("--seed") == std::string::npos);
+
+    nk::RunEnv env;
+    for (const std::vector<std::string>& args : {std::vector<std::string>{"nk-test", "--seed", "9", "gen"},
+                                                 std::vector<std::string>{"nk-test", "gen", "--seed", "9"}}) {
+      CHECK(run_verbs(args, env) == 0);
+      CHECK(env.seed == 9);
+      CHECK(nk::run_context().seed == 9u);
+    }
+    CHECK(run_verbs({"nk-test", "--seed", "9", "build"}, env) == 0);
+    CHECK(env.seed == 9);
+    CHECK_FALSE(nk::run_context().seed.has_value());
+  }
+
+  TEST_CASE("--shard is resolved once, into env().shard and nk_shard") {
+    for (const char* name :
+         {"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_STEP", "SLURM_ARRAY_TASK_COUNT"}) {
+      unsetenv(name);
+    }
+    nk::RunEnv env;
+    CHECK(run_verbs({"nk-test", "gen", "--shard", "1/3"}, env) == 0);
+    CHECK(env.shard.text() == "1/3");
+    CHECK(nk::run_context().shard == "1/3");
+    CHECK(run_verbs({"nk-test", "gen"}, env) == 0);
+    CHECK(env.shard.whole());
+    CHECK(nk::run_context().shard.empty());
+    setenv("SLURM_ARRAY_TASK_ID", "2", 1);
+    setenv("SLURM_ARRAY_TASK_COUNT", "4", 1);
+    CHECK(run_verbs({"nk-test", "gen"}, env) == 0);
+    CHECK(env.shard.text() == "2/4");
+    CHECK(run_verbs({"nk-test", "build"}, env) == 0);
+    CHECK(env.shard.whole());
+    CHECK(nk::run_context().shard.empty());
+    unsetenv("SLURM_ARRAY_TASK_ID");
+    unsetenv("SLURM_ARRAY_TASK_COUNT");
+    CHECK(run_verbs({"nk-test", "gen", "--shard", "3/3"}, env) == 2);
+  }
+
+  TEST_CASE("env() has the resolved thread count and device") {
+    nk::RunEnv env;
+    CHECK(run_verbs({"nk-test", "--threads", "3", "--device", "cpu", "build"}, env) == 0);
+    CHECK(env.threads == 3);
+    CHECK(env.device == nk::DeviceKind::cpu);
+    CHECK_FALSE(env.cuda());
+    CHECK(run_verbs({"nk-test", "build", "--threads", "0", "--device", "cpu"}, env) == 0);
+    CHECK(env.threads >= 1);
   }
 
   TEST_CASE("--version names the libraries and the CUDA module state") {

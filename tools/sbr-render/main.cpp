@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
 
   return cli.run(argc, argv, [&] {
     if (*paint) sbr::paint(pt, cli.env());
-    if (*render) sbr::render_verb(rd);
+    if (*render) sbr::render_verb(rd, cli.env());
     if (*audit) sbr::audit_verb(au, cli.env());
     if (*speed) sbr::speed_verb(sp, cli.env());
     if (*train) sbr::train_decoder(td, cli.env());

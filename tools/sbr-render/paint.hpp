@@ -69,7 +69,7 @@ struct PaintConfig {
   AuditRule rule;
   bool prune = true;                      ///< remove strokes still defective after the last step
   float softness = 0.5f;
-  int threads = 0;
+  int threads = 1;                        ///< OpenMP threads: the resolved --threads, at least 1
   uint64_t seed = 0;
 };
 

@@ -199,7 +199,7 @@ RGB render(const Painting& painting, const RenderSpec& spec, RenderStats* stats,
   RGB image(size_t(spec.width) * spec.height * 3);
   const int64_t tiles = int64_t(bins.tiles_x) * bins.tiles_y;
   int64_t evals = 0;
-  const int threads = spec.threads > 0 ? spec.threads : omp_get_max_threads();
+  const int threads = spec.threads;
 #pragma omp parallel for schedule(dynamic, 4) num_threads(threads) reduction(+ : evals)
   for (int64_t tile = 0; tile < tiles; ++tile) {
     const int tx = int(tile % bins.tiles_x), ty = int(tile / bins.tiles_x);
@@ -307,7 +307,7 @@ double render_backward(const Painting& painting, const RenderSpec& spec, const R
   const size_t n = splats.size();
   const int64_t tiles = int64_t(bins.tiles_x) * bins.tiles_y;
   const double inv_count = 1.0 / (double(spec.width) * spec.height * 3);
-  const int threads = spec.threads > 0 ? spec.threads : omp_get_max_threads();
+  const int threads = spec.threads;
   std::vector<std::vector<double>> grads(threads, std::vector<double>(n * kStrokeParams, 0.0));
   std::vector<std::vector<StrokeFootprint>> feet(footprints ? threads : 0, std::vector<StrokeFootprint>(n));
   std::vector<std::array<double, 3>> bg_grads(threads, {0, 0, 0});
@@ -466,7 +466,7 @@ RGB render_brute(const Painting& painting, const RenderSpec& spec, int segments)
   std::vector<Polyline> lines;
   for (const Splat& q : splats) lines.push_back(sample(q, segments));
   image.assign(size_t(spec.width) * spec.height * 3, 0.f);
-  const int threads = spec.threads > 0 ? spec.threads : omp_get_max_threads();
+  const int threads = spec.threads;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (int y = 0; y < spec.height; ++y)
     for (int x = 0; x < spec.width; ++x) {
@@ -492,7 +492,7 @@ double render_backward_brute(const Painting& painting, const RenderSpec& spec, c
   for (const Splat& q : splats) lines.push_back(sample(q, segments));
   const size_t n = splats.size();
   const double inv_count = 1.0 / (double(spec.width) * spec.height * 3);
-  const int threads = spec.threads > 0 ? spec.threads : omp_get_max_threads();
+  const int threads = spec.threads;
   std::vector<std::vector<double>> grads(threads, std::vector<double>(n * kStrokeParams, 0.0));
   std::vector<std::array<double, 3>> bg_grads(threads, {0, 0, 0});
   const float* bg = painting.background.data();

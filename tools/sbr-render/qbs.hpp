@@ -34,7 +34,7 @@ struct Painting {
 struct RenderSpec {
   int width = 0, height = 0;  ///< output size; strokes scale by width/canvas and height/canvas
   float softness = 0.5f;      ///< half-width of the edge falloff, in output pixels
-  int threads = 0;            ///< OpenMP threads (0: the current default)
+  int threads = 1;            ///< OpenMP threads: the resolved --threads (nk::RunEnv), at least 1
   /// Weight of the colour-fidelity term (render_backward only): the
   /// gradient of fidelity * sum over strokes and pixels of alpha T |c - target|^2
   /// (mean over pixels and channels) with respect to each stroke's colour,

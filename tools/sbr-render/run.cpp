@@ -47,7 +47,8 @@ std::string numbered(const std::string& base, int64_t item, bool several) {
 }
 
 /// The painting order as PNG frames: the first k strokes for 'count' values of k.
-void write_frames(const std::string& dir, const Painting& p, int width, int height, int count, float softness) {
+void write_frames(const std::string& dir, const Painting& p, int width, int height, int count, float softness,
+                  int threads) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw nk::io_error(dir, "cannot create the frames folder: " + ec.message());
@@ -57,7 +58,7 @@ void write_frames(const std::string& dir, const Painting& p, int width, int heig
     partial.strokes.assign(p.strokes.begin(), p.strokes.begin() + long(n * size_t(f) / size_t(count)));
     char name[32];
     std::snprintf(name, sizeof name, "/frame_%04d.png", f);
-    nk::save_png(dir + name, to_image(render(partial, {width, height, softness, 0}), width, height));
+    nk::save_png(dir + name, to_image(render(partial, {width, height, softness, threads}), width, height));
   }
 }
 
@@ -147,7 +148,8 @@ void paint(PaintOptions o, const nk::RunEnv& env) {
                    o.no_clobber);
     if (!o.svg.empty()) save_text(numbered(o.svg, r.item, several), to_svg(r.painting, w, h), o.no_clobber);
     if (!o.frames.empty())
-      write_frames(several ? numbered(o.frames, r.item, true) : o.frames, r.painting, w, h, o.frame_count, o.config.softness);
+      write_frames(several ? numbered(o.frames, r.item, true) : o.frames, r.painting, w, h, o.frame_count, o.config.softness,
+                   o.config.threads);
   }
   write_strokes(o.output, o.no_clobber, records,
                 {{"init", o.init},
@@ -157,7 +159,7 @@ void paint(PaintOptions o, const nk::RunEnv& env) {
                  {"decoder", o.init == "decoder" ? o.decoder : ""}});
 }
 
-void render_verb(const RenderOptions& o) {
+void render_verb(const RenderOptions& o, const nk::RunEnv& env) {
   if (o.output.empty() && o.svg.empty()) throw nk::usage_error("render needs -o FILE.png and/or --svg FILE");
   const std::vector<PaintingRecord> records = read_strokes(o.input);
   if (o.index < 0 || o.index >= int64_t(records.size()))
@@ -165,7 +167,8 @@ void render_verb(const RenderOptions& o) {
                                                    std::to_string(records.size()) + ")");
   const Painting& p = records[size_t(o.index)].painting;
   const auto [w, h] = output_size(o.size, p);
-  if (!o.output.empty()) nk::save_png(o.output, to_image(render(p, {w, h, o.softness, 0}), w, h), o.no_clobber);
+  if (!o.output.empty())
+    nk::save_png(o.output, to_image(render(p, {w, h, o.softness, env.threads}), w, h), o.no_clobber);
   if (!o.svg.empty()) save_text(o.svg, to_svg(p, w, h), o.no_clobber);
 }
 

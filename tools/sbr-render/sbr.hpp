@@ -26,7 +26,7 @@ struct RenderOptions {
   int64_t index = 0;
   float softness = 0.5f;
 };
-void render_verb(const RenderOptions& o);
+void render_verb(const RenderOptions& o, const nk::RunEnv& env);
 
 struct AuditOptions {
   std::string input, target, output;

@@ -106,6 +106,9 @@ int App::run(int argc, char** argv, const std::function<void()>& body) {
   RunContext& context = run_context();
   context.tool = tool_;
   context.command = join_command(argc, argv);
+  // Set below from the verb that runs; nothing carries over from an earlier run.
+  context.seed.reset();
+  context.shard.clear();
   try {
     try {
       app_.parse(argc, argv);
