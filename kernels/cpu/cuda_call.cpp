@@ -2,6 +2,7 @@
 #include "nk/kernels/cuda_call.hpp"
 
 #include "nk/error.hpp"
+#include "nk/h5.hpp"
 
 namespace nk::kernels {
 
@@ -15,6 +16,13 @@ void require_cuda_device(const std::string& what) {
 
 void throw_cuda_error(const std::string& what, const std::string& message) {
   throw Error(Exit::runtime, what + " on CUDA: " + message);
+}
+
+void write_timing(nk::h5::Writer& out, const GpuTiming& timing) {
+  if (timing.prepare > 0) out.attr("/", "prepare_seconds", timing.prepare);
+  out.attr("/", "upload_seconds", timing.upload);
+  out.attr("/", "setup_seconds", timing.setup);
+  out.attr("/", "download_seconds", timing.download);
 }
 
 }  // namespace nk::kernels

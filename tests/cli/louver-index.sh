@@ -5,7 +5,7 @@
 check "gen | build through a pipe" sh -c 'louver-index gen --n 4000 --d 64 --queries 30 --dv 16 --seed 3 -o - | louver-index build -i - --subspaces 8 --leaf-size 16 --buffer 100 -o index.h5'
 check "gen the same file" louver-index -q gen --n 4000 --d 64 --queries 30 --dv 16 --seed 3 -o kv.h5
 check "query --topk-oracle --compare-dense" louver-index -q query -i index.h5 --queries kv.h5 --topk-oracle 40 --compare-dense -o hits.h5
-check "query --repeat 3 --compare-dense: the same hits as one round" sh -c 'louver-index -q query -i index.h5 --queries kv.h5 --topk-oracle 40 --repeat 3 --compare-dense -o hits_r.h5 && h5diff hits_r.h5 hits.h5 /ids /ids && h5diff hits_r.h5 hits.h5 /scanned /scanned'
+check "query --repeats 3 --compare-dense: the same hits as one round" sh -c 'louver-index -q query -i index.h5 --queries kv.h5 --topk-oracle 40 --repeats 3 --compare-dense -o hits_r.h5 && h5diff hits_r.h5 hits.h5 /ids /ids && h5diff hits_r.h5 hits.h5 /scanned /scanned'
 check "query --threshold" louver-index -q query -i index.h5 --queries kv.h5 --threshold 2.5 -o hits_t.h5
 check "query --method quest-threshold (exact, agrees with dense)" louver-index -q query -i index.h5 --queries kv.h5 --topk-oracle 40 --method quest-threshold --compare-dense -o quest_t.h5
 check "query --method quest-topk --budget 0.05" louver-index -q query -i index.h5 --queries kv.h5 --topk-oracle 40 --method quest-topk --budget 0.05 --page-size 16 --compare-dense -o quest_k.h5
@@ -111,7 +111,7 @@ with h5py.File("corrupt_codes.h5", "a") as f:
 PYEOF
 expect_fail "NaN in keys" 3 "input 'nan_keys.h5': dataset /keys: NaN at index \[17,5\]" louver-index build -i nan_keys.h5 -o bad.h5
 expect_fail "N = 0" 3 "dataset /keys: is empty" louver-index build -i empty_keys.h5 -o bad.h5
-expect_fail "--repeat 0" 2 "repeat" louver-index query -i index.h5 --queries kv.h5 --threshold 0 --repeat 0 -o bad.h5
+expect_fail "--repeats 0" 2 "repeat" louver-index query -i index.h5 --queries kv.h5 --threshold 0 --repeats 0 -o bad.h5
 expect_fail "d mismatch between index and queries" 3 "dataset /queries: has d = 32 but the index has d = 64" louver-index query -i index.h5 --queries d32_queries.h5 --threshold 0 -o bad.h5
 expect_fail "d mismatch on append" 3 "dataset /keys: has d = 32 but the index has d = 64" louver-index append -i index.h5 --keys iid.h5 -o bad.h5
 expect_fail "residual that is not an upper bound" 3 "dataset /head0/residuals: key 100, subspace 2: residual is not an upper bound" louver-index query -i corrupt.h5 --queries kv.h5 --threshold 0 -o bad.h5

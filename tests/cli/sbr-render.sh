@@ -22,7 +22,7 @@ check "render to stdout is a PNG" sh -c 'sbr-render -q render -i cam.h5 -o - | f
 check "same seed, same strokes" sh -c 'sbr-render -q --threads 2 paint -i "$0" --strokes 30 --iterations 30 -o a1.h5 && sbr-render -q --threads 2 paint -i "$0" --strokes 30 --iterations 30 -o a2.h5 && h5diff a1.h5 a2.h5 /strokes /strokes' "$IMG"
 check "audit summary" sh -c 'sbr-render -q audit -i cam.h5 --target "$0" --summary > sum.tsv && grep -q "^fraction" sum.tsv' "$IMG"
 check "audit report, one line per stroke" sh -c 'sbr-render -q audit -i cam.h5 --target "$0" > report.tsv' "$IMG"
-check "speed: tiled against brute force" sh -c 'sbr-render -q speed -i cam.h5 --target "$0" --repeat 1 > speed.tsv && grep -q speedup_forward_backward speed.tsv' "$IMG"
+check "speed: tiled against brute force" sh -c 'sbr-render -q speed -i cam.h5 --target "$0" --repeats 1 > speed.tsv && grep -q speedup_forward_backward speed.tsv' "$IMG"
 check "train a decoder briefly (synthetic windows) and paint with it" sh -c 'sbr-render -q train-decoder --steps 20 --batch 8 -o dec.h5 && sbr-render -q paint -i "$0" --decoder dec.h5 --strokes 20 --iterations 5 -o d.h5' "$IMG"
 
 # A stack: shards merged by nk-data equal a whole run.

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "nk/kernels/cuda_call.hpp"
 #include "nk/run_env.hpp"
 
 namespace dllm {
@@ -56,11 +57,7 @@ std::string attention(const Qkv& x, const BlockMask* mask, int64_t block, float 
                       float* block_mass = nullptr);
 /// Tests: run the baseline-ISA build of the kernel even where AVX2+FMA exist.
 void force_generic_isa(bool on);
-/// Seconds spent by a GPU call: copies in, set-up, the kernels (fastest of
-/// the repeats), copies out.
-struct GpuTiming {
-  double upload = 0, setup = 0, compute = 0, download = 0;
-};
+using nk::kernels::GpuTiming;
 /// attention() on the GPU (fused block-sparse kernel; dense when mask is null).
 GpuTiming attention_cuda(const Qkv& x, const BlockMask* mask, int64_t block, float scale, float* out, int repeats = 1);
 /// Dense attention on the GPU through cuBLAS (scores materialised per head).
@@ -89,7 +86,8 @@ struct EvalOptions {
 struct AttendOptions {
   std::string input = "-", output = "-", mask;
   bool no_clobber = false, dense = false, unfused = false;
-  int64_t block = 64, step = -1, repeats = 1;
+  int64_t block = 64, step = -1;
+  int repeats = 1;
   double scale = 0;
 };
 struct GenOptions {

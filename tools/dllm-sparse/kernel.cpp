@@ -19,6 +19,7 @@
 #include <limits>
 
 #include "dllm-sparse/dllm.hpp"
+#include "nk/kernels/attention.hpp"
 
 namespace dllm {
 
@@ -302,24 +303,12 @@ void attention_reference(const Qkv& x, const BlockMask* mask, int64_t block, dou
 #pragma omp parallel for schedule(dynamic, 16)
   for (int64_t hi = 0; hi < x.heads * L; ++hi) {
     const int64_t h = hi / L, i = hi % L, g = x.kv_of[h];
-    std::vector<double> s(static_cast<size_t>(L), -INFINITY);
-    double mx = -INFINITY;
-    for (int64_t j = 0; j < L; ++j) {
-      if (mask && !mask->at(h, i / block, j / block)) continue;
-      double dot = 0;
-      for (int64_t c = 0; c < d; ++c) dot += static_cast<double>(x.q_row(h, i)[c]) * x.k_row(g, j)[c];
-      s[j] = dot * scale;
-      mx = std::max(mx, s[j]);
-    }
-    double total = 0;
-    std::vector<double> o(static_cast<size_t>(d), 0.0);
-    for (int64_t j = 0; j < L; ++j) {
-      if (s[j] == -INFINITY) continue;
-      const double p = std::exp(s[j] - mx);
-      total += p;
-      for (int64_t c = 0; c < d; ++c) o[c] += p * x.v_row(g, j)[c];
-    }
-    for (int64_t c = 0; c < d; ++c) out[hi * d + c] = o[c] / total;
+    std::vector<int64_t> keys;
+    for (int64_t j = 0; j < L; ++j)
+      if (!mask || mask->at(h, i / block, j / block)) keys.push_back(j);
+    std::vector<double> logits(keys.size());
+    nk::kernels::attention_row(x.q_row(h, i), x.k_row(g, 0), x.v_row(g, 0), d, d, scale, keys.data(),
+                               static_cast<int64_t>(keys.size()), logits.data(), out + hi * d);
   }
 }
 

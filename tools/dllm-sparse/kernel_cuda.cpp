@@ -1,5 +1,5 @@
 // kernel_cuda.cpp - the attention kernels on the GPU, through the CUDA module
-// (kernels/cuda/attention.cu): the fused block-sparse kernel, and dense
+// (kernels/cuda/attention/attention.cu): the fused block-sparse kernel, and dense
 // attention through cuBLAS as the GPU baseline.
 #include <stdexcept>
 
@@ -9,7 +9,6 @@
 namespace dllm {
 
 namespace {
-GpuTiming to_timing(const nk_cuda_timing& t) { return {t.upload_ms / 1e3, t.setup_ms / 1e3, t.compute_ms / 1e3, t.download_ms / 1e3}; }
 
 void check_gpu_shape(const Qkv& x) {
   if (x.queries() != x.length) throw std::invalid_argument("the CUDA kernel needs as many query rows as keys");
@@ -24,7 +23,7 @@ GpuTiming attention_cuda(const Qkv& x, const BlockMask* mask, int64_t block, flo
                          x.kv_of.data(), mask ? mask->keep.data() : nullptr, static_cast<long>(x.heads),
                          static_cast<long>(x.kv_heads), static_cast<long>(x.length), static_cast<long>(x.dims),
                          static_cast<long>(block), scale, repeats, out, &t);
-  return to_timing(t);
+  return GpuTiming::from(t);
 }
 
 GpuTiming attention_cublas(const Qkv& x, float scale, float* out, int repeats) {
@@ -34,7 +33,7 @@ GpuTiming attention_cublas(const Qkv& x, float scale, float* out, int repeats) {
   nk::kernels::cuda_call("dense attention (cuBLAS)", api.dense_attention_cublas_f32, x.q.data(), x.k_data(),
                          x.v_data(), x.kv_of.data(), static_cast<long>(x.heads), static_cast<long>(x.kv_heads),
                          static_cast<long>(x.length), static_cast<long>(x.dims), scale, repeats, out, &t);
-  return to_timing(t);
+  return GpuTiming::from(t);
 }
 
 }  // namespace dllm

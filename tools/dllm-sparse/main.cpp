@@ -26,8 +26,7 @@ int main(int argc, char** argv) {
   attend_verb->add_option("--mask", attend.mask, "Block mask: a plan file (its mask for --step) or a file with /mask [H,nq,nk]");
   attend_verb->add_flag("--dense", attend.dense, "Every block (the fused dense kernel)");
   attend_verb->add_flag("--unfused", attend.unfused, "Naive dense attention: the whole L x L score matrix per head (on CUDA: cuBLAS)");
-  attend_verb->add_option("--repeats", attend.repeats, "Run the kernel this many times and report the fastest (timing)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1000}));
+  nk::cli::App::add_repeats(*attend_verb, attend.repeats);
   attend_verb->add_option("--block", attend.block, "Block size (16, 32, 48 or 64)");
   attend_verb->add_option("--step", attend.step, "Step of a trajectory (/steps/NNN) and of the plan's masks");
   attend_verb->add_option("--scale", attend.scale, "Softmax scale (default 1/sqrt(d))")->check(CLI::NonNegativeNumber);

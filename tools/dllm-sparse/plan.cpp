@@ -15,7 +15,6 @@
 //   oracle        the exact block masses of every step (from dense attention),
 //                 global threshold.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <numeric>
 
@@ -27,6 +26,7 @@
 #include "nk/log.hpp"
 #include "nk/progress.hpp"
 #include "nk/rng.hpp"
+#include "nk/timer.hpp"
 
 namespace dllm {
 
@@ -192,10 +192,6 @@ namespace {
 
 constexpr int64_t kProbeSamples = 4;  // rows per probed query block
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
 /// Estimated mass kept by 'mask' on the given query-block rows of P (mean over rows and heads).
 double kept_share(const std::vector<float>& p, const BlockMask& mask, const std::vector<int64_t>& rows) {
   double kept = 0;
@@ -274,7 +270,7 @@ void plan(const PlanOptions& o) {
       throw nk::input_error(file.path(), ref.group + "/q", "shape differs from the first step of its layer");
     }
     const int64_t budget = total_budget(heads, nb, o.sparsity);
-    const auto t0 = std::chrono::steady_clock::now();
+    const nk::Stopwatch watch;
     bool anchor = step_index == 0;
     if (o.policy == "every-uniform" || o.policy == "oracle") anchor = true;
     if (o.policy == "step" && step_index > 0) {
@@ -307,7 +303,7 @@ void plan(const PlanOptions& o) {
       since_anchor = 0;
     }
     ++since_anchor;
-    plan_seconds.push_back(seconds_since(t0));
+    plan_seconds.push_back(watch.seconds());
     total_seconds += plan_seconds.back();
     mask_of_step.push_back(static_cast<int64_t>(anchor_steps.size()) - 1);
     ++step_index;

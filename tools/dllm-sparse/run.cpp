@@ -1,9 +1,6 @@
 // run.cpp - attend (one step's attention, dense or block-sparse) and eval
 // (recall and output error of a plan along a trajectory).
-#include <unistd.h>
-
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -13,14 +10,12 @@
 #include "nk/h5.hpp"
 #include "nk/log.hpp"
 #include "nk/progress.hpp"
+#include "nk/table.hpp"
+#include "nk/timer.hpp"
 
 namespace dllm {
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 /// A mask from a plan file (mask_of_step picks the anchor) or a file with /mask [H,nq,nk].
 BlockMask read_mask(const std::string& path, const std::string& layer, int64_t step, const Qkv& x, int64_t block) {
@@ -102,21 +97,15 @@ void attend(const AttendOptions& o, const nk::RunEnv& env) {
   const bool cuda = env.cuda();
   if (cuda) {
     if (x.queries() != x.length) throw nk::input_error(o.input, prefix + "/q", "the CUDA kernel needs as many query rows as keys");
-    gpu = o.unfused ? attention_cublas(x, scale, out.data(), static_cast<int>(o.repeats))
-                    : attention_cuda(x, o.mask.empty() ? nullptr : &mask, o.block, scale, out.data(), static_cast<int>(o.repeats));
+    gpu = o.unfused ? attention_cublas(x, scale, out.data(), o.repeats)
+                    : attention_cuda(x, o.mask.empty() ? nullptr : &mask, o.block, scale, out.data(), o.repeats);
     secs = gpu.compute;
     isa = o.unfused ? "cuda-cublas" : "cuda";
   } else {
-    for (int64_t r = 0; r < o.repeats; ++r) {
-      const auto t0 = std::chrono::steady_clock::now();
-      if (o.unfused) {
-        attention_unfused(x, scale, out.data());
-      } else {
-        isa = attention(x, o.mask.empty() ? nullptr : &mask, o.block, scale, out.data());
-      }
-      const double t = seconds_since(t0);
-      secs = r == 0 ? t : std::min(secs, t);
-    }
+    secs = nk::best_seconds(o.repeats, [&] {
+      if (o.unfused) attention_unfused(x, scale, out.data());
+      else isa = attention(x, o.mask.empty() ? nullptr : &mask, o.block, scale, out.data());
+    });
   }
   nk::h5::Writer w(o.output, kOutputSchema, o.no_clobber);
   w.write("/o", out.data(), {x.heads, x.length, x.dims}, "H,L,d");
@@ -126,11 +115,7 @@ void attend(const AttendOptions& o, const nk::RunEnv& env) {
   w.attr("/", "isa", isa);
   w.attr("/", "block", o.block);
   w.attr("/", "device", cuda ? "cuda" : "cpu");
-  if (cuda) {
-    w.attr("/", "upload_seconds", gpu.upload);
-    w.attr("/", "setup_seconds", gpu.setup);
-    w.attr("/", "download_seconds", gpu.download);
-  }
+  if (cuda) nk::kernels::write_timing(w, gpu);
   w.commit();
   spdlog::info("{} attention, H = {}, L = {}, d = {}, {:.1f}% of blocks: {:.3f} s ({})", o.unfused ? "unfused" : o.mask.empty() ? "dense" : "block-sparse",
                x.heads, x.length, x.dims, 100.0 * (o.mask.empty() ? 1.0 : mask.density()), secs, isa);
@@ -147,12 +132,10 @@ void eval(const EvalOptions& o) {
   const std::vector<StepRef> steps = trajectory_steps(file);
   nk::h5::Writer out(o.output, kEvalSchema, o.no_clobber);
   nk::Progress progress("eval", static_cast<int64_t>(steps.size()));
-  const bool tty = isatty(fileno(stdout)) && o.output != "-";
-  FILE* table = o.output == "-" ? stderr : stdout;
-  if (nk::log::chatty()) {
-    std::fprintf(table, tty ? "%-12s %5s %7s %8s %8s %10s %10s %9s %9s %8s\n" : "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", "step",
-                 "anchor", "density", "recall", "min_rec", "error", "max_error", "dense_ms", "sparse_ms", "plan_ms");
-  }
+  FILE* to = o.output == "-" ? stderr : stdout;
+  nk::Table table(to, {"step", "anchor", "density", "recall", "min_rec", "error", "max_error", "dense_ms", "sparse_ms", "plan_ms"},
+                  {12, 5, 7, 8, 8, 10, 10, 9, 9, 8});
+  if (nk::log::chatty()) table.header();
   std::string layer_now = "\x01";
   std::vector<double> recall, error, dense_s, sparse_s, plan_s;
   int64_t heads = 0, index = 0, done = 0;
@@ -181,12 +164,11 @@ void eval(const EvalOptions& o) {
     const int64_t nb = mask.blocks, L = x.length, d = x.dims;
     std::vector<float> dense(static_cast<size_t>(x.heads * L * d)), sparse(dense.size());
     std::vector<float> mass(static_cast<size_t>(x.heads * L * nb));
-    auto t0 = std::chrono::steady_clock::now();
+    nk::Stopwatch watch;
     attention(x, nullptr, block, scale, dense.data());
-    dense_s.push_back(seconds_since(t0));
-    t0 = std::chrono::steady_clock::now();
+    dense_s.push_back(watch.lap());
     attention(x, &mask, block, scale, sparse.data());
-    sparse_s.push_back(seconds_since(t0));
+    sparse_s.push_back(watch.lap());
     attention(x, nullptr, block, scale, dense.data(), mass.data());  // again, with the block masses (not timed)
     const nk::h5::Array<double> ps = plan_file.read<double>(ref.layer + "/plan_seconds", 1, "S");
     plan_s.push_back(index < ps.size() ? ps.data[index] : 0.0);
@@ -218,9 +200,9 @@ void eval(const EvalOptions& o) {
     sum_dense += dense_s.back(), sum_sparse += sparse_s.back(), sum_plan += plan_s.back();
     if (nk::log::chatty()) {
       const std::string name = (ref.layer.empty() ? "" : ref.layer.substr(8) + "/") + ref.step;
-      std::fprintf(table, tty ? "%-12s %5s %7.4f %8.4f %8.4f %10.3e %10.3e %9.2f %9.2f %8.2f\n" : "%s\t%s\t%.4f\t%.4f\t%.4f\t%.3e\t%.3e\t%.2f\t%.2f\t%.2f\n",
-                   name.c_str(), anchor ? "yes" : "-", mask.density(), step_recall, min_recall, step_error, max_error,
-                   1e3 * dense_s.back(), 1e3 * sparse_s.back(), 1e3 * plan_s.back());
+      table.row({name, anchor ? "yes" : "-", nk::cell(mask.density(), "%.4f"), nk::cell(step_recall, "%.4f"),
+                 nk::cell(min_recall, "%.4f"), nk::cell(step_error, "%.3e"), nk::cell(max_error, "%.3e"),
+                 nk::cell(1e3 * dense_s.back(), "%.2f"), nk::cell(1e3 * sparse_s.back(), "%.2f"), nk::cell(1e3 * plan_s.back(), "%.2f")});
     }
     ++index;
     progress.update(++done);
@@ -237,7 +219,7 @@ void eval(const EvalOptions& o) {
   out.attr("/", "speedup_with_planning", sum_dense / (sum_sparse + sum_plan));
   out.commit();
   if (nk::log::chatty()) {
-    std::fprintf(table, "# %s: mean output error %.4e, mean mass recall %.4f, dense %.3f s, sparse %.3f s + planning %.3f s = %.2fx\n",
+    std::fprintf(to, "# %s: mean output error %.4e, mean mass recall %.4f, dense %.3f s, sparse %.3f s + planning %.3f s = %.2fx\n",
                  policy.c_str(), sum_error / n, sum_recall / n, sum_dense, sum_sparse, sum_plan, sum_dense / (sum_sparse + sum_plan));
   }
 }

@@ -1,12 +1,12 @@
 // attend.cpp - louver-index attend: attention restricted to the returned keys,
 // and its error against dense attention over every key.
-#include <chrono>
 #include <cmath>
 
 #include "louver-index/index_io.hpp"
 #include "louver-index/louver.hpp"
 #include "nk/context.hpp"
 #include "nk/error.hpp"
+#include "nk/kernels/attention.hpp"
 #include "nk/log.hpp"
 #include "nk/shard.hpp"
 #include "louver-index/search.hpp"
@@ -16,29 +16,19 @@ namespace louver {
 namespace {
 
 /// softmax(scale * scores) . values over the keys in 'ids' (all keys when
-/// ids is null); also returns log of the softmax normaliser.
+/// ids is null), the scores exact_score's (the index's own); also returns log
+/// of the softmax normaliser.
 std::vector<double> attention(const HeadIndex& head, int64_t dims, int64_t value_dims, const float* q, double scale,
                               const std::vector<int64_t>* ids, double& log_normaliser) {
-  const int64_t n = head.size(dims);
-  const int64_t count = ids ? static_cast<int64_t>(ids->size()) : n;
+  const int64_t count = ids ? static_cast<int64_t>(ids->size()) : head.size(dims);
   std::vector<double> logits(static_cast<size_t>(count));
-  double top = -INFINITY;
   for (int64_t r = 0; r < count; ++r) {
     const int64_t key = ids ? (*ids)[static_cast<size_t>(r)] : r;
     logits[static_cast<size_t>(r)] = scale * exact_score(q, head.keys.data() + key * dims, dims);
-    top = std::max(top, logits[static_cast<size_t>(r)]);
   }
-  std::vector<double> out(static_cast<size_t>(value_dims), 0.0);
-  double total = 0;
-  for (int64_t r = 0; r < count; ++r) {
-    const int64_t key = ids ? (*ids)[static_cast<size_t>(r)] : r;
-    const double weight = std::exp(logits[static_cast<size_t>(r)] - top);
-    total += weight;
-    const float* v = head.values.data() + key * value_dims;
-    for (int64_t j = 0; j < value_dims; ++j) out[static_cast<size_t>(j)] += weight * v[j];
-  }
-  for (double& value : out) value = total > 0 ? value / total : 0.0;
-  log_normaliser = count ? top + std::log(total) : -INFINITY;
+  std::vector<double> out(static_cast<size_t>(value_dims));
+  log_normaliser = nk::kernels::softmax_combine(logits.data(), count, head.values.data(), value_dims,
+                                                ids ? ids->data() : nullptr, out.data());
   return out;
 }
 

@@ -51,7 +51,7 @@ struct QueryOptions {
   int64_t mass_sample = 256;   ///< keys sampled per query for --mass
   double scale = 0;            ///< softmax scale for --mass and attend (0 = 1/sqrt(d))
   bool compare_dense = false;  ///< also time a dense exact scan and check it agrees (or measure recall)
-  int64_t repeat = 1;          ///< timing rounds (index, then dense scan, alternating); the fastest of each counts
+  int repeats = 1;             ///< timing rounds (index, then dense scan, alternating); the fastest of each counts
   std::string method = "louver";  ///< louver | quest-threshold | quest-topk
   double budget = 0.1;            ///< quest-topk: fraction of keys scanned
   int64_t page_size = 16;         ///< quest-*: keys per page

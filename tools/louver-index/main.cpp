@@ -55,10 +55,7 @@ int main(int argc, char** argv) {
   query_verb->add_option("--scale", query.scale, "Softmax scale for --mass (default 1/sqrt(d))")->check(CLI::NonNegativeNumber);
   query_verb->add_flag("--compare-dense", query.compare_dense,
                        "Also time a dense exact scan: exact methods must agree with it; quest-topk reports its recall");
-  query_verb->add_option("--repeat", query.repeat,
-                         "Timing rounds: the search (and with --compare-dense the dense scan) run this often, alternating; "
-                         "the fastest round of each is reported")
-      ->check(CLI::Range(1, 1000));
+  nk::cli::App::add_repeats(*query_verb, query.repeats);  // rounds: the search, then the dense scan, alternating
   query_verb->add_option("--method", query.method, "louver (the index), quest-threshold (exact) or quest-topk (approximate)")
       ->check(CLI::IsMember({"louver", "quest-threshold", "quest-topk"}));
   query_verb->add_option("--budget", query.budget, "quest-topk: fraction of the keys to scan")->check(CLI::Range(0.0, 1.0));

@@ -2,7 +2,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 
 #include "louver-index/index_io.hpp"
@@ -13,16 +12,13 @@
 #include "nk/progress.hpp"
 #include "nk/rng.hpp"
 #include "nk/shard.hpp"
+#include "nk/timer.hpp"
 #include "louver-index/quest.hpp"
 #include "louver-index/search.hpp"
 
 namespace louver {
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 void check_params(const IndexParams& p, int64_t dims) {
   if (p.subspaces < 1 || p.subspaces > dims) {
@@ -49,7 +45,7 @@ void build(const BuildOptions& o) {
     }
   }
   nk::h5::Writer out(o.output, kIndexSchema, o.no_clobber);
-  const auto start = std::chrono::steady_clock::now();
+  const nk::Stopwatch watch;
   Index index;
   index.params = o.params;
   index.dims = keys.dims;
@@ -63,7 +59,7 @@ void build(const BuildOptions& o) {
     build_codes(head, index.subspaces, o.params);
     finish_head(head, index.dims);
   }
-  const double seconds = seconds_since(start);
+  const double seconds = watch.seconds();
   write_index(out, index);
   out.attr("/", "build_seconds", seconds);
   out.commit();
@@ -90,7 +86,7 @@ void append(const AppendOptions& o) {
     }
   }
   nk::h5::Writer out(o.output, kIndexSchema, o.no_clobber);
-  const auto start = std::chrono::steady_clock::now();
+  const nk::Stopwatch watch;
   // New keys join the exact buffer; a full buffer gets codes against the
   // existing codebooks (its residuals are exact, so the guarantee holds).
   int64_t rebuilt = 0;
@@ -114,7 +110,7 @@ void append(const AppendOptions& o) {
     }
     finish_head(head, index.dims);
   }
-  const double seconds = seconds_since(start);
+  const double seconds = watch.seconds();
   if (rebuilt) {
     spdlog::info("codebooks of {} head(s) rebuilt over all keys (appended keys' residuals {:.2f}x the built keys'; "
                  "--rebuild-ratio {}, --rebuild-growth {})", rebuilt, worst_ratio, o.rebuild_ratio, o.rebuild_growth);
@@ -201,18 +197,18 @@ void query(const QueryOptions& o, const nk::RunEnv& env) {
       const int64_t row = first + r, end = std::min(count, (row / rows_per_head + 1) * rows_per_head - first);
       GpuTiming t;
       std::vector<SearchResult> part = search_cuda(job.head_of(row), index.subspaces, job.query_of(row), end - r,
-                                                   thresholds.data() + r, dense, static_cast<int>(o.repeat), &t);
+                                                   thresholds.data() + r, dense, o.repeats, &t);
       std::move(part.begin(), part.end(), out.begin() + r);
-      sum.prepare += t.prepare, sum.upload += t.upload, sum.setup += t.setup, sum.compute += t.compute, sum.download += t.download;
+      sum += t;
       r = end;
       if (bar) bar->update(r);
     }
     return sum;
   };
-  // --repeat R: R rounds, each the search of every query and then (with
+  // --repeats R: R rounds, each the search of every query and then (with
   // --compare-dense) the dense scan of every query; the fastest round of each
   // is reported, so that both face the same drift in machine speed.
-  nk::Progress progress("query", count * o.repeat);
+  nk::Progress progress("query", count * o.repeats);
   GpuTiming gpu_time;
   double index_seconds = INFINITY, dense_seconds = 0, recall = -1;
   std::vector<SearchResult> dense(o.compare_dense ? static_cast<size_t>(count) : 0);
@@ -222,8 +218,8 @@ void query(const QueryOptions& o, const nk::RunEnv& env) {
     if (o.compare_dense) dense_seconds = on_gpu(dense, true, nullptr).compute;
   } else {
     dense_seconds = o.compare_dense ? INFINITY : 0.0;
-    for (int64_t round = 0; round < o.repeat; ++round) {
-      const auto start = std::chrono::steady_clock::now();
+    for (int64_t round = 0; round < o.repeats; ++round) {
+      nk::Stopwatch watch;
 #pragma omp parallel for schedule(dynamic, 4)
       for (int64_t r = 0; r < count; ++r) {
         const int64_t row = first + r, kv = row / job.queries.count / job.group;
@@ -235,15 +231,14 @@ void query(const QueryOptions& o, const nk::RunEnv& env) {
         else results[static_cast<size_t>(r)] = quest_topk(head, pages[static_cast<size_t>(kv)], q, index.dims, t, budget);
         if (omp_get_thread_num() == 0) progress.update(round * count + r + 1);
       }
-      index_seconds = std::min(index_seconds, seconds_since(start));
+      index_seconds = std::min(index_seconds, watch.lap());
       if (!o.compare_dense) continue;
-      const auto dense_start = std::chrono::steady_clock::now();
 #pragma omp parallel for schedule(dynamic, 4)
       for (int64_t r = 0; r < count; ++r) {
         const int64_t row = first + r;
         dense[static_cast<size_t>(r)] = dense_scan(job.head_of(row), job.query_of(row), index.dims, thresholds[static_cast<size_t>(r)]);
       }
-      dense_seconds = std::min(dense_seconds, seconds_since(dense_start));
+      dense_seconds = std::min(dense_seconds, watch.seconds());
     }
   }
   progress.finish();
@@ -286,12 +281,7 @@ void query(const QueryOptions& o, const nk::RunEnv& env) {
   out.attr("/", "scanned_fraction", fraction);
   out.attr("/", "method", o.method);
   out.attr("/", "device", gpu ? "cuda" : "cpu");
-  if (gpu) {
-    out.attr("/", "prepare_seconds", gpu_time.prepare);
-    out.attr("/", "upload_seconds", gpu_time.upload);
-    out.attr("/", "setup_seconds", gpu_time.setup);
-    out.attr("/", "download_seconds", gpu_time.download);
-  }
+  if (gpu) nk::kernels::write_timing(out, gpu_time);
   if (o.compare_dense) {
     out.attr("/", "dense_seconds", dense_seconds);
     out.attr("/", "recall", recall);

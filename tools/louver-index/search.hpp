@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "louver-index/codes.hpp"
+#include "nk/kernels/cuda_call.hpp"
 
 namespace louver {
 
@@ -81,12 +82,8 @@ double mass_threshold(const HeadIndex& head, const float* query, int64_t dims, d
 /// Dense exact scan (the reference and the baseline): same result as search().
 SearchResult dense_scan(const HeadIndex& head, const float* query, int64_t dims, double threshold);
 
-/// Where the GPU's time went, in seconds: the per-query tables on the CPU,
-/// copies to the device, set-up, the search itself (the fastest of 'repeats'
-/// runs) and copies back.
-struct GpuTiming {
-  double prepare = 0, upload = 0, setup = 0, compute = 0, download = 0;
-};
+/// Where the GPU's time went (prepare: the per-query tables on the CPU).
+using nk::kernels::GpuTiming;
 
 /// search() (dense = false) or dense_scan() (dense = true) of 'count' queries
 /// [count, d] of one KV head on the GPU, in one call to the CUDA module: the

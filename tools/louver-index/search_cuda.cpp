@@ -3,21 +3,17 @@
 // norms, cut and float error unit are prepared here by prepare_query, exactly
 // as search() prepares them, so the GPU takes the CPU's decisions.
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <limits>
 
 #include "nk/error.hpp"
 #include "nk/kernels/cuda_call.hpp"
+#include "nk/timer.hpp"
 #include "louver-index/search.hpp"
 
 namespace louver {
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 /// Where the module hands the hits: each goes to its query's list.
 struct HitSink {
@@ -44,7 +40,7 @@ std::vector<SearchResult> search_cuda(const HeadIndex& head, const Subspaces& su
                                       const double* thresholds, bool dense, int repeats, GpuTiming* timing) {
   const int64_t dims = sub.dims, s_count = sub.count(), n = head.size(dims), coded = head.coded;
   const nk_cuda_louver& api = nk::kernels::cuda_family<nk_cuda_louver>("louver-index search");
-  const auto start = std::chrono::steady_clock::now();
+  const nk::Stopwatch watch;
   const auto rows = static_cast<size_t>(count);
   std::vector<double> cut(rows), prune_cut(rows), unit(rows);
   std::vector<float> tables, q_norm, q_rest(rows);
@@ -87,7 +83,7 @@ std::vector<SearchResult> search_cuda(const HeadIndex& head, const Subspaces& su
   } else {
     for (int64_t m = 0; m < count; ++m) unit[static_cast<size_t>(m)] = float_error_unit(queries + m * dims, dims);
   }
-  const double prepare = seconds_since(start);
+  const double prepare = watch.seconds();
 
   std::vector<SearchResult> results(rows);
   std::vector<long> scanned(rows);
@@ -106,7 +102,10 @@ std::vector<SearchResult> search_cuda(const HeadIndex& head, const Subspaces& su
     results[m].scanned = scanned[m];
     std::sort(results[m].hits.begin(), results[m].hits.end(), [](const Hit& a, const Hit& b) { return a.id < b.id; });
   }
-  if (timing) *timing = {prepare, t.upload_ms / 1e3, t.setup_ms / 1e3, t.compute_ms / 1e3, t.download_ms / 1e3};
+  if (timing) {
+    *timing = GpuTiming::from(t);
+    timing->prepare = prepare;
+  }
   return results;
 }
 

@@ -16,28 +16,13 @@
 
 namespace nk::data {
 
-namespace {
-
-/// Parses --resize WxH.
-std::pair<int, int> parse_size(const std::string& text) {
-  int width = 0, height = 0;
-  char x = 0, rest = 0;
-  if (std::sscanf(text.c_str(), "%d%c%d%c", &width, &x, &height, &rest) != 3 || x != 'x' || width < 1 ||
-      height < 1 || width > 65536 || height > 65536) {
-    throw usage_error("--resize: expected WxH such as 256x256, got '" + text + "'");
-  }
-  return {width, height};
-}
-
-}  // namespace
-
 void import_images(const ImportImagesOptions& options) {
   if (options.inputs.empty()) throw usage_error("import: give at least one image file");
   if (std::count(options.inputs.begin(), options.inputs.end(), "-") > 1) {
     throw usage_error("import: standard input ('-') can be given once");
   }
   const bool resize = !options.resize.empty();
-  const auto [resize_width, resize_height] = resize ? parse_size(options.resize) : std::pair<int, int>{0, 0};
+  const auto [resize_width, resize_height] = resize ? nk::parse_size(options.resize, "--resize") : std::pair<int, int>{0, 0};
   // "auto" is RGB as soon as one image has colour: read every header first so
   // that each image is decoded straight into the stack, never all held twice.
   const bool from_stdin = std::count(options.inputs.begin(), options.inputs.end(), "-") == 1;

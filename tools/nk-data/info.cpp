@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "nk/h5.hpp"
+#include "nk/table.hpp"
 #include "nk-data/nk_data.hpp"
 
 namespace nk::data {
@@ -46,10 +47,6 @@ std::string one_line(const std::string& text) {
   return out;
 }
 
-std::string padded(const std::string& text, size_t width) {
-  return text.size() >= width ? text : text + std::string(width - text.size(), ' ');
-}
-
 }  // namespace
 
 void info(const InfoOptions& options) {
@@ -76,32 +73,26 @@ void info(const InfoOptions& options) {
           << ", \"units\": " << json_string(d.units) << "}";
     }
     out << (datasets.empty() ? "]\n}\n" : "\n  ]\n}\n");
-  } else if (format == "tsv") {
-    out << "kind\tname\tshape\tdtype\tdims\tunits\tvalue\n";
-    for (const h5::AttrValue& a : attributes) out << "attribute\t" << a.name << "\t\t\t\t\t" << one_line(a.text) << "\n";
-    for (const h5::DatasetInfo& d : datasets) {
-      out << "dataset\t" << d.path << "\t" << nk::h5::shape_text(d.shape) << "\t" << d.type_text << "\t" << d.dims << "\t"
-          << d.units << "\t\n";
-    }
-  } else {
-    out << "file: " << (options.input == "-" ? "(standard input)" : options.input) << "\n";
-    size_t name_width = 4;
-    for (const h5::AttrValue& a : attributes) name_width = std::max(name_width, a.name.size());
-    for (const h5::AttrValue& a : attributes) out << "  " << padded(a.name, name_width) << "  " << one_line(a.text) << "\n";
-    size_t path_width = 7, shape_width = 5;
-    for (const h5::DatasetInfo& d : datasets) {
-      path_width = std::max(path_width, d.path.size());
-      shape_width = std::max(shape_width, nk::h5::shape_text(d.shape).size());
-    }
-    out << "\n  " << padded("DATASET", path_width) << "  " << padded("SHAPE", shape_width) << "  "
-        << padded("DTYPE", 10) << "  " << padded("DIMS", 8) << "  UNITS\n";
-    for (const h5::DatasetInfo& d : datasets) {
-      out << "  " << padded(d.path, path_width) << "  " << padded(nk::h5::shape_text(d.shape), shape_width) << "  "
-          << padded(d.type_text, 10) << "  " << padded(d.dims.empty() ? "-" : d.dims, 8) << "  "
-          << (d.units.empty() ? "-" : d.units) << "\n";
-    }
+    std::cout << out.str() << std::flush;
+    return;
   }
-  std::cout << out.str() << std::flush;
+  using Layout = nk::Table::Layout;
+  std::vector<std::vector<std::string>> rows;
+  if (format == "tsv") {
+    for (const h5::AttrValue& a : attributes) rows.push_back({"attribute", a.name, "", "", "", "", one_line(a.text)});
+    for (const h5::DatasetInfo& d : datasets)
+      rows.push_back({"dataset", d.path, nk::h5::shape_text(d.shape), d.type_text, d.dims, d.units, ""});
+    nk::Table::print(stdout, {"kind", "name", "shape", "dtype", "dims", "units", "value"}, rows, Layout::tsv);
+    return;
+  }
+  std::printf("file: %s\n", options.input == "-" ? "(standard input)" : options.input.c_str());
+  for (const h5::AttrValue& a : attributes) rows.push_back({a.name, one_line(a.text)});
+  nk::Table::print(stdout, {"ATTRIBUTE", "VALUE"}, rows, Layout::aligned, {1});
+  rows.clear();
+  for (const h5::DatasetInfo& d : datasets)
+    rows.push_back({d.path, nk::h5::shape_text(d.shape), d.type_text, d.dims.empty() ? "-" : d.dims, d.units.empty() ? "-" : d.units});
+  std::printf("\n");
+  nk::Table::print(stdout, {"DATASET", "SHAPE", "DTYPE", "DIMS", "UNITS"}, rows, Layout::aligned, {1, 2, 3, 4});
 }
 
 }  // namespace nk::data

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 
+#include "nk/kernels/cuda_call.hpp"
 #include "rubiconv/packing.hpp"
 #include "rubiconv/plan.hpp"
 
@@ -23,11 +24,7 @@ struct Problem {
 template <class Real>
 void apply(const Problem<Real>& problem, const Plan& plan, Real* y);
 
-/// Seconds spent by a GPU run: copies in, set-up (cuFFT plans, buffers), the
-/// computation (fastest of the repeats) and copies out.
-struct GpuTiming {
-  double upload = 0, setup = 0, compute = 0, download = 0;
-};
+using nk::kernels::GpuTiming;
 /// apply() on the GPU through the CUDA module (same plan, same result up to rounding).
 template <class Real>
 GpuTiming apply_cuda(const Problem<Real>& problem, const Plan& plan, Real* y, int repeats = 1);

@@ -44,7 +44,7 @@ GpuTiming apply_cuda(const Problem<Real>& p, const Plan& plan, Real* y, int repe
                          static_cast<long>(p.length), static_cast<long>(p.channels),
                          static_cast<long>(p.filter_length), buckets.data(), static_cast<long>(buckets.size()),
                          direct.data(), static_cast<long>(plan.direct.size()), repeats, &t);
-  return {t.upload_ms / 1e3, t.setup_ms / 1e3, t.compute_ms / 1e3, t.download_ms / 1e3};
+  return GpuTiming::from(t);
 }
 
 template <class Real>
@@ -79,7 +79,7 @@ GpuTiming grad_cuda(const Problem<Real>& p, const Plan& plan, const Real* dy, Re
                          static_cast<long>(p.filter_length), causal.data(), anti.data(),
                          static_cast<long>(causal.size()), direct.data(), static_cast<long>(plan.direct.size()),
                          repeats, &t);
-  return {t.upload_ms / 1e3, t.setup_ms / 1e3, t.compute_ms / 1e3, t.download_ms / 1e3};
+  return GpuTiming::from(t);
 }
 
 template GpuTiming grad_cuda<float>(const Problem<float>&, const Plan&, const float*, float*, float*, float*, int);

@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <sstream>
+#include <optional>
 
 #include "rubiconv/filters.hpp"
 #include "nk/context.hpp"
+#include "nk/distribution.hpp"
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
 #include "nk/log.hpp"
@@ -20,42 +21,35 @@ namespace {
 
 enum Stream : uint64_t { kStreamPacking = 1, kStreamX, kStreamDy, kStreamBias, kStreamFilters };
 
+/// Document lengths: drawn from a distribution (lognormal or fixed, as
+/// neurkit(7) spells them) or read from a file, one per line.
 struct LengthModel {
-  std::string kind;  ///< lognormal | fixed | list
-  double median = 512, sigma = 1.0;
-  int64_t fixed = 0;
+  std::optional<nk::Distribution> draw;
   std::vector<int64_t> listed;
 };
 
 LengthModel parse_lengths(const std::string& spec) {
   LengthModel model;
-  if (spec.rfind("lognormal:", 0) == 0) {
-    model.kind = "lognormal";
-    char comma = 0;
-    std::istringstream in(spec.substr(10));
-    if (!(in >> model.median >> comma >> model.sigma) || comma != ',' || !(in >> std::ws).eof() ||
-        model.median < 1 || model.sigma < 0 || !std::isfinite(model.median) || !std::isfinite(model.sigma)) {
-      throw nk::usage_error("--doc-lengths: expected lognormal:MEDIAN,SIGMA with MEDIAN >= 1, got '" + spec + "'");
-    }
-  } else if (spec.rfind("fixed:", 0) == 0) {
-    model.kind = "fixed";
-    std::istringstream in(spec.substr(6));
-    if (!(in >> model.fixed) || !(in >> std::ws).eof() || model.fixed < 1) throw nk::usage_error("--doc-lengths: expected fixed:N with N >= 1, got '" + spec + "'");
-  } else {
-    model.kind = "list";
-    if (spec.find(':') != std::string::npos && !std::ifstream(spec)) {
-      throw nk::usage_error("--doc-lengths: expected lognormal:MEDIAN,SIGMA, fixed:N or a file, got '" + spec + "'");
-    }
-    std::ifstream in(spec);
-    if (!in) throw nk::io_error(spec, "cannot open the --doc-lengths file");
-    int64_t value = 0;
-    while (in >> value) {
-      if (value < 1) throw nk::input_error(spec, "", "document lengths must be >= 1, found " + std::to_string(value));
-      model.listed.push_back(value);
-    }
-    if (!in.eof()) throw nk::input_error(spec, "", "expected one integer length per line");
-    if (model.listed.empty()) throw nk::input_error(spec, "", "no document lengths");
+  if (spec.rfind("lognormal:", 0) == 0 || spec.rfind("fixed:", 0) == 0) {
+    model.draw.emplace("--doc-lengths", spec, std::vector<std::string>{"lognormal", "fixed"});
+    const double first = model.draw->args()[0];
+    if (first < 1 || (model.draw->name() == "fixed" && first != std::floor(first)))
+      throw nk::usage_error("--doc-lengths: expected lognormal:MEDIAN,SIGMA with MEDIAN >= 1 or fixed:N with an integer N >= 1; got '" +
+                            spec + "'");
+    return model;
   }
+  if (spec.find(':') != std::string::npos && !std::ifstream(spec)) {
+    throw nk::usage_error("--doc-lengths: expected lognormal:MEDIAN,SIGMA, fixed:N or a file, got '" + spec + "'");
+  }
+  std::ifstream in(spec);
+  if (!in) throw nk::io_error(spec, "cannot open the --doc-lengths file");
+  int64_t value = 0;
+  while (in >> value) {
+    if (value < 1) throw nk::input_error(spec, "", "document lengths must be >= 1, found " + std::to_string(value));
+    model.listed.push_back(value);
+  }
+  if (!in.eof()) throw nk::input_error(spec, "", "expected one integer length per line");
+  if (model.listed.empty()) throw nk::input_error(spec, "", "no document lengths");
   return model;
 }
 
@@ -63,14 +57,7 @@ std::vector<Document> pack_row(const LengthModel& model, int64_t length, nk::Rng
   std::vector<Document> row;
   size_t next = 0;
   for (int64_t position = 0; position < length;) {
-    int64_t n = 0;
-    if (model.kind == "lognormal") {
-      n = std::llround(std::exp(std::log(model.median) + model.sigma * rng.normal()));
-    } else if (model.kind == "fixed") {
-      n = model.fixed;
-    } else {
-      n = model.listed[next++ % model.listed.size()];
-    }
+    int64_t n = model.draw ? std::llround((*model.draw)(rng)) : model.listed[next++ % model.listed.size()];
     n = std::clamp<int64_t>(n, 1, length - position);  // the last document is cut at L
     row.push_back({position, position + n});
     position += n;

@@ -20,8 +20,7 @@ int main(int argc, char** argv) {
     verb->add_option("--tile", run.plan.tile, "Overlap-save FFT size for long documents with short filters")
         ->check(CLI::Range(64, 1 << 26));
     verb->add_option("--chunk-mib", chunk_mib, "Work buffer per thread and task of FFT rows, in MiB")->check(CLI::Range(1, 1 << 16));
-    verb->add_option("--repeats", run.repeats, "Compute this many times and report the fastest (timing)")
-        ->check(CLI::Range(int64_t{1}, int64_t{1000}));
+    nk::cli::App::add_repeats(*verb, run.repeats);
     cli.add_shard(*verb);
   };
   CLI::App* apply = cli.add_verb("apply", "y = per-document causal convolution of /x with /k");

@@ -33,7 +33,7 @@ struct RunOptions {
   Method method = Method::rubiconv;
   bool skip = false;  ///< add /bias[h] * x (Hyena's D term)
   PlanOptions plan;
-  int64_t repeats = 1;  ///< run the computation this many times, report the fastest
+  int repeats = 1;  ///< run the computation this many times, report the fastest
 };
 /// Rows env.shard of the batch; on the GPU when env.cuda().
 void run_apply(const RunOptions& options, const nk::RunEnv& env);

@@ -1,6 +1,5 @@
 // run.cpp - rubiconv apply / grad: read and check the input file, run the
 // method, write the output file.
-#include <chrono>
 
 #include "rubiconv/engine.hpp"
 #include "nk/context.hpp"
@@ -8,6 +7,7 @@
 #include "nk/h5.hpp"
 #include "nk/log.hpp"
 #include "nk/shard.hpp"
+#include "nk/timer.hpp"
 #include "rubiconv/rubiconv.hpp"
 
 namespace rubiconv {
@@ -120,11 +120,7 @@ void describe(nk::h5::Writer& out, const Plan& plan, double seconds, bool cuda, 
   out.attr("/", "plan", plan.summary());
   out.attr("/", "compute_seconds", seconds);
   out.attr("/", "device", cuda ? "cuda" : "cpu");
-  if (cuda) {
-    out.attr("/", "upload_seconds", gpu.upload);
-    out.attr("/", "setup_seconds", gpu.setup);
-    out.attr("/", "download_seconds", gpu.download);
-  }
+  if (cuda) nk::kernels::write_timing(out, gpu);
 }
 
 template <class Real>
@@ -132,22 +128,16 @@ void apply_typed(const nk::h5::File& file, const RunOptions& o, const nk::RunEnv
   const Inputs<Real> in = load<Real>(file, o, env.shard, false);
   nk::h5::Writer out(o.output, kOutputSchema, o.no_clobber);
   std::vector<Real> y(static_cast<size_t>(in.batch * in.length * in.channels));
-  const auto start = std::chrono::steady_clock::now();
+  const nk::Stopwatch watch;
   const Plan plan = make_plan(o.method, in.packing, in.filter_length, o.plan);
-  const double plan_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double plan_seconds = watch.seconds();
   double seconds = 0;
   GpuTiming gpu;
   if (env.cuda()) {
-    gpu = apply_cuda(in.problem(), plan, y.data(), static_cast<int>(o.repeats));
+    gpu = apply_cuda(in.problem(), plan, y.data(), o.repeats);
     seconds = plan_seconds + gpu.compute;
   } else {
-    for (int64_t r = 0; r < o.repeats; ++r) {
-      const auto t0 = std::chrono::steady_clock::now();
-      apply(in.problem(), plan, y.data());
-      const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      seconds = r == 0 ? t : std::min(seconds, t);
-    }
-    seconds += plan_seconds;
+    seconds = plan_seconds + nk::best_seconds(o.repeats, [&] { apply(in.problem(), plan, y.data()); });
   }
   out.write("/y", y.data(), {in.batch, in.length, in.channels}, "B,L,H");
   describe(out, plan, seconds, env.cuda(), gpu);
@@ -165,23 +155,19 @@ void grad_typed(const nk::h5::File& file, const RunOptions& o, const nk::RunEnv&
   const Inputs<Real> in = load<Real>(file, o, env.shard, true);
   nk::h5::Writer out(o.output, kGradSchema, o.no_clobber);
   std::vector<Real> dx(in.x.data.size()), dk(in.k.data.size()), dbias(static_cast<size_t>(in.channels));
-  const auto start = std::chrono::steady_clock::now();
+  const nk::Stopwatch watch;
   const Plan plan = make_plan(o.method, in.packing, in.filter_length, o.plan);
-  const double plan_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double plan_seconds = watch.seconds();
   double seconds = 0;
   GpuTiming gpu;
   if (env.cuda()) {
     gpu = grad_cuda(in.problem(), plan, in.dy.data.data(), dx.data(), dk.data(), o.skip ? dbias.data() : nullptr,
-                    static_cast<int>(o.repeats));
+                    o.repeats);
     seconds = plan_seconds + gpu.compute;
   } else {
-    for (int64_t r = 0; r < o.repeats; ++r) {
-      const auto t0 = std::chrono::steady_clock::now();
+    seconds = plan_seconds + nk::best_seconds(o.repeats, [&] {
       grad(in.problem(), plan, in.dy.data.data(), dx.data(), dk.data(), o.skip ? dbias.data() : nullptr);
-      const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      seconds = r == 0 ? t : std::min(seconds, t);
-    }
-    seconds += plan_seconds;
+    });
   }
   out.write("/dx", dx.data(), {in.batch, in.length, in.channels}, "B,L,H");
   out.write("/dk", dk.data(), {in.channels, in.filter_length}, "H,Lk");

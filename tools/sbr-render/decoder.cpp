@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <numeric>
 
@@ -19,6 +18,7 @@
 #include "nk/nn/optim.hpp"
 #include "nk/progress.hpp"
 #include "nk/rng.hpp"
+#include "nk/timer.hpp"
 
 namespace sbr {
 
@@ -450,12 +450,11 @@ void train_decoder(const TrainDecoderOptions& o, const nk::RunEnv& env) {
   const int64_t values = int64_t(kWindow) * kWindow * 3;
   const double r = kWindow / 2.0;  // window half-size in window pixels
   nk::Progress progress("train-decoder", o.steps);
-  const auto start = std::chrono::steady_clock::now();
+  const nk::Stopwatch watch;
   double recent = 0, recent_gain = 0, recent_before = 0;
   std::vector<Sample> batch(size_t(o.batch));
   for (int step = 0; step < o.steps; ++step) {
-    // Cosine decay to a tenth of the rate.
-    adam.set_learning_rate(o.learning_rate * (0.1 + 0.45 * (1 + std::cos(3.14159265358979 * step / o.steps))));
+    adam.set_learning_rate(nk::cosine_rate(o.learning_rate, double(step) / o.steps, 0.1));  // to a tenth of the rate
     Eigen::MatrixXf x(o.batch, Decoder::kInputs);
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int b = 0; b < o.batch; ++b) {
@@ -533,7 +532,7 @@ void train_decoder(const TrainDecoderOptions& o, const nk::RunEnv& env) {
     progress.update(step + 1);
   }
   progress.finish();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = watch.seconds();
   spdlog::info("trained {} parameters in {:.1f} s: window loss {:.5f}, gain RMS error {:.4f}", d.parameter_count(), seconds,
                recent, std::sqrt(recent_gain));
   save_decoder(o.output, o.no_clobber, d,

@@ -25,15 +25,6 @@ nk::data::Options target_options() {
 
 }  // namespace
 
-std::pair<int, int> parse_size(const std::string& text, const std::string& option) {
-  int width = 0, height = 0;
-  char x = 0, rest = 0;
-  if (std::sscanf(text.c_str(), "%d%c%d%c", &width, &x, &height, &rest) != 3 || x != 'x' || width < 1 ||
-      height < 1 || width > 65536 || height > 65536)
-    throw nk::usage_error(option + ": expected WxH such as 512x512 (1 to 65536), got '" + text + "'");
-  return {width, height};
-}
-
 Target to_target(const nk::Image& image, const std::string& name) {
   if (image.width <= 0 || image.height <= 0) throw nk::input_error(name, "", "image of zero size");
   const nk::Image rgb = nk::convert_channels(image, 3);

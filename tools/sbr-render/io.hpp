@@ -58,7 +58,4 @@ std::vector<PaintingRecord> read_strokes(const std::string& path);
 std::string to_svg(const Painting& painting, int width, int height);
 void save_text(const std::string& path, const std::string& text, bool no_clobber);
 
-/// "WxH" -> (width, height); exit 2 unless both are in [1, 65536].
-std::pair<int, int> parse_size(const std::string& text, const std::string& option);
-
 }  // namespace sbr

@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   CLI::App* render = cli.add_verb("render", "Rasterise a strokes file at any size, as PNG and/or SVG");
   nk::cli::App::add_input(*render, rd.input, "strokes file written by paint")->required();
   render->add_option("-o,--output", rd.output, "PNG file ('-' = standard output)");
-  render->add_flag("--no-clobber", rd.no_clobber, "Refuse to overwrite existing output files");
+  nk::cli::App::add_no_clobber(*render, rd.no_clobber);
   render->add_option("--svg", rd.svg, "SVG file");
   render->add_option("--size", rd.size, "Output size WxH (default: the canvas)");
   render->add_option("--index", rd.index, "Painting K of the file")->check(CLI::NonNegativeNumber);
@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   speed->add_option("--size", sp.size, "Render size WxH (default: the canvas)");
   speed->add_option("--index", sp.index, "Painting K of the file")->check(CLI::NonNegativeNumber);
   speed->add_option("--segments", sp.segments, "Polyline segments per stroke in the brute-force renderer")->check(CLI::Range(1, 4096));
-  speed->add_option("--repeat", sp.repeat, "Runs per timing (the best is reported)")->check(CLI::Range(1, 1000));
+  nk::cli::App::add_repeats(*speed, sp.repeats);
   speed->add_flag("!--no-brute", sp.brute, "Skip the brute-force renderer");
 
   sbr::TrainDecoderOptions td;

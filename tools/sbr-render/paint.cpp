@@ -3,13 +3,13 @@
 
 #include <Eigen/Core>
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <numeric>
 
 #include "nk/image.hpp"
 #include "nk/log.hpp"
 #include "nk/nn/optim.hpp"
+#include "nk/timer.hpp"
 
 namespace sbr {
 
@@ -322,7 +322,7 @@ bool bound_colour(Stroke& stroke, const StrokeFootprint& footprint, double bound
 
 PaintReport optimise(Painting& painting, const Target& target, const PaintConfig& config,
                      const std::function<void(int, int)>& on_step) {
-  const auto start = std::chrono::steady_clock::now();
+  const nk::Stopwatch watch;
   PaintReport report;
   nk::Rng rng = nk::Rng(config.seed).split(0x5b7);
   const auto units = units_for(painting.width, painting.height);
@@ -440,7 +440,7 @@ PaintReport optimise(Painting& painting, const Target& target, const PaintConfig
       }
       // Cosine decay within a level, from the rate to a tenth of it.
       const double phase = level.iterations > 1 ? double(it) / (level.iterations - 1) : 1.0;
-      adam.set_learning_rate(config.learning_rate * (0.1 + 0.45 * (1 + std::cos(kPi * phase))));
+      adam.set_learning_rate(nk::cosine_rate(config.learning_rate, phase, 0.1));
       // No re-spawning in the last fifth of the finest scale: new strokes need
       // time to settle, or they end up as the painting's worst strokes.
       const bool audit_now = audited && (it + 1) % config.audit_every == 0 &&
@@ -514,7 +514,7 @@ PaintReport optimise(Painting& painting, const Target& target, const PaintConfig
   report.pruned += report.repaired;
   const RenderSpec full{painting.width, painting.height, config.softness, config.threads};
   report.loss = render_backward(painting, full, target.pixels, config.loss, grad, gbg);
-  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.seconds = watch.seconds();
   return report;
 }
 

@@ -1,7 +1,5 @@
 // run.cpp - the verbs: files in, method, files out.
-#include <unistd.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +14,8 @@
 #include "nk/metrics.hpp"
 #include "nk/progress.hpp"
 #include "nk/shard.hpp"
+#include "nk/table.hpp"
+#include "nk/timer.hpp"
 #include "sbr-render/sbr.hpp"
 
 namespace sbr {
@@ -63,7 +63,7 @@ void write_frames(const std::string& dir, const Painting& p, int width, int heig
 }
 
 std::pair<int, int> output_size(const std::string& size, const Painting& p) {
-  const auto wh = size.empty() ? std::pair<int, int>{p.width, p.height} : parse_size(size, "--size");
+  const auto wh = size.empty() ? std::pair<int, int>{p.width, p.height} : nk::parse_size(size, "--size");
   // The image and a copy of it in float RGB, refused before allocating.
   const double bytes = double(wh.first) * wh.second * 3 * sizeof(float) * 2;
   if (bytes > nk::h5::available_memory_bytes())
@@ -190,10 +190,9 @@ void audit_verb(const AuditOptions& o, const nk::RunEnv& env) {
                                               std::to_string(r.painting.height));
     verdicts.push_back(audit(r.painting, target, o.rule, 0.5, env.threads));
   }
-  const bool tty = isatty(STDOUT_FILENO);
   int64_t strokes = 0, defective = 0;
-  if (!o.summary) std::printf(tty ? "%6s %8s %10s %8s %8s %12s  %s\n" : "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", "item", "stroke", "area",
-                              "visible", "colour", "loss_delta", "defects");
+  nk::Table table(stdout, {"item", "stroke", "area", "visible", "colour", "loss_delta", "defects"}, {4, 6, 10, 8, 8, 12});
+  if (!o.summary) table.header();
   for (size_t k = 0; k < which.size(); ++k) {
     const PaintingRecord& r = records[which[k]];
     const std::vector<StrokeAudit>& verdict = verdicts[k];
@@ -201,9 +200,9 @@ void audit_verb(const AuditOptions& o, const nk::RunEnv& env) {
       const StrokeAudit& a = verdict[s];
       defective += a.defects != kGood;
       if (!o.summary)
-        std::printf(tty ? "%6lld %8zu %10.2f %8.4f %8.4f %12.4g  %s\n" : "%lld\t%zu\t%.4f\t%.6f\t%.6f\t%.6g\t%s\n",
-                    static_cast<long long>(r.item), s, a.area, a.visible, a.colour_error, a.loss_delta,
-                    defect_names(a.defects).c_str());
+        table.row({nk::cell(static_cast<long long>(r.item)), nk::cell(static_cast<long long>(s)), nk::cell(a.area, "%.4f"),
+                   nk::cell(a.visible, "%.6f"), nk::cell(a.colour_error, "%.6f"), nk::cell(a.loss_delta, "%.6g"),
+                   defect_names(a.defects)});
     }
     strokes += int64_t(verdict.size());
   }
@@ -227,16 +226,7 @@ void speed_verb(const SpeedOptions& o, const nk::RunEnv& env) {
   } else {
     target = {w, h, RGB(size_t(w) * h * 3, 0.5f)};
   }
-  using clock = std::chrono::steady_clock;
-  auto best_of = [&](auto&& fn) {
-    double best = INFINITY;
-    for (int r = 0; r < o.repeat; ++r) {
-      const auto t0 = clock::now();
-      fn();
-      best = std::min(best, std::chrono::duration<double>(clock::now() - t0).count());
-    }
-    return best;
-  };
+  const auto best_of = [&](auto&& fn) { return nk::best_seconds(o.repeats, fn); };
   std::vector<float> grad, grad_brute;
   std::array<float, 3> gbg, gbg_brute;
   RenderStats stats;

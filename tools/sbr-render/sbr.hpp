@@ -39,7 +39,7 @@ void audit_verb(const AuditOptions& o, const nk::RunEnv& env);
 struct SpeedOptions {
   std::string input, target, size;
   int64_t index = 0;
-  int segments = 16, repeat = 3;
+  int segments = 16, repeats = 3;
   bool brute = true;
 };
 void speed_verb(const SpeedOptions& o, const nk::RunEnv& env);

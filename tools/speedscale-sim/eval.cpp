@@ -12,6 +12,7 @@
 #include "nk/log.hpp"
 #include "nk/plot.hpp"
 #include "nk/progress.hpp"
+#include "nk/table.hpp"
 #include "nk/rng.hpp"
 #include "speedscale-sim/solve_common.hpp"
 
@@ -129,9 +130,9 @@ void eval(const EvalOptions& o, const nk::RunEnv& env) {
     col_eps.push_back(row.eps), col_noise.push_back(row.noise), col_eta.push_back(eta), col_mean.push_back(mean),
         col_max.push_back(top), col_feasible.push_back(row.feasible), col_algo.push_back(row.algorithm),
         col_corruption.push_back(row.corruption.empty() ? (predicted ? "noise" : "none") : row.corruption);
-    table.push_back({row.algorithm, predicted ? fmt(row.eps, "%g") : "-", col_corruption.back(),
-                     predicted && row.corruption.empty() ? fmt(row.noise, "%g") : "-", predicted ? fmt(eta, "%.4f") : "-",
-                     fmt(mean, "%.4f"), fmt(top, "%.4f"), std::to_string(row.feasible) + "/" + std::to_string(k)});
+    table.push_back({row.algorithm, predicted ? nk::cell(row.eps, "%g") : "-", col_corruption.back(),
+                     predicted && row.corruption.empty() ? nk::cell(row.noise, "%g") : "-", predicted ? nk::cell(eta, "%.4f") : "-",
+                     nk::cell(mean, "%.4f"), nk::cell(top, "%.4f"), std::to_string(row.feasible) + "/" + std::to_string(k)});
   }
   nk::h5::Writer out(o.output, kEvalSchema, o.no_clobber);
   const int64_t n_rows = static_cast<int64_t>(rows.size());
@@ -163,7 +164,7 @@ void eval(const EvalOptions& o, const nk::RunEnv& env) {
     for (double eps : epss) {
       for (const std::string& a : algos) {
         if (!algorithm_needs_prediction(a)) continue;
-        nk::plot::Series s{a + (epss.size() > 1 ? " eps=" + fmt(eps, "%g") : ""), {}, {}, false};
+        nk::plot::Series s{a + (epss.size() > 1 ? " eps=" + nk::cell(eps, "%g") : ""), {}, {}, false};
         for (size_t r = 0; r < rows.size(); ++r) {
           if (rows[r].algorithm == a && rows[r].eps == eps && rows[r].corruption.empty()) {
             s.x.push_back(col_eta[r]);
@@ -175,7 +176,7 @@ void eval(const EvalOptions& o, const nk::RunEnv& env) {
     }
     write_text(o.plot,
                nk::plot::line_plot_svg({"Energy / OPT vs prediction error (" + std::to_string(k) + " instances, alpha " +
-                                            fmt(o.params.alpha, "%g") + ")",
+                                            nk::cell(o.params.alpha, "%g") + ")",
                                         "prediction error eta = ||s_hat - s_opt||_alpha / ||s_opt||_alpha", "mean energy ratio",
                                         false, false},
                                        series),
@@ -190,7 +191,7 @@ void eval(const EvalOptions& o, const nk::RunEnv& env) {
     p.eps = epss.front();
     for (const std::string& a : {std::string("yds"), std::string("avr"), std::string("oa"), std::string("pred-dynamic")}) {
       const Profile s = run_algorithm(a, inst, &pred, p);
-      series.push_back({a == "pred-dynamic" ? a + " (noise " + fmt(noise, "%g") + ")" : a, s.t, s.speed, true});
+      series.push_back({a == "pred-dynamic" ? a + " (noise " + nk::cell(noise, "%g") + ")" : a, s.t, s.speed, true});
     }
     write_text(o.profile_plot,
                nk::plot::line_plot_svg({"Speed profiles of instance " + inst.name + " (" + std::to_string(inst.size()) + " jobs)",
@@ -200,7 +201,7 @@ void eval(const EvalOptions& o, const nk::RunEnv& env) {
   }
   out.commit();
   if (nk::log::chatty()) {
-    print_table(o.output == "-" ? stderr : stdout,
+    nk::Table::print(o.output == "-" ? stderr : stdout,
                 {"algorithm", "eps", "prediction", "noise", "eta", "mean_ratio", "max_ratio", "feasible"}, table);
   }
   if (missed) throw nk::Error(nk::Exit::runtime, std::to_string(missed) + " schedule(s) missed a deadline");

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "nk/context.hpp"
+#include "nk/distribution.hpp"
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
 #include "nk/log.hpp"
@@ -18,67 +19,14 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-/// "name:a,b,..." -> name and numbers.
-struct Spec {
-  std::string name;
-  std::vector<double> args;
-};
-
-Spec parse_spec(const std::string& option, const std::string& text) {
-  Spec spec;
-  const size_t colon = text.find(':');
-  spec.name = text.substr(0, colon);
-  if (colon != std::string::npos) {
-    std::stringstream in(text.substr(colon + 1));
-    std::string item;
-    while (std::getline(in, item, ',')) {
-      try {
-        size_t used = 0;
-        spec.args.push_back(std::stod(item, &used));
-        if (used != item.size()) throw std::invalid_argument(item);
-      } catch (const std::exception&) {
-        throw nk::usage_error(option + " '" + text + "': '" + item + "' is not a number");
-      }
-      if (!std::isfinite(spec.args.back())) throw nk::usage_error(option + " '" + text + "': numbers must be finite");
-    }
-  }
-  return spec;
-}
-
-double arg(const Spec& s, size_t i, double fallback) { return i < s.args.size() ? s.args[i] : fallback; }
-
-/// A positive random number from "lognormal:MU,SIGMA", "uniform:A,B", "fixed:X" or "pareto:XM,SHAPE".
-class Draw {
- public:
-  Draw(const std::string& option, const std::string& text) : option_(option), spec_(parse_spec(option, text)) {
-    const std::string& n = spec_.name;
-    const bool ok = (n == "lognormal" && spec_.args.size() == 2 && spec_.args[1] >= 0) ||
-                    (n == "uniform" && spec_.args.size() == 2 && spec_.args[0] > 0 && spec_.args[1] >= spec_.args[0]) ||
-                    (n == "fixed" && spec_.args.size() == 1 && spec_.args[0] > 0) ||
-                    (n == "pareto" && spec_.args.size() == 2 && spec_.args[0] > 0 && spec_.args[1] > 0);
-    if (!ok) {
-      throw nk::usage_error(option + " '" + text + "': expected lognormal:MU,SIGMA, uniform:A,B (0 < A <= B), fixed:X (> 0) or pareto:XM,SHAPE");
-    }
-  }
-  double operator()(nk::Rng& rng) const {
-    const std::string& n = spec_.name;
-    if (n == "lognormal") return std::exp(spec_.args[0] + spec_.args[1] * rng.normal());
-    if (n == "uniform") return spec_.args[0] + (spec_.args[1] - spec_.args[0]) * rng.uniform();
-    if (n == "fixed") return spec_.args[0];
-    return spec_.args[0] / std::pow(1.0 - rng.uniform(), 1.0 / spec_.args[1]);
-  }
-
- private:
-  std::string option_;
-  Spec spec_;
-};
+using nk::Spec;
 
 double exponential(nk::Rng& rng, double rate) { return -std::log(1.0 - rng.uniform()) / rate; }
 
 std::vector<double> arrivals(const std::string& text, int64_t n, nk::Rng& rng) {
-  const Spec s = parse_spec("--arrivals", text);
+  const Spec s = nk::parse_spec("--arrivals", text);
   std::vector<double> r(static_cast<size_t>(n));
-  const double rate = arg(s, 0, 1.0);
+  const double rate = s.arg(0, 1.0);
   if (!(rate > 0)) throw nk::usage_error("--arrivals '" + text + "': the rate must be > 0");
   if (s.name == "poisson") {
     double t = 0;
@@ -90,7 +38,7 @@ std::vector<double> arrivals(const std::string& text, int64_t n, nk::Rng& rng) {
   } else if (s.name == "bursty") {
     // bursty:RATE,FACTOR,MEAN_PHASE: calm phases at RATE alternate with bursts
     // at FACTOR * RATE; phase lengths are exponential with mean MEAN_PHASE.
-    const double factor = arg(s, 1, 10.0), phase = arg(s, 2, 10.0 / rate);
+    const double factor = s.arg(1, 10.0), phase = s.arg(2, 10.0 / rate);
     if (!(factor >= 1) || !(phase > 0)) throw nk::usage_error("--arrivals bursty:RATE,FACTOR,PHASE needs FACTOR >= 1, PHASE > 0");
     double t = 0, phase_end = exponential(rng, 1.0 / phase);
     bool burst = false;
@@ -109,7 +57,7 @@ std::vector<double> arrivals(const std::string& text, int64_t n, nk::Rng& rng) {
     }
   } else if (s.name == "diurnal") {
     // diurnal:RATE,PERIOD: rate RATE (1 + 0.9 sin(2 pi t / PERIOD)), by thinning.
-    const double period = arg(s, 1, 24.0);
+    const double period = s.arg(1, 24.0);
     if (!(period > 0)) throw nk::usage_error("--arrivals diurnal:RATE,PERIOD needs PERIOD > 0");
     double t = 0;
     for (double& x : r) {
@@ -231,7 +179,7 @@ void gen(const GenOptions& o, const nk::RunEnv& env) {
       throw nk::usage_error("--jobs x --instances needs more memory than is available");
     }
     const nk::Rng root(env.seed);
-    const Draw work(o.adversarial.empty() ? "--work" : "--work", o.work), slack("--slack", o.slack);
+    const nk::Distribution work("--work", o.work), slack("--slack", o.slack);
     for (int64_t k = 0; k < o.instances; ++k) {
       Instance inst;
       if (!o.adversarial.empty()) {

@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   gen_verb->add_option("--jobs", gen.jobs, "Jobs per instance")->check(CLI::Range(int64_t{1}, int64_t{1} << 32));
   gen_verb->add_option("--instances", gen.instances, "Instances")->check(CLI::Range(int64_t{1}, int64_t{1} << 32));
   gen_verb->add_option("--arrivals", gen.arrivals, "poisson:RATE | uniform:RATE | bursty:RATE,FACTOR,PHASE | diurnal:RATE,PERIOD");
-  gen_verb->add_option("--work", gen.work, "Work of a job: lognormal:MU,SIGMA | uniform:A,B | fixed:W | pareto:XM,SHAPE");
+  gen_verb->add_option("--work", gen.work, "Work of a job: lognormal:MEDIAN,SIGMA | uniform:A,B | fixed:W | pareto:XM,SHAPE (neurkit(7))");
   gen_verb->add_option("--slack", gen.slack, "Window / work (d = r + w * slack), same forms as --work");
   gen_verb->add_option("--adversarial", gen.adversarial, "A bad family instead: oa (for OA, qOA, BKP) or avr")
       ->check(CLI::IsMember({"oa", "avr"}));

@@ -1,9 +1,6 @@
 // solve.cpp - run algorithms on every instance, check every schedule exactly,
 // write profiles, assignments, energies and a ratio table.
-#include <unistd.h>
-
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -15,6 +12,8 @@
 #include "nk/h5.hpp"
 #include "nk/log.hpp"
 #include "nk/progress.hpp"
+#include "nk/table.hpp"
+#include "nk/timer.hpp"
 #include "nk/shard.hpp"
 #include "speedscale-sim/solve_common.hpp"
 
@@ -95,25 +94,6 @@ Prediction PredictionFile::get(const Instance& inst, const std::vector<std::stri
   return pred;
 }
 
-void print_table(FILE* to, const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows) {
-  const bool tty = isatty(fileno(to));
-  std::vector<size_t> width(header.size());
-  for (size_t c = 0; c < header.size(); ++c) {
-    width[c] = header[c].size();
-    for (const auto& r : rows) width[c] = std::max(width[c], r[c].size());
-  }
-  auto line = [&](const std::vector<std::string>& cells) {
-    for (size_t c = 0; c < cells.size(); ++c) {
-      if (tty) std::fprintf(to, c ? "  %*s" : "%-*s", static_cast<int>(width[c]), cells[c].c_str());
-      else std::fprintf(to, c ? "\t%s" : "%s", cells[c].c_str());
-    }
-    std::fputc('\n', to);
-  };
-  line(header);
-  for (const auto& r : rows) line(r);
-  std::fflush(to);
-}
-
 std::vector<double> parse_numbers(const std::string& option, const std::string& list) {
   std::vector<double> out;
   std::stringstream in(list);
@@ -129,12 +109,6 @@ std::vector<double> parse_numbers(const std::string& option, const std::string& 
   }
   if (out.empty()) throw nk::usage_error(option + ": give at least one number");
   return out;
-}
-
-std::string fmt(double v, const char* f) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
 }
 
 void solve(const SolveOptions& o, const nk::RunEnv& env) {
@@ -174,9 +148,9 @@ void solve(const SolveOptions& o, const nk::RunEnv& env) {
     std::optional<double> opt_energy;
     for (size_t a = 0; a < a_count; ++a) {
       Result& r = results[static_cast<size_t>(i)][a];
-      const auto t0 = std::chrono::steady_clock::now();
+      const nk::Stopwatch watch;
       r.profile = run_algorithm(algos[a], inst, preds ? &per_instance[static_cast<size_t>(i)] : nullptr, o.params);
-      r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      r.seconds = watch.seconds();
       r.check = edf_check(inst, r.profile);
       r.energy = energy(r.profile, o.params.alpha);
       if (algos[a] == "yds") opt_energy = r.energy;
@@ -238,8 +212,8 @@ void solve(const SolveOptions& o, const nk::RunEnv& env) {
     out.write(s + "/ratio", ratio.data(), {static_cast<int64_t>(k)}, "K");
     out.write(s + "/feasible", feasible.data(), {static_cast<int64_t>(k)}, "K");
     out.write(s + "/seconds", secs.data(), {static_cast<int64_t>(k)}, "K", "s");
-    rows.push_back({name, std::to_string(k), fmt(ratio_sum / static_cast<double>(k), "%.4f"), fmt(ratio_max, "%.4f"),
-                    std::to_string(ok) + "/" + std::to_string(k), fmt(sec_sum, "%.4f")});
+    rows.push_back({name, std::to_string(k), nk::cell(ratio_sum / static_cast<double>(k), "%.4f"), nk::cell(ratio_max, "%.4f"),
+                    std::to_string(ok) + "/" + std::to_string(k), nk::cell(sec_sum, "%.4f")});
   }
   out.attr("/", "alpha", o.params.alpha);
   out.attr("/", "algorithms", o.algos);
@@ -247,7 +221,7 @@ void solve(const SolveOptions& o, const nk::RunEnv& env) {
   out.attr("/", "gamma", o.params.gamma);
   out.commit();
   if (nk::log::chatty()) {
-    print_table(o.output == "-" ? stderr : stdout, {"algorithm", "instances", "mean_ratio", "max_ratio", "feasible", "seconds"}, rows);
+    nk::Table::print(o.output == "-" ? stderr : stdout, {"algorithm", "instances", "mean_ratio", "max_ratio", "feasible", "seconds"}, rows);
   }
   if (infeasible_total) {
     throw nk::Error(nk::Exit::runtime, std::to_string(infeasible_total) + " schedule(s) missed a deadline (see warnings)");

@@ -30,8 +30,4 @@ class PredictionFile {
   std::optional<Profile> shared_;
 };
 
-/// An aligned table on a terminal, TSV otherwise.
-void print_table(FILE* to, const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
-std::string fmt(double v, const char* format);
-
 }  // namespace ss

@@ -112,7 +112,7 @@ struct GenOptions {
   std::string output = "-";
   bool no_clobber = false;
   int64_t jobs = 100, instances = 1;
-  std::string arrivals = "poisson:1", work = "lognormal:0,0.5", slack = "lognormal:1,0.5";
+  std::string arrivals = "poisson:1", work = "lognormal:1,0.5", slack = "lognormal:2.718281828459045,0.5";
   std::string adversarial, from_csv;
   double alpha = 3;
 };

@@ -104,8 +104,7 @@ int main(int argc, char** argv) {
   nk::cli::App::add_input(*eval_verb, eval.input, "model file");
   eval_verb->add_option("--data", eval.data, "Labelled data (/images or /vectors, /labels)");
   eval_verb->add_option("--task", eval.task, "FILE:NAME: the test split of a task from spike-sft tasks");
-  eval_verb->add_option("-o,--output", eval.output, "Also write the figures to this HDF5 file");
-  eval_verb->add_flag("--no-clobber", eval.no_clobber, "Fail instead of replacing an existing output file");
+  nk::cli::App::add_optional_output(*eval_verb, eval.output, eval.no_clobber, "the figures as HDF5");
   eval_verb->add_option("--batch", eval.batch, "Examples per forward pass")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
 
   return cli.run(argc, argv, [&] {

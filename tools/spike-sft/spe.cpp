@@ -15,48 +15,21 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <numeric>
 #include <optional>
 
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
+#include "nk/nn/optim.hpp"
 #include "nk/progress.hpp"
+#include "nk/timer.hpp"
 #include "spike-sft/base_currents.hpp"
 #include "spike-sft/spike_sft.hpp"
 
 namespace spike {
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-/// Adam over float arrays (the same update for masked and full training).
-struct FloatAdam {
-  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
-  long t = 0;
-  /// One step for n entries: p[i] -= lr mhat / (sqrt(vhat) + eps), in float
-  /// (the bias corrections folded into two constants), vectorised.
-  template <class Param>
-  void step(int64_t n, const float* g, float* m, float* v, Param&& param) const {
-    const double c1 = 1.0 - std::pow(beta1, static_cast<double>(t)), c2 = 1.0 - std::pow(beta2, static_cast<double>(t));
-    const auto b1 = static_cast<float>(beta1), b2 = static_cast<float>(beta2);
-    const auto k1 = static_cast<float>(1 - beta1), k2 = static_cast<float>(1 - beta2);
-    const auto rate = static_cast<float>(lr / c1), unbias = static_cast<float>(1 / std::sqrt(c2));
-    const auto eps = static_cast<float>(epsilon);
-#pragma omp parallel for simd schedule(static)
-    for (int64_t e = 0; e < n; ++e) {
-      const float ge = g[e];
-      const float me = b1 * m[e] + k1 * ge, ve = b2 * v[e] + k2 * ge * ge;
-      m[e] = me;
-      v[e] = ve;
-      param(e) -= rate * me / (std::sqrt(ve) * unbias + eps);
-    }
-  }
-};
 
 /// The trainable entries of one weight layer and their state.
 struct MaskedLayer {
@@ -72,7 +45,7 @@ std::vector<int32_t> select(const snn::Matrix& w, int64_t k, const std::string& 
   std::vector<int32_t> all(static_cast<size_t>(n));
   std::iota(all.begin(), all.end(), 0);
   if (method == "random") {
-    for (int64_t i = 0; i < k; ++i) std::swap(all[static_cast<size_t>(i)], all[static_cast<size_t>(i) + rng.below(static_cast<uint64_t>(n - i))]);
+    nk::shuffle_prefix(all, static_cast<size_t>(k), rng);
   } else {
     const float* data = w.data();
     const bool small = method == "spe";
@@ -159,8 +132,9 @@ void spe(const SpeOptions& o, const nk::RunEnv& env) {
   snn::Network net = base;
   const bool full = o.method == "full";
   const int64_t layers = c.layers();
-  FloatAdam adam;
-  adam.lr = o.learning_rate > 0 ? o.learning_rate : full ? 1e-3 : 1e-2;  // LoRA's factors also take 1e-2
+  nk::AdamConfig adam_config;
+  adam_config.learning_rate = o.learning_rate > 0 ? o.learning_rate : full ? 1e-3 : 1e-2;  // LoRA's factors also take 1e-2
+  nk::Adam adam(0, adam_config);  // the moments live beside the trainable entries
   // Trainable state.
   std::vector<MaskedLayer> masked(static_cast<size_t>(layers));
   std::optional<snn::DenseGradient> dense;  // full fine-tuning only: masks never hold a dense gradient
@@ -300,9 +274,9 @@ void spe(const SpeOptions& o, const nk::RunEnv& env) {
   const int64_t batches = task.train.size() / o.batch;
   std::vector<double> accuracy, epoch_seconds;
   for (int64_t epoch = 0; epoch < o.epochs; ++epoch) {
-    for (int64_t i = task.train.size() - 1; i > 0; --i) std::swap(order[static_cast<size_t>(i)], order[rng.below(static_cast<uint64_t>(i + 1))]);
+    nk::shuffle(order, rng);
     nk::Progress progress("epoch " + std::to_string(epoch + 1), batches);
-    const auto start = std::chrono::steady_clock::now();
+    const nk::Stopwatch watch;
     if (cache) {
       if (!base_currents) base_currents.emplace(base, task.train.x);
       if (!lora) base_currents->set_support(net.weight[0], base.weight[0], masked[0].index);
@@ -327,15 +301,15 @@ void spe(const SpeOptions& o, const nk::RunEnv& env) {
       }
       const snn::BatchStats s = snn::forward(net, x, labels.data(), ws, &rng, base_currents ? &first_currents : nullptr);
       if (!std::isfinite(s.loss)) throw nk::Error(nk::Exit::runtime, "the loss became " + std::to_string(s.loss) + ": lower --lr");
-      ++adam.t;
+      adam.begin_step();
       if (full) {
         dense->compute(net, labels.data(), ws);
         for (int64_t l = 0; l < layers; ++l) {
           const auto L = static_cast<size_t>(l);
           float* w = net.weight[L].data();
           float* b = net.bias[L].data();
-          adam.step(net.weight[L].size(), dense->weight[L].data(), mw[L].data(), vw[L].data(), [&](int64_t e) -> float& { return w[e]; });
-          adam.step(net.bias[L].size(), dense->bias[L].data(), mb[L].data(), vb[L].data(), [&](int64_t e) -> float& { return b[e]; });
+          adam.step_entries(net.weight[L].size(), dense->weight[L].data(), mw[L].data(), vw[L].data(), [&](int64_t e) -> float& { return w[e]; });
+          adam.step_entries(net.bias[L].size(), dense->bias[L].data(), mb[L].data(), vb[L].data(), [&](int64_t e) -> float& { return b[e]; });
         }
       } else if (lora) {
         snn::backward(net, labels.data(), ws, lora_sink);
@@ -343,8 +317,8 @@ void spe(const SpeOptions& o, const nk::RunEnv& env) {
           const auto L = static_cast<size_t>(l);
           float* u = lu[L].data();
           float* v = lv[L].data();
-          adam.step(lu[L].size(), glu[L].data(), mu[L].data(), vu[L].data(), [&](int64_t e) -> float& { return u[e]; });
-          adam.step(lv[L].size(), glv[L].data(), mv[L].data(), vv[L].data(), [&](int64_t e) -> float& { return v[e]; });
+          adam.step_entries(lu[L].size(), glu[L].data(), mu[L].data(), vu[L].data(), [&](int64_t e) -> float& { return u[e]; });
+          adam.step_entries(lv[L].size(), glv[L].data(), mv[L].data(), vv[L].data(), [&](int64_t e) -> float& { return v[e]; });
           net.weight[L] = base.weight[L] + (lu[L] * lv[L].transpose());
         }
       } else {
@@ -353,7 +327,7 @@ void spe(const SpeOptions& o, const nk::RunEnv& env) {
           MaskedLayer& layer = masked[static_cast<size_t>(l)];
           float* w = net.weight[static_cast<size_t>(l)].data();
           const int32_t* index = layer.index.data();
-          adam.step(static_cast<int64_t>(layer.index.size()), layer.grad.data(), layer.m.data(), layer.v.data(),
+          adam.step_entries(static_cast<int64_t>(layer.index.size()), layer.grad.data(), layer.m.data(), layer.v.data(),
                     [&](int64_t e) -> float& { return w[index[e]]; });
         }
       }
@@ -365,7 +339,7 @@ void spe(const SpeOptions& o, const nk::RunEnv& env) {
       }
     }
     progress.finish();
-    epoch_seconds.push_back(seconds_since(start));
+    epoch_seconds.push_back(watch.seconds());
     const snn::BatchStats t = evaluate(net, task.test, 256, env.seed + 1);
     accuracy.push_back(static_cast<double>(t.correct) / static_cast<double>(task.test.size()));
     spdlog::info("epoch {}/{}: test {:.2f}%, {:.2f} s", epoch + 1, o.epochs, 100 * accuracy.back(), epoch_seconds.back());

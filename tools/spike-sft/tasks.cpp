@@ -77,7 +77,7 @@ void tasks(const TasksOptions& o, const nk::RunEnv& env) {
   // Disjoint train and test examples: a seeded permutation, cut in two.
   std::vector<int64_t> order(static_cast<size_t>(all.size()));
   std::iota(order.begin(), order.end(), 0);
-  for (int64_t i = all.size() - 1; i > 0; --i) std::swap(order[static_cast<size_t>(i)], order[rng.below(static_cast<uint64_t>(i + 1))]);
+  nk::shuffle(order, rng);
   int64_t train = o.train, test = o.test;
   if (train + test > all.size()) {  // scale both down to what there is
     train = all.size() * o.train / (o.train + o.test);
@@ -93,9 +93,7 @@ void tasks(const TasksOptions& o, const nk::RunEnv& env) {
     nk::Rng task_rng = rng.split(k + 1);
     std::vector<int64_t> pixels(static_cast<size_t>(shape[0] * shape[1]));
     std::iota(pixels.begin(), pixels.end(), 0);
-    for (int64_t i = static_cast<int64_t>(pixels.size()) - 1; i > 0; --i) {
-      std::swap(pixels[static_cast<size_t>(i)], pixels[task_rng.below(static_cast<uint64_t>(i + 1))]);
-    }
+    nk::shuffle(pixels, task_rng);
     // relabel: a fixed derangement of the classes (a cyclic shift by a random offset).
     const int64_t shift = 1 + static_cast<int64_t>(task_rng.below(static_cast<uint64_t>(std::max<int64_t>(1, all.classes - 1))));
     for (const char* split : {"train", "test"}) {

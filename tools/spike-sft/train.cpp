@@ -6,7 +6,6 @@
 #include <cstdio>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <numeric>
 
@@ -15,15 +14,12 @@
 #include "nk/h5.hpp"
 #include "nk/nn/optim.hpp"
 #include "nk/progress.hpp"
+#include "nk/timer.hpp"
 #include "spike-sft/spike_sft.hpp"
 
 namespace spike {
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 /// Rows 'order[first .. first + rows)' of data into x and labels.
 void gather(const Dataset& data, const std::vector<int64_t>& order, int64_t first, int64_t rows, snn::Matrix& x,
@@ -231,7 +227,7 @@ void pretrain(const TrainOptions& o, const nk::RunEnv& env) {
   nk::Rng rng(env.seed);
   std::vector<int64_t> order(static_cast<size_t>(all.size()));
   std::iota(order.begin(), order.end(), 0);
-  for (int64_t i = all.size() - 1; i > 0; --i) std::swap(order[static_cast<size_t>(i)], order[rng.below(static_cast<uint64_t>(i + 1))]);
+  nk::shuffle(order, rng);
   if (o.limit > 0 && o.limit < all.size()) order.resize(static_cast<size_t>(o.limit));
   Dataset train, test;
   if (!o.test.empty()) {
@@ -284,11 +280,9 @@ void pretrain(const TrainOptions& o, const nk::RunEnv& env) {
   spdlog::info("{} training and {} test examples, {} classes; network {} with T = {}, {} parameters", train.size(), test.size(),
                classes, fmt::format("{}", fmt::join(c.sizes, "-")), c.steps, c.parameter_count());
   for (int64_t epoch = 0; epoch < o.epochs; ++epoch) {
-    for (int64_t i = train.size() - 1; i > 0; --i) {
-      std::swap(train_order[static_cast<size_t>(i)], train_order[rng.below(static_cast<uint64_t>(i + 1))]);
-    }
+    nk::shuffle(train_order, rng);
     nk::Progress progress("epoch " + std::to_string(epoch + 1), batches);
-    const auto start = std::chrono::steady_clock::now();
+    const nk::Stopwatch watch;
     double loss = 0;
     int64_t correct = 0;
     for (int64_t k = 0; k < batches; ++k) {
@@ -303,7 +297,7 @@ void pretrain(const TrainOptions& o, const nk::RunEnv& env) {
       progress.update(k + 1);
     }
     progress.finish();
-    epoch_seconds.push_back(seconds_since(start));
+    epoch_seconds.push_back(watch.seconds());
     epoch_loss.push_back(loss / static_cast<double>(batches));
     train_accuracy.push_back(static_cast<double>(correct) / static_cast<double>(batches * o.batch));
     const snn::BatchStats t = evaluate(net, test, 256, env.seed + 1);
@@ -340,9 +334,9 @@ void eval(const EvalOptions& o, const nk::RunEnv& env) {
     throw nk::input_error(source, "/labels",
                           "has label " + std::to_string(data.classes - 1) + " but the model has " + std::to_string(net.config.sizes.back()) + " classes");
   }
-  const auto start = std::chrono::steady_clock::now();
+  const nk::Stopwatch watch;
   const snn::BatchStats s = evaluate(net, data, o.batch, env.seed);
-  const double seconds = seconds_since(start);
+  const double seconds = watch.seconds();
   const double accuracy = static_cast<double>(s.correct) / static_cast<double>(data.size());
   std::printf("accuracy\t%.4f\nloss\t%.4f\nexamples\t%lld\n", accuracy, s.loss, static_cast<long long>(data.size()));
   for (size_t h = 0; h < s.rate.size(); ++h) std::printf("firing_rate_%zu\t%.4f\n", h, s.rate[h]);

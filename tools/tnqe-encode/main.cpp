@@ -55,14 +55,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   simulate->add_option("--trajectories", sim.trajectories, "Trajectories for --noise")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   simulate->add_option("--decode", sim.decode, "Write the decoded image as PNG");
-  simulate->add_option("-o,--output", sim.output, "Also write the results as HDF5");
-  simulate->add_flag("--no-clobber", sim.no_clobber, "Refuse to overwrite existing output files");
+  nk::cli::App::add_optional_output(*simulate, sim.output, sim.no_clobber, "the results as HDF5");
 
   tnqe::SweepOptions swp;
   CLI::App* sweep = cli.add_verb("sweep", "Bond dimension (and layers) against depth, fidelity and PSNR for one item, with plot");
   nk::cli::App::add_input(*sweep, swp.input, "nk-data file with /images [N,H,W,C] or /vectors [N,D]")->required();
-  sweep->add_option("-o,--output", swp.output, "Also write the table as HDF5");
-  sweep->add_flag("--no-clobber", swp.no_clobber, "Refuse to overwrite existing output files");
+  nk::cli::App::add_optional_output(*sweep, swp.output, swp.no_clobber, "the table as HDF5");
   sweep->add_option("--index", swp.index, "The item to sweep")->check(CLI::NonNegativeNumber);
   sweep->add_option("--bonds", swp.bonds, "Bond-dimension caps chi of the sequential (and parallel) points")
       ->delimiter(',')

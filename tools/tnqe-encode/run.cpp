@@ -1,7 +1,6 @@
 // run.cpp - reading items, the encode / baseline / simulate verbs and their files.
 #include <omp.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +15,7 @@
 #include "nk/metrics.hpp"
 #include "nk/progress.hpp"
 #include "nk/shard.hpp"
+#include "nk/timer.hpp"
 #include "tnqe-encode/strategy.hpp"
 #include "tnqe-encode/synth.hpp"
 #include "tnqe-encode/tnqe.hpp"
@@ -242,10 +242,10 @@ std::vector<Record> run_items(const Source& src, const std::vector<int64_t>& ite
 #pragma omp parallel for schedule(dynamic, 1) if (outer)
   for (int64_t i = 0; i < static_cast<int64_t>(items.size()); ++i) {
     try {
-      const auto t0 = std::chrono::steady_clock::now();
+      const nk::Stopwatch watch;
       recs[i].index = items[i];
       body(recs[i]);
-      recs[i].seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      recs[i].seconds = watch.seconds();
     } catch (...) {
 #pragma omp critical
       if (!failure) failure = std::current_exception();
@@ -448,9 +448,9 @@ Outcome timed(const Item& item, F f) {
   Record r;
   r.item = item;
   r.index = item.index;
-  const auto t0 = std::chrono::steady_clock::now();
+  const nk::Stopwatch watch;
   f(r);
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.seconds = watch.seconds();
   return outcome(r);
 }
 

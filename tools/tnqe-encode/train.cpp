@@ -3,7 +3,6 @@
 
 #include <Eigen/LU>
 #include <cmath>
-#include <numbers>
 
 #include "nk/error.hpp"
 #include "nk/nn/optim.hpp"
@@ -57,7 +56,7 @@ std::vector<double> train(std::vector<Block>& blocks, int n, const CVec& target,
     }
     if (it == o.iterations || loss < 1e-14) break;
     // Cosine decay of the learning rate to zero over the run.
-    adam.set_learning_rate(o.learning_rate * 0.5 * (1 + std::cos(std::numbers::pi * it / o.iterations)));
+    adam.set_learning_rate(nk::cosine_rate(o.learning_rate, static_cast<double>(it) / o.iterations));
     Eigen::Index at = 0;
     for (const CMat& m : g)
       for (Eigen::Index i = 0; i < m.size(); ++i) {

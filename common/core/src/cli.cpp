@@ -78,8 +78,22 @@ CLI::Option* App::add_input(CLI::App& on, std::string& path, const std::string& 
 }
 
 CLI::Option* App::add_output(CLI::App& on, std::string& path, bool& no_clobber, const std::string& what) {
-  on.add_flag("--no-clobber", no_clobber, "Fail instead of replacing an existing output file");
+  add_no_clobber(on, no_clobber);
   return on.add_option("-o,--output", path, "The " + what + " ('-' = standard output)");
+}
+
+CLI::Option* App::add_optional_output(CLI::App& on, std::string& path, bool& no_clobber, const std::string& what) {
+  add_no_clobber(on, no_clobber);
+  return on.add_option("-o,--output", path, "Also write " + what + " to this file ('-' = standard output)");
+}
+
+CLI::Option* App::add_no_clobber(CLI::App& on, bool& no_clobber) {
+  return on.add_flag("--no-clobber", no_clobber, "Fail instead of replacing an existing output file (any the verb writes)");
+}
+
+CLI::Option* App::add_repeats(CLI::App& on, int& repeats) {
+  return on.add_option("--repeats", repeats, "Run the timed part this many times and report the fastest")
+      ->check(CLI::Range(1, 1000));
 }
 
 CLI::Option* App::add_shard(CLI::App& verb) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <filesystem>
 #include <cmath>
 #include <cstring>
@@ -139,5 +140,14 @@ void save_png(const std::string& path, const Image& image, bool no_clobber) {
   write_output_bytes(path, encode_png(image), no_clobber);
 }
 
+
+std::pair<int, int> parse_size(const std::string& text, const std::string& option) {
+  int width = 0, height = 0;
+  char x = 0, rest = 0;
+  if (std::sscanf(text.c_str(), "%d%c%d%c", &width, &x, &height, &rest) != 3 || x != 'x' || width < 1 ||
+      height < 1 || width > 65536 || height > 65536)
+    throw usage_error(option + ": expected WxH such as 512x512 (1 to 65536), got '" + text + "'");
+  return {width, height};
+}
 
 }  // namespace nk

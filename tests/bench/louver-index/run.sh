@@ -14,7 +14,7 @@
 . "$(dirname "$0")/../lib.sh" "$1" louver-bench
 sizes=${SIZES:-"8192 32768 131072"}
 queries=${QUERIES:-200}
-repeat=${REPEAT:-3}  # timing rounds per query run: the fastest counts (louver-index(1), --repeat)
+repeat=${REPEAT:-3}  # timing rounds per query run: the fastest counts (louver-index(1), --repeats)
 
 printf '%-8s %6s | %8s %9s %10s %10s %8s | %9s %12s %9s\n' N k recall scanned "index ms" "dense ms" speedup "build s" "10K append s" "peak MiB"
 for n in $sizes; do
@@ -28,16 +28,16 @@ for n in $sizes; do
   louver-index -q build -i "$work/first.h5" -o "$work/grown.h5"
   louver-index -q append -i "$work/grown.h5" --keys "$work/part_000.h5" -o "$work/index2.h5"
   rm -f "$work"/part_*.h5 "$work"/first.h5 "$work/grown.h5"
-  /usr/bin/time -f '%M' -o "$work/rss" louver-index -q query -i "$work/index.h5" --queries "$work/kv.h5" --topk-oracle "$k" --repeat "$repeat" --compare-dense -o "$work/hits.h5"
+  /usr/bin/time -f '%M' -o "$work/rss" louver-index -q query -i "$work/index.h5" --queries "$work/kv.h5" --topk-oracle "$k" --repeats "$repeat" --compare-dense -o "$work/hits.h5"
   awk -v n="$n" -v k="$k" -v f="$(attr "$work/hits.h5" scanned_fraction)" -v qi="$(attr "$work/hits.h5" query_seconds)" \
       -v qd="$(attr "$work/hits.h5" dense_seconds)" -v b="$(attr "$work/index.h5" build_seconds)" \
       -v a="$(attr "$work/index2.h5" append_seconds)" -v m="$queries" -v rss="$(cat "$work/rss")" 'BEGIN {
     printf "%-8d %6d | %8s %8.1f%% %10.3f %10.3f %7.2fx | %9.3f %12.3f %9.0f\n", n, k, "1.0", 100 * f, 1e3 * qi / m, 1e3 * qd / m, qd / qi, b, a, rss / 1024
     printf "         build + 10K appends: %.2f s = %.1fx the dense scans of these %d queries, %.3fx those of the 10K decode steps that append the keys\n",
            b + a, (b + a) / qd, m, (b + a) / (1e4 * qd / m) }'
-  louver-index -q query -i "$work/index.h5" --queries "$work/kv.h5" --topk-oracle "$k" --repeat "$repeat" --method quest-threshold -o "$work/qt.h5"
+  louver-index -q query -i "$work/index.h5" --queries "$work/kv.h5" --topk-oracle "$k" --repeats "$repeat" --method quest-threshold -o "$work/qt.h5"
   budget=$(attr "$work/hits.h5" scanned_fraction)
-  louver-index -q query -i "$work/index.h5" --queries "$work/kv.h5" --topk-oracle "$k" --repeat "$repeat" --method quest-topk --budget "$budget" --compare-dense -o "$work/qk.h5"
+  louver-index -q query -i "$work/index.h5" --queries "$work/kv.h5" --topk-oracle "$k" --repeats "$repeat" --method quest-topk --budget "$budget" --compare-dense -o "$work/qk.h5"
   awk -v n="$n" -v f="$(attr "$work/qt.h5" scanned_fraction)" -v t="$(attr "$work/qt.h5" query_seconds)" -v m="$queries" \
       -v b="$budget" -v r="$(attr "$work/qk.h5" recall)" -v tk="$(attr "$work/qk.h5" query_seconds)" 'BEGIN {
     printf "         quest-threshold (exact): scanned %.1f%%, %.3f ms/query; quest-topk at %.1f%% of keys: recall %.3f, %.3f ms/query\n",
@@ -75,8 +75,8 @@ for rebuild in "--rebuild-ratio 0 --rebuild-growth 0" ""; do
     mv "$work/grown2.h5" "$work/grown.h5"
   done
   louver-index -q build -i "$work/kv.h5" -o "$work/fresh.h5"
-  louver-index -q query -i "$work/grown.h5" --queries "$work/kv.h5" --topk-oracle "$k" --repeat "$repeat" --compare-dense -o "$work/h1.h5"
-  louver-index -q query -i "$work/fresh.h5" --queries "$work/kv.h5" --topk-oracle "$k" --repeat "$repeat" -o "$work/h2.h5"
+  louver-index -q query -i "$work/grown.h5" --queries "$work/kv.h5" --topk-oracle "$k" --repeats "$repeat" --compare-dense -o "$work/h1.h5"
+  louver-index -q query -i "$work/fresh.h5" --queries "$work/kv.h5" --topk-oracle "$k" --repeats "$repeat" -o "$work/h2.h5"
   awk -v n="$n" -v r="${rebuild:+never}" -v a="$(attr "$work/h1.h5" scanned_fraction)" -v b="$(attr "$work/h2.h5" scanned_fraction)" \
       -v ta="$(attr "$work/h1.h5" query_seconds)" -v tb="$(attr "$work/h2.h5" query_seconds)" -v m="$queries" -v s="$total" \
       -v nr="$rebuilds" -v fr="$ratio" 'BEGIN {

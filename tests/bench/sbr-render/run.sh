@@ -43,6 +43,6 @@ done
 big=$(echo $SIZES | tr ' ' '\n' | sort -n | tail -1)
 img=$(echo $IMAGES | tr ' ' '\n' | sed -n 2p); img=${img:-$(echo $IMAGES | cut -d' ' -f1)}
 echo "# renderer speed on method-$img-$big.h5 (best of 3; brute force: 16-segment polylines, best of 1)"
-sbr-render speed -i "method-$img-$big.h5" --target "$img-$big.h5" --repeat 3 --no-brute > speed-qbs.tsv
-sbr-render speed -i "method-$img-$big.h5" --target "$img-$big.h5" --repeat 1 > speed.tsv
+sbr-render speed -i "method-$img-$big.h5" --target "$img-$big.h5" --repeats 3 --no-brute > speed-qbs.tsv
+sbr-render speed -i "method-$img-$big.h5" --target "$img-$big.h5" --repeats 1 > speed.tsv
 $PY "$HERE/summary.py" "$WORK" "$SIZES" "$IMAGES"

@@ -45,6 +45,15 @@ class App {
   /// -o/--output FILE ('-' = stdout) and --no-clobber.
   static CLI::Option* add_output(CLI::App& on, std::string& path, bool& no_clobber,
                                  const std::string& what = "output HDF5 file");
+  /// -o/--output FILE for a verb whose main result goes to the terminal:
+  /// "Also write <what> to this file"; with --no-clobber.
+  static CLI::Option* add_optional_output(CLI::App& on, std::string& path, bool& no_clobber,
+                                          const std::string& what = "the results as HDF5");
+  /// --no-clobber alone, for verbs with several or differently named outputs
+  /// (it covers every file the verb writes).
+  static CLI::Option* add_no_clobber(CLI::App& on, bool& no_clobber);
+  /// --repeats N (1 to 1000): run the timed part N times, report the fastest.
+  static CLI::Option* add_repeats(CLI::App& on, int& repeats);
   /// --shard I/N on a verb, defaulting from SLURM_ARRAY_TASK_ID/COUNT;
   /// resolved into env().shard, and written as nk_shard on its outputs.
   CLI::Option* add_shard(CLI::App& verb);

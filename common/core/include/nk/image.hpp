@@ -1,6 +1,7 @@
 // image.hpp - load PNG/JPEG/PGM (stb), resize, encode PNG.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace nk {
@@ -26,6 +27,10 @@ struct ImageShape {
   int width = 0, height = 0, channels = 0;
 };
 ImageShape probe_image(const std::string& path);
+
+/// Parses a size option "WxH" (1 to 65536 each, e.g. 512x512) into
+/// {width, height}; a usage error (exit 2) names 'option' otherwise.
+std::pair<int, int> parse_size(const std::string& text, const std::string& option);
 
 /// Resamples with stb's default filter (Mitchell down, cubic up).
 Image resize_image(const Image& image, int width, int height);

@@ -1,7 +1,9 @@
 // rng.hpp - seeded, splittable random streams.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <utility>
 
 namespace nk {
 
@@ -30,6 +32,22 @@ class Rng {
   bool has_spare_ = false;
   double spare_ = 0;
 };
+
+/// Fisher-Yates: a uniform permutation of v in place (the draws are
+/// below(i + 1) for i = n-1 down to 1, so a seed gives the same order on
+/// every platform, unlike std::shuffle).
+template <class Vector>
+void shuffle(Vector& v, Rng& rng) {
+  for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng.below(i)]);
+}
+
+/// Partial Fisher-Yates from the front: afterwards v[0..k) is a uniform sample
+/// of v without replacement, in random order (k draws, not n).
+template <class Vector>
+void shuffle_prefix(Vector& v, size_t k, Rng& rng) {
+  const size_t n = v.size();
+  for (size_t i = 0; i < k && i < n; ++i) std::swap(v[i], v[i + rng.below(n - i)]);
+}
 
 /// SplitMix64 finaliser: a good 64-bit mix, also used to hash seeds.
 uint64_t mix64(uint64_t x);

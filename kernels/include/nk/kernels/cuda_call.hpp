@@ -6,7 +6,31 @@
 #include "nk/device.hpp"
 #include "nk/kernels/cuda_families.hpp"
 
+namespace nk::h5 {
+class Writer;
+}
+
 namespace nk::kernels {
+
+/// Where a GPU call's time went, in seconds: CPU-side preparation (where a
+/// tool has one), copies to the device, set-up (plans, buffers), the kernels
+/// (the fastest of the repeats) and copies back.
+struct GpuTiming {
+  double prepare = 0, upload = 0, setup = 0, compute = 0, download = 0;
+  /// From the module's milliseconds.
+  static GpuTiming from(const nk_cuda_timing& t) {
+    return {0, t.upload_ms / 1e3, t.setup_ms / 1e3, t.compute_ms / 1e3, t.download_ms / 1e3};
+  }
+  GpuTiming& operator+=(const GpuTiming& o) {
+    prepare += o.prepare, upload += o.upload, setup += o.setup, compute += o.compute, download += o.download;
+    return *this;
+  }
+};
+
+/// The attributes every GPU verb writes on the output's root: upload_seconds,
+/// setup_seconds, download_seconds, and prepare_seconds when there was a
+/// preparation (the compute time is the verb's own seconds attribute).
+void write_timing(nk::h5::Writer& out, const GpuTiming& timing);
 
 /// Throws nk::Error (exit 1) unless a CUDA device can be used ('what' names the caller).
 void require_cuda_device(const std::string& what);
