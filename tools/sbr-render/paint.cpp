@@ -320,200 +320,319 @@ bool bound_colour(Stroke& stroke, const StrokeFootprint& footprint, double bound
   return true;
 }
 
-PaintReport optimise(Painting& painting, const Target& target, const PaintConfig& config,
-                     const std::function<void(int, int)>& on_step) {
-  const nk::Stopwatch watch;
-  PaintReport report;
-  nk::Rng rng = nk::Rng(config.seed).split(0x5b7);
-  const auto units = units_for(painting.width, painting.height);
-  const int64_t n = int64_t(painting.strokes.size());
-  // With the audit strokes are paint, not glazes: a translucent stroke can
-  // take any colour and let the layers below make it right, which is the
-  // layer-wise compensation the audit forbids.
-  const float min_opacity = float(config.audit ? std::clamp(config.min_opacity, 0.05, 1.0) : 0.05);
+namespace {
 
-  // Levels: render sizes coarse to fine (at least 32 pixels on the short side),
-  // iterations in proportion 1 : 2 : 3 ... so the finest level gets the most.
-  struct Level {
-    int width, height, iterations;
-  };
+/// One scale of the coarse-to-fine schedule: the render size and its share of the Adam steps.
+struct Level {
+  int width, height, iterations;
+};
+
+/// Render sizes coarse to fine (at least 32 pixels on the short side), iterations 1 : 2 : 3 ... (the finest most).
+std::vector<Level> plan_levels(const Painting& painting, const PaintConfig& config) {
   std::vector<Level> levels;
   for (double s : config.scales) {
-    const int w = std::max(1, int(std::lround(painting.width * s))), h = std::max(1, int(std::lround(painting.height * s)));
+    const int w = std::max(1, int(std::lround(painting.width * s))),
+              h = std::max(1, int(std::lround(painting.height * s)));
     if (std::min(w, h) < 32 && s < config.scales.back()) continue;
     levels.push_back({w, h, 0});
   }
   const int weight_sum = int(levels.size() * (levels.size() + 1) / 2);
   int assigned = 0;
   for (size_t l = 0; l < levels.size(); ++l) {
-    levels[l].iterations = l + 1 == levels.size() ? config.iterations - assigned
-                                                  : config.iterations * int(l + 1) / weight_sum;
+    // The last level takes the remainder, so that the levels add up to exactly --iterations.
+    levels[l].iterations =
+        l + 1 == levels.size() ? config.iterations - assigned : config.iterations * int(l + 1) / weight_sum;
     assigned += levels[l].iterations;
   }
+  return levels;
+}
 
-  // Parameters in normalised units: strokes, then the background colour.
-  auto pack = [&](Eigen::VectorXd& theta) {
-    theta.resize(Eigen::Index(painting.strokes.size()) * kStrokeParams + 3);
-    for (size_t i = 0; i < painting.strokes.size(); ++i)
-      for (int k = 0; k < kStrokeParams; ++k)
-        theta[Eigen::Index(i * kStrokeParams + k)] = params_of(painting.strokes[i])[k] / units[k];
-    for (int c = 0; c < 3; ++c) theta[theta.size() - 3 + c] = painting.background[c];
-  };
-  auto unpack = [&](Eigen::VectorXd& theta) {
-    for (size_t i = 0; i < painting.strokes.size(); ++i) {
-      for (int k = 0; k < kStrokeParams; ++k)
-        params_of(painting.strokes[i])[k] = float(theta[Eigen::Index(i * kStrokeParams + k)] * units[k]);
-      clamp_stroke(painting.strokes[i], painting.width, painting.height, min_opacity);
-      for (int k = 0; k < kStrokeParams; ++k)
-        theta[Eigen::Index(i * kStrokeParams + k)] = params_of(painting.strokes[i])[k] / units[k];
-    }
-    for (int c = 0; c < 3; ++c) {
-      painting.background[c] = std::clamp(float(theta[theta.size() - 3 + c]), 0.f, 1.f);
-      theta[theta.size() - 3 + c] = painting.background[c];
-    }
-  };
-  Eigen::VectorXd theta, g;
-  for (Stroke& s : painting.strokes) clamp_stroke(s, painting.width, painting.height, min_opacity);
-  pack(theta);
-  nk::Adam adam(theta.size(), {config.learning_rate, 0.9, 0.999, 1e-8, 0.0});
-  std::vector<int> born(painting.strokes.size(), -(1 << 20));  ///< step at which each stroke was (re-)spawned
-  // The stack becomes the strokes of 'order' (indices of the current stack)
-  // followed by 'fresh' ones born at 'step'; Adam's moments follow their
-  // strokes, fresh strokes start at zero, the background keeps its values.
-  auto restack = [&](const std::vector<Eigen::Index>& order, std::vector<Stroke> fresh, int step) {
-    const Eigen::Index before = Eigen::Index(painting.strokes.size());
-    std::vector<Stroke> next;
-    std::vector<int> next_born;
-    std::vector<Eigen::Index> source;
-    for (Eigen::Index i : order) {
-      next.push_back(painting.strokes[size_t(i)]);
-      next_born.push_back(born[size_t(i)]);
-      for (int k = 0; k < kStrokeParams; ++k) source.push_back(i * kStrokeParams + k);
-    }
-    for (Stroke& s : fresh) {
-      clamp_stroke(s, painting.width, painting.height, min_opacity);
-      next.push_back(s);
-      next_born.push_back(step);
-      for (int k = 0; k < kStrokeParams; ++k) source.push_back(-1);
-    }
-    for (int c = 0; c < 3; ++c) source.push_back(before * kStrokeParams + c);
-    painting.strokes = std::move(next);
-    born = std::move(next_born);
-    const Eigen::Vector3d bg_theta = theta.tail(3);
-    pack(theta);
-    theta.tail(3) = bg_theta;
-    adam.reorder_blocks(source, 1);
-  };
+/// What stays fixed through one level: the target and render at its size, and its settling schedule.
+struct LevelSetup {
+  Target target;
+  RenderSpec spec;
+  double area_scale;  ///< level pixels per canvas pixel (footprint areas are judged in canvas pixels)
+  double to_level;    ///< level length per canvas length
+  int iterations;
+  int settle_from;    ///< first step of the settling fifth (none before the finest level: 'iterations')
+  int second_repair;  ///< the step of the second repair, halfway through the settling fifth
+};
+
+/// The set-up of one level: the target resampled to its size, the render spec, and where settling begins.
+LevelSetup set_up_level(const Level& level, bool last_level, const Painting& painting, const Target& target,
+                        const PaintConfig& config) {
+  // The fidelity pull and the hidden-coverage penalty serve the audit's rule, so they act only with it.
+  const float fidelity = config.audit ? float(config.fidelity) : 0.0f;
+  const float hidden_penalty = config.audit ? float(config.hidden_penalty) : 0.0f;
+  const RenderSpec spec{level.width, level.height, config.softness, config.threads, fidelity, hidden_penalty};
+  return {resample(target, level.width, level.height),
+          spec,
+          double(level.width) * level.height / (double(painting.width) * painting.height),
+          double(level.width) / painting.width,
+          level.iterations,
+          last_level ? int(kSettleFrom * level.iterations) : level.iterations,
+          last_level ? int(kSecondRepair * level.iterations) : level.iterations};
+}
+
+/// The optimiser's state across levels: the strokes in Adam's normalised units, Adam's moments, each stroke's birth
+/// step, the buffers of the renderer and the running report.
+class Optimiser {
+ public:
+  /// Clamps the initial strokes into range and packs them for Adam.
+  Optimiser(Painting& painting, const Target& target, const PaintConfig& config);
+  /// Whether the repair removes hidden strokes at step 'it' of 'level'.
+  bool repair_due(const LevelSetup& level, int it) const;
+  /// The repair: hidden strokes removed, their neighbours left to close the gaps.
+  void repair(const LevelSetup& level);
+  /// One optimisation iteration: an Adam step at the level's cosine rate, then the colour bound and the audit
+  /// with its re-spawning when they are due.
+  void iterate(const LevelSetup& level, int it);
+  /// Steps taken so far over all levels.
+  int steps_done() const { return step_; }
+  /// The report: the final prune of defective strokes and the loss at full size.
+  PaintReport finish();
+
+ private:
+  /// One Adam step on the loss at the level's size plus the coherence term; with 'audit_now' the render and the
+  /// footprints of the state before the step are kept for the audit, with 'bound_now' the footprints.
+  void descend(const LevelSetup& level, bool audit_now, bool bound_now);
+  /// The colour bound: every stroke's colour held within the audit's limit, on the footprints of 'descend'.
+  void bound_colours();
+  /// The audit of the last step's footprints: defective strokes re-spawned and weak ones relocated.
+  void audit_and_respawn(const LevelSetup& level);
+  /// 'count' new strokes where the residual of the last render is large, sized like the strokes of 'order'.
+  std::vector<Stroke> spawn_fresh(const LevelSetup& level, const std::vector<Eigen::Index>& order, size_t count);
+  /// The strokes (then the background colour) into theta, in normalised units.
+  void pack();
+  /// Theta back into the strokes, clamped into range; theta keeps the clamped values.
+  void unpack();
+  /// The strokes packed again after a change outside Adam, the background's theta left as it was.
+  void repack_strokes();
+  /// The stack becomes the strokes of 'order' followed by 'fresh' ones born now.
+  void restack(const std::vector<Eigen::Index>& order, std::vector<Stroke> fresh);
+
+  Painting& painting_;
+  const Target& target_;
+  const PaintConfig& config_;
+  const std::array<double, kStrokeParams> units_;
+  const float min_opacity_;
+  const bool audited_;       ///< the audit runs (there are strokes to judge)
+  const double colour_cap_;  ///< the colour bound, a margin inside the audit's limit
+  nk::Rng rng_;
+  Eigen::VectorXd theta_, g_;
+  nk::Adam adam_;
+  std::vector<int> born_;  ///< step at which each stroke was (re-)spawned
+  int step_ = 0;
+  std::vector<float> grad_;
+  std::array<float, 3> gbg_;
+  RGB rendered_;
+  std::vector<StrokeFootprint> feet_;
+  PaintReport report_;
+};
+
+Optimiser::Optimiser(Painting& painting, const Target& target, const PaintConfig& config)
+    : painting_(painting),
+      target_(target),
+      config_(config),
+      units_(units_for(painting.width, painting.height)),
+      // With the audit strokes are paint, not glazes: a translucent stroke can
+      // take any colour and let the layers below make it right, which is the
+      // layer-wise compensation the audit forbids.
+      min_opacity_(float(config.audit ? std::clamp(config.min_opacity, 0.05, 1.0) : 0.05)),
+      audited_(config.audit && !painting.strokes.empty()),
+      colour_cap_(kColourMargin * config.rule.max_colour_error),
+      rng_(nk::Rng(config.seed).split(0x5b7)),
+      adam_(Eigen::Index(painting.strokes.size()) * kStrokeParams + 3, {config.learning_rate, 0.9, 0.999, 1e-8, 0.0}),
+      born_(painting.strokes.size(), -(1 << 20)) {
+  for (Stroke& s : painting_.strokes) clamp_stroke(s, painting_.width, painting_.height, min_opacity_);
+  pack();
+}
+
+void Optimiser::pack() {
+  theta_.resize(Eigen::Index(painting_.strokes.size()) * kStrokeParams + 3);
+  for (size_t i = 0; i < painting_.strokes.size(); ++i)
+    for (int k = 0; k < kStrokeParams; ++k)
+      theta_[Eigen::Index(i * kStrokeParams + k)] = params_of(painting_.strokes[i])[k] / units_[k];
+  for (int c = 0; c < 3; ++c) theta_[theta_.size() - 3 + c] = painting_.background[c];
+}
+
+void Optimiser::unpack() {
+  for (size_t i = 0; i < painting_.strokes.size(); ++i) {
+    for (int k = 0; k < kStrokeParams; ++k)
+      params_of(painting_.strokes[i])[k] = float(theta_[Eigen::Index(i * kStrokeParams + k)] * units_[k]);
+    clamp_stroke(painting_.strokes[i], painting_.width, painting_.height, min_opacity_);
+    for (int k = 0; k < kStrokeParams; ++k)
+      theta_[Eigen::Index(i * kStrokeParams + k)] = params_of(painting_.strokes[i])[k] / units_[k];
+  }
+  for (int c = 0; c < 3; ++c) {
+    painting_.background[c] = std::clamp(float(theta_[theta_.size() - 3 + c]), 0.f, 1.f);
+    theta_[theta_.size() - 3 + c] = painting_.background[c];
+  }
+}
+
+void Optimiser::repack_strokes() {
+  const Eigen::Vector3d bg_theta = theta_.tail(3);
+  pack();
+  theta_.tail(3) = bg_theta;
+}
+
+void Optimiser::restack(const std::vector<Eigen::Index>& order, std::vector<Stroke> fresh) {
+  // Adam's moments follow their strokes, fresh strokes start at zero, the background keeps its values.
+  const Eigen::Index before = Eigen::Index(painting_.strokes.size());
+  std::vector<Stroke> next;
+  std::vector<int> next_born;
+  std::vector<Eigen::Index> source;
+  for (Eigen::Index i : order) {
+    next.push_back(painting_.strokes[size_t(i)]);
+    next_born.push_back(born_[size_t(i)]);
+    for (int k = 0; k < kStrokeParams; ++k) source.push_back(i * kStrokeParams + k);
+  }
+  for (Stroke& s : fresh) {
+    clamp_stroke(s, painting_.width, painting_.height, min_opacity_);
+    next.push_back(s);
+    next_born.push_back(step_);
+    for (int k = 0; k < kStrokeParams; ++k) source.push_back(-1);
+  }
+  for (int c = 0; c < 3; ++c) source.push_back(before * kStrokeParams + c);
+  painting_.strokes = std::move(next);
+  born_ = std::move(next_born);
+  repack_strokes();
+  adam_.reorder_blocks(source, 1);
+}
+
+bool Optimiser::repair_due(const LevelSetup& level, int it) const {
+  return (it == level.settle_from || it == level.second_repair) && audited_ && config_.repair;
+}
+
+void Optimiser::repair(const LevelSetup& level) {
+  // Hidden strokes are removed (no re-spawning from the settling fifth on);
+  // their neighbours close the gaps while Adam keeps its moments. Done twice:
+  // strokes placed late can still be buried in the first half of the fifth.
+  const std::vector<StrokeAudit> verdict =
+      audit(painting_, level.target, config_.rule, config_.softness, config_.threads);
+  std::vector<Eigen::Index> order;
+  for (size_t i = 0; i < verdict.size(); ++i)
+    if (!(verdict[i].defects & kHidden)) order.push_back(Eigen::Index(i));
+  if (order.size() < verdict.size() && !order.empty()) {
+    report_.repaired += int64_t(verdict.size() - order.size());
+    spdlog::debug("repair at step {}: {} hidden stroke(s) removed", step_ + 1, verdict.size() - order.size());
+    restack(order, {});
+  }
+}
+
+void Optimiser::iterate(const LevelSetup& level, int it) {
+  // Cosine decay within a level, from the rate to a tenth of it.
+  const double phase = level.iterations > 1 ? double(it) / (level.iterations - 1) : 1.0;
+  adam_.set_learning_rate(nk::cosine_rate(config_.learning_rate, phase, 0.1));
+  // No re-spawning in the last fifth of the finest scale: new strokes need
+  // time to settle, or they end up as the painting's worst strokes.
+  const bool audit_now = audited_ && (it + 1) % config_.audit_every == 0 &&
+                         level.iterations - it > config_.audit_every / 2 && it < level.settle_from;
+  // While settling, every few steps and at the last one, each stroke's
+  // colour is held within the audit's bound.
+  const bool bound_now =
+      audited_ && config_.colour_bound && it >= level.settle_from &&
+      ((it - level.settle_from) % kColourBoundEvery == kColourBoundEvery - 1 || it + 1 == level.iterations);
+  descend(level, audit_now, bound_now);
+  if (bound_now) bound_colours();
+  if (audit_now) audit_and_respawn(level);
+  ++step_;
+}
+
+void Optimiser::descend(const LevelSetup& level, bool audit_now, bool bound_now) {
+  render_backward(painting_, level.spec, level.target.pixels, config_.loss, grad_, gbg_,
+                  audit_now ? &rendered_ : nullptr, audit_now || bound_now ? &feet_ : nullptr);
+  coherence_energy(painting_, config_.coherence, &grad_);
+  g_.resize(theta_.size());
+  for (size_t i = 0; i < grad_.size(); ++i) g_[Eigen::Index(i)] = double(grad_[i]) * units_[i % kStrokeParams];
+  for (int c = 0; c < 3; ++c) g_[g_.size() - 3 + c] = gbg_[c];
+  adam_.step(theta_, g_);
+  unpack();
+}
+
+void Optimiser::bound_colours() {
+  // Footprints of the state before the step: close enough for a bound
+  // that is re-applied every few steps and holds with a margin.
+  for (size_t i = 0; i < feet_.size(); ++i) {
+    const StrokeFootprint& f = feet_[i];
+    if (f.visible > 0 && f.colour_error > 3 * f.visible * colour_cap_ * colour_cap_)
+      report_.recoloured += bound_colour(painting_.strokes[i], f, colour_cap_);
+  }
+  repack_strokes();
+}
+
+void Optimiser::audit_and_respawn(const LevelSetup& level) {
+  // Judge on the state the footprints were measured on; the step just
+  // taken is discarded for re-spawned strokes (they start afresh).
+  const std::vector<StrokeAudit> verdict = judge(feet_, config_.rule, level.area_scale);
+  const RespawnPlan plan = plan_respawn(verdict, born_, step_, config_);
+  std::vector<char> moving(verdict.size(), 0);
+  for (int64_t i : plan.defective) moving[size_t(i)] = 1;
+  for (int64_t i : plan.weak) moving[size_t(i)] = 1;
+  std::vector<Eigen::Index> order;
+  for (size_t i = 0; i < verdict.size(); ++i)
+    if (!moving[i]) order.push_back(Eigen::Index(i));
+  ++report_.audits;
+  if (order.size() == verdict.size()) return;
+  restack(order, spawn_fresh(level, order, verdict.size() - order.size()));
+  report_.respawned += int64_t(plan.defective.size());
+  report_.relocated += int64_t(plan.weak.size());
+  spdlog::debug("audit at step {}: {} defective stroke(s) re-spawned, {} weak one(s) relocated", step_ + 1,
+                plan.defective.size(), plan.weak.size());
+}
+
+std::vector<Stroke> Optimiser::spawn_fresh(const LevelSetup& level, const std::vector<Eigen::Index>& order,
+                                           size_t count) {
+  // New strokes take the median size of those that stay, so that they fit the painting's current scale.
+  std::vector<double> lengths, widths;
+  for (Eigen::Index i : order) {
+    const Stroke& s = painting_.strokes[size_t(i)];
+    lengths.push_back(std::hypot(s.x2 - s.x0, s.y2 - s.y0));
+    widths.push_back(s.width);
+  }
+  Spawner spawner(level.target, rendered_);
+  const double length = std::max(2.0, median(lengths)) * level.to_level,
+               width = std::max(1.0, median(widths)) * level.to_level;
+  std::vector<Stroke> fresh;
+  for (size_t k = 0; k < count; ++k) {
+    Stroke s = spawner.spawn(length, width, rng_);
+    // The spawner works at the level's size; the points and the width go back to the canvas's.
+    for (int q = 0; q < 7; ++q) params_of(s)[q] = float(params_of(s)[q] / level.to_level);
+    fresh.push_back(s);
+  }
+  return fresh;
+}
+
+PaintReport Optimiser::finish() {
+  if (audited_ && config_.prune) {
+    const auto [first, removed] = prune_defective(painting_, target_, config_.rule, config_.softness, config_.threads);
+    report_.defective_before_prune = first;
+    report_.pruned = removed;
+  }
+  report_.pruned += report_.repaired;
+  const RenderSpec full{painting_.width, painting_.height, config_.softness, config_.threads};
+  report_.loss = render_backward(painting_, full, target_.pixels, config_.loss, grad_, gbg_);
+  return report_;
+}
+
+}  // namespace
+
+PaintReport optimise(Painting& painting, const Target& target, const PaintConfig& config,
+                     const std::function<void(int, int)>& on_step) {
+  const nk::Stopwatch watch;
+  Optimiser optimiser(painting, target, config);
+  const std::vector<Level> levels = plan_levels(painting, config);
   const int total_steps = std::max(1, config.iterations);
-  int step = 0;
-  std::vector<float> grad;
-  std::array<float, 3> gbg;
-  RGB rendered;
-  std::vector<StrokeFootprint> feet;
-  const bool audited = config.audit && n > 0;
-  const double colour_cap = kColourMargin * config.rule.max_colour_error;
+  // Coarse to fine: each level set up, then its steps, with the repairs of the finest level's settling fifth.
   for (size_t l = 0; l < levels.size(); ++l) {
-    const Level& level = levels[l];
-    const Target tl = resample(target, level.width, level.height);
-    const RenderSpec spec{level.width, level.height, config.softness, config.threads,
-                          config.audit ? float(config.fidelity) : 0.0f, config.audit ? float(config.hidden_penalty) : 0.0f};
-    const double area_scale = double(level.width) * level.height / (double(painting.width) * painting.height);
-    const double to_level = double(level.width) / painting.width;
-    const bool last_level = l + 1 == levels.size();
-    const int settle_from = last_level ? int(kSettleFrom * level.iterations) : level.iterations;
-    const int second_repair = last_level ? int(kSecondRepair * level.iterations) : level.iterations;
-    for (int it = 0; it < level.iterations; ++it, ++step) {
-      if ((it == settle_from || it == second_repair) && audited && config.repair) {
-        // The repair: hidden strokes are removed (no re-spawning from the
-        // settling fifth on); their neighbours close the gaps while Adam
-        // keeps its moments. Done twice: strokes placed late can still be
-        // buried in the first half of the fifth.
-        const std::vector<StrokeAudit> verdict = audit(painting, tl, config.rule, config.softness, config.threads);
-        std::vector<Eigen::Index> order;
-        for (size_t i = 0; i < verdict.size(); ++i)
-          if (!(verdict[i].defects & kHidden)) order.push_back(Eigen::Index(i));
-        if (order.size() < verdict.size() && !order.empty()) {
-          report.repaired += int64_t(verdict.size() - order.size());
-          spdlog::debug("repair at step {}: {} hidden stroke(s) removed", step + 1, verdict.size() - order.size());
-          restack(order, {}, step);
-        }
-      }
-      // Cosine decay within a level, from the rate to a tenth of it.
-      const double phase = level.iterations > 1 ? double(it) / (level.iterations - 1) : 1.0;
-      adam.set_learning_rate(nk::cosine_rate(config.learning_rate, phase, 0.1));
-      // No re-spawning in the last fifth of the finest scale: new strokes need
-      // time to settle, or they end up as the painting's worst strokes.
-      const bool audit_now = audited && (it + 1) % config.audit_every == 0 &&
-                             level.iterations - it > config.audit_every / 2 && it < settle_from;
-      // While settling, every few steps and at the last one, each stroke's
-      // colour is held within the audit's bound.
-      const bool bound_now = audited && config.colour_bound && it >= settle_from &&
-                             ((it - settle_from) % kColourBoundEvery == kColourBoundEvery - 1 || it + 1 == level.iterations);
-      render_backward(painting, spec, tl.pixels, config.loss, grad, gbg, audit_now ? &rendered : nullptr,
-                      audit_now || bound_now ? &feet : nullptr);
-      coherence_energy(painting, config.coherence, &grad);
-      g.resize(theta.size());
-      for (size_t i = 0; i < grad.size(); ++i) g[Eigen::Index(i)] = double(grad[i]) * units[i % kStrokeParams];
-      for (int c = 0; c < 3; ++c) g[g.size() - 3 + c] = gbg[c];
-      adam.step(theta, g);
-      unpack(theta);
-      if (bound_now) {
-        // Footprints of the state before the step: close enough for a bound
-        // that is re-applied every few steps and holds with a margin.
-        for (size_t i = 0; i < feet.size(); ++i) {
-          const StrokeFootprint& f = feet[i];
-          if (f.visible > 0 && f.colour_error > 3 * f.visible * colour_cap * colour_cap)
-            report.recoloured += bound_colour(painting.strokes[i], f, colour_cap);
-        }
-        const Eigen::Vector3d bg_theta = theta.tail(3);
-        pack(theta);
-        theta.tail(3) = bg_theta;
-      }
-      if (audit_now) {
-        // Judge on the state the footprints were measured on; the step just
-        // taken is discarded for re-spawned strokes (they start afresh).
-        const std::vector<StrokeAudit> verdict = judge(feet, config.rule, area_scale);
-        const RespawnPlan plan = plan_respawn(verdict, born, step, config);
-        std::vector<char> moving(verdict.size(), 0);
-        for (int64_t i : plan.defective) moving[size_t(i)] = 1;
-        for (int64_t i : plan.weak) moving[size_t(i)] = 1;
-        std::vector<double> lengths, widths;
-        std::vector<Eigen::Index> order;
-        for (size_t i = 0; i < verdict.size(); ++i) {
-          if (moving[i]) continue;
-          const Stroke& s = painting.strokes[i];
-          order.push_back(Eigen::Index(i));
-          lengths.push_back(std::hypot(s.x2 - s.x0, s.y2 - s.y0));
-          widths.push_back(s.width);
-        }
-        ++report.audits;
-        if (order.size() < verdict.size()) {
-          Spawner spawner(tl, rendered);
-          const double length = std::max(2.0, median(lengths)) * to_level, width = std::max(1.0, median(widths)) * to_level;
-          std::vector<Stroke> fresh;
-          for (size_t k = order.size(); k < verdict.size(); ++k) {
-            Stroke s = spawner.spawn(length, width, rng);
-            for (int q = 0; q < 7; ++q) params_of(s)[q] = float(params_of(s)[q] / to_level);
-            fresh.push_back(s);
-          }
-          restack(order, std::move(fresh), step);
-          report.respawned += int64_t(plan.defective.size());
-          report.relocated += int64_t(plan.weak.size());
-          spdlog::debug("audit at step {}: {} defective stroke(s) re-spawned, {} weak one(s) relocated", step + 1,
-                        plan.defective.size(), plan.weak.size());
-        }
-      }
-      if (on_step) on_step(step + 1, total_steps);
+    const LevelSetup level = set_up_level(levels[l], l + 1 == levels.size(), painting, target, config);
+    for (int it = 0; it < level.iterations; ++it) {
+      if (optimiser.repair_due(level, it)) optimiser.repair(level);
+      optimiser.iterate(level, it);
+      if (on_step) on_step(optimiser.steps_done(), total_steps);
     }
   }
-  if (audited && config.prune) {
-    const auto [first, removed] = prune_defective(painting, target, config.rule, config.softness, config.threads);
-    report.defective_before_prune = first;
-    report.pruned = removed;
-  }
-  report.pruned += report.repaired;
-  const RenderSpec full{painting.width, painting.height, config.softness, config.threads};
-  report.loss = render_backward(painting, full, target.pixels, config.loss, grad, gbg);
+  PaintReport report = optimiser.finish();
   report.seconds = watch.seconds();
   return report;
 }

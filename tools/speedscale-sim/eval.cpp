@@ -48,163 +48,238 @@ void write_text(const std::string& path, const std::string& text, bool no_clobbe
   nk::write_output_bytes(path, std::vector<unsigned char>(text.begin(), text.end()), no_clobber);
 }
 
-}  // namespace
+/// The grid the curves run over, from the options (checked before any input is read).
+struct Grid {
+  std::vector<std::string> algos;
+  std::vector<double> noises, epss;
+};
 
-void eval(const EvalOptions& o, const nk::RunEnv& env) {
-  const std::vector<std::string> algos = parse_algorithms(o.algos);
-  const std::vector<double> noises = parse_numbers("--noise", o.noise), epss = parse_numbers("--eps", o.eps);
-  for (double v : noises) if (v < 0) throw nk::usage_error("--noise values must be >= 0");
-  for (double v : epss) if (v < 0) throw nk::usage_error("--eps values must be >= 0");
+/// The algorithms, noise levels and eps values of the options; usage errors for out-of-range values.
+Grid parse_grid(const EvalOptions& o) {
+  Grid grid;
+  grid.algos = parse_algorithms(o.algos);
+  grid.noises = parse_numbers("--noise", o.noise), grid.epss = parse_numbers("--eps", o.eps);
+  for (double v : grid.noises)
+    if (v < 0) throw nk::usage_error("--noise values must be >= 0");
+  for (double v : grid.epss)
+    if (v < 0) throw nk::usage_error("--eps values must be >= 0");
   if (!(o.params.alpha > 1)) throw nk::usage_error("--alpha must be > 1");
-  const nk::h5::File input = nk::h5::File::open(o.input);
+  return grid;
+}
+
+/// Every instance of the input; a file that names a schema must be an instances file (a plain h5py one may not).
+std::vector<Instance> load_instances(const std::string& path) {
+  const nk::h5::File input = nk::h5::File::open(path);
   if (input.attr_string("/", "nk_schema")) input.require_schema("speedscale.instances/");
   std::vector<Instance> instances;
   for (const std::string& name : instance_names(input)) instances.push_back(read_instance(input, name));
-  const nk::Rng root(env.seed);
-  const std::vector<std::string> corruptions{"zero", "x10", "random"};
+  return instances;
+}
 
-  // Row layout: classic algorithms once; predicted ones per (eps, noise) and per (eps, corruption).
+/// Row layout: classic algorithms once; predicted ones per (eps, noise) and per (eps, corruption); 'k' instances.
+std::vector<Row> lay_out_rows(const Grid& grid, size_t k) {
+  const std::vector<std::string> corruptions{"zero", "x10", "random"};
   std::vector<Row> rows;
-  for (const std::string& a : algos) {
+  for (const std::string& a : grid.algos) {
     if (!algorithm_needs_prediction(a)) rows.push_back({0, 0, "", a, {}, {}, 0});
   }
-  for (double eps : epss) {
-    for (double noise : noises) {
-      for (const std::string& a : algos) if (algorithm_needs_prediction(a)) rows.push_back({eps, noise, "", a, {}, {}, 0});
+  for (double eps : grid.epss) {
+    for (double noise : grid.noises) {
+      for (const std::string& a : grid.algos)
+        if (algorithm_needs_prediction(a)) rows.push_back({eps, noise, "", a, {}, {}, 0});
     }
     for (const std::string& c : corruptions) {
-      for (const std::string& a : algos) if (algorithm_needs_prediction(a)) rows.push_back({eps, 0, c, a, {}, {}, 0});
+      for (const std::string& a : grid.algos)
+        if (algorithm_needs_prediction(a)) rows.push_back({eps, 0, c, a, {}, {}, 0});
     }
   }
-  const size_t k = instances.size();
   for (Row& r : rows) r.ratio.assign(k, 0), r.eta.assign(k, 0);
+  return rows;
+}
+
+/// Every row's algorithm on instance i: its energy ratio to OPT, its prediction error and (in 'feasible', row-major
+/// by instance) whether it met every deadline.
+void run_instance(size_t i, const Instance& inst, std::vector<Row>& rows, std::vector<char>& feasible, size_t k,
+                  const OnlineParams& params, const nk::Rng& root) {
+  const Profile opt_profile = yds(inst);
+  const double opt = energy(opt_profile, params.alpha);
+  // (noise, corruption) -> prediction, eta
+  std::map<std::pair<double, std::string>, std::pair<Prediction, double>> cache;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    Row& row = rows[r];
+    OnlineParams p = params;
+    p.eps = row.eps;
+    const Prediction* pred = nullptr;
+    if (algorithm_needs_prediction(row.algorithm)) {
+      const auto key = std::make_pair(row.noise, row.corruption);
+      auto it = cache.find(key);
+      if (it == cache.end()) {
+        // The same corrupted prediction for every algorithm and eps of this level.
+        const uint64_t stream =
+            nk::mix64(std::hash<std::string>{}(row.corruption) ^ static_cast<uint64_t>(row.noise * 1e9));
+        Prediction pr = oracle_prediction(inst, row.noise, row.corruption, root.split(i).split(stream)(), params.alpha);
+        it = cache.emplace(key, std::make_pair(std::move(pr), 0.0)).first;
+      }
+      pred = &it->second.first;
+      row.eta[i] = prediction_error(row.algorithm, inst, *pred, opt_profile, params.alpha);
+    }
+    const Profile s = run_algorithm(row.algorithm, inst, pred, p);
+    row.ratio[i] = opt > 0 ? energy(s, params.alpha) / opt : 1.0;
+    feasible[r * k + i] = edf_check(inst, s).feasible;
+  }
+}
+
+/// Runs every row over every instance, instances in parallel; returns the feasibility flags (row-major).
+std::vector<char> run_rows(std::vector<Row>& rows, const std::vector<Instance>& instances, const OnlineParams& params,
+                           const nk::Rng& root) {
+  const size_t k = instances.size();
   std::vector<char> feasible(rows.size() * k, 0);
   nk::Progress progress("eval", static_cast<int64_t>(k));
   int64_t done = 0;
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t ii = 0; ii < static_cast<int64_t>(k); ++ii) {
     const size_t i = static_cast<size_t>(ii);
-    const Instance& inst = instances[i];
-    const Profile opt_profile = yds(inst);
-    const double opt = energy(opt_profile, o.params.alpha);
-    std::map<std::pair<double, std::string>, std::pair<Prediction, double>> cache;  // (noise, corruption) -> prediction, eta
-    for (size_t r = 0; r < rows.size(); ++r) {
-      Row& row = rows[r];
-      OnlineParams p = o.params;
-      p.eps = row.eps;
-      const Prediction* pred = nullptr;
-      if (algorithm_needs_prediction(row.algorithm)) {
-        const auto key = std::make_pair(row.noise, row.corruption);
-        auto it = cache.find(key);
-        if (it == cache.end()) {
-          // The same corrupted prediction for every algorithm and eps of this level.
-          const uint64_t stream = nk::mix64(std::hash<std::string>{}(row.corruption) ^ static_cast<uint64_t>(row.noise * 1e9));
-          Prediction pr = oracle_prediction(inst, row.noise, row.corruption, root.split(i).split(stream)(), o.params.alpha);
-          it = cache.emplace(key, std::make_pair(std::move(pr), 0.0)).first;
-        }
-        pred = &it->second.first;
-        row.eta[i] = prediction_error(row.algorithm, inst, *pred, opt_profile, o.params.alpha);
-      }
-      const Profile s = run_algorithm(row.algorithm, inst, pred, p);
-      row.ratio[i] = opt > 0 ? energy(s, o.params.alpha) / opt : 1.0;
-      feasible[r * k + i] = edf_check(inst, s).feasible;
-    }
+    run_instance(i, instances[i], rows, feasible, k, params, root);
 #pragma omp critical
     progress.update(++done);
   }
   progress.finish();
+  return feasible;
+}
 
-  std::vector<double> col_eps, col_noise, col_eta, col_mean, col_max;
-  std::vector<int64_t> col_feasible;
-  std::vector<std::string> col_algo, col_corruption;
+/// The ratio table, one entry per row: the HDF5 columns and the printed cells.
+struct Summary {
+  std::vector<double> eps, noise, eta, mean, max;
+  std::vector<int64_t> feasible;
+  std::vector<std::string> algorithm, corruption;
   std::vector<std::vector<std::string>> table;
-  int64_t missed = 0;
+  int64_t missed = 0;  ///< schedules that missed a deadline, over all rows and instances
+};
+
+/// Means and maxima over the instances of every row (each row's feasible count set from 'feasible').
+Summary summarise(std::vector<Row>& rows, const std::vector<char>& feasible, size_t k) {
+  Summary t;
   for (size_t r = 0; r < rows.size(); ++r) {
     Row& row = rows[r];
     for (size_t i = 0; i < k; ++i) row.feasible += feasible[r * k + i];
-    missed += static_cast<int64_t>(k) - row.feasible;
+    t.missed += static_cast<int64_t>(k) - row.feasible;
     double mean = 0, top = 0, eta = 0;
-    for (size_t i = 0; i < k; ++i) mean += row.ratio[i] / static_cast<double>(k), top = std::max(top, row.ratio[i]),
-                                   eta += row.eta[i] / static_cast<double>(k);
+    for (size_t i = 0; i < k; ++i) {
+      mean += row.ratio[i] / static_cast<double>(k), top = std::max(top, row.ratio[i]);
+      eta += row.eta[i] / static_cast<double>(k);
+    }
     const bool predicted = algorithm_needs_prediction(row.algorithm);
-    col_eps.push_back(row.eps), col_noise.push_back(row.noise), col_eta.push_back(eta), col_mean.push_back(mean),
-        col_max.push_back(top), col_feasible.push_back(row.feasible), col_algo.push_back(row.algorithm),
-        col_corruption.push_back(row.corruption.empty() ? (predicted ? "noise" : "none") : row.corruption);
-    table.push_back({row.algorithm, predicted ? nk::cell(row.eps, "%g") : "-", col_corruption.back(),
-                     predicted && row.corruption.empty() ? nk::cell(row.noise, "%g") : "-", predicted ? nk::cell(eta, "%.4f") : "-",
-                     nk::cell(mean, "%.4f"), nk::cell(top, "%.4f"), std::to_string(row.feasible) + "/" + std::to_string(k)});
+    t.eps.push_back(row.eps), t.noise.push_back(row.noise), t.eta.push_back(eta), t.mean.push_back(mean),
+        t.max.push_back(top), t.feasible.push_back(row.feasible), t.algorithm.push_back(row.algorithm),
+        t.corruption.push_back(row.corruption.empty() ? (predicted ? "noise" : "none") : row.corruption);
+    t.table.push_back({row.algorithm, predicted ? nk::cell(row.eps, "%g") : "-", t.corruption.back(),
+                       predicted && row.corruption.empty() ? nk::cell(row.noise, "%g") : "-",
+                       predicted ? nk::cell(eta, "%.4f") : "-", nk::cell(mean, "%.4f"), nk::cell(top, "%.4f"),
+                       std::to_string(row.feasible) + "/" + std::to_string(k)});
   }
-  nk::h5::Writer out(o.output, kEvalSchema, o.no_clobber);
-  const int64_t n_rows = static_cast<int64_t>(rows.size());
-  out.write_strings("/table/algorithm", col_algo, "R");
-  out.write_strings("/table/prediction", col_corruption, "R");
-  out.write("/table/eps", col_eps.data(), {n_rows}, "R");
-  out.write("/table/noise", col_noise.data(), {n_rows}, "R");
-  out.write("/table/eta", col_eta.data(), {n_rows}, "R");
-  out.write("/table/mean_ratio", col_mean.data(), {n_rows}, "R");
-  out.write("/table/max_ratio", col_max.data(), {n_rows}, "R");
-  out.write("/table/feasible", col_feasible.data(), {n_rows}, "R");
-  out.attr("/", "alpha", o.params.alpha);
-  out.attr("/", "gamma", o.params.gamma);
-  out.attr("/", "instances", static_cast<int64_t>(k));
+  return t;
+}
 
-  // Plots are written before the HDF5 file is published, and removed with it on failure.
-  if (!o.plot.empty()) {
-    std::vector<nk::plot::Series> series;
-    double eta_max = 0;
-    for (size_t r = 0; r < rows.size(); ++r) {
-      if (algorithm_needs_prediction(rows[r].algorithm) && rows[r].corruption.empty()) eta_max = std::max(eta_max, col_eta[r]);
-    }
-    for (const Row& row : rows) {
-      if (algorithm_needs_prediction(row.algorithm)) continue;
-      double mean = 0;
-      for (double v : row.ratio) mean += v / static_cast<double>(k);
-      series.push_back({row.algorithm, {0.0, std::max(eta_max, 1e-9)}, {mean, mean}, false});
-    }
-    for (double eps : epss) {
-      for (const std::string& a : algos) {
-        if (!algorithm_needs_prediction(a)) continue;
-        nk::plot::Series s{a + (epss.size() > 1 ? " eps=" + nk::cell(eps, "%g") : ""), {}, {}, false};
-        for (size_t r = 0; r < rows.size(); ++r) {
-          if (rows[r].algorithm == a && rows[r].eps == eps && rows[r].corruption.empty()) {
-            s.x.push_back(col_eta[r]);
-            s.y.push_back(col_mean[r]);
-          }
+/// The table's columns and the run's parameters into the (not yet published) output file.
+void write_table(nk::h5::Writer& out, const Summary& t, const OnlineParams& params, size_t k) {
+  const int64_t n_rows = static_cast<int64_t>(t.algorithm.size());
+  out.write_strings("/table/algorithm", t.algorithm, "R");
+  out.write_strings("/table/prediction", t.corruption, "R");
+  out.write("/table/eps", t.eps.data(), {n_rows}, "R");
+  out.write("/table/noise", t.noise.data(), {n_rows}, "R");
+  out.write("/table/eta", t.eta.data(), {n_rows}, "R");
+  out.write("/table/mean_ratio", t.mean.data(), {n_rows}, "R");
+  out.write("/table/max_ratio", t.max.data(), {n_rows}, "R");
+  out.write("/table/feasible", t.feasible.data(), {n_rows}, "R");
+  out.attr("/", "alpha", params.alpha);
+  out.attr("/", "gamma", params.gamma);
+  out.attr("/", "instances", static_cast<int64_t>(k));
+}
+
+/// The plot's series: a flat line per classic algorithm, a mean-ratio-vs-eta curve per predicted one and eps.
+std::vector<nk::plot::Series> ratio_series(const std::vector<Row>& rows, const Summary& t, const Grid& grid, size_t k) {
+  std::vector<nk::plot::Series> series;
+  double eta_max = 0;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (algorithm_needs_prediction(rows[r].algorithm) && rows[r].corruption.empty())
+      eta_max = std::max(eta_max, t.eta[r]);
+  }
+  for (const Row& row : rows) {
+    if (algorithm_needs_prediction(row.algorithm)) continue;
+    double mean = 0;
+    for (double v : row.ratio) mean += v / static_cast<double>(k);
+    series.push_back({row.algorithm, {0.0, std::max(eta_max, 1e-9)}, {mean, mean}, false});
+  }
+  for (double eps : grid.epss) {
+    for (const std::string& a : grid.algos) {
+      if (!algorithm_needs_prediction(a)) continue;
+      nk::plot::Series s{a + (grid.epss.size() > 1 ? " eps=" + nk::cell(eps, "%g") : ""), {}, {}, false};
+      for (size_t r = 0; r < rows.size(); ++r) {
+        if (rows[r].algorithm == a && rows[r].eps == eps && rows[r].corruption.empty()) {
+          s.x.push_back(t.eta[r]);
+          s.y.push_back(t.mean[r]);
         }
-        series.push_back(std::move(s));
       }
+      series.push_back(std::move(s));
     }
-    write_text(o.plot,
-               nk::plot::line_plot_svg({"Energy / OPT vs prediction error (" + std::to_string(k) + " instances, alpha " +
-                                            nk::cell(o.params.alpha, "%g") + ")",
-                                        "prediction error eta = ||s_hat - s_opt||_alpha / ||s_opt||_alpha", "mean energy ratio",
-                                        false, false},
-                                       series),
-               o.no_clobber);
   }
-  if (!o.profile_plot.empty()) {
-    const Instance& inst = instances.front();
-    std::vector<nk::plot::Series> series;
-    const double noise = noises.size() > 1 ? noises[1] : noises[0];
-    const Prediction pred = oracle_prediction(inst, noise, "", root.split(0).split(7)(), o.params.alpha);
-    OnlineParams p = o.params;
-    p.eps = epss.front();
-    for (const std::string& a : {std::string("yds"), std::string("avr"), std::string("oa"), std::string("pred-dynamic")}) {
-      const Profile s = run_algorithm(a, inst, &pred, p);
-      series.push_back({a == "pred-dynamic" ? a + " (noise " + nk::cell(noise, "%g") + ")" : a, s.t, s.speed, true});
-    }
-    write_text(o.profile_plot,
-               nk::plot::line_plot_svg({"Speed profiles of instance " + inst.name + " (" + std::to_string(inst.size()) + " jobs)",
-                                        "time", "speed", false, false},
-                                       series),
-               o.no_clobber);
+  return series;
+}
+
+/// The SVG of mean energy ratio against prediction error.
+void write_ratio_plot(const EvalOptions& o, const std::vector<nk::plot::Series>& series, size_t k) {
+  write_text(o.plot,
+             nk::plot::line_plot_svg({"Energy / OPT vs prediction error (" + std::to_string(k) + " instances, alpha " +
+                                          nk::cell(o.params.alpha, "%g") + ")",
+                                      "prediction error eta = ||s_hat - s_opt||_alpha / ||s_opt||_alpha",
+                                      "mean energy ratio", false, false},
+                                     series),
+             o.no_clobber);
+}
+
+/// The SVG of the speed profiles of the first instance: YDS, AVR, OA and pred-dynamic at the second noise level.
+void write_profile_plot(const EvalOptions& o, const Grid& grid, const Instance& inst, const nk::Rng& root) {
+  std::vector<nk::plot::Series> series;
+  const double noise = grid.noises.size() > 1 ? grid.noises[1] : grid.noises[0];
+  const Prediction pred = oracle_prediction(inst, noise, "", root.split(0).split(7)(), o.params.alpha);
+  OnlineParams p = o.params;
+  p.eps = grid.epss.front();
+  for (const std::string& a :
+       {std::string("yds"), std::string("avr"), std::string("oa"), std::string("pred-dynamic")}) {
+    const Profile s = run_algorithm(a, inst, &pred, p);
+    series.push_back({a == "pred-dynamic" ? a + " (noise " + nk::cell(noise, "%g") + ")" : a, s.t, s.speed, true});
   }
+  write_text(o.profile_plot,
+             nk::plot::line_plot_svg(
+                 {"Speed profiles of instance " + inst.name + " (" + std::to_string(inst.size()) + " jobs)", "time",
+                  "speed", false, false},
+                 series),
+             o.no_clobber);
+}
+
+}  // namespace
+
+void eval(const EvalOptions& o, const nk::RunEnv& env) {
+  const Grid grid = parse_grid(o);
+  const std::vector<Instance> instances = load_instances(o.input);
+  const nk::Rng root(env.seed);
+  const size_t k = instances.size();
+  std::vector<Row> rows = lay_out_rows(grid, k);
+  const std::vector<char> feasible = run_rows(rows, instances, o.params, root);
+  const Summary summary = summarise(rows, feasible, k);
+  nk::h5::Writer out(o.output, kEvalSchema, o.no_clobber);
+  write_table(out, summary, o.params, k);
+  // Plots are written before the HDF5 file is published, and removed with it on failure.
+  if (!o.plot.empty()) write_ratio_plot(o, ratio_series(rows, summary, grid, k), k);
+  if (!o.profile_plot.empty()) write_profile_plot(o, grid, instances.front(), root);
   out.commit();
   if (nk::log::chatty()) {
     nk::Table::print(o.output == "-" ? stderr : stdout,
-                {"algorithm", "eps", "prediction", "noise", "eta", "mean_ratio", "max_ratio", "feasible"}, table);
+                     {"algorithm", "eps", "prediction", "noise", "eta", "mean_ratio", "max_ratio", "feasible"},
+                     summary.table);
   }
-  if (missed) throw nk::Error(nk::Exit::runtime, std::to_string(missed) + " schedule(s) missed a deadline");
+  if (summary.missed)
+    throw nk::Error(nk::Exit::runtime, std::to_string(summary.missed) + " schedule(s) missed a deadline");
 }
 
 }  // namespace ss
