@@ -1,6 +1,6 @@
 // spike_sft.hpp - the verbs of spike-sft: train a spiking network (pretrain)
 // and measure it (eval). Selective fine-tuning (SPE) and merging (PickIt)
-// build on these.
+// build on these; the data and model files they share are model_io.hpp's.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -9,32 +9,14 @@
 
 #include "nk/h5.hpp"
 #include "nk/run_env.hpp"
+#include "spike-sft/model_io.hpp"
 #include "spike-sft/snn.hpp"
 
 namespace spike {
 
-inline constexpr const char* kModelSchema = "spike-sft.model/1";
 inline constexpr const char* kEvalSchema = "spike-sft.eval/1";
 inline constexpr const char* kTasksSchema = "spike-sft.tasks/1";
-inline constexpr const char* kAdaptedSchema = "spike-sft.adapted/1";
 inline constexpr const char* kStatsSchema = "spike-sft.stats/1";
-
-/// Labelled examples: x [N, D] in [0, 1] (images flattened), labels [N].
-struct Dataset {
-  snn::Matrix x;
-  std::vector<int64_t> labels;
-  std::vector<int64_t> shape;  ///< one example's shape (H, W, C), for checks
-  int64_t classes = 0;         ///< max label + 1
-  int64_t size() const { return x.rows(); }
-};
-
-/// Reads /images [N,H,W,C] or [N,H,W] (or /vectors [N,D]) and /labels [N] of
-/// an nk-data file, checked by nk::data::Source (nk/dataset.hpp): refuses
-/// NaN/Inf, wrong ranks and dtypes, missing, negative or misplaced labels and
-/// empty files (exit 3, naming the dataset).
-Dataset read_dataset(const std::string& path);
-/// The same from prefix + "/images" (or "/vectors") and prefix + "/labels".
-Dataset read_dataset(const nk::h5::File& file, const std::string& prefix);
 
 struct TasksOptions {
   std::string input = "-", output = "-";
@@ -116,12 +98,6 @@ struct StatsOptions {
 };
 /// Weight-magnitude histograms and accuracy after silencing the smallest synapses.
 void stats(const StatsOptions& options, const nk::RunEnv& env);
-
-/// Model files (schema spike-sft.model/1, or spike-sft.adapted/1: base plus
-/// sparse delta, applied unless apply_delta is false).
-snn::Network read_model(const std::string& path, bool apply_delta = true);
-/// Writes /model (weights, sizes and neuron attributes).
-void write_model(nk::h5::Writer& out, const snn::Network& net, const std::vector<int64_t>& shape);
 
 /// Accuracy, mean loss and per-layer firing rates of 'net' on 'data'.
 snn::BatchStats evaluate(const snn::Network& net, const Dataset& data, int64_t batch, uint64_t seed);
