@@ -11,6 +11,13 @@ namespace nk::h5::detail {
 void silence_library_errors();
 /// The innermost message on HDF5's error stack, or "" when it is empty.
 std::string innermost_error();
+/// 'message', then ": " and HDF5's innermost error where it gave one.
+inline std::string with_reason(const std::string& message) {
+  std::string out = message;
+  const std::string reason = innermost_error();
+  if (!reason.empty()) out.append(": ").append(reason);  // appends: GCC 12 warns (falsely) on a + chain here
+  return out;
+}
 
 /// HDF5 memory type for T (complex types are h5py's {r, i} compounds; the
 /// returned handle owns the type when it had to be created).

@@ -23,11 +23,6 @@ bool has_signature(const std::vector<unsigned char>& bytes) {
   return false;
 }
 
-std::string with_reason(const std::string& message) {
-  const std::string reason = detail::innermost_error();
-  return reason.empty() ? message : message + ": " + reason;
-}
-
 template <class T>
 constexpr bool is_float_type = std::is_floating_point_v<T>;
 template <class T>
@@ -66,10 +61,10 @@ File File::open(const std::string& path) {
     Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
     H5Pset_fapl_core(fapl.get(), 1 << 20, 0);
     if (H5Pset_file_image(fapl.get(), bytes.data(), bytes.size()) < 0) {
-      throw Error(Exit::runtime, with_reason("cannot hold standard input in memory"));
+      throw Error(Exit::runtime, detail::with_reason("cannot hold standard input in memory"));
     }
     Handle file(H5Fopen("standard-input", H5F_ACC_RDONLY, fapl.get()));
-    if (!file.valid()) throw input_error(path, "", with_reason("not a readable HDF5 file"));
+    if (!file.valid()) throw input_error(path, "", detail::with_reason("not a readable HDF5 file"));
     return File(path, std::move(file));
   }
   struct stat info {};
@@ -84,7 +79,7 @@ File File::open(const std::string& path) {
     throw input_error(path, "", "not an HDF5 file (no HDF5 signature)");
   }
   Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-  if (!file.valid()) throw input_error(path, "", with_reason("not a readable HDF5 file"));
+  if (!file.valid()) throw input_error(path, "", detail::with_reason("not a readable HDF5 file"));
   return File(path, std::move(file));
 }
 
@@ -113,13 +108,13 @@ void File::require(const std::string& dataset) const {
 DatasetInfo File::info(const std::string& dataset) const {
   require(dataset);
   Handle ds(H5Dopen2(file_.get(), dataset.c_str(), H5P_DEFAULT));
-  if (!ds.valid()) throw input_error(path_, dataset, with_reason("cannot open"));
+  if (!ds.valid()) throw input_error(path_, dataset, detail::with_reason("cannot open"));
   Handle space(H5Dget_space(ds.get()));
   Handle type(H5Dget_type(ds.get()));
   DatasetInfo out;
   out.path = dataset;
   const int rank = H5Sget_simple_extent_ndims(space.get());
-  if (rank < 0) throw input_error(path_, dataset, with_reason("unreadable dataspace"));
+  if (rank < 0) throw input_error(path_, dataset, detail::with_reason("unreadable dataspace"));
   std::vector<hsize_t> dims(static_cast<size_t>(rank));
   H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
   out.shape.assign(dims.begin(), dims.end());
@@ -164,7 +159,7 @@ Array<T> File::read(const std::string& dataset) const {
   Handle ds(H5Dopen2(file_.get(), dataset.c_str(), H5P_DEFAULT));
   Handle mem = detail::memory_type<T>();
   if (H5Dread(ds.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data.data()) < 0) {
-    throw input_error(path_, dataset, with_reason("cannot read data (file truncated or corrupt?)"));
+    throw input_error(path_, dataset, detail::with_reason("cannot read data (file truncated or corrupt?)"));
   }
   return out;
 }
@@ -195,7 +190,7 @@ Array<T> File::read_rows(const std::string& dataset, int64_t begin, int64_t end)
   Handle memory_space(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr));
   Handle mem = detail::memory_type<T>();
   if (H5Dread(ds.get(), mem.get(), memory_space.get(), file_space.get(), H5P_DEFAULT, out.data.data()) < 0) {
-    throw input_error(path_, dataset, with_reason("cannot read data (file truncated or corrupt?)"));
+    throw input_error(path_, dataset, detail::with_reason("cannot read data (file truncated or corrupt?)"));
   }
   return out;
 }
@@ -232,7 +227,7 @@ std::vector<std::string> File::read_strings(const std::string& dataset) const {
     H5Tset_cset(mem.get(), H5Tget_cset(file_type.get()));
     std::vector<char*> raw(n, nullptr);
     if (n && H5Dread(ds.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()) < 0) {
-      throw input_error(path_, dataset, with_reason("cannot read strings"));
+      throw input_error(path_, dataset, detail::with_reason("cannot read strings"));
     }
     for (char* s : raw) out.emplace_back(s ? s : "");
     Handle space(H5Dget_space(ds.get()));
@@ -242,7 +237,7 @@ std::vector<std::string> File::read_strings(const std::string& dataset) const {
     check_readable(meta, width);
     std::vector<char> raw(n * width + 1, '\0');
     if (n && H5Dread(ds.get(), file_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()) < 0) {
-      throw input_error(path_, dataset, with_reason("cannot read strings"));
+      throw input_error(path_, dataset, detail::with_reason("cannot read strings"));
     }
     for (size_t i = 0; i < n; ++i) out.emplace_back(raw.data() + i * width, strnlen(raw.data() + i * width, width));
   }
@@ -255,14 +250,14 @@ RawDataset File::read_raw(const std::string& dataset) const {
   Handle ds(H5Dopen2(file_.get(), dataset.c_str(), H5P_DEFAULT));
   Handle file_type(H5Dget_type(ds.get()));
   raw.mem_type = Handle(H5Tget_native_type(file_type.get(), H5T_DIR_ASCEND));
-  if (!raw.mem_type.valid()) throw input_error(path_, dataset, with_reason("unsupported element type"));
+  if (!raw.mem_type.valid()) throw input_error(path_, dataset, detail::with_reason("unsupported element type"));
   raw.element_size = H5Tget_size(raw.mem_type.get());
   raw.has_vlen = H5Tdetect_class(raw.mem_type.get(), H5T_VLEN) > 0 || H5Tis_variable_str(raw.mem_type.get()) > 0;
   check_readable(raw.info, raw.element_size);
   raw.bytes.resize(static_cast<size_t>(raw.info.elements()) * raw.element_size);
   if (!raw.bytes.empty() &&
       H5Dread(ds.get(), raw.mem_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.bytes.data()) < 0) {
-    throw input_error(path_, dataset, with_reason("cannot read data (file truncated or corrupt?)"));
+    throw input_error(path_, dataset, detail::with_reason("cannot read data (file truncated or corrupt?)"));
   }
   return raw;
 }

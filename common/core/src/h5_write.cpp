@@ -8,11 +8,6 @@ namespace nk::h5 {
 
 namespace {
 
-std::string with_reason(const std::string& message) {
-  const std::string reason = detail::innermost_error();
-  return reason.empty() ? message : message + ": " + reason;
-}
-
 // Identical runs give identical files (but for nk_created) without object times.
 Handle untimed(hid_t plist_class) {
   Handle plist(H5Pcreate(plist_class));
@@ -36,7 +31,7 @@ Writer::Writer(const std::string& path, const std::string& schema, bool no_clobb
     target_ = std::make_unique<AtomicFile>(path, no_clobber);
     file_ = Handle(H5Fcreate(target_->temp_path().c_str(), H5F_ACC_TRUNC, fcpl.get(), H5P_DEFAULT));
   }
-  if (!file_.valid()) throw io_error(path, with_reason("cannot create HDF5 file"));
+  if (!file_.valid()) throw io_error(path, detail::with_reason("cannot create HDF5 file"));
   const RunContext& context = run_context();
   attr("/", "nk_schema", schema);
   attr("/", "nk_tool", context.tool);
@@ -55,7 +50,7 @@ void Writer::create_parent_groups(const std::string& dataset) {
     if (H5Lexists(file_.get(), group.c_str(), H5P_DEFAULT) > 0) continue;
     Handle gcpl = untimed(H5P_GROUP_CREATE);
     Handle created(H5Gcreate2(file_.get(), group.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT));
-    if (!created.valid()) throw io_error(path_, with_reason("cannot create group " + group));
+    if (!created.valid()) throw io_error(path_, detail::with_reason("cannot create group " + group));
   }
   detail::innermost_error();
 }
@@ -71,11 +66,11 @@ void Writer::write(const std::string& dataset, const T* data, const std::vector<
   Handle type = detail::memory_type<T>();
   Handle dcpl = dataset_create_plist();
   Handle ds(H5Dcreate2(file_.get(), dataset.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
-  if (!ds.valid()) throw io_error(path_, with_reason("cannot create dataset " + dataset));
+  if (!ds.valid()) throw io_error(path_, detail::with_reason("cannot create dataset " + dataset));
   hsize_t count = 1;
   for (hsize_t e : extent) count *= e;
   if (count && H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0) {
-    throw io_error(path_, with_reason("cannot write dataset " + dataset));
+    throw io_error(path_, detail::with_reason("cannot write dataset " + dataset));
   }
   if (!dims.empty()) attr(dataset, "dims", dims);
   if (!units.empty()) attr(dataset, "units", units);
@@ -91,12 +86,12 @@ void Writer::write_strings(const std::string& dataset, const std::vector<std::st
   H5Tset_cset(type.get(), H5T_CSET_UTF8);
   Handle dcpl = dataset_create_plist();
   Handle ds(H5Dcreate2(file_.get(), dataset.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
-  if (!ds.valid()) throw io_error(path_, with_reason("cannot create dataset " + dataset));
+  if (!ds.valid()) throw io_error(path_, detail::with_reason("cannot create dataset " + dataset));
   std::vector<const char*> pointers;
   pointers.reserve(values.size());
   for (const std::string& v : values) pointers.push_back(v.c_str());
   if (n && H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, pointers.data()) < 0) {
-    throw io_error(path_, with_reason("cannot write dataset " + dataset));
+    throw io_error(path_, detail::with_reason("cannot write dataset " + dataset));
   }
   if (!dims.empty()) attr(dataset, "dims", dims);
 }
@@ -108,10 +103,10 @@ void Writer::write_raw(const std::string& dataset, const RawDataset& raw) {
   Handle dcpl = dataset_create_plist();
   Handle ds(H5Dcreate2(file_.get(), dataset.c_str(), raw.mem_type.get(), space.get(), H5P_DEFAULT, dcpl.get(),
                        H5P_DEFAULT));
-  if (!ds.valid()) throw io_error(path_, with_reason("cannot create dataset " + dataset));
+  if (!ds.valid()) throw io_error(path_, detail::with_reason("cannot create dataset " + dataset));
   if (!raw.bytes.empty() &&
       H5Dwrite(ds.get(), raw.mem_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.bytes.data()) < 0) {
-    throw io_error(path_, with_reason("cannot write dataset " + dataset));
+    throw io_error(path_, detail::with_reason("cannot write dataset " + dataset));
   }
   if (!raw.info.dims.empty()) attr(dataset, "dims", raw.info.dims);
   if (!raw.info.units.empty()) attr(dataset, "units", raw.info.units);
@@ -132,7 +127,7 @@ void write_attribute(hid_t file, const std::string& path, const std::string& obj
   Handle attribute(H5Acreate_by_name(file, object.c_str(), name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT,
                                      H5P_DEFAULT));
   if (!attribute.valid() || H5Awrite(attribute.get(), type, value) < 0) {
-    throw io_error(path, with_reason("cannot write attribute " + name + " of " + object));
+    throw io_error(path, detail::with_reason("cannot write attribute " + name + " of " + object));
   }
 }
 
@@ -167,16 +162,16 @@ void Writer::commit() {
   if (committed_) return;
   if (!target_) {
     // The image is only a valid file after a global flush.
-    if (H5Fflush(file_.get(), H5F_SCOPE_GLOBAL) < 0) throw io_error(path_, with_reason("cannot finish HDF5 image"));
+    if (H5Fflush(file_.get(), H5F_SCOPE_GLOBAL) < 0) throw io_error(path_, detail::with_reason("cannot finish HDF5 image"));
     const ssize_t size = H5Fget_file_image(file_.get(), nullptr, 0);
-    if (size < 0) throw io_error(path_, with_reason("cannot finish HDF5 image"));
+    if (size < 0) throw io_error(path_, detail::with_reason("cannot finish HDF5 image"));
     std::vector<unsigned char> image(static_cast<size_t>(size));
     H5Fget_file_image(file_.get(), image.data(), image.size());
     file_.reset();
     write_stdout(image.data(), image.size());
   } else {
     if (H5Fclose(file_.get()) < 0) {
-      throw io_error(path_, with_reason("cannot finish HDF5 file"));
+      throw io_error(path_, detail::with_reason("cannot finish HDF5 file"));
     }
     file_ = Handle();
     target_->commit();
