@@ -27,6 +27,7 @@
 #include "nk/rng.hpp"
 #include "nk/table.hpp"
 #include "nk/timer.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -44,15 +45,6 @@ std::string captured(F&& write) {
   while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
   std::fclose(f);
   return out;
-}
-
-int exit_code_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const nk::Error& e) {
-    return static_cast<int>(e.code());
-  }
-  return 0;
 }
 
 }  // namespace
@@ -180,7 +172,7 @@ TEST_SUITE("helpers") {
     for (const char* bad : {"lognormal:0,1", "lognormal:1", "lognormal:1,-1", "lognormal:x,1", "uniform:2,1", "fixed:0",
                             "pareto:1,0", "gamma:1,1", "lognormal:nan,1", "lognormal:1,inf"}) {
       CAPTURE(bad);
-      CHECK(exit_code_of([&] { nk::Distribution("--work", bad); }) == 2);
+      CHECK(nk::test::exit_code([&] { nk::Distribution("--work", bad); }) == 2);
     }
     try {
       nk::Distribution("--doc-lengths", "uniform:1,2", {"lognormal", "fixed"});

@@ -13,6 +13,7 @@
 #include "nk/lm/layers.hpp"
 #include "nk/lm/params.hpp"
 #include "nk/rng.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -54,15 +55,6 @@ double dot(const std::vector<double>& a, const std::vector<double>& b) {
   return s;
 }
 
-int exit_code(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const nk::Error& e) {
-    return static_cast<int>(e.code());
-  }
-  return 0;
-}
-
 }  // namespace
 
 TEST_SUITE("lm") {
@@ -83,8 +75,8 @@ TEST_SUITE("lm") {
              [](nk::lm::Config& x) { x.d_model = 65536, x.n_layers = 1024, x.d_ff = 262144; }}) {
       nk::lm::Config x;
       bad(x);
-      CHECK(exit_code([&] { x.validate("model.h5"); }) == 2);
-      CHECK(exit_code([&] { nk::lm::ParameterStore s(x); }) == 2);
+      CHECK(nk::test::exit_code([&] { x.validate("model.h5"); }) == 2);
+      CHECK(nk::test::exit_code([&] { nk::lm::ParameterStore s(x); }) == 2);
     }
   }
 
@@ -107,7 +99,7 @@ TEST_SUITE("lm") {
     CHECK(p.info("model.layers.0.mlp.down_proj.weight").shape == std::vector<int64_t>{16, 40});
     CHECK(p.info("lm_head.weight").shape == std::vector<int64_t>{64, 16});
     CHECK_FALSE(p.info("model.norm.weight").decay);
-    CHECK(exit_code([&] { (void)p.tensor("model.layers.9.mlp.up_proj.weight"); }) == 2);
+    CHECK(nk::test::exit_code([&] { (void)p.tensor("model.layers.9.mlp.up_proj.weight"); }) == 2);
     p.init(5);
     nk::lm::ParameterStore q(c);
     q.init(5);

@@ -2,11 +2,13 @@
 #pragma once
 #include <unistd.h>
 
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
+#include <functional>
 #include <string>
 
 #include "nk/device.hpp"
+#include "nk/error.hpp"
 
 namespace nk::test {
 
@@ -29,6 +31,16 @@ class ScratchDir {
  private:
   std::string path_;
 };
+
+/// The exit code f() fails with (nk::Error), 0 when it does not fail.
+inline int exit_code(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return static_cast<int>(e.code());
+  }
+  return 0;
+}
 
 /// True where a CUDA device can be used. Otherwise prints the line that the
 /// ctest entry unit.cuda reads as "skipped" (not "passed") and returns false.
