@@ -1,0 +1,111 @@
+// model.hpp - the whole Llama network over a packed batch, forward and
+// explicit backward (llm.c's shape: every activation the backward needs lives
+// in one Workspace allocated up front; no autograd, no allocation in a step).
+//
+//   x = embed[tokens]
+//   per layer: a = RMSNorm(x); q,k,v = a Wq^T, a Wk^T, a Wv^T; RoPE(q, k);
+//              x += attention(q, k, v) Wo^T
+//              b = RMSNorm(x); x += (silu(b Wg^T) * (b Wu^T)) Wd^T
+//   logits = RMSNorm(x) E^T  (E = embed when tied, lm_head otherwise)
+//
+// Attention is causal in Mode::causal and bidirectional in Mode::diffusion.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "nk/lm/config.hpp"
+#include "nk/lm/params.hpp"
+
+namespace nk::lm {
+
+/// Sequences packed one after another without padding; the caller owns the
+/// arrays. Segment s is rows [offsets[s], offsets[s+1]).
+struct TokenBatch {
+  std::span<const int32_t> tokens;     ///< [N]
+  std::span<const int64_t> offsets;    ///< [S+1], offsets[0] = 0, offsets[S] = N
+  std::span<const int32_t> positions;  ///< [N] RoPE positions, or empty: 0.. within each segment
+  int64_t rows() const { return static_cast<int64_t>(tokens.size()); }
+  int64_t segments() const { return static_cast<int64_t>(offsets.size()) - 1; }
+};
+
+/// Equal segments: 'rows' of 'length' tokens each (a training batch [B, T]).
+std::vector<int64_t> uniform_offsets(int64_t rows, int64_t length);
+
+/// Which tensors train. Frozen tensors get no gradient (their dW is skipped;
+/// gradients still flow through them to earlier layers).
+class ParameterMask {
+ public:
+  static ParameterMask all(const ParameterStore& store);
+  /// Freezes (thaw: unfreezes) every tensor whose name matches the shell
+  /// glob (fnmatch: '*' '?' '[...]'); returns how many matched.
+  int64_t freeze(std::string_view glob);
+  int64_t thaw(std::string_view glob);
+  bool trainable(size_t tensor) const { return trainable_[tensor] != 0; }
+  bool trainable(std::string_view name) const;
+  int64_t trainable_count() const;   ///< parameters (values) that train
+
+ private:
+  const ParameterStore* store_ = nullptr;
+  std::vector<char> trainable_;
+};
+
+struct WorkspaceLimits {
+  int64_t max_tokens = 0;     ///< rows of a batch
+  int64_t max_segment = 0;    ///< tokens of its longest segment (<= config max_seq)
+  bool training = false;      ///< keep every layer's activations and the gradient buffers
+};
+
+/// Activations of one batch (llm.c's ActivationTensors, plus their gradients
+/// when training). Inference keeps one layer's worth and reuses it.
+class Workspace {
+ public:
+  Workspace(const Config& config, WorkspaceLimits limits);
+  const WorkspaceLimits& limits() const { return limits_; }
+  int64_t logit_rows() const { return logit_rows_; }
+  /// [logit_rows, V] from the last forward; dlogits is where the loss writes
+  /// its gradient before backward().
+  float* logits() { return logits_.data(); }
+  const float* logits() const { return logits_.data(); }
+  float* dlogits() { return dlogits_.data(); }
+  /// The residual stream entering layer l ([N, D]; l = n_layers: after the
+  /// last block, before the final norm). Training workspaces keep all.
+  const float* residual(int64_t layer) const;
+  int64_t bytes() const;
+
+ private:
+  friend class Model;
+  Config config_;
+  WorkspaceLimits limits_;
+  int64_t logit_rows_ = 0;
+  struct Layer {
+    std::vector<float> ln1, rstd1, q, k, v, att, lse, mid, ln2, rstd2, gate, up, act;
+  };
+  std::vector<std::vector<float>> resid_;   // n_layers + 1 (training) or 2 (inference, ping-pong)
+  std::vector<Layer> layers_;               // n_layers (training) or 1
+  std::vector<float> lnf_, rstdf_, logits_, dlogits_, scratch_;
+  std::vector<int32_t> positions_;
+  // Backward: one set, reused from the last layer down.
+  std::vector<float> dx_, dmid_, dnorm_, dq_, dk_, dv_, datt_, dgate_, dup_, dact_;
+};
+
+/// A view of a config and its weights; const and re-entrant: separate
+/// Workspaces run on separate threads.
+class Model {
+ public:
+  Model(const ParameterStore& weights);
+  const Config& config() const { return weights_.config(); }
+  /// Logits of every row of the batch. A batch beyond the workspace's
+  /// limits, a token outside the vocabulary or a segment longer than max_seq
+  /// is a usage error (exit 2).
+  void forward(const TokenBatch& batch, Workspace& ws) const;
+  /// grads += dL/dW from ws.dlogits() (the batch of the last forward, which
+  /// must have been run on a training workspace), for trainable tensors.
+  void backward(const TokenBatch& batch, Workspace& ws, const ParameterMask& mask, ParameterStore& grads) const;
+
+ private:
+  const ParameterStore& weights_;
+};
+
+}  // namespace nk::lm

@@ -1,0 +1,321 @@
+// model.cpp - the Llama network's forward and explicit backward over a packed
+// batch, every matrix product through Eigen (OpenMP-parallel), the element-wise
+// layers from layers.hpp and attention from attention.hpp.
+#include "nk/lm/model.hpp"
+
+#include <fnmatch.h>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <string>
+
+#include "nk/error.hpp"
+#include "nk/lm/attention.hpp"
+#include "nk/lm/layers.hpp"
+
+namespace nk::lm {
+
+namespace {
+
+using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using Map = Eigen::Map<Matrix>;
+using ConstMap = Eigen::Map<const Matrix>;
+
+/// y[n, out] = x[n, in] W^T for W [out, in] (transformers' layout).
+void linear(const float* x, const float* w, int64_t n, int64_t in, int64_t out, float* y) {
+  Map(y, n, out).noalias() = ConstMap(x, n, in) * ConstMap(w, out, in).transpose();
+}
+/// dx[n, in] (= or +=) dy[n, out] W.
+void linear_dx(const float* dy, const float* w, int64_t n, int64_t in, int64_t out, float* dx, bool accumulate) {
+  if (accumulate)
+    Map(dx, n, in).noalias() += ConstMap(dy, n, out) * ConstMap(w, out, in);
+  else
+    Map(dx, n, in).noalias() = ConstMap(dy, n, out) * ConstMap(w, out, in);
+}
+/// dW[out, in] += dy^T x.
+void linear_dw(const float* dy, const float* x, int64_t n, int64_t in, int64_t out, float* dw) {
+  Map(dw, out, in).noalias() += ConstMap(dy, n, out).transpose() * ConstMap(x, n, in);
+}
+
+void resize(std::vector<float>& v, int64_t n) { v.assign(static_cast<size_t>(n), 0.0f); }
+
+struct LayerWeights {
+  const float *ln1, *q, *k, *v, *o, *ln2, *gate, *up, *down;
+  size_t ln1_t, q_t, k_t, v_t, o_t, ln2_t, gate_t, up_t, down_t;  // tensor indices (mask, grads)
+};
+
+LayerWeights layer_weights(const ParameterStore& w, int64_t l) {
+  LayerWeights lw{};
+  const auto find = [&](const char* part, const float*& ptr, size_t& index) {
+    const std::string name = layer_tensor(l, part);
+    const auto& ts = w.tensors();
+    for (size_t t = 0; t < ts.size(); ++t)
+      if (ts[t].name == name) {
+        ptr = w.data() + ts[t].offset;
+        index = t;
+        return;
+      }
+    throw usage_error("no tensor '" + name + "' in this model");
+  };
+  find("input_layernorm.weight", lw.ln1, lw.ln1_t);
+  find("self_attn.q_proj.weight", lw.q, lw.q_t);
+  find("self_attn.k_proj.weight", lw.k, lw.k_t);
+  find("self_attn.v_proj.weight", lw.v, lw.v_t);
+  find("self_attn.o_proj.weight", lw.o, lw.o_t);
+  find("post_attention_layernorm.weight", lw.ln2, lw.ln2_t);
+  find("mlp.gate_proj.weight", lw.gate, lw.gate_t);
+  find("mlp.up_proj.weight", lw.up, lw.up_t);
+  find("mlp.down_proj.weight", lw.down, lw.down_t);
+  return lw;
+}
+
+size_t tensor_index(const ParameterStore& w, std::string_view name) {
+  const auto& ts = w.tensors();
+  for (size_t t = 0; t < ts.size(); ++t)
+    if (ts[t].name == name) return t;
+  throw usage_error("no tensor '" + std::string(name) + "' in this model");
+}
+
+}  // namespace
+
+std::vector<int64_t> uniform_offsets(int64_t rows, int64_t length) {
+  std::vector<int64_t> offsets(static_cast<size_t>(rows + 1));
+  for (int64_t r = 0; r <= rows; ++r) offsets[static_cast<size_t>(r)] = r * length;
+  return offsets;
+}
+
+// ---------------------------------------------------------------- ParameterMask
+
+ParameterMask ParameterMask::all(const ParameterStore& store) {
+  ParameterMask m;
+  m.store_ = &store;
+  m.trainable_.assign(store.tensors().size(), 1);
+  return m;
+}
+
+int64_t ParameterMask::freeze(std::string_view glob) {
+  const std::string pattern(glob);
+  int64_t hits = 0;
+  for (size_t t = 0; t < trainable_.size(); ++t)
+    if (fnmatch(pattern.c_str(), store_->tensors()[t].name.c_str(), 0) == 0) {
+      trainable_[t] = 0;
+      ++hits;
+    }
+  return hits;
+}
+
+int64_t ParameterMask::thaw(std::string_view glob) {
+  const std::string pattern(glob);
+  int64_t hits = 0;
+  for (size_t t = 0; t < trainable_.size(); ++t)
+    if (fnmatch(pattern.c_str(), store_->tensors()[t].name.c_str(), 0) == 0) {
+      trainable_[t] = 1;
+      ++hits;
+    }
+  return hits;
+}
+
+bool ParameterMask::trainable(std::string_view name) const { return trainable(tensor_index(*store_, name)); }
+
+int64_t ParameterMask::trainable_count() const {
+  int64_t n = 0;
+  for (size_t t = 0; t < trainable_.size(); ++t)
+    if (trainable_[t]) n += store_->tensors()[t].size;
+  return n;
+}
+
+// ---------------------------------------------------------------- Workspace
+
+Workspace::Workspace(const Config& config, WorkspaceLimits limits) : config_(config), limits_(limits) {
+  config.validate("model config");
+  if (limits.max_tokens < 1 || limits.max_tokens > (int64_t{1} << 26))
+    throw usage_error("workspace: max_tokens must be in 1..2^26, got " + std::to_string(limits.max_tokens));
+  if (limits.max_segment < 1 || limits.max_segment > config.max_seq)
+    throw usage_error("workspace: max_segment must be in 1.." + std::to_string(config.max_seq) + " (the context), got " +
+                      std::to_string(limits.max_segment));
+  const Config& c = config;
+  const int64_t n = limits.max_tokens, d = c.d_model, qd = c.n_heads * c.head_dim, kvd = c.n_kv_heads * c.head_dim;
+  logit_rows_ = n;
+  const int64_t keep = limits.training ? c.n_layers : 1;
+  resid_.resize(static_cast<size_t>(limits.training ? c.n_layers + 1 : 2));
+  for (auto& r : resid_) resize(r, n * d);
+  layers_.resize(static_cast<size_t>(keep));
+  for (Layer& L : layers_) {
+    resize(L.ln1, n * d), resize(L.rstd1, n), resize(L.q, n * qd), resize(L.k, n * kvd), resize(L.v, n * kvd);
+    resize(L.att, n * qd), resize(L.lse, n * c.n_heads), resize(L.mid, n * d), resize(L.ln2, n * d);
+    resize(L.rstd2, n), resize(L.gate, n * c.d_ff), resize(L.up, n * c.d_ff), resize(L.act, n * c.d_ff);
+  }
+  resize(lnf_, n * d), resize(rstdf_, n), resize(logits_, logit_rows_ * c.vocab);
+  resize(scratch_, attention_scratch(limits.max_segment));
+  positions_.assign(static_cast<size_t>(n), 0);
+  if (limits.training) {
+    resize(dlogits_, logit_rows_ * c.vocab);
+    resize(dx_, n * d), resize(dmid_, n * d), resize(dnorm_, n * d), resize(dq_, n * qd), resize(dk_, n * kvd);
+    resize(dv_, n * kvd), resize(datt_, n * qd), resize(dgate_, n * c.d_ff), resize(dup_, n * c.d_ff);
+    resize(dact_, n * c.d_ff);
+  }
+}
+
+const float* Workspace::residual(int64_t layer) const {
+  if (!limits_.training) throw usage_error("workspace: residuals of every layer are kept only when training");
+  return resid_.at(static_cast<size_t>(layer)).data();
+}
+
+int64_t Workspace::bytes() const {
+  int64_t values = 0;
+  for (const auto& r : resid_) values += static_cast<int64_t>(r.size());
+  for (const Layer& L : layers_)
+    for (const auto* v : {&L.ln1, &L.rstd1, &L.q, &L.k, &L.v, &L.att, &L.lse, &L.mid, &L.ln2, &L.rstd2, &L.gate,
+                          &L.up, &L.act})
+      values += static_cast<int64_t>(v->size());
+  for (const auto* v : {&lnf_, &rstdf_, &logits_, &dlogits_, &scratch_, &dx_, &dmid_, &dnorm_, &dq_, &dk_, &dv_,
+                        &datt_, &dgate_, &dup_, &dact_})
+    values += static_cast<int64_t>(v->size());
+  return values * 4 + static_cast<int64_t>(positions_.size()) * 4;
+}
+
+// ---------------------------------------------------------------- Model
+
+Model::Model(const ParameterStore& weights) : weights_(weights) {}
+
+void Model::forward(const TokenBatch& batch, Workspace& ws) const {
+  const Config& c = config();
+  const int64_t n = batch.rows(), S = batch.segments(), d = c.d_model;
+  const int64_t qd = c.n_heads * c.head_dim, kvd = c.n_kv_heads * c.head_dim;
+  if (S < 1 || batch.offsets[0] != 0 || batch.offsets[static_cast<size_t>(S)] != n)
+    throw usage_error("model: the batch's offsets must run from 0 to its " + std::to_string(n) + " tokens");
+  if (n > ws.limits_.max_tokens)
+    throw usage_error("model: a batch of " + std::to_string(n) + " tokens exceeds the workspace's " +
+                      std::to_string(ws.limits_.max_tokens));
+  for (int64_t s = 0; s < S; ++s) {
+    const int64_t len = batch.offsets[static_cast<size_t>(s + 1)] - batch.offsets[static_cast<size_t>(s)];
+    if (len < 1 || len > ws.limits_.max_segment)
+      throw usage_error("model: segment " + std::to_string(s) + " has " + std::to_string(len) +
+                        " tokens; the workspace takes 1.." + std::to_string(ws.limits_.max_segment));
+    for (int64_t i = 0; i < len; ++i)
+      ws.positions_[static_cast<size_t>(batch.offsets[static_cast<size_t>(s)] + i)] = static_cast<int32_t>(i);
+  }
+  if (!batch.positions.empty()) {
+    if (static_cast<int64_t>(batch.positions.size()) != n) throw usage_error("model: positions must give one per token");
+    std::copy(batch.positions.begin(), batch.positions.end(), ws.positions_.begin());
+  }
+  const bool causal = c.mode == Mode::causal;
+  const float* embed = weights_.data() + weights_.info("model.embed_tokens.weight").offset;
+
+  float* x = ws.resid_[0].data();
+  for (int64_t r = 0; r < n; ++r) {
+    const int32_t t = batch.tokens[static_cast<size_t>(r)];
+    if (t < 0 || t >= c.vocab)
+      throw usage_error("model: token " + std::to_string(t) + " at row " + std::to_string(r) + " is outside the vocabulary of " +
+                        std::to_string(c.vocab));
+    std::copy(embed + t * d, embed + (t + 1) * d, x + r * d);
+  }
+  const int32_t* pos = ws.positions_.data();
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const LayerWeights w = layer_weights(weights_, l);
+    Workspace::Layer& L = ws.layers_[ws.limits_.training ? static_cast<size_t>(l) : 0];
+    const float* xin = ws.resid_[ws.limits_.training ? static_cast<size_t>(l) : static_cast<size_t>(l % 2)].data();
+    float* xout = ws.resid_[ws.limits_.training ? static_cast<size_t>(l + 1) : static_cast<size_t>((l + 1) % 2)].data();
+    rmsnorm_forward(xin, w.ln1, n, d, c.norm_eps, L.ln1.data(), L.rstd1.data());
+    linear(L.ln1.data(), w.q, n, d, qd, L.q.data());
+    linear(L.ln1.data(), w.k, n, d, kvd, L.k.data());
+    linear(L.ln1.data(), w.v, n, d, kvd, L.v.data());
+    rope(L.q.data(), pos, n, c.n_heads, c.head_dim, c.rope_theta);
+    rope(L.k.data(), pos, n, c.n_kv_heads, c.head_dim, c.rope_theta);
+    attention_forward(L.q.data(), L.k.data(), L.v.data(), batch.offsets.data(), S, c.n_heads, c.n_kv_heads, c.head_dim,
+                      causal, L.att.data(), L.lse.data(), ws.scratch_.data(), ws.limits_.max_segment);
+    // mid = x + att Wo^T
+    float* mid = L.mid.data();
+    linear(L.att.data(), w.o, n, qd, d, mid);
+    Map(mid, n, d) += ConstMap(xin, n, d);
+    rmsnorm_forward(mid, w.ln2, n, d, c.norm_eps, L.ln2.data(), L.rstd2.data());
+    linear(L.ln2.data(), w.gate, n, d, c.d_ff, L.gate.data());
+    linear(L.ln2.data(), w.up, n, d, c.d_ff, L.up.data());
+    swiglu_forward(L.gate.data(), L.up.data(), n * c.d_ff, L.act.data());
+    linear(L.act.data(), w.down, n, c.d_ff, d, xout);
+    Map(xout, n, d) += ConstMap(mid, n, d);
+  }
+  const float* xl = ws.resid_[ws.limits_.training ? static_cast<size_t>(c.n_layers) : static_cast<size_t>(c.n_layers % 2)].data();
+  const float* norm = weights_.data() + weights_.info("model.norm.weight").offset;
+  rmsnorm_forward(xl, norm, n, d, c.norm_eps, ws.lnf_.data(), ws.rstdf_.data());
+  const float* head = c.tied_head ? embed : weights_.data() + weights_.info("lm_head.weight").offset;
+  linear(ws.lnf_.data(), head, n, d, c.vocab, ws.logits_.data());
+}
+
+void Model::backward(const TokenBatch& batch, Workspace& ws, const ParameterMask& mask, ParameterStore& grads) const {
+  if (!ws.limits_.training) throw usage_error("model: backward needs a workspace made for training");
+  if (grads.size() != weights_.size()) throw usage_error("model: gradients of another model's shape");
+  const Config& c = config();
+  const int64_t n = batch.rows(), S = batch.segments(), d = c.d_model;
+  const int64_t qd = c.n_heads * c.head_dim, kvd = c.n_kv_heads * c.head_dim, f = c.d_ff;
+  const bool causal = c.mode == Mode::causal;
+  float* G = grads.data();
+  const float* W = weights_.data();
+  const auto grad_of = [&](size_t t) { return G + weights_.tensors()[t].offset; };
+
+  // Head and final norm.
+  const size_t embed_t = tensor_index(weights_, "model.embed_tokens.weight");
+  const size_t head_t = c.tied_head ? embed_t : tensor_index(weights_, "lm_head.weight");
+  const size_t norm_t = tensor_index(weights_, "model.norm.weight");
+  const float* head = W + weights_.tensors()[head_t].offset;
+  linear_dx(ws.dlogits_.data(), head, n, d, c.vocab, ws.dnorm_.data(), false);
+  if (mask.trainable(head_t)) linear_dw(ws.dlogits_.data(), ws.lnf_.data(), n, d, c.vocab, grad_of(head_t));
+  std::vector<float> unused_norm_grad;
+  float* dnorm_w = grad_of(norm_t);
+  if (!mask.trainable(norm_t)) {
+    unused_norm_grad.assign(static_cast<size_t>(d), 0.0f);
+    dnorm_w = unused_norm_grad.data();
+  }
+  rmsnorm_backward(ws.dnorm_.data(), ws.resid_[static_cast<size_t>(c.n_layers)].data(), W + weights_.tensors()[norm_t].offset,
+                   ws.rstdf_.data(), n, d, ws.dx_.data(), dnorm_w);
+
+  const int32_t* pos = ws.positions_.data();
+  std::vector<float> sink(static_cast<size_t>(std::max(d, f)), 0.0f);  // dweight of frozen norms
+  for (int64_t l = c.n_layers - 1; l >= 0; --l) {
+    const LayerWeights w = layer_weights(weights_, l);
+    Workspace::Layer& L = ws.layers_[static_cast<size_t>(l)];
+    const float* xin = ws.resid_[static_cast<size_t>(l)].data();
+    float* dx = ws.dx_.data();  // d loss / d (output of layer l), becomes d loss / d (input)
+    // MLP: out = mid + act Wd^T.
+    linear_dx(dx, w.down, n, f, d, ws.dact_.data(), false);
+    if (mask.trainable(w.down_t)) linear_dw(dx, L.act.data(), n, f, d, grad_of(w.down_t));
+    swiglu_backward(ws.dact_.data(), L.gate.data(), L.up.data(), n * f, ws.dgate_.data(), ws.dup_.data());
+    linear_dx(ws.dgate_.data(), w.gate, n, d, f, ws.dnorm_.data(), false);
+    linear_dx(ws.dup_.data(), w.up, n, d, f, ws.dnorm_.data(), true);
+    if (mask.trainable(w.gate_t)) linear_dw(ws.dgate_.data(), L.ln2.data(), n, d, f, grad_of(w.gate_t));
+    if (mask.trainable(w.up_t)) linear_dw(ws.dup_.data(), L.ln2.data(), n, d, f, grad_of(w.up_t));
+    std::fill(sink.begin(), sink.end(), 0.0f);
+    rmsnorm_backward(ws.dnorm_.data(), L.mid.data(), w.ln2, L.rstd2.data(), n, d, ws.dmid_.data(),
+                     mask.trainable(w.ln2_t) ? grad_of(w.ln2_t) : sink.data());
+    Map(ws.dmid_.data(), n, d) += ConstMap(dx, n, d);
+    // Attention: mid = x + att Wo^T.
+    const float* dmid = ws.dmid_.data();
+    linear_dx(dmid, w.o, n, qd, d, ws.datt_.data(), false);
+    if (mask.trainable(w.o_t)) linear_dw(dmid, L.att.data(), n, qd, d, grad_of(w.o_t));
+    attention_backward(ws.datt_.data(), L.att.data(), L.q.data(), L.k.data(), L.v.data(), L.lse.data(),
+                       batch.offsets.data(), S, c.n_heads, c.n_kv_heads, c.head_dim, causal, ws.dq_.data(),
+                       ws.dk_.data(), ws.dv_.data(), ws.scratch_.data(), ws.limits_.max_segment);
+    rope(ws.dq_.data(), pos, n, c.n_heads, c.head_dim, c.rope_theta, true);
+    rope(ws.dk_.data(), pos, n, c.n_kv_heads, c.head_dim, c.rope_theta, true);
+    linear_dx(ws.dq_.data(), w.q, n, d, qd, ws.dnorm_.data(), false);
+    linear_dx(ws.dk_.data(), w.k, n, d, kvd, ws.dnorm_.data(), true);
+    linear_dx(ws.dv_.data(), w.v, n, d, kvd, ws.dnorm_.data(), true);
+    if (mask.trainable(w.q_t)) linear_dw(ws.dq_.data(), L.ln1.data(), n, d, qd, grad_of(w.q_t));
+    if (mask.trainable(w.k_t)) linear_dw(ws.dk_.data(), L.ln1.data(), n, d, kvd, grad_of(w.k_t));
+    if (mask.trainable(w.v_t)) linear_dw(ws.dv_.data(), L.ln1.data(), n, d, kvd, grad_of(w.v_t));
+    std::fill(sink.begin(), sink.end(), 0.0f);
+    rmsnorm_backward(ws.dnorm_.data(), xin, w.ln1, L.rstd1.data(), n, d, dx,
+                     mask.trainable(w.ln1_t) ? grad_of(w.ln1_t) : sink.data());
+    Map(dx, n, d) += ConstMap(dmid, n, d);
+  }
+  // Embedding: dE[token] += dx[row]; by column so that threads never share a value.
+  if (mask.trainable(embed_t)) {
+    float* de = grad_of(embed_t);
+    const float* dx = ws.dx_.data();
+#pragma omp parallel for schedule(static)
+    for (int64_t e = 0; e < d; ++e)
+      for (int64_t r = 0; r < n; ++r) de[batch.tokens[static_cast<size_t>(r)] * d + e] += dx[r * d + e];
+  }
+}
+
+}  // namespace nk::lm
