@@ -4,6 +4,7 @@
 #include "nk/lm/model.hpp"
 
 #include <fnmatch.h>
+#include <omp.h>
 
 #include <Eigen/Core>
 #include <algorithm>
@@ -76,6 +77,30 @@ size_t tensor_index(const ParameterStore& w, std::string_view name) {
   throw usage_error("no tensor '" + std::string(name) + "' in this model");
 }
 
+/// Attention of each segment's new rows over its slot's cached keys (the new
+/// rows' k and v are written into the cache first): one task per (segment, head).
+void cached_attention(KvCache& cache, const TokenBatch& batch, int64_t layer, const float* q, const float* k,
+                      const float* v, bool causal, float* out, float* lse, float* scratch, const Config& c) {
+  const int64_t S = batch.segments(), heads = c.n_heads, group = c.n_heads / c.n_kv_heads, hd = c.head_dim;
+  const int64_t qs = heads * hd, kvs = c.n_kv_heads * hd;
+  for (int64_t s = 0; s < S; ++s) {
+    const int64_t begin = batch.offsets[static_cast<size_t>(s)], n = batch.offsets[static_cast<size_t>(s + 1)] - begin;
+    cache.write(batch.slots[static_cast<size_t>(s)], layer, k + begin * kvs, v + begin * kvs, n);
+  }
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+#pragma omp parallel for schedule(static)
+  for (int64_t task = 0; task < S * heads; ++task) {
+    const int64_t s = task / heads, h = task % heads, g = h / group;
+    const int64_t begin = batch.offsets[static_cast<size_t>(s)], n = batch.offsets[static_cast<size_t>(s + 1)] - begin;
+    const int32_t slot = batch.slots[static_cast<size_t>(s)];
+    const int64_t first = cache.length(slot);
+    float* scores = scratch + omp_get_thread_num() * c.max_seq;
+    attend_rows(q + begin * qs + h * hd, qs, n, [&](int64_t j) { return cache.key(slot, layer, j) + g * hd; },
+                [&](int64_t j) { return cache.value(slot, layer, j) + g * hd; }, first + n, first, causal, hd, scale,
+                out + begin * qs + h * hd, qs, lse + begin * heads + h, heads, scores);
+  }
+}
+
 }  // namespace
 
 std::vector<int64_t> uniform_offsets(int64_t rows, int64_t length) {
@@ -146,7 +171,7 @@ Workspace::Workspace(const Config& config, WorkspaceLimits limits) : config_(con
     resize(L.rstd2, n), resize(L.gate, n * c.d_ff), resize(L.up, n * c.d_ff), resize(L.act, n * c.d_ff);
   }
   resize(lnf_, n * d), resize(rstdf_, n), resize(logits_, logit_rows_ * c.vocab);
-  resize(scratch_, attention_scratch(limits.max_segment));
+  resize(scratch_, attention_scratch(config.max_seq));  // keys of a cached sequence: up to the context
   positions_.assign(static_cast<size_t>(n), 0);
   if (limits.training) {
     resize(dlogits_, logit_rows_ * c.vocab);
@@ -178,12 +203,14 @@ int64_t Workspace::bytes() const {
 
 Model::Model(const ParameterStore& weights) : weights_(weights) {}
 
-void Model::forward(const TokenBatch& batch, Workspace& ws) const {
+void Model::forward(const TokenBatch& batch, Workspace& ws, const ForwardOptions& options) const {
   const Config& c = config();
   const int64_t n = batch.rows(), S = batch.segments(), d = c.d_model;
   const int64_t qd = c.n_heads * c.head_dim, kvd = c.n_kv_heads * c.head_dim;
   if (S < 1 || batch.offsets[0] != 0 || batch.offsets[static_cast<size_t>(S)] != n)
     throw usage_error("model: the batch's offsets must run from 0 to its " + std::to_string(n) + " tokens");
+  if (options.cache && static_cast<int64_t>(batch.slots.size()) != S)
+    throw usage_error("model: a cached forward needs one slot per segment");
   if (n > ws.limits_.max_tokens)
     throw usage_error("model: a batch of " + std::to_string(n) + " tokens exceeds the workspace's " +
                       std::to_string(ws.limits_.max_tokens));
@@ -192,8 +219,19 @@ void Model::forward(const TokenBatch& batch, Workspace& ws) const {
     if (len < 1 || len > ws.limits_.max_segment)
       throw usage_error("model: segment " + std::to_string(s) + " has " + std::to_string(len) +
                         " tokens; the workspace takes 1.." + std::to_string(ws.limits_.max_segment));
+    const int64_t cached = options.cache ? options.cache->length(batch.slots[static_cast<size_t>(s)]) : 0;
     for (int64_t i = 0; i < len; ++i)
-      ws.positions_[static_cast<size_t>(batch.offsets[static_cast<size_t>(s)] + i)] = static_cast<int32_t>(i);
+      ws.positions_[static_cast<size_t>(batch.offsets[static_cast<size_t>(s)] + i)] = static_cast<int32_t>(cached + i);
+  }
+  KvCache* cache = options.cache;
+  if (cache) {
+    for (int64_t s = 0; s < S; ++s) {
+      const int64_t len = batch.offsets[static_cast<size_t>(s + 1)] - batch.offsets[static_cast<size_t>(s)];
+      if (!cache->reserve(batch.slots[static_cast<size_t>(s)], len))
+        throw usage_error("model: the KV cache has no room for " + std::to_string(len) + " more tokens of slot " +
+                          std::to_string(batch.slots[static_cast<size_t>(s)]) + " (or they pass the context of " +
+                          std::to_string(c.max_seq) + ")");
+    }
   }
   if (!batch.positions.empty()) {
     if (static_cast<int64_t>(batch.positions.size()) != n) throw usage_error("model: positions must give one per token");
@@ -222,8 +260,11 @@ void Model::forward(const TokenBatch& batch, Workspace& ws) const {
     linear(L.ln1.data(), w.v, n, d, kvd, L.v.data());
     rope(L.q.data(), pos, n, c.n_heads, c.head_dim, c.rope_theta);
     rope(L.k.data(), pos, n, c.n_kv_heads, c.head_dim, c.rope_theta);
-    attention_forward(L.q.data(), L.k.data(), L.v.data(), batch.offsets.data(), S, c.n_heads, c.n_kv_heads, c.head_dim,
-                      causal, L.att.data(), L.lse.data(), ws.scratch_.data(), ws.limits_.max_segment);
+    if (cache)
+      cached_attention(*cache, batch, l, L.q.data(), L.k.data(), L.v.data(), causal, L.att.data(), L.lse.data(), ws.scratch_.data(), c);
+    else
+      attention_forward(L.q.data(), L.k.data(), L.v.data(), batch.offsets.data(), S, c.n_heads, c.n_kv_heads, c.head_dim,
+                        causal, L.att.data(), L.lse.data(), ws.scratch_.data(), c.max_seq);
     // mid = x + att Wo^T
     float* mid = L.mid.data();
     linear(L.att.data(), w.o, n, qd, d, mid);
@@ -238,12 +279,29 @@ void Model::forward(const TokenBatch& batch, Workspace& ws) const {
   const float* xl = ws.resid_[ws.limits_.training ? static_cast<size_t>(c.n_layers) : static_cast<size_t>(c.n_layers % 2)].data();
   const float* norm = weights_.data() + weights_.info("model.norm.weight").offset;
   rmsnorm_forward(xl, norm, n, d, c.norm_eps, ws.lnf_.data(), ws.rstdf_.data());
+  if (cache)
+    for (int64_t s = 0; s < S; ++s)
+      cache->advance(batch.slots[static_cast<size_t>(s)], batch.offsets[static_cast<size_t>(s + 1)] - batch.offsets[static_cast<size_t>(s)]);
   const float* head = c.tied_head ? embed : weights_.data() + weights_.info("lm_head.weight").offset;
-  linear(ws.lnf_.data(), head, n, d, c.vocab, ws.logits_.data());
+  if (options.logits == LogitRows::all) {
+    ws.logit_rows_ = n;
+    linear(ws.lnf_.data(), head, n, d, c.vocab, ws.logits_.data());
+  } else {
+    // Compact the segments' last rows to the front (row s's source is at or after s), then one GEMM of S rows.
+    float* lnf = ws.lnf_.data();
+    for (int64_t s = 0; s < S; ++s) {
+      const int64_t last = batch.offsets[static_cast<size_t>(s + 1)] - 1;
+      if (last != s) std::copy(lnf + last * d, lnf + (last + 1) * d, lnf + s * d);
+    }
+    ws.logit_rows_ = S;
+    linear(lnf, head, S, d, c.vocab, ws.logits_.data());
+  }
+  ws.backward_ready_ = ws.limits_.training && !cache && options.logits == LogitRows::all;
 }
 
 void Model::backward(const TokenBatch& batch, Workspace& ws, const ParameterMask& mask, ParameterStore& grads) const {
-  if (!ws.limits_.training) throw usage_error("model: backward needs a workspace made for training");
+  if (!ws.backward_ready_)
+    throw usage_error("model: backward needs a forward on a training workspace, with all logit rows and no cache");
   if (grads.size() != weights_.size()) throw usage_error("model: gradients of another model's shape");
   const Config& c = config();
   const int64_t n = batch.rows(), S = batch.segments(), d = c.d_model;
@@ -294,7 +352,7 @@ void Model::backward(const TokenBatch& batch, Workspace& ws, const ParameterMask
     if (mask.trainable(w.o_t)) linear_dw(dmid, L.att.data(), n, qd, d, grad_of(w.o_t));
     attention_backward(ws.datt_.data(), L.att.data(), L.q.data(), L.k.data(), L.v.data(), L.lse.data(),
                        batch.offsets.data(), S, c.n_heads, c.n_kv_heads, c.head_dim, causal, ws.dq_.data(),
-                       ws.dk_.data(), ws.dv_.data(), ws.scratch_.data(), ws.limits_.max_segment);
+                       ws.dk_.data(), ws.dv_.data(), ws.scratch_.data(), c.max_seq);
     rope(ws.dq_.data(), pos, n, c.n_heads, c.head_dim, c.rope_theta, true);
     rope(ws.dk_.data(), pos, n, c.n_kv_heads, c.head_dim, c.rope_theta, true);
     linear_dx(ws.dq_.data(), w.q, n, d, qd, ws.dnorm_.data(), false);

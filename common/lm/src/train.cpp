@@ -5,6 +5,7 @@
 
 #include "nk/error.hpp"
 #include "nk/nn/optim.hpp"
+#include "nk/rng.hpp"
 #include "nk/timer.hpp"
 
 namespace nk::lm {
@@ -35,6 +36,26 @@ double gradient_norm(const ParameterStore& grads, const ParameterMask& mask) {
     for (double p : part) total += p;
   }
   return std::sqrt(total);
+}
+
+void diffusion_mask(const int32_t* tokens, int64_t B, int64_t T, int32_t mask, uint64_t seed, int64_t step,
+                    DiffusionBatch& out) {
+  out.noisy.assign(tokens, tokens + B * T);
+  out.rows.clear(), out.targets.clear(), out.weights.clear();
+  const Rng root = Rng(seed).split(static_cast<uint64_t>(step));
+  for (int64_t b = 0; b < B; ++b) {
+    Rng rng = root.split(static_cast<uint64_t>(b));
+    const double t = (1 - 1e-3) * rng.uniform() + 1e-3;
+    const auto w = static_cast<float>(1.0 / (t * static_cast<double>(B * T)));
+    for (int64_t i = 0; i < T; ++i)
+      if (rng.uniform() < t) {
+        const int64_t r = b * T + i;
+        out.noisy[static_cast<size_t>(r)] = mask;
+        out.rows.push_back(r);
+        out.targets.push_back(tokens[r]);
+        out.weights.push_back(w);
+      }
+  }
 }
 
 AdamW::AdamW(const ParameterStore& like, AdamWConfig config)

@@ -16,10 +16,11 @@ namespace nk::lm {
 /// One head over one segment. Query i (0..nq) sits at key position
 /// first + i: causal attention lets it see keys 0..first+i, bidirectional all
 /// nk keys. out[i] = sum_j p_ij v_j with p = softmax(scale q_i.k_j); lse[i] =
-/// log sum_j exp(scale q_i.k_j) (kept for the backward). 'scores' is scratch
-/// of nk values.
-template <class T>
-void attend_head(const T* q, int64_t q_stride, int64_t nq, const T* k, const T* v, int64_t kv_stride, int64_t nk,
+/// log sum_j exp(scale q_i.k_j) (kept for the backward). key(j) and value(j)
+/// give row j's hd values (contiguous rows, or a paged KV cache's); 'scores'
+/// is scratch of nk values.
+template <class T, class KeyRow, class ValueRow>
+void attend_rows(const T* q, int64_t q_stride, int64_t nq, const KeyRow& key, const ValueRow& value, int64_t nk,
                  int64_t first, bool causal, int64_t hd, double scale, T* out, int64_t out_stride, T* lse,
                  int64_t lse_stride, T* scores) {
   for (int64_t i = 0; i < nq; ++i) {
@@ -27,7 +28,7 @@ void attend_head(const T* q, int64_t q_stride, int64_t nq, const T* k, const T* 
     const int64_t seen = causal ? std::min(nk, first + i + 1) : nk;
     T best = -std::numeric_limits<T>::infinity();
     for (int64_t j = 0; j < seen; ++j) {
-      const T* kj = k + j * kv_stride;
+      const T* kj = key(j);
       T dot = 0;
       for (int64_t e = 0; e < hd; ++e) dot += qi[e] * kj[e];
       scores[j] = dot * static_cast<T>(scale);
@@ -47,11 +48,20 @@ void attend_head(const T* q, int64_t q_stride, int64_t nq, const T* k, const T* 
     const T inv = T(1) / sum;
     for (int64_t j = 0; j < seen; ++j) {
       const T p = scores[j] * inv;
-      const T* vj = v + j * kv_stride;
+      const T* vj = value(j);
       for (int64_t e = 0; e < hd; ++e) oi[e] += p * vj[e];
     }
     lse[i * lse_stride] = best + std::log(sum);
   }
+}
+
+/// attend_rows over contiguous key and value rows of kv_stride values.
+template <class T>
+void attend_head(const T* q, int64_t q_stride, int64_t nq, const T* k, const T* v, int64_t kv_stride, int64_t nk,
+                 int64_t first, bool causal, int64_t hd, double scale, T* out, int64_t out_stride, T* lse,
+                 int64_t lse_stride, T* scores) {
+  attend_rows(q, q_stride, nq, [&](int64_t j) { return k + j * kv_stride; }, [&](int64_t j) { return v + j * kv_stride; },
+              nk, first, causal, hd, scale, out, out_stride, lse, lse_stride, scores);
 }
 
 /// The backward of attend_head (FlashAttention-2's recurrence, recomputing p

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "nk/lm/config.hpp"
+#include "nk/lm/kv_cache.hpp"
 #include "nk/lm/params.hpp"
 
 namespace nk::lm {
@@ -23,9 +24,10 @@ namespace nk::lm {
 /// Sequences packed one after another without padding; the caller owns the
 /// arrays. Segment s is rows [offsets[s], offsets[s+1]).
 struct TokenBatch {
-  std::span<const int32_t> tokens;     ///< [N]
-  std::span<const int64_t> offsets;    ///< [S+1], offsets[0] = 0, offsets[S] = N
-  std::span<const int32_t> positions;  ///< [N] RoPE positions, or empty: 0.. within each segment
+  std::span<const int32_t> tokens = {};     ///< [N]
+  std::span<const int64_t> offsets = {};    ///< [S+1], offsets[0] = 0, offsets[S] = N
+  std::span<const int32_t> positions = {};  ///< [N] RoPE positions, or empty: 0.. within each segment (after the cache's tokens)
+  std::span<const int32_t> slots = {};      ///< [S] the KV-cache slot of each segment, when forward() is given a cache
   int64_t rows() const { return static_cast<int64_t>(tokens.size()); }
   int64_t segments() const { return static_cast<int64_t>(offsets.size()) - 1; }
 };
@@ -63,6 +65,7 @@ class Workspace {
  public:
   Workspace(const Config& config, WorkspaceLimits limits);
   const WorkspaceLimits& limits() const { return limits_; }
+  /// Rows of logits the last forward wrote (all rows, or one per segment).
   int64_t logit_rows() const { return logit_rows_; }
   /// [logit_rows, V] from the last forward; dlogits is where the loss writes
   /// its gradient before backward().
@@ -79,6 +82,7 @@ class Workspace {
   Config config_;
   WorkspaceLimits limits_;
   int64_t logit_rows_ = 0;
+  bool backward_ready_ = false;
   struct Layer {
     std::vector<float> ln1, rstd1, q, k, v, att, lse, mid, ln2, rstd2, gate, up, act;
   };
@@ -90,6 +94,19 @@ class Workspace {
   std::vector<float> dx_, dmid_, dnorm_, dq_, dk_, dv_, datt_, dgate_, dup_, dact_;
 };
 
+enum class LogitRows {
+  all,   ///< one row of logits per token (training, scoring)
+  last,  ///< one per segment: its last token's (decoding; the head's GEMM shrinks to S rows)
+};
+
+struct ForwardOptions {
+  LogitRows logits = LogitRows::all;
+  /// With a cache, each segment continues its slot's sequence: its tokens
+  /// take positions length(slot).., attend to the cached keys and their own,
+  /// and are appended (pages reserved here; a usage error when full).
+  KvCache* cache = nullptr;
+};
+
 /// A view of a config and its weights; const and re-entrant: separate
 /// Workspaces run on separate threads.
 class Model {
@@ -99,9 +116,10 @@ class Model {
   /// Logits of every row of the batch. A batch beyond the workspace's
   /// limits, a token outside the vocabulary or a segment longer than max_seq
   /// is a usage error (exit 2).
-  void forward(const TokenBatch& batch, Workspace& ws) const;
+  void forward(const TokenBatch& batch, Workspace& ws, const ForwardOptions& options = {}) const;
   /// grads += dL/dW from ws.dlogits() (the batch of the last forward, which
-  /// must have been run on a training workspace), for trainable tensors.
+  /// must have been run on a training workspace with all logit rows and no
+  /// cache), for trainable tensors.
   void backward(const TokenBatch& batch, Workspace& ws, const ParameterMask& mask, ParameterStore& grads) const;
 
  private:

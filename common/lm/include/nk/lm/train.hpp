@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <utility>
+#include <vector>
 
 #include "nk/lm/checkpoint.hpp"
 #include "nk/lm/model.hpp"
@@ -48,6 +49,21 @@ class AdamW {
 /// sqrt(sum of squares) of the trainable tensors, summed in fixed chunks (the
 /// same value for any thread count).
 double gradient_norm(const ParameterStore& grads, const ParameterMask& mask);
+
+/// LLaDA's forward process on a batch [B, T] of clean tokens: per row, t =
+/// (1 - 1e-3) u + 1e-3 with u ~ U(0,1) from Rng(seed).split(step).split(b);
+/// each token becomes [MASK] with probability t. The loss rows are the masked
+/// positions (the model predicts each position's clean token from that same
+/// position's logits, no shift), weighted 1 / (t B T): the Monte-Carlo form of
+/// LLaDA's bound E_t[(1/t) sum over masked tokens of -log p].
+struct DiffusionBatch {
+  std::vector<int32_t> noisy;      ///< [B*T]
+  std::vector<int64_t> rows;       ///< masked positions
+  std::vector<int32_t> targets;    ///< their clean tokens
+  std::vector<float> weights;      ///< 1 / (t B T)
+};
+void diffusion_mask(const int32_t* tokens, int64_t B, int64_t T, int32_t mask, uint64_t seed, int64_t step,
+                    DiffusionBatch& out);
 
 struct StepStats {
   double loss = 0, grad_norm = 0, lr = 0, seconds = 0;

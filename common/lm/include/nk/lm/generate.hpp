@@ -1,0 +1,69 @@
+// generate.hpp - decoding. Causal: batched prefill, then one token per
+// sequence per step through the KV cache, sampled greedily or with
+// temperature / top-k / top-p. Diffusion: LLaDA's sampler - the answer starts
+// all [MASK]; semi-autoregressive blocks left to right; each of a block's
+// steps predicts every masked position at once and keeps the most confident
+// predictions (low-confidence remasking: the rest stay masked).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "nk/lm/model.hpp"
+
+namespace nk::lm {
+
+struct SamplerOptions {
+  bool greedy = false;       ///< argmax (ties to the lower id); the others are then ignored
+  double temperature = 1.0;  ///< logits / temperature (> 0)
+  int64_t top_k = 0;         ///< keep the k most likely tokens (0: all)
+  double top_p = 1.0;        ///< then the smallest set whose probability reaches top_p (nucleus)
+};
+
+/// One token from a row of logits; u in [0, 1) is the caller's uniform (so a
+/// draw can be keyed by sequence and position): the inverse CDF over the kept
+/// tokens in order of probability (ties to the lower id).
+int32_t sample(const float* logits, int64_t V, const SamplerOptions& options, double u);
+
+struct GenerateOptions {
+  int64_t max_new = 64;
+  SamplerOptions sampler;
+  uint64_t seed = 0;
+  int32_t eos = -1;          ///< stop a sequence after it emits this id (-1: never)
+  int64_t batch = 8;         ///< sequences decoded together
+  int64_t page_tokens = 16;  ///< KV-cache page size
+};
+
+/// The continuation of each prompt (EOS included when emitted). The draw for
+/// prompt b at new token t is Rng(seed).split(b).split(t).uniform(), so the
+/// batch size does not change the result. A prompt that is empty or whose
+/// length + max_new passes the context is a usage error.
+std::vector<std::vector<int32_t>> generate_causal(const Model& model, const std::vector<std::vector<int32_t>>& prompts,
+                                                  const GenerateOptions& options);
+
+struct DiffusionOptions {
+  int64_t gen_length = 64;   ///< answer tokens, all [MASK] at the start
+  int64_t steps = 32;        ///< denoising steps over the whole answer
+  int64_t block = 32;        ///< semi-autoregressive block length (gen_length a multiple of it)
+  double temperature = 0.0;  ///< 0: argmax predictions; > 0: Gumbel-max on logits / temperature
+  bool random_remasking = false;  ///< keep random predictions instead of the most confident
+  uint64_t seed = 0;
+  int32_t mask = -1;         ///< the [MASK] id (the tokenizer's)
+};
+
+/// Called after each denoising step with the step index and the whole
+/// sequence (prompt + answer, [MASK] where still masked).
+using DiffusionStepHook = std::function<void(int64_t step, std::span<const int32_t> sequence)>;
+
+/// LLaDA's sampler over one prompt; returns prompt + answer. Deterministic
+/// for a seed. [MASK] is never a prediction (an untrained model could
+/// otherwise "unmask" to it).
+std::vector<int32_t> sample_diffusion(const Model& model, const std::vector<int32_t>& prompt,
+                                      const DiffusionOptions& options, const DiffusionStepHook& hook = {});
+
+/// LLaDA's transfer schedule: how many of a block's 'masked' tokens each of
+/// its 'steps' unmasks (equal shares, the remainder to the first steps).
+std::vector<int64_t> transfer_counts(int64_t masked, int64_t steps);
+
+}  // namespace nk::lm

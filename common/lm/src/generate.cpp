@@ -1,0 +1,204 @@
+// generate.cpp - the sampler, batched causal decoding over the KV cache, and
+// LLaDA's masked-diffusion sampler.
+#include "nk/lm/generate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <string>
+
+#include "nk/error.hpp"
+#include "nk/rng.hpp"
+
+namespace nk::lm {
+
+namespace {
+
+/// The largest logit's id (ties to the lower id), never 'skip'.
+int32_t argmax(const float* z, int64_t V, int64_t skip = -1) {
+  int64_t best = skip == 0 ? 1 : 0;
+  for (int64_t i = best + 1; i < V; ++i)
+    if (i != skip && z[i] > z[best]) best = i;
+  return static_cast<int32_t>(best);
+}
+
+}  // namespace
+
+int32_t sample(const float* logits, int64_t V, const SamplerOptions& o, double u) {
+  if (o.greedy) return argmax(logits, V);
+  if (!(o.temperature > 0)) throw usage_error("sampler: temperature must be > 0 (or use greedy)");
+  if (!(o.top_p > 0 && o.top_p <= 1)) throw usage_error("sampler: top-p must be in (0, 1]");
+  thread_local std::vector<int32_t> order;
+  thread_local std::vector<double> prob;
+  order.resize(static_cast<size_t>(V));
+  prob.resize(static_cast<size_t>(V));
+  std::iota(order.begin(), order.end(), 0);
+  const int64_t k = o.top_k > 0 ? std::min<int64_t>(o.top_k, V) : V;
+  const auto before = [logits](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+  if (k < V || o.top_p < 1) std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+  const double best = *std::max_element(logits, logits + V);
+  double total = 0;
+  for (int64_t j = 0; j < k; ++j) {
+    prob[static_cast<size_t>(j)] = std::exp((static_cast<double>(logits[order[static_cast<size_t>(j)]]) - best) / o.temperature);
+    total += prob[static_cast<size_t>(j)];
+  }
+  int64_t kept = k;
+  if (o.top_p < 1) {  // the smallest prefix whose mass reaches top_p (at least one token)
+    double cum = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      cum += prob[static_cast<size_t>(j)] / total;
+      if (cum >= o.top_p) {
+        kept = j + 1;
+        break;
+      }
+    }
+    total = 0;
+    for (int64_t j = 0; j < kept; ++j) total += prob[static_cast<size_t>(j)];
+  }
+  double target = u * total, cum = 0;
+  for (int64_t j = 0; j < kept; ++j) {
+    cum += prob[static_cast<size_t>(j)];
+    if (target < cum) return order[static_cast<size_t>(j)];
+  }
+  return order[static_cast<size_t>(kept - 1)];
+}
+
+std::vector<std::vector<int32_t>> generate_causal(const Model& model, const std::vector<std::vector<int32_t>>& prompts,
+                                                  const GenerateOptions& o) {
+  const Config& c = model.config();
+  if (c.mode != Mode::causal) throw usage_error("generate: a diffusion model decodes with sample_diffusion, not causally");
+  if (o.max_new < 1) throw usage_error("generate: max_new must be at least 1");
+  if (o.batch < 1) throw usage_error("generate: batch must be at least 1");
+  int64_t longest = 0;
+  for (size_t b = 0; b < prompts.size(); ++b) {
+    const int64_t n = static_cast<int64_t>(prompts[b].size());
+    if (n == 0) throw usage_error("generate: prompt " + std::to_string(b) + " is empty (give at least one token, e.g. BOS)");
+    if (n + o.max_new > c.max_seq)
+      throw usage_error("generate: prompt " + std::to_string(b) + " has " + std::to_string(n) + " tokens; with " +
+                        std::to_string(o.max_new) + " new ones that passes the context of " + std::to_string(c.max_seq));
+    longest = std::max(longest, n);
+  }
+  std::vector<std::vector<int32_t>> out(prompts.size());
+  if (prompts.empty()) return out;
+  const int64_t chunk = std::min<int64_t>(o.batch, static_cast<int64_t>(prompts.size()));
+  KvCache cache(c, {o.page_tokens, 0, chunk});
+  Workspace ws(c, {chunk * longest, longest, false});
+  const Rng root(o.seed);
+  std::vector<int32_t> tokens, slots;
+  std::vector<int64_t> offsets;
+  for (size_t first = 0; first < prompts.size(); first += static_cast<size_t>(chunk)) {
+    const size_t last = std::min(prompts.size(), first + static_cast<size_t>(chunk));
+    std::vector<size_t> active;
+    tokens.clear(), slots.clear(), offsets.assign(1, 0);
+    for (size_t b = first; b < last; ++b) {
+      tokens.insert(tokens.end(), prompts[b].begin(), prompts[b].end());
+      offsets.push_back(static_cast<int64_t>(tokens.size()));
+      slots.push_back(cache.open());
+      active.push_back(b);
+    }
+    std::vector<int32_t> slot_of(prompts.size(), -1);
+    for (size_t i = 0; i < active.size(); ++i) slot_of[active[i]] = slots[i];
+    while (!active.empty()) {
+      model.forward({tokens, offsets, {}, slots}, ws, {LogitRows::last, &cache});
+      std::vector<size_t> still;
+      for (size_t i = 0; i < active.size(); ++i) {
+        const size_t b = active[i];
+        const double u = root.split(b).split(out[b].size()).uniform();
+        const int32_t t = sample(ws.logits() + static_cast<int64_t>(i) * c.vocab, c.vocab, o.sampler, u);
+        out[b].push_back(t);
+        if (t != o.eos && static_cast<int64_t>(out[b].size()) < o.max_new) still.push_back(b);
+      }
+      active = still;
+      tokens.clear(), slots.clear(), offsets.assign(1, 0);
+      for (size_t b : active) {
+        tokens.push_back(out[b].back());
+        offsets.push_back(static_cast<int64_t>(tokens.size()));
+        slots.push_back(slot_of[b]);
+      }
+    }
+    for (size_t b = first; b < last; ++b) cache.close(slot_of[b]);
+  }
+  return out;
+}
+
+std::vector<int64_t> transfer_counts(int64_t masked, int64_t steps) {
+  std::vector<int64_t> counts(static_cast<size_t>(steps), masked / steps);
+  for (int64_t i = 0; i < masked % steps; ++i) ++counts[static_cast<size_t>(i)];
+  return counts;
+}
+
+std::vector<int32_t> sample_diffusion(const Model& model, const std::vector<int32_t>& prompt, const DiffusionOptions& o,
+                                      const DiffusionStepHook& hook) {
+  const Config& c = model.config();
+  if (c.mode != Mode::diffusion) throw usage_error("diffusion sampling needs a diffusion model (this one is causal)");
+  if (o.mask < 0 || o.mask >= c.vocab) throw usage_error("diffusion sampling: the [MASK] id is outside the vocabulary");
+  if (o.gen_length < 1 || o.block < 1 || o.gen_length % o.block != 0)
+    throw usage_error("diffusion sampling: the answer length (" + std::to_string(o.gen_length) +
+                      ") must be a positive multiple of the block (" + std::to_string(o.block) + ")");
+  const int64_t blocks = o.gen_length / o.block;
+  if (o.steps < blocks || o.steps % blocks != 0)
+    throw usage_error("diffusion sampling: steps (" + std::to_string(o.steps) + ") must be a multiple of the " +
+                      std::to_string(blocks) + " blocks");
+  const int64_t P = static_cast<int64_t>(prompt.size()), L = P + o.gen_length;
+  if (L > c.max_seq)
+    throw usage_error("diffusion sampling: prompt (" + std::to_string(P) + ") + answer (" + std::to_string(o.gen_length) +
+                      ") passes the context of " + std::to_string(c.max_seq));
+  if (o.temperature < 0) throw usage_error("diffusion sampling: temperature must be >= 0");
+  std::vector<int32_t> x(prompt);
+  x.resize(static_cast<size_t>(L), o.mask);
+  const std::vector<int64_t> offsets{0, L};
+  Workspace ws(c, {L, L, false});
+  const Rng root(o.seed);
+  const int64_t per_block = o.steps / blocks;
+  std::vector<int32_t> pred(static_cast<size_t>(L));
+  std::vector<double> confidence(static_cast<size_t>(L));
+  std::vector<int64_t> order;
+  int64_t step = 0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t begin = P + b * o.block, end = begin + o.block;
+    const std::vector<int64_t> counts = transfer_counts(o.block, per_block);
+    for (int64_t i = 0; i < per_block; ++i, ++step) {
+      model.forward({x, offsets, {}}, ws);
+      order.clear();
+      for (int64_t p = 0; p < end; ++p) {
+        if (x[static_cast<size_t>(p)] != o.mask) continue;
+        const float* z = ws.logits() + p * c.vocab;
+        // [MASK] itself is never a prediction (a trained model gives it ~0
+        // probability; an untrained one must not "unmask" to it).
+        int32_t best = argmax(z, c.vocab, o.mask);
+        if (o.temperature > 0) {  // Gumbel-max: argmax of z / T + Gumbel noise
+          Rng noise = root.split(static_cast<uint64_t>(step)).split(static_cast<uint64_t>(p));
+          double top = -std::numeric_limits<double>::infinity();
+          for (int64_t v = 0; v < c.vocab; ++v) {
+            if (v == o.mask) {
+              noise.uniform();  // one draw per id whatever the mask id, so streams line up
+              continue;
+            }
+            const double g = static_cast<double>(z[v]) / o.temperature - std::log(-std::log(noise.uniform() + 1e-300));
+            if (g > top) top = g, best = static_cast<int32_t>(v);
+          }
+        }
+        pred[static_cast<size_t>(p)] = best;
+        if (o.random_remasking) {
+          confidence[static_cast<size_t>(p)] = root.split(static_cast<uint64_t>(step)).split(static_cast<uint64_t>(L + p)).uniform();
+        } else {  // low-confidence remasking: keep the predictions the model is surest of
+          double lse = 0, m = *std::max_element(z, z + c.vocab);
+          for (int64_t v = 0; v < c.vocab; ++v)
+            if (v != o.mask) lse += std::exp(static_cast<double>(z[v]) - m);
+          confidence[static_cast<size_t>(p)] = std::exp(static_cast<double>(z[best]) - m) / lse;
+        }
+        order.push_back(p);
+      }
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b2) {
+        return confidence[static_cast<size_t>(a)] > confidence[static_cast<size_t>(b2)];
+      });
+      const int64_t take = std::min<int64_t>(counts[static_cast<size_t>(i)], static_cast<int64_t>(order.size()));
+      for (int64_t j = 0; j < take; ++j) x[static_cast<size_t>(order[static_cast<size_t>(j)])] = pred[static_cast<size_t>(order[static_cast<size_t>(j)])];
+      if (hook) hook(step, x);
+    }
+  }
+  return x;
+}
+
+}  // namespace nk::lm

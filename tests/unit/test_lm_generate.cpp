@@ -1,0 +1,233 @@
+// test_lm_generate.cpp - nk::lm's KV cache (cached decoding equals the full
+// forward, fork/truncate equal recomputation, pages come back), the sampler,
+// batched causal decoding, LLaDA's sampler and its training-time masking.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <map>
+#include <vector>
+
+#include "nk/lm/generate.hpp"
+#include "nk/lm/train.hpp"
+#include "nk/rng.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+nk::lm::Config config(nk::lm::Mode mode) {
+  nk::lm::Config c;
+  c.mode = mode;
+  c.vocab = 53;
+  c.d_model = 32;
+  c.n_layers = 2;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.head_dim = 8;
+  c.d_ff = 48;
+  c.max_seq = 40;
+  return c;
+}
+
+std::vector<int32_t> random_tokens(int64_t n, uint64_t seed, int64_t vocab) {
+  nk::Rng rng(seed);
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& x : t) x = static_cast<int32_t>(rng.below(static_cast<uint64_t>(vocab)));
+  return t;
+}
+
+/// Logits of every position of one sequence by the plain (uncached) forward.
+std::vector<float> full_logits(const nk::lm::Model& m, const std::vector<int32_t>& seq) {
+  nk::lm::Workspace ws(m.config(), {static_cast<int64_t>(seq.size()), static_cast<int64_t>(seq.size()), false});
+  const std::vector<int64_t> off{0, static_cast<int64_t>(seq.size())};
+  m.forward({seq, off, {}}, ws);
+  return {ws.logits(), ws.logits() + seq.size() * static_cast<size_t>(m.config().vocab)};
+}
+
+}  // namespace
+
+TEST_SUITE("lm_generate") {
+  TEST_CASE("KV cache: chunked prefill and token-by-token decoding give the full forward's logits") {
+    const nk::lm::Config c = config(nk::lm::Mode::causal);
+    nk::lm::ParameterStore w(c);
+    w.init(2);
+    const nk::lm::Model m(w);
+    const std::vector<int32_t> seq = random_tokens(30, 5, c.vocab);
+    const std::vector<float> ref = full_logits(m, seq);
+    nk::lm::KvCache cache(c, {4, 0, 2});  // pages of 4 tokens: chunks cross page boundaries
+    nk::lm::Workspace ws(c, {11, 11, false});
+    const int32_t slot = cache.open();
+    int64_t done = 0;
+    for (int64_t chunk : {11, 1, 5, 1, 1, 7, 1, 3}) {
+      std::vector<int32_t> part(seq.begin() + done, seq.begin() + done + chunk);
+      const std::vector<int64_t> off{0, chunk};
+      const std::vector<int32_t> slots{slot};
+      m.forward({part, off, {}, slots}, ws, {nk::lm::LogitRows::all, &cache});
+      for (int64_t i = 0; i < chunk * c.vocab; ++i) REQUIRE(ws.logits()[i] == doctest::Approx(ref[done * c.vocab + i]).epsilon(1e-4));
+      done += chunk;
+      CHECK(cache.length(slot) == done);
+    }
+    // Fork at 30, truncate the fork to 20 and feed a different continuation:
+    // its logits equal a fresh full forward over that sequence; the parent's are unchanged.
+    const int32_t child = cache.fork(slot);
+    cache.truncate(child, 18);  // inside a shared page: copy-on-write on the next write
+    std::vector<int32_t> alt(seq.begin(), seq.begin() + 18);
+    const std::vector<int32_t> tail = random_tokens(6, 9, c.vocab);
+    alt.insert(alt.end(), tail.begin(), tail.end());
+    const std::vector<float> alt_ref = full_logits(m, alt);
+    {
+      const std::vector<int64_t> off{0, 6};
+      const std::vector<int32_t> slots{child};
+      m.forward({tail, off, {}, slots}, ws, {nk::lm::LogitRows::last, &cache});
+      CHECK(ws.logit_rows() == 1);
+      for (int64_t i = 0; i < c.vocab; ++i) REQUIRE(ws.logits()[i] == doctest::Approx(alt_ref[23 * c.vocab + i]).epsilon(1e-4));
+    }
+    {
+      const std::vector<int32_t> one{seq[29]};
+      const std::vector<int64_t> off{0, 1};
+      const std::vector<int32_t> slots{slot};
+      cache.truncate(slot, 29);
+      m.forward({one, off, {}, slots}, ws, {nk::lm::LogitRows::last, &cache});
+      for (int64_t i = 0; i < c.vocab; ++i) REQUIRE(ws.logits()[i] == doctest::Approx(ref[29 * c.vocab + i]).epsilon(1e-4));
+    }
+    // Pages: every page comes back when both sequences close.
+    cache.close(slot);
+    cache.close(child);
+    CHECK(cache.free_pages() == cache.pages());
+    // A full cache says so instead of overwriting.
+    nk::lm::KvCache small(c, {4, 3, 2});
+    const int32_t s = small.open();
+    CHECK(small.reserve(s, 12));
+    CHECK_FALSE(small.reserve(s, 13));
+    CHECK(small.free_pages() == 0);
+    CHECK(small.free_pages() == 0);
+    CHECK_FALSE(small.reserve(small.open(), c.max_seq + 1));
+  }
+
+  TEST_CASE("sampler: greedy is argmax, top-k 1 and a tiny top-p are greedy, the inverse CDF follows the probabilities") {
+    const std::vector<float> z{0.0f, 2.0f, 1.0f, 2.0f, -1.0f};
+    nk::lm::SamplerOptions greedy;
+    greedy.greedy = true;
+    CHECK(nk::lm::sample(z.data(), 5, greedy, 0.99) == 1);  // ties to the lower id
+    nk::lm::SamplerOptions k1;
+    k1.top_k = 1;
+    CHECK(nk::lm::sample(z.data(), 5, k1, 0.99) == 1);
+    nk::lm::SamplerOptions p;
+    p.top_p = 1e-6;
+    CHECK(nk::lm::sample(z.data(), 5, p, 0.99) == 1);
+    // Frequencies over a uniform grid of u equal softmax(z / T) (T = 2) to the grid's resolution.
+    nk::lm::SamplerOptions t;
+    t.temperature = 2.0;
+    std::map<int32_t, int> counts;
+    const int n = 100000;
+    for (int i = 0; i < n; ++i) ++counts[nk::lm::sample(z.data(), 5, t, (i + 0.5) / n)];
+    double total = 0;
+    for (float x : z) total += std::exp(x / 2.0);
+    for (int32_t id = 0; id < 5; ++id) CHECK(counts[id] / double(n) == doctest::Approx(std::exp(z[id] / 2.0) / total).epsilon(1e-3));
+    // top-k 2 keeps ids 1 and 3 only, equally likely.
+    nk::lm::SamplerOptions k2;
+    k2.top_k = 2;
+    CHECK(nk::lm::sample(z.data(), 5, k2, 0.25) == 1);
+    CHECK(nk::lm::sample(z.data(), 5, k2, 0.75) == 3);
+  }
+
+  TEST_CASE("causal generation: batched equals one at a time, seeded, stops after EOS, refuses a prompt past the context") {
+    const nk::lm::Config c = config(nk::lm::Mode::causal);
+    nk::lm::ParameterStore w(c);
+    w.init(3);
+    const nk::lm::Model m(w);
+    std::vector<std::vector<int32_t>> prompts;
+    for (int b = 0; b < 5; ++b) prompts.push_back(random_tokens(3 + 2 * b, 100 + static_cast<uint64_t>(b), c.vocab));
+    nk::lm::GenerateOptions o;
+    o.max_new = 12;
+    o.seed = 4;
+    o.sampler.temperature = 1.0;
+    o.batch = 5;
+    const auto together = nk::lm::generate_causal(m, prompts, o);
+    o.batch = 1;
+    const auto alone = nk::lm::generate_causal(m, prompts, o);
+    CHECK(together == alone);
+    for (const auto& seq : together) CHECK(seq.size() == 12);
+    // Greedy continuations equal argmax of the full forward, token by token.
+    o.sampler.greedy = true;
+    o.batch = 3;
+    const auto greedy = nk::lm::generate_causal(m, prompts, o);
+    for (size_t b = 0; b < prompts.size(); ++b) {
+      std::vector<int32_t> seq = prompts[b];
+      for (int32_t t : greedy[b]) {
+        const std::vector<float> z = full_logits(m, seq);
+        const float* last = z.data() + (seq.size() - 1) * static_cast<size_t>(c.vocab);
+        CHECK(t == static_cast<int32_t>(std::max_element(last, last + c.vocab) - last));
+        seq.push_back(t);
+      }
+    }
+    // EOS: take the first greedy token of prompt 0 as "EOS": that sequence stops at once.
+    o.eos = greedy[0][0];
+    const auto stopped = nk::lm::generate_causal(m, prompts, o);
+    CHECK(stopped[0] == std::vector<int32_t>{o.eos});
+    o.max_new = 40;
+    CHECK(nk::test::exit_code([&] { nk::lm::generate_causal(m, prompts, o); }) == 2);
+  }
+
+  TEST_CASE("diffusion: LLaDA's transfer counts; the sampler unmasks block by block, deterministic for a seed") {
+    CHECK(nk::lm::transfer_counts(10, 4) == std::vector<int64_t>{3, 3, 2, 2});
+    CHECK(nk::lm::transfer_counts(8, 8) == std::vector<int64_t>(8, 1));
+    const nk::lm::Config c = config(nk::lm::Mode::diffusion);
+    nk::lm::ParameterStore w(c);
+    w.init(6);
+    const nk::lm::Model m(w);
+    const std::vector<int32_t> prompt = random_tokens(6, 1, c.vocab - 1);
+    nk::lm::DiffusionOptions o;
+    o.gen_length = 16, o.steps = 8, o.block = 8, o.mask = static_cast<int32_t>(c.vocab - 1), o.seed = 3, o.temperature = 0.7;
+    std::vector<std::vector<int32_t>> states;
+    const auto out = nk::lm::sample_diffusion(m, prompt, o, [&](int64_t step, std::span<const int32_t> x) {
+      CHECK(step == static_cast<int64_t>(states.size()));
+      states.emplace_back(x.begin(), x.end());
+    });
+    REQUIRE(states.size() == 8);
+    CHECK(std::equal(prompt.begin(), prompt.end(), out.begin()));
+    for (size_t s = 0; s < states.size(); ++s) {
+      int64_t masked_first = 0, masked_second = 0;
+      for (int64_t i = 6; i < 14; ++i) masked_first += states[s][static_cast<size_t>(i)] == o.mask;
+      for (int64_t i = 14; i < 22; ++i) masked_second += states[s][static_cast<size_t>(i)] == o.mask;
+      // 4 steps per block, 2 tokens each: the first block empties first, the second waits.
+      CHECK(masked_first == std::max<int64_t>(0, 8 - 2 * static_cast<int64_t>(s + 1)));
+      CHECK(masked_second == (s < 4 ? 8 : 8 - 2 * static_cast<int64_t>(s - 3)));
+    }
+    CHECK(nk::lm::sample_diffusion(m, prompt, o) == out);
+    o.seed = 4;
+    CHECK(nk::lm::sample_diffusion(m, prompt, o) != out);
+    o.steps = 3;
+    CHECK(nk::test::exit_code([&] { nk::lm::sample_diffusion(m, prompt, o); }) == 2);
+    // A causal model is refused.
+    nk::lm::ParameterStore cw(config(nk::lm::Mode::causal));
+    const nk::lm::Model causal(cw);
+    o.steps = 8;
+    CHECK(nk::test::exit_code([&] { nk::lm::sample_diffusion(causal, prompt, o); }) == 2);
+  }
+
+  TEST_CASE("diffusion training mask: masked share tracks t per row, weights 1/(t B T), targets the clean tokens") {
+    const int64_t B = 64, T = 200;
+    const std::vector<int32_t> clean = random_tokens(B * T, 2, 50);
+    nk::lm::DiffusionBatch batch;
+    nk::lm::diffusion_mask(clean.data(), B, T, 50, 7, 3, batch);
+    std::vector<int64_t> masked(B, 0);
+    std::vector<float> weight(B, 0);
+    for (size_t r = 0; r < batch.rows.size(); ++r) {
+      const int64_t row = batch.rows[r];
+      CHECK(batch.noisy[static_cast<size_t>(row)] == 50);
+      CHECK(batch.targets[r] == clean[static_cast<size_t>(row)]);
+      ++masked[row / T];
+      weight[row / T] = batch.weights[r];
+    }
+    for (int64_t b = 0; b < B; ++b) {
+      if (masked[b] < 10) continue;  // rows with t near 0: too few to estimate
+      const double t = 1.0 / (weight[b] * B * T);
+      CHECK(std::abs(masked[b] / double(T) - t) < 4 * std::sqrt(t * (1 - t) / T) + 1e-9);
+    }
+    nk::lm::DiffusionBatch again;
+    nk::lm::diffusion_mask(clean.data(), B, T, 50, 7, 3, again);
+    CHECK(again.rows == batch.rows);
+    nk::lm::diffusion_mask(clean.data(), B, T, 50, 7, 4, again);
+    CHECK(again.rows != batch.rows);
+  }
+}
