@@ -6,7 +6,8 @@
 
 namespace nk::lm {
 
-int64_t attention_scratch(int64_t max_segment) { return max_segment * omp_get_max_threads(); }
+// Room for the tiled float kernels of dense.cpp too: [2 tiles + 1, keys] per thread.
+int64_t attention_scratch(int64_t max_segment) { return (2 * 64 + 1) * max_segment * omp_get_max_threads(); }
 
 template <class T>
 void attention_forward(const T* q, const T* k, const T* v, const int64_t* offsets, int64_t segments, int64_t heads,

@@ -13,6 +13,7 @@
 #include "nk/error.hpp"
 #include "nk/lm/attention.hpp"
 #include "nk/lm/layers.hpp"
+#include "dense.hpp"
 
 namespace nk::lm {
 
@@ -22,20 +23,14 @@ using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMa
 using Map = Eigen::Map<Matrix>;
 using ConstMap = Eigen::Map<const Matrix>;
 
-/// y[n, out] = x[n, in] W^T for W [out, in] (transformers' layout).
 void linear(const float* x, const float* w, int64_t n, int64_t in, int64_t out, float* y) {
-  Map(y, n, out).noalias() = ConstMap(x, n, in) * ConstMap(w, out, in).transpose();
+  dense_ops().linear(x, w, n, in, out, y);
 }
-/// dx[n, in] (= or +=) dy[n, out] W.
 void linear_dx(const float* dy, const float* w, int64_t n, int64_t in, int64_t out, float* dx, bool accumulate) {
-  if (accumulate)
-    Map(dx, n, in).noalias() += ConstMap(dy, n, out) * ConstMap(w, out, in);
-  else
-    Map(dx, n, in).noalias() = ConstMap(dy, n, out) * ConstMap(w, out, in);
+  dense_ops().linear_dx(dy, w, n, in, out, dx, accumulate);
 }
-/// dW[out, in] += dy^T x.
 void linear_dw(const float* dy, const float* x, int64_t n, int64_t in, int64_t out, float* dw) {
-  Map(dw, out, in).noalias() += ConstMap(dy, n, out).transpose() * ConstMap(x, n, in);
+  dense_ops().linear_dw(dy, x, n, in, out, dw);
 }
 
 void resize(std::vector<float>& v, int64_t n) { v.assign(static_cast<size_t>(n), 0.0f); }
@@ -263,8 +258,8 @@ void Model::forward(const TokenBatch& batch, Workspace& ws, const ForwardOptions
     if (cache)
       cached_attention(*cache, batch, l, L.q.data(), L.k.data(), L.v.data(), causal, L.att.data(), L.lse.data(), ws.scratch_.data(), c);
     else
-      attention_forward(L.q.data(), L.k.data(), L.v.data(), batch.offsets.data(), S, c.n_heads, c.n_kv_heads, c.head_dim,
-                        causal, L.att.data(), L.lse.data(), ws.scratch_.data(), c.max_seq);
+      dense_ops().attention_forward(L.q.data(), L.k.data(), L.v.data(), batch.offsets.data(), S, c.n_heads, c.n_kv_heads,
+                                    c.head_dim, causal, L.att.data(), L.lse.data(), ws.scratch_.data(), c.max_seq);
     // mid = x + att Wo^T
     float* mid = L.mid.data();
     linear(L.att.data(), w.o, n, qd, d, mid);
@@ -350,9 +345,9 @@ void Model::backward(const TokenBatch& batch, Workspace& ws, const ParameterMask
     const float* dmid = ws.dmid_.data();
     linear_dx(dmid, w.o, n, qd, d, ws.datt_.data(), false);
     if (mask.trainable(w.o_t)) linear_dw(dmid, L.att.data(), n, qd, d, grad_of(w.o_t));
-    attention_backward(ws.datt_.data(), L.att.data(), L.q.data(), L.k.data(), L.v.data(), L.lse.data(),
-                       batch.offsets.data(), S, c.n_heads, c.n_kv_heads, c.head_dim, causal, ws.dq_.data(),
-                       ws.dk_.data(), ws.dv_.data(), ws.scratch_.data(), c.max_seq);
+    dense_ops().attention_backward(ws.datt_.data(), L.att.data(), L.q.data(), L.k.data(), L.v.data(), L.lse.data(),
+                                   batch.offsets.data(), S, c.n_heads, c.n_kv_heads, c.head_dim, causal, ws.dq_.data(),
+                                   ws.dk_.data(), ws.dv_.data(), ws.scratch_.data(), c.max_seq);
     rope(ws.dq_.data(), pos, n, c.n_heads, c.head_dim, c.rope_theta, true);
     rope(ws.dk_.data(), pos, n, c.n_kv_heads, c.head_dim, c.rope_theta, true);
     linear_dx(ws.dq_.data(), w.q, n, d, qd, ws.dnorm_.data(), false);

@@ -1,0 +1,168 @@
+// dense.cpp - the matrix products and tiled attention of dense.hpp. This file
+// is compiled once as it is (namespace dense_generic) and once by
+// dense_avx2.cpp with -mavx2 -mfma (namespace dense_avx2, Eigen renamed).
+// Keep it free of std containers: only raw pointers cross between the copies.
+#ifndef NK_LM_DENSE_NAMESPACE
+#define NK_LM_DENSE_NAMESPACE dense_generic
+#define NK_LM_DENSE_ISA "generic"
+#endif
+
+#include <omp.h>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "dense.hpp"
+
+namespace nk::lm::NK_LM_DENSE_NAMESPACE {
+
+namespace {
+
+using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using Map = Eigen::Map<Matrix>;
+using ConstMap = Eigen::Map<const Matrix>;
+using Strided = Eigen::Map<Matrix, 0, Eigen::OuterStride<>>;
+using ConstStrided = Eigen::Map<const Matrix, 0, Eigen::OuterStride<>>;
+
+void linear(const float* x, const float* w, int64_t n, int64_t in, int64_t out, float* y) {
+  Map(y, n, out).noalias() = ConstMap(x, n, in) * ConstMap(w, out, in).transpose();
+}
+
+void linear_dx(const float* dy, const float* w, int64_t n, int64_t in, int64_t out, float* dx, bool accumulate) {
+  if (accumulate)
+    Map(dx, n, in).noalias() += ConstMap(dy, n, out) * ConstMap(w, out, in);
+  else
+    Map(dx, n, in).noalias() = ConstMap(dy, n, out) * ConstMap(w, out, in);
+}
+
+void linear_dw(const float* dy, const float* x, int64_t n, int64_t in, int64_t out, float* dw) {
+  Map(dw, out, in).noalias() += ConstMap(dy, n, out).transpose() * ConstMap(x, n, in);
+}
+
+constexpr int64_t T = kAttentionTile;
+
+/// Scores of query rows [i0, i0 + rows) against keys [0, keys): scaled, with
+/// the causal mask as -inf. S is [rows, keys] (row stride keys).
+void scores(const float* q, int64_t qs, const float* k, int64_t kvs, int64_t i0, int64_t rows, int64_t keys, int64_t hd,
+            float scale, bool causal, float* S) {
+  Map s(S, rows, keys);
+  s.noalias() = ConstStrided(q + i0 * qs, rows, hd, Eigen::OuterStride<>(qs)) *
+                ConstStrided(k, keys, hd, Eigen::OuterStride<>(kvs)).transpose();
+  s *= scale;
+  if (causal)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = i0 + r + 1; j < keys; ++j) S[r * keys + j] = -std::numeric_limits<float>::infinity();
+}
+
+void attention_forward(const float* q, const float* k, const float* v, const int64_t* offsets, int64_t segments,
+                       int64_t heads, int64_t kv_heads, int64_t hd, bool causal, float* out, float* lse, float* scratch,
+                       int64_t max_keys) {
+  const int64_t group = heads / kv_heads, qs = heads * hd, kvs = kv_heads * hd;
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+  // Tasks: (segment, head, query tile); each writes its own rows of out and lse.
+  int64_t tasks = 0;
+  for (int64_t s = 0; s < segments; ++s) tasks += heads * ((offsets[s + 1] - offsets[s] + T - 1) / T);
+#pragma omp parallel
+  {
+    float* S = scratch + static_cast<int64_t>(omp_get_thread_num()) * (2 * T + 1) * max_keys;
+    // Static assignment of tasks to threads, by walking the same enumeration.
+#pragma omp for schedule(static)
+    for (int64_t task = 0; task < tasks; ++task) {
+      int64_t rest = task, s = 0;
+      for (;; ++s) {
+        const int64_t here = heads * ((offsets[s + 1] - offsets[s] + T - 1) / T);
+        if (rest < here) break;
+        rest -= here;
+      }
+      const int64_t begin = offsets[s], n = offsets[s + 1] - begin, tiles = (n + T - 1) / T;
+      const int64_t h = rest / tiles, tile = rest % tiles, g = h / group;
+      const int64_t i0 = tile * T, rows = std::min(T, n - i0), keys = causal ? i0 + rows : n;
+      const float* qh = q + begin * qs + h * hd;
+      const float* kg = k + begin * kvs + g * hd;
+      const float* vg = v + begin * kvs + g * hd;
+      scores(qh, qs, kg, kvs, i0, rows, keys, hd, scale, causal, S);
+      for (int64_t r = 0; r < rows; ++r) {
+        float* row = S + r * keys;
+        float best = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < keys; ++j) best = std::max(best, row[j]);
+        float sum = 0;
+        for (int64_t j = 0; j < keys; ++j) {
+          row[j] = std::exp(row[j] - best);
+          sum += row[j];
+        }
+        const float inv = 1.0f / sum;
+        for (int64_t j = 0; j < keys; ++j) row[j] *= inv;
+        lse[(begin + i0 + r) * heads + h] = best + std::log(sum);
+      }
+      Strided(out + (begin + i0) * qs + h * hd, rows, hd, Eigen::OuterStride<>(qs)).noalias() =
+          ConstMap(S, rows, keys) * ConstStrided(vg, keys, hd, Eigen::OuterStride<>(kvs));
+    }
+  }
+}
+
+void attention_backward(const float* dout, const float* out, const float* q, const float* k, const float* v,
+                        const float* lse, const int64_t* offsets, int64_t segments, int64_t heads, int64_t kv_heads,
+                        int64_t hd, bool causal, float* dq, float* dk, float* dv, float* scratch, int64_t max_keys) {
+  const int64_t group = heads / kv_heads, qs = heads * hd, kvs = kv_heads * hd;
+  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+  // One task per (segment, KV head): it owns that head's dk, dv rows and the
+  // dq of its group's query heads, so no two threads add to one value.
+#pragma omp parallel
+  {
+    float* P = scratch + static_cast<int64_t>(omp_get_thread_num()) * (2 * T + 1) * max_keys;
+    float* dP = P + T * max_keys;
+    float* D = dP + T * max_keys;
+#pragma omp for schedule(static)
+    for (int64_t task = 0; task < segments * kv_heads; ++task) {
+      const int64_t s = task / kv_heads, g = task % kv_heads;
+      const int64_t begin = offsets[s], n = offsets[s + 1] - begin;
+      const float* kg = k + begin * kvs + g * hd;
+      const float* vg = v + begin * kvs + g * hd;
+      Strided dK(dk + begin * kvs + g * hd, n, hd, Eigen::OuterStride<>(kvs));
+      Strided dV(dv + begin * kvs + g * hd, n, hd, Eigen::OuterStride<>(kvs));
+      dK.setZero();
+      dV.setZero();
+      for (int64_t h = g * group; h < (g + 1) * group; ++h) {
+        const float* qh = q + begin * qs + h * hd;
+        const float* oh = out + begin * qs + h * hd;
+        const float* gh = dout + begin * qs + h * hd;
+        float* dqh = dq + begin * qs + h * hd;
+        for (int64_t i0 = 0; i0 < n; i0 += T) {
+          const int64_t rows = std::min(T, n - i0), keys = causal ? i0 + rows : n;
+          scores(qh, qs, kg, kvs, i0, rows, keys, hd, scale, causal, P);
+          for (int64_t r = 0; r < rows; ++r) {
+            const float l = lse[(begin + i0 + r) * heads + h];
+            float* row = P + r * keys;
+            for (int64_t j = 0; j < keys; ++j) row[j] = std::exp(row[j] - l);
+            float delta = 0;  // D_i = dout_i . out_i
+            for (int64_t e = 0; e < hd; ++e) delta += gh[(i0 + r) * qs + e] * oh[(i0 + r) * qs + e];
+            D[r] = delta;
+          }
+          const ConstStrided dO(gh + i0 * qs, rows, hd, Eigen::OuterStride<>(qs));
+          const ConstStrided Q(qh + i0 * qs, rows, hd, Eigen::OuterStride<>(qs));
+          const ConstStrided K(kg, keys, hd, Eigen::OuterStride<>(kvs));
+          const ConstStrided V(vg, keys, hd, Eigen::OuterStride<>(kvs));
+          Map dp(dP, rows, keys);
+          dp.noalias() = dO * V.transpose();
+          Map p(P, rows, keys);
+          dV.topRows(keys).noalias() += p.transpose() * dO;
+          // dS = P (dP - D) scale, in place of dP.
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t j = 0; j < keys; ++j) dP[r * keys + j] = P[r * keys + j] * (dP[r * keys + j] - D[r]) * scale;
+          Strided(dqh + i0 * qs, rows, hd, Eigen::OuterStride<>(qs)).noalias() = dp * K;
+          dK.topRows(keys).noalias() += dp.transpose() * Q;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+extern const DenseOps ops;
+const DenseOps ops{NK_LM_DENSE_ISA, linear, linear_dx, linear_dw, attention_forward, attention_backward};
+
+}  // namespace nk::lm::NK_LM_DENSE_NAMESPACE

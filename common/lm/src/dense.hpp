@@ -1,0 +1,44 @@
+// dense.hpp - the model's hot loops: the projections' matrix products and
+// tiled attention, forward and backward, all as Eigen GEMMs. dense.cpp is
+// compiled twice - for the baseline ISA and for AVX2+FMA (dense_avx2.cpp,
+// with Eigen renamed so the two copies never share a symbol) - and
+// dense_ops() picks one per process from the CPU (x86-64 binaries stay
+// portable; the AVX2 copy is 2-4x faster where it runs).
+#pragma once
+#include <cstdint>
+
+namespace nk::lm {
+
+/// Query rows per attention tile: scores live as [tile, keys], never [T, T].
+inline constexpr int64_t kAttentionTile = 64;
+
+struct DenseOps {
+  const char* isa;
+  /// y[n, out] = x[n, in] W^T, W [out, in].
+  void (*linear)(const float* x, const float* w, int64_t n, int64_t in, int64_t out, float* y);
+  /// dx[n, in] (= or +=) dy[n, out] W.
+  void (*linear_dx)(const float* dy, const float* w, int64_t n, int64_t in, int64_t out, float* dx, bool accumulate);
+  /// dW[out, in] += dy^T x.
+  void (*linear_dw)(const float* dy, const float* x, int64_t n, int64_t in, int64_t out, float* dw);
+  /// As nk::lm::attention_forward/backward (attention.hpp); scratch holds
+  /// attention_scratch(max_keys) values.
+  void (*attention_forward)(const float* q, const float* k, const float* v, const int64_t* offsets, int64_t segments,
+                            int64_t heads, int64_t kv_heads, int64_t hd, bool causal, float* out, float* lse,
+                            float* scratch, int64_t max_keys);
+  void (*attention_backward)(const float* dout, const float* out, const float* q, const float* k, const float* v,
+                             const float* lse, const int64_t* offsets, int64_t segments, int64_t heads, int64_t kv_heads,
+                             int64_t hd, bool causal, float* dq, float* dk, float* dv, float* scratch, int64_t max_keys);
+};
+
+/// The AVX2+FMA copy where the CPU has both (and NK_LM_ISA is not
+/// "generic"), else the baseline copy.
+const DenseOps& dense_ops();
+
+namespace dense_generic {
+extern const DenseOps ops;
+}
+namespace dense_avx2 {
+extern const DenseOps ops;
+}
+
+}  // namespace nk::lm

@@ -1,0 +1,106 @@
+# nk-lm.sh - corpus | train | generate | score on a tiny model (seconds):
+# a loss that falls, resume equal to the uninterrupted run bit for bit,
+# score's log-probabilities recomputed in numpy from its own logits,
+# --token-ids generation layout, diffusion sampling, and bad input.
+. "$(dirname "$0")/lib.sh"
+
+# A small English text: two documents per paragraph file.
+for i in $(seq 1 40); do
+  echo "The cat sat on the mat number $i. A dog ran to the park and back again."
+  echo
+  echo "Paper $i: we train a small model on short sentences and measure its loss."
+  echo
+done > text.txt
+SIZES="--layers 2 --d-model 32 --heads 4 --kv-heads 2 --d-ff 64 --context 32 --batch 4 --warmup 5"
+
+check "corpus from a text file (paragraphs, vocab 300)" nk-lm -q corpus --text text.txt --paragraphs --vocab 300 --validation 0.1 -o corpus.h5
+check "corpus --list names every paragraph" sh -c 'nk-lm corpus --text text.txt --paragraphs --list | wc -l | grep -qx 80'
+check "corpus --exclude drops named documents" sh -c 'nk-lm corpus --text text.txt --paragraphs --list | head -3 | cut -f1 > held.txt && nk-lm -q corpus --text text.txt --paragraphs --vocab 300 --exclude held.txt -o excl.h5 && test "$('"$PY"' -c "import h5py; print(len(h5py.File(\"excl.h5\")[\"names\"]))")" = 77'
+check "tokenizer alone" nk-lm -q tokenizer --text text.txt --vocab 280 -o tok.h5
+check "corpus cut with a given tokenizer" nk-lm -q corpus --text text.txt --tokenizer tok.h5 -o corpus2.h5
+check "train causal 40 steps with a TSV log" nk-lm -q train --corpus corpus.h5 $SIZES --steps 40 --lr 1e-2 --log train.tsv --log-every 5 --eval-every 20 --seed 1 -o causal.h5
+check "the training loss falls by a third" $PY -c "
+import csv; rows = list(csv.DictReader(open('train.tsv'), delimiter='\t'))
+first, last = float(rows[0]['loss']), float(rows[-1]['loss']); print(first, last); assert last < 0.67 * first"
+check "checkpoints at step 20 and at the end" nk-lm -q train --corpus corpus.h5 $SIZES --steps 40 --lr 1e-2 --seed 1 --checkpoint end.ckpt --checkpoint-every 20 -o full.h5
+check "the same seed and options give the same weights" $PY -c "
+import h5py, numpy as np
+a, b = h5py.File('causal.h5'), h5py.File('full.h5')
+assert all(np.array_equal(a['params'][n][()], b['params'][n][()]) for n in a['params'])"
+check "resume from a finished checkpoint needs more --steps" sh -c "! nk-lm -q train --corpus corpus.h5 --resume end.ckpt --steps 40 -o again.h5 2>/dev/null"
+check "a run paused at step 20 of 40 (--stop-at)" nk-lm -q train --corpus corpus.h5 $SIZES --steps 40 --stop-at 20 --lr 1e-2 --seed 1 --checkpoint int.ckpt -o paused.h5
+check "resume continues to 40" nk-lm -q train --corpus corpus.h5 --resume int.ckpt --steps 40 --lr 1e-2 $SIZES -o resumed.h5
+check "resumed weights equal the uninterrupted run's bit for bit" $PY -c "
+import h5py, numpy as np
+a, b = h5py.File('causal.h5'), h5py.File('resumed.h5')
+names = list(a['params'])
+bad = [n for n in names if not np.array_equal(a['params'][n][()], b['params'][n][()])]
+assert not bad, bad"
+check "info names the mode and sizes" sh -c 'nk-lm info -m causal.h5 | grep -q "^mode *causal" && nk-lm info -m causal.h5 | grep -q "^layers *2"'
+check "generate from text prompts on stdin" sh -c 'printf "The cat\nPaper 3:\n" | nk-lm -q generate -m causal.h5 --max-new 12 --seed 2 > gen.txt && test "$(wc -l < gen.txt)" -ge 2'
+check "same seed, same text" sh -c 'printf "The cat\nPaper 3:\n" | nk-lm -q generate -m causal.h5 --max-new 12 --seed 2 | cmp -s - gen.txt'
+$PY -c "
+import h5py, numpy as np
+bos = int(h5py.File('causal.h5').attrs['vocab']) - 4
+with h5py.File('ids.h5', 'w') as f: f['tokens'] = np.array([[bos, 10, 20, 30, 40], [bos, 50, 60, 70, 80], [bos, 1, 2, 3, 4]], dtype=np.int32)"
+check "generate --token-ids --greedy -o" nk-lm -q generate -m causal.h5 --token-ids ids.h5 --max-new 7 --greedy --batch 2 -o gen.h5
+check "/tokens [B, T+N]: the prompt, then the continuation, -1 after EOS" $PY -c "
+import h5py, numpy as np
+t = h5py.File('gen.h5')['tokens'][()]; ids = h5py.File('ids.h5')['tokens'][()]
+assert t.shape == (3, 12), t.shape
+assert (t[:, :5] == ids).all()
+eos = int(h5py.File('causal.h5').attrs['vocab']) - 3
+for row in t:
+    c = list(row[5:])
+    if eos in c: assert all(x == -1 for x in c[c.index(eos) + 1:])
+    else: assert min(c) >= 0"
+check "score --token-ids --logits --top-k" nk-lm -q score -m causal.h5 --token-ids gen.h5 --logits --top-k 5 -o score.h5
+check "logprob = log_softmax(logits[t-1])[token t] (numpy), NaN at t = 0; top-k = the 5 largest" $PY -c "
+import h5py, numpy as np
+f = h5py.File('score.h5'); tok, lp, z = f['tokens'][()], f['logprob'][()], f['logits'][()].astype(np.float64)
+assert np.isnan(lp[:, 0]).all()
+for b in range(tok.shape[0]):
+    for t in range(1, tok.shape[1]):
+        if tok[b, t] < 0: assert np.isnan(lp[b, t]); continue
+        row = z[b, t - 1]; ref = row[tok[b, t]] - (row.max() + np.log(np.exp(row - row.max()).sum()))
+        assert abs(ref - lp[b, t]) < 1e-4, (b, t, ref, lp[b, t])
+ids = f['topk/ids'][()]
+for b in range(tok.shape[0]):
+    for t in range(tok.shape[1]):
+        if tok[b, t] < 0: continue
+        assert set(ids[b, t]) == set(np.argsort(-z[b, t], kind='stable')[:5])
+assert f.attrs['perplexity'] > 1"
+check "score --text gives bits per byte" sh -c "nk-lm -q score -m causal.h5 --text text.txt -o st.h5 && $PY -c \"import h5py; a = h5py.File('st.h5').attrs; assert 0 < a['bits_per_byte'] < 8, a['bits_per_byte']\""
+check "score --corpus validation split, sharded 0/2 and 1/2 add up" sh -c "nk-lm -q score -m causal.h5 --corpus corpus.h5 -o s0.h5 --shard 0/2 && nk-lm -q score -m causal.h5 --corpus corpus.h5 -o s1.h5 --shard 1/2 && nk-lm -q score -m causal.h5 --corpus corpus.h5 -o sall.h5 && $PY -c \"
+import h5py
+a, b, c = (h5py.File(x).attrs for x in ('s0.h5', 's1.h5', 'sall.h5'))
+assert abs(a['nats'] + b['nats'] - c['nats']) < 1e-3 * c['nats'] and a['bytes'] + b['bytes'] == c['bytes']\""
+check "train diffusion (bf16 output)" nk-lm -q train --corpus corpus.h5 $SIZES --mode diffusion --steps 10 --dtype bfloat16 -o diff.h5
+check "info says diffusion, bfloat16" sh -c 'nk-lm info -m diff.h5 | grep -q "^mode *diffusion" && nk-lm info -m diff.h5 | grep -q "^weights *bfloat16"'
+check "diffusion generate: 2 blocks of 8, 8 steps, seeded" sh -c 'nk-lm -q generate -m diff.h5 --token-ids ids.h5 --max-new 16 --block 8 --steps 8 --seed 4 -o d1.h5 && nk-lm -q generate -m diff.h5 --token-ids ids.h5 --max-new 16 --block 8 --steps 8 --seed 4 -o d2.h5 && '"$PY"' -c "
+import h5py, numpy as np
+a, b = h5py.File(\"d1.h5\")[\"tokens\"][()], h5py.File(\"d2.h5\")[\"tokens\"][()]
+mask = int(h5py.File(\"diff.h5\").attrs[\"vocab\"]) - 2
+assert a.shape == (3, 21) and (a == b).all() and (a[:, 5:] != mask).all()"'
+
+# Bad input: one error line, the documented exit code, no output file left.
+expect_fail "a corpus given as the model: exit 3" 3 "nk_schema" nk-lm generate -m corpus.h5 --token-ids ids.h5 -o bad.h5
+head -c 3000 causal.h5 > trunc.h5
+expect_fail "a truncated model: exit 3" 3 "trunc.h5" nk-lm info -m trunc.h5
+$PY -c "
+import h5py, numpy as np, shutil
+shutil.copy('causal.h5', 'nan.h5')
+with h5py.File('nan.h5', 'a') as f:
+    d = f['params/model.norm.weight']; x = d[()]; x[0] = np.nan; d[...] = x
+with h5py.File('big.h5', 'w') as f: f['tokens'] = np.zeros((1, 33), dtype=np.int32)
+with h5py.File('oov.h5', 'w') as f: f['tokens'] = np.array([[1, 2, 300]], dtype=np.int32)"
+expect_fail "a NaN weight: exit 3 naming the tensor" 3 "model.norm.weight" nk-lm score -m nan.h5 --token-ids ids.h5 -o bad.h5
+expect_fail "rows longer than the context: exit 3" 3 "context" nk-lm score -m causal.h5 --token-ids big.h5 -o bad.h5
+expect_fail "a token outside the vocabulary: exit 3" 3 "vocabulary" nk-lm generate -m causal.h5 --token-ids oov.h5 -o bad.h5
+expect_fail "prompt + max-new past the context: exit 2" 2 "context" nk-lm generate -m causal.h5 --token-ids ids.h5 --max-new 30 -o bad.h5
+expect_fail "no prompts on stdin: exit 3" 3 "no prompts" sh -c 'nk-lm generate -m causal.h5 < /dev/null'
+expect_fail "score needs a causal model: exit 2" 2 "diffusion" nk-lm score -m diff.h5 --token-ids ids.h5 -o bad.h5
+expect_fail "--init and --resume together: exit 2" 2 "exclude" nk-lm train --corpus corpus.h5 --init causal.h5 --resume end.ckpt -o bad.h5
+check "no partial output anywhere" sh -c '! ls bad.h5 2>/dev/null'
+no_temp_files "no temp files" "$WORK"
+finish

@@ -1,0 +1,132 @@
+// generate.cpp - nk-lm generate: continuations of prompts (text lines, or
+// token ids) by the causal sampler with a KV cache, or by LLaDA's masked
+// diffusion sampler.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "nk-lm/nk_lm.hpp"
+#include "nk/error.hpp"
+#include "nk/h5.hpp"
+#include "nk/lm/generate.hpp"
+#include "nk/log.hpp"
+#include "nk/rng.hpp"
+#include "nk/timer.hpp"
+
+namespace nklm {
+
+namespace {
+
+std::vector<std::string> read_prompt_lines(const std::string& path) {
+  std::vector<std::string> lines;
+  std::ifstream file;
+  std::istream* in = &std::cin;
+  if (!path.empty() && path != "-") {
+    file.open(path, std::ios::binary);
+    if (!file) throw nk::io_error(path, "cannot read the prompts");
+    in = &file;
+  }
+  std::string line;
+  while (std::getline(*in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    lines.push_back(line);
+  }
+  if (lines.empty()) throw nk::input_error(path.empty() || path == "-" ? "-" : path, "", "no prompts (one per line)");
+  return lines;
+}
+
+}  // namespace
+
+void generate(const GenerateOptions& o, const nk::RunEnv& env) {
+  check_writable(o.output, o.no_clobber);
+  const nk::lm::Checkpoint ck = load_model(o.model);
+  const nk::lm::Config& c = ck.weights.config();
+  const bool from_ids = !o.token_ids.empty();
+  if (!from_ids && !ck.tokenizer) throw nk::usage_error("generate: " + o.model + " has no tokenizer; give --token-ids");
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<std::string> lines;
+  if (from_ids) {
+    prompts = read_token_rows(o.token_ids, c.vocab, c.max_seq);
+  } else {
+    lines = read_prompt_lines(o.prompts);
+    for (const std::string& line : lines) {
+      std::vector<int32_t> ids{ck.tokenizer->bos()};
+      const std::vector<int32_t> text = ck.tokenizer->encode(line);
+      ids.insert(ids.end(), text.begin(), text.end());
+      prompts.push_back(std::move(ids));
+    }
+  }
+  const nk::lm::Model model(ck.weights);
+  const int32_t eos = ck.tokenizer ? ck.tokenizer->eos() : -1;
+  std::vector<std::vector<int32_t>> continuations(prompts.size());
+  nk::Stopwatch clock;
+  int64_t made = 0;
+  if (c.mode == nk::lm::Mode::causal) {
+    nk::lm::GenerateOptions g;
+    g.max_new = o.max_new;
+    g.sampler.greedy = o.greedy;
+    g.sampler.temperature = o.temperature;
+    g.sampler.top_k = o.top_k;
+    g.sampler.top_p = o.top_p;
+    g.seed = env.seed;
+    g.eos = eos;
+    g.batch = o.batch;
+    continuations = nk::lm::generate_causal(model, prompts, g);
+  } else {
+    if (!ck.tokenizer && c.vocab < 1) throw nk::usage_error("generate: no [MASK] id");
+    nk::lm::DiffusionOptions d;
+    d.gen_length = o.max_new;
+    d.block = o.block > 0 ? o.block : o.max_new;
+    d.steps = o.steps > 0 ? o.steps : o.max_new;
+    d.temperature = o.greedy ? 0.0 : o.temperature;
+    d.random_remasking = o.random_remasking;
+    d.mask = ck.tokenizer ? ck.tokenizer->mask() : static_cast<int32_t>(c.vocab - 2);
+    for (size_t b = 0; b < prompts.size(); ++b) {
+      d.seed = nk::mix64(env.seed + b);
+      const std::vector<int32_t> x = nk::lm::sample_diffusion(model, prompts[b], d);
+      continuations[b].assign(x.begin() + static_cast<std::ptrdiff_t>(prompts[b].size()), x.end());
+      // The answer ends at its first EOS, as a causal one does.
+      for (size_t t = 0; t < continuations[b].size(); ++t)
+        if (continuations[b][t] == eos) {
+          continuations[b].resize(t + 1);
+          break;
+        }
+    }
+  }
+  for (const auto& cont : continuations) made += static_cast<int64_t>(cont.size());
+  spdlog::info("generate: {} sequences, {} new tokens in {:.2f} s ({:.0f} tokens/s)", prompts.size(), made, clock.seconds(),
+               static_cast<double>(made) / clock.seconds());
+  if (!o.output.empty()) {
+    // /tokens [B, T + N]: prompt then continuation, -1 after an EOS (and after a shorter prompt's end).
+    int64_t T = 0;
+    for (const auto& p : prompts) T = std::max<int64_t>(T, static_cast<int64_t>(p.size()));
+    std::vector<std::vector<int32_t>> full(prompts.size());
+    std::vector<int64_t> lengths;
+    for (size_t b = 0; b < prompts.size(); ++b) {
+      full[b] = prompts[b];
+      full[b].resize(static_cast<size_t>(T), -1);
+      full[b].insert(full[b].end(), continuations[b].begin(), continuations[b].end());
+      lengths.push_back(static_cast<int64_t>(prompts[b].size()));
+    }
+    nk::h5::Writer out(o.output, kTokensSchema, o.no_clobber);
+    const auto B = static_cast<int64_t>(prompts.size());
+    out.write("/tokens", pad_rows(full, T + o.max_new).data(), {B, T + o.max_new}, "B,T");
+    out.write("/prompt_lengths", lengths.data(), {B}, "B");
+    out.attr("/", "mode", nk::lm::mode_name(c.mode));
+    out.attr("/", "max_new", o.max_new);
+    out.commit();
+  }
+  if (ck.tokenizer && o.output != "-" && (o.output.empty() || !from_ids)) {
+    for (size_t b = 0; b < prompts.size(); ++b) {
+      std::vector<int32_t> shown = continuations[b];
+      const std::string text = ck.tokenizer->decode(shown);
+      std::fwrite(lines.empty() ? "" : lines[b].data(), 1, lines.empty() ? 0 : lines[b].size(), stdout);
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fputc('\n', stdout);
+    }
+  }
+}
+
+}  // namespace nklm

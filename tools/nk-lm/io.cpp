@@ -1,0 +1,59 @@
+// io.cpp - what the nk-lm verbs share: opening a model, token-id files.
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "nk-lm/nk_lm.hpp"
+#include "nk/error.hpp"
+#include "nk/h5.hpp"
+
+namespace nklm {
+
+nk::lm::Checkpoint load_model(const std::string& path) { return nk::lm::load_checkpoint(path); }
+
+std::vector<std::vector<int32_t>> read_token_rows(const std::string& path, int64_t vocab, int64_t context) {
+  const nk::h5::File in = nk::h5::File::open(path);
+  in.require("/tokens");
+  const nk::h5::DatasetInfo info = in.info("/tokens");
+  if (info.shape.empty() || info.shape.size() > 2)
+    throw nk::input_error(path, "/tokens", "must be [T] or [B,T], got " + nk::h5::shape_text(info.shape));
+  if (!nk::h5::is_integer(info.dtype)) throw nk::input_error(path, "/tokens", "token ids must be integers, got " + info.type_text);
+  const int64_t T = info.shape.back();
+  if (T > context)
+    throw nk::input_error(path, "/tokens", "rows of " + std::to_string(T) + " tokens pass the model's context of " +
+                                               std::to_string(context) + " (cut them into windows first)");
+  const nk::h5::Array<int32_t> a = in.read<int32_t>("/tokens");
+  const int64_t B = info.shape.size() == 2 ? info.shape[0] : 1;
+  std::vector<std::vector<int32_t>> rows(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t t = 0; t < T; ++t) {
+      const int32_t id = a.data[static_cast<size_t>(b * T + t)];
+      if (id == -1) break;  // padding: the rest of the row is ignored
+      if (id < 0 || id >= vocab)
+        throw nk::input_error(path, "/tokens", "id " + std::to_string(id) + " at [" + std::to_string(b) + "," +
+                                                   std::to_string(t) + "] is outside the vocabulary 0.." + std::to_string(vocab - 1));
+      rows[static_cast<size_t>(b)].push_back(id);
+    }
+    if (rows[static_cast<size_t>(b)].empty()) throw nk::input_error(path, "/tokens", "row " + std::to_string(b) + " is empty");
+  }
+  return rows;
+}
+
+void check_writable(const std::string& path, bool no_clobber) {
+  if (path.empty() || path == "-") return;
+  const std::filesystem::path p(path);
+  const std::filesystem::path folder = p.has_parent_path() ? p.parent_path() : std::filesystem::path(".");
+  if (!std::filesystem::is_directory(folder) || ::access(folder.c_str(), W_OK) != 0)
+    throw nk::io_error(path, "its folder does not exist or is not writable");
+  if (no_clobber && std::filesystem::exists(p)) throw nk::io_error(path, "exists, and --no-clobber was given");
+}
+
+std::vector<int32_t> pad_rows(const std::vector<std::vector<int32_t>>& rows, int64_t width) {
+  std::vector<int32_t> out(rows.size() * static_cast<size_t>(width), -1);
+  for (size_t b = 0; b < rows.size(); ++b)
+    for (size_t t = 0; t < rows[b].size() && static_cast<int64_t>(t) < width; ++t) out[b * static_cast<size_t>(width) + t] = rows[b][t];
+  return out;
+}
+
+}  // namespace nklm

@@ -1,0 +1,131 @@
+// main.cpp - nk-lm: the toolkit's own small Llama-architecture language model,
+// causal or masked diffusion (LLaDA), trained on Debian's English text.
+#include "nk-lm/nk_lm.hpp"
+#include "nk/cli.hpp"
+
+namespace {
+
+void add_sources(CLI::App& verb, nklm::TextSources& in) {
+  verb.add_option("--source", in.sources, "Debian text by name: fortunes, wordnet, gcide (default: all three, without --text)")
+      ->check(CLI::IsMember({"fortunes", "wordnet", "gcide"}))
+      ->delimiter(',');
+  verb.add_option("--text", in.text, "Plain text files (each a document, or see --paragraphs)");
+  verb.add_flag("--paragraphs", in.paragraphs, "Split --text files into a document per paragraph (blank lines)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  nk::cli::App cli("nk-lm", "A small Llama-architecture language model (causal or masked diffusion), trained on Debian's text");
+  cli.app().require_subcommand(1);
+  using nk::cli::App;
+  const auto positive = CLI::Range(int64_t{1}, int64_t{1} << 30);
+
+  nklm::CorpusOptions corpus;
+  CLI::App* corpus_verb = cli.add_verb("corpus", "Tokenised corpus (nk-lm.corpus/1) from Debian's text or text files");
+  add_sources(*corpus_verb, corpus.input);
+  corpus_verb->add_option("--tokenizer", corpus.tokenizer, "Use this file's /tokenizer (a tokenizer, corpus or model) instead of learning one");
+  corpus_verb->add_option("--vocab", corpus.vocab, "Vocabulary of the tokenizer learned from the training split")
+      ->check(CLI::Range(int64_t{260}, int64_t{1} << 20));
+  corpus_verb->add_option("--validation", corpus.validation, "Share of documents held out for validation (by a hash of the name)")
+      ->check(CLI::Range(0.0, 0.5));
+  corpus_verb->add_option("--exclude", corpus.exclude, "File of document names (one per line) kept out of the corpus")
+      ->check(CLI::ExistingFile);
+  corpus_verb->add_flag("--list", corpus.list, "Print each document's name, bytes and split (tab-separated) and stop");
+  App::add_optional_output(*corpus_verb, corpus.output, corpus.no_clobber, "the corpus (required unless --list)");
+
+  nklm::TokenizerOptions tok;
+  CLI::App* tok_verb = cli.add_verb("tokenizer", "Learn a byte-level BPE tokenizer (nk-lm.tokenizer/1)");
+  add_sources(*tok_verb, tok.input);
+  tok_verb->add_option("--vocab", tok.vocab, "Vocabulary: 256 bytes + merges + BOS EOS MASK PAD")
+      ->check(CLI::Range(int64_t{260}, int64_t{1} << 20));
+  tok_verb->add_option("--validation", tok.validation, "Share of documents held out (not learned from; compression reported)")
+      ->check(CLI::Range(0.0, 0.5));
+  App::add_output(*tok_verb, tok.output, tok.no_clobber);
+
+  nklm::TrainOptions train;
+  CLI::App* train_verb = cli.add_verb("train", "Pretrain or fine-tune on a corpus (causal or diffusion)", nk::cli::Randomness::seeded);
+  train_verb->add_option("--corpus", train.corpus, "Corpus from nk-lm corpus")->required()->check(CLI::ExistingFile);
+  App::add_output(*train_verb, train.output, train.no_clobber, "the trained model");
+  train_verb->add_option("--mode", train.mode, "causal (next token) or diffusion (LLaDA masked tokens)")
+      ->check(CLI::IsMember({"causal", "diffusion"}));
+  train_verb->add_option("--init", train.init, "Fine-tune this model (its shape and mode; the corpus must use its tokenizer)")
+      ->check(CLI::ExistingFile);
+  train_verb->add_option("--resume", train.resume, "Continue a --checkpoint file exactly where it stopped")->check(CLI::ExistingFile);
+  train_verb->add_option("--checkpoint", train.checkpoint, "Write float32 weights + optimiser state here (atomically) for --resume");
+  train_verb->add_option("--checkpoint-every", train.checkpoint_every, "Steps between checkpoints (0: only at the end)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  train_verb->add_option("--layers", train.layers, "Transformer blocks")->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  train_verb->add_option("--d-model", train.d_model, "Residual width")->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  train_verb->add_option("--heads", train.heads, "Query heads")->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  train_verb->add_option("--kv-heads", train.kv_heads, "Key/value heads (GQA; = --heads for MHA)")->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  train_verb->add_option("--head-dim", train.head_dim, "Head width (0: d-model / heads)")->check(CLI::Range(int64_t{0}, int64_t{4096}));
+  train_verb->add_option("--d-ff", train.d_ff, "SwiGLU hidden width")->check(CLI::Range(int64_t{1}, int64_t{1} << 18));
+  train_verb->add_option("--context", train.context, "Tokens per training window (the model's context)")
+      ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
+  train_verb->add_option("--rope-theta", train.rope_theta, "RoPE base")->check(CLI::Range(1.0 + 1e-9, 1e12));
+  train_verb->add_flag("--untied", train.untied, "A separate output head (default: tied to the embedding)");
+  train_verb->add_option("--steps", train.steps, "Optimiser steps (the schedule's length)")->check(positive);
+  train_verb->add_option("--stop-at", train.stop_at, "Pause after this step (with --checkpoint: --resume continues the same schedule)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  train_verb->add_option("--batch", train.batch, "Windows per micro-batch")->check(positive);
+  train_verb->add_option("--accum", train.accum, "Micro-batches per step (gradient accumulation)")->check(positive);
+  train_verb->add_option("--lr", train.lr, "Peak learning rate (AdamW)")->check(CLI::Range(0.0, 10.0));
+  train_verb->add_option("--warmup", train.warmup, "Linear warm-up steps")->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  train_verb->add_option("--min-lr", train.min_lr, "The cosine ends at this share of --lr")->check(CLI::Range(0.0, 1.0));
+  train_verb->add_option("--weight-decay", train.weight_decay, "AdamW's decoupled weight decay (not on norms)")->check(CLI::Range(0.0, 1.0));
+  train_verb->add_option("--beta2", train.beta2, "AdamW's second-moment decay")->check(CLI::Range(0.0, 1.0));
+  train_verb->add_option("--clip", train.clip, "Clip the global gradient norm to this (0: off)")->check(CLI::NonNegativeNumber);
+  train_verb->add_option("--freeze", train.freeze, "Tensors that do not train (shell globs over transformers' names)");
+  train_verb->add_option("--eval-every", train.eval_every, "Steps between validation losses (0: none)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  train_verb->add_option("--eval-batches", train.eval_batches, "Validation batches per evaluation")->check(positive);
+  train_verb->add_option("--log", train.log, "Write step, tokens, loss, lr, grad_norm, tokens_per_s, val_loss here (TSV)");
+  train_verb->add_option("--log-every", train.log_every, "Steps between log lines")->check(positive);
+  train_verb->add_option("--dtype", train.dtype, "Weights of the output file: float32 or bfloat16")
+      ->check(CLI::IsMember({"float32", "bfloat16"}));
+
+  nklm::GenerateOptions gen;
+  CLI::App* gen_verb = cli.add_verb("generate", "Continue prompts (text lines, or token ids) causally or by masked diffusion",
+                                    nk::cli::Randomness::seeded);
+  gen_verb->add_option("-m,--model", gen.model, "Model file")->required()->check(CLI::ExistingFile);
+  gen_verb->add_option("--prompts", gen.prompts, "Text prompts, one per line (default: standard input)");
+  gen_verb->add_option("--token-ids", gen.token_ids, "Prompts as /tokens int32 [B,T] (or [T]); -1 pads")->check(CLI::ExistingFile);
+  App::add_optional_output(*gen_verb, gen.output, gen.no_clobber, "/tokens [B,T+N] (prompt, continuation, -1 after EOS)");
+  gen_verb->add_option("--max-new", gen.max_new, "New tokens per prompt (diffusion: the answer length)")->check(positive);
+  gen_verb->add_flag("--greedy", gen.greedy, "Most likely token (diffusion: argmax predictions)");
+  gen_verb->add_option("--temperature", gen.temperature, "Sampling temperature")->check(CLI::Range(1e-6, 100.0));
+  gen_verb->add_option("--top-k", gen.top_k, "Sample from the k most likely tokens (0: all)")->check(CLI::Range(int64_t{0}, int64_t{1} << 22));
+  gen_verb->add_option("--top-p", gen.top_p, "Nucleus: the smallest set with this probability")->check(CLI::Range(1e-9, 1.0));
+  gen_verb->add_option("--batch", gen.batch, "Sequences decoded together (causal)")->check(positive);
+  gen_verb->add_option("--steps", gen.steps, "Diffusion: denoising steps (default: --max-new)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  gen_verb->add_option("--block", gen.block, "Diffusion: semi-autoregressive block length (default: --max-new)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  gen_verb->add_flag("--random-remasking", gen.random_remasking, "Diffusion: unmask random positions instead of the most confident");
+
+  nklm::ScoreOptions score;
+  CLI::App* score_verb = cli.add_verb("score", "Per-token log-probabilities, perplexity and bits per byte; logits and top-K");
+  score_verb->add_option("-m,--model", score.model, "Model file")->required()->check(CLI::ExistingFile);
+  score_verb->add_option("--text", score.text, "A text file (rows of the context, each starting with BOS)")->check(CLI::ExistingFile);
+  score_verb->add_option("--token-ids", score.token_ids, "/tokens int32 [T] or [B,T]; -1 pads")->check(CLI::ExistingFile);
+  score_verb->add_option("--corpus", score.corpus, "A corpus's documents (see --split, --shard)")->check(CLI::ExistingFile);
+  score_verb->add_option("--split", score.split, "With --corpus: validation or train")->check(CLI::IsMember({"validation", "train"}));
+  score_verb->add_flag("--logits", score.logits, "Also write /logits [B,T,V] (the raw output-head logits)");
+  score_verb->add_option("--top-k", score.top_k, "Also write /topk/ids and /topk/logits [B,T,K]")->check(CLI::Range(int64_t{0}, int64_t{1} << 22));
+  score_verb->add_option("--batch", score.batch, "Rows per forward pass")->check(positive);
+  App::add_output(*score_verb, score.output, score.no_clobber);
+  cli.add_shard(*score_verb);
+
+  nklm::InfoOptions info;
+  CLI::App* info_verb = cli.add_verb("info", "Architecture, mode, sizes, parameters and tokenizer of a model");
+  info_verb->add_option("-m,--model", info.model, "Model file")->required()->check(CLI::ExistingFile);
+
+  return cli.run(argc, argv, [&] {
+    if (*corpus_verb) nklm::corpus(corpus);
+    if (*tok_verb) nklm::tokenizer(tok);
+    if (*train_verb) nklm::train(train, cli.env());
+    if (*gen_verb) nklm::generate(gen, cli.env());
+    if (*score_verb) nklm::score(score, cli.env());
+    if (*info_verb) nklm::info(info);
+  });
+}

@@ -1,0 +1,92 @@
+// nk_lm.hpp - the verbs of nk-lm, the toolkit's own small Llama-architecture
+// language model (causal or masked diffusion): corpus, tokenizer, train,
+// generate, score, info. The model itself is the shared library nk::lm.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nk/lm/checkpoint.hpp"
+#include "nk/run_env.hpp"
+
+namespace nklm {
+
+inline constexpr const char* kTokenizerSchema = "nk-lm.tokenizer/1";
+inline constexpr const char* kScoreSchema = "nk-lm.score/1";
+inline constexpr const char* kTokensSchema = "nk-lm.tokens/1";
+
+struct TextSources {
+  std::vector<std::string> sources;   ///< fortunes, wordnet, gcide
+  std::vector<std::string> text;      ///< plain text files
+  bool paragraphs = false;            ///< split text files at blank lines
+};
+
+struct CorpusOptions {
+  TextSources input;
+  std::string tokenizer;              ///< a file with /tokenizer (tokenizer, corpus or model); empty: train one
+  int64_t vocab = 2048;
+  double validation = 0.02;
+  std::string exclude;                ///< file of document names, one per line
+  bool list = false;                  ///< print the documents' names and sizes instead
+  std::string output;
+  bool no_clobber = false;
+};
+void corpus(const CorpusOptions& o);
+
+struct TokenizerOptions {
+  TextSources input;
+  int64_t vocab = 2048;
+  double validation = 0.02;
+  std::string output;
+  bool no_clobber = false;
+};
+void tokenizer(const TokenizerOptions& o);
+
+struct TrainOptions {
+  std::string corpus, output, init, resume, checkpoint, log;
+  bool no_clobber = false;
+  std::string mode = "causal";
+  int64_t layers = 4, d_model = 256, heads = 8, kv_heads = 4, head_dim = 0, d_ff = 704, context = 256;
+  double rope_theta = 1e4;
+  bool untied = false;
+  int64_t steps = 1000, stop_at = 0, batch = 16, accum = 1, warmup = 100, checkpoint_every = 0, eval_every = 0, eval_batches = 8,
+          log_every = 10;
+  double lr = 3e-3, min_lr = 0.1, weight_decay = 0.1, clip = 1.0, beta2 = 0.95;
+  std::vector<std::string> freeze;
+  std::string dtype = "float32";
+};
+void train(const TrainOptions& o, const nk::RunEnv& env);
+
+struct InfoOptions {
+  std::string model;
+};
+void info(const InfoOptions& o);
+
+struct ScoreOptions {
+  std::string model, text, token_ids, corpus, split = "validation", output;
+  bool no_clobber = false, logits = false;
+  int64_t top_k = 0, batch = 16;
+};
+void score(const ScoreOptions& o, const nk::RunEnv& env);
+
+struct GenerateOptions {
+  std::string model, prompts, token_ids, output;
+  bool no_clobber = false, greedy = false, random_remasking = false;
+  int64_t max_new = 64, top_k = 0, batch = 8, steps = 0, block = 0;
+  double temperature = 1.0, top_p = 1.0;
+};
+void generate(const GenerateOptions& o, const nk::RunEnv& env);
+
+// --- shared by the verbs (io.cpp) ---------------------------------------------
+/// A model file, with the message users need when it is not one.
+nk::lm::Checkpoint load_model(const std::string& path);
+/// Token rows from /tokens int32 [T] or [B,T] of FILE.h5; a row ends at its
+/// first -1 (padding). Ids outside 0..vocab-1 or rows longer than 'context': exit 3.
+std::vector<std::vector<int32_t>> read_token_rows(const std::string& path, int64_t vocab, int64_t context);
+/// Fails now (exit 4), not after hours of work, when 'path' cannot be
+/// written: a missing folder, or an existing file under --no-clobber.
+void check_writable(const std::string& path, bool no_clobber);
+/// Writes rows padded with -1 to [B, width] as dataset 'name'.
+std::vector<int32_t> pad_rows(const std::vector<std::vector<int32_t>>& rows, int64_t width);
+
+}  // namespace nklm

@@ -1,0 +1,151 @@
+// score.cpp - nk-lm score: per-token log-probabilities, perplexity and bits
+// per byte of a text, token ids or a corpus split; optionally the raw logits
+// and the top-K logits of every position.
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "nk-lm/nk_lm.hpp"
+#include "nk/error.hpp"
+#include "nk/h5.hpp"
+#include "nk/lm/corpus.hpp"
+#include "nk/lm/loss.hpp"
+#include "nk/lm/model.hpp"
+#include "nk/log.hpp"
+#include "nk/progress.hpp"
+
+namespace nklm {
+
+namespace {
+
+/// A text's tokens as rows of at most 'context': each row starts with BOS, so
+/// that every token of the text is predicted by something.
+void add_windows(const std::vector<int32_t>& ids, int32_t bos, int64_t context, std::vector<std::vector<int32_t>>& rows) {
+  const size_t per = static_cast<size_t>(context - 1);
+  for (size_t begin = 0; begin < ids.size() || (begin == 0 && ids.empty()); begin += per) {
+    std::vector<int32_t> row{bos};
+    row.insert(row.end(), ids.begin() + static_cast<std::ptrdiff_t>(begin),
+               ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), begin + per)));
+    rows.push_back(std::move(row));
+    if (ids.empty()) break;
+  }
+}
+
+}  // namespace
+
+void score(const ScoreOptions& o, const nk::RunEnv& env) {
+  const int sources = !o.text.empty() + !o.token_ids.empty() + !o.corpus.empty();
+  if (sources != 1) throw nk::usage_error("score: give exactly one of --text, --token-ids, --corpus");
+  check_writable(o.output, o.no_clobber);
+  const nk::lm::Checkpoint ck = load_model(o.model);
+  const nk::lm::Config& c = ck.weights.config();
+  if (c.mode != nk::lm::Mode::causal)
+    throw nk::usage_error("score: " + o.model + " is a diffusion model; next-token log-probabilities need a causal one");
+  if (o.top_k < 0 || o.top_k > c.vocab) throw nk::usage_error("score: --top-k must be in 0.." + std::to_string(c.vocab));
+  std::vector<std::vector<int32_t>> rows;
+  int64_t bytes = 0;  // of the text scored, when there is text
+  if (!o.token_ids.empty()) {
+    rows = read_token_rows(o.token_ids, c.vocab, c.max_seq);
+  } else {
+    if (!ck.tokenizer) throw nk::usage_error("score: " + o.model + " has no tokenizer; give --token-ids");
+    const nk::lm::Tokenizer& tok = *ck.tokenizer;
+    if (!o.text.empty()) {
+      std::ifstream f(o.text, std::ios::binary);
+      if (!f) throw nk::io_error(o.text, "cannot read");
+      const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      bytes = static_cast<int64_t>(text.size());
+      add_windows(tok.encode(text), tok.bos(), c.max_seq, rows);
+    } else {
+      const nk::lm::Corpus corpus = nk::lm::Corpus::open(o.corpus);
+      if (corpus.tokenizer().fingerprint() != tok.fingerprint())
+        throw nk::usage_error("score: " + o.corpus + " was cut with another tokenizer than " + o.model + "'s");
+      const nk::lm::Split split = o.split == "train" ? nk::lm::Split::train : nk::lm::Split::validation;
+      std::vector<int64_t> docs;
+      for (int64_t d = 0; d < corpus.documents(); ++d)
+        if (corpus.split(d) == split) docs.push_back(d);
+      const auto [first, last] = nk::shard_range(env.shard, static_cast<int64_t>(docs.size()));
+      for (int64_t i = first; i < last; ++i) {
+        const auto doc = corpus.document(docs[static_cast<size_t>(i)]);
+        add_windows(std::vector<int32_t>(doc.begin(), doc.end()), tok.bos(), c.max_seq, rows);
+        bytes += corpus.document_bytes(docs[static_cast<size_t>(i)]);
+      }
+      if (rows.empty()) throw nk::usage_error("score: no documents in this split and shard of " + o.corpus);
+    }
+  }
+  int64_t width = 0;
+  for (const auto& r : rows) width = std::max<int64_t>(width, static_cast<int64_t>(r.size()));
+  const int64_t B = static_cast<int64_t>(rows.size()), V = c.vocab, K = o.top_k;
+  if (o.logits && static_cast<double>(B) * static_cast<double>(width) * static_cast<double>(V) * 4 > 8e9)
+    throw nk::usage_error("score: --logits would write " + std::to_string(B * width * V * 4 / 1000000) + " MB; score fewer rows or use --top-k");
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> logprob(static_cast<size_t>(B * width), nan), logits, topv;
+  std::vector<int32_t> topi;
+  if (o.logits) logits.assign(static_cast<size_t>(B * width * V), nan);
+  if (K > 0) topi.assign(static_cast<size_t>(B * width * K), -1), topv.assign(static_cast<size_t>(B * width * K), nan);
+  const nk::lm::Model model(ck.weights);
+  const int64_t per = std::max<int64_t>(1, o.batch);
+  nk::lm::Workspace ws(c, {per * width, width, false});
+  nk::Progress progress("score", B);
+  std::vector<int32_t> tokens, ids;
+  std::vector<int64_t> offsets;
+  std::vector<float> lp, vals;
+  double nats = 0;
+  int64_t scored = 0;
+  for (int64_t first = 0; first < B; first += per) {
+    const int64_t last = std::min(B, first + per);
+    tokens.clear(), offsets.assign(1, 0);
+    for (int64_t b = first; b < last; ++b) {
+      tokens.insert(tokens.end(), rows[static_cast<size_t>(b)].begin(), rows[static_cast<size_t>(b)].end());
+      offsets.push_back(static_cast<int64_t>(tokens.size()));
+    }
+    const nk::lm::TokenBatch batch{tokens, offsets};
+    model.forward(batch, ws);
+    lp.resize(tokens.size());
+    nk::lm::next_token_logprob(ws.logits(), V, batch, lp.data());
+    if (K > 0) {
+      ids.resize(tokens.size() * static_cast<size_t>(K)), vals.resize(tokens.size() * static_cast<size_t>(K));
+      nk::lm::top_k(ws.logits(), batch.rows(), V, K, ids.data(), vals.data());
+    }
+    for (int64_t b = first; b < last; ++b) {
+      const int64_t begin = offsets[static_cast<size_t>(b - first)], n = offsets[static_cast<size_t>(b - first + 1)] - begin;
+      for (int64_t t = 0; t < n; ++t) {
+        const float x = lp[static_cast<size_t>(begin + t)];
+        logprob[static_cast<size_t>(b * width + t)] = x;
+        if (t > 0) nats -= x, ++scored;
+        if (o.logits) std::copy_n(ws.logits() + (begin + t) * V, V, logits.begin() + (b * width + t) * V);
+        if (K > 0) {
+          std::copy_n(ids.begin() + (begin + t) * K, K, topi.begin() + (b * width + t) * K);
+          std::copy_n(vals.begin() + (begin + t) * K, K, topv.begin() + (b * width + t) * K);
+        }
+      }
+    }
+    progress.update(last);
+  }
+  progress.finish();
+  const double ppl = scored ? std::exp(nats / static_cast<double>(scored)) : std::nan("");
+  nk::h5::Writer out(o.output, kScoreSchema, o.no_clobber);
+  out.write("/tokens", pad_rows(rows, width).data(), {B, width}, "B,T");
+  out.write("/logprob", logprob.data(), {B, width}, "B,T", "nats");
+  if (o.logits) out.write("/logits", logits.data(), {B, width, V}, "B,T,V");
+  if (K > 0) {
+    out.write("/topk/ids", topi.data(), {B, width, K}, "B,T,K");
+    out.write("/topk/logits", topv.data(), {B, width, K}, "B,T,K");
+  }
+  out.attr("/", "perplexity", ppl);
+  out.attr("/", "scored_tokens", scored);
+  out.attr("/", "nats", nats);
+  if (bytes > 0) {
+    out.attr("/", "bits_per_byte", nats / std::log(2.0) / static_cast<double>(bytes));
+    out.attr("/", "bytes", bytes);
+  }
+  out.commit();
+  if (bytes > 0)
+    spdlog::info("score: {} tokens, perplexity {:.3f}, {:.4f} bits per byte", scored, ppl, nats / std::log(2.0) / static_cast<double>(bytes));
+  else
+    spdlog::info("score: {} tokens, perplexity {:.3f}", scored, ppl);
+}
+
+}  // namespace nklm
