@@ -83,6 +83,34 @@ a, b = h5py.File(\"d1.h5\")[\"tokens\"][()], h5py.File(\"d2.h5\")[\"tokens\"][()
 mask = int(h5py.File(\"diff.h5\").attrs[\"vocab\"]) - 2
 assert a.shape == (3, 21) and (a == b).all() and (a[:, 5:] != mask).all()"'
 
+# Capture for other tools: the hooks' values recomputed in numpy, and the
+# files read by dllm-sparse and louver-index as they are.
+echo "The cat sat on the mat" > prompt.txt
+check "capture a causal model's prompt, with a louver-index key file" nk-lm -q capture -m causal.h5 --text prompt.txt -o cap.h5 --louver kv.h5 --louver-layer 1 --louver-queries 4
+check "capture: resid 0 = embedding rows; attn_in = RMSNorm; layer 0's k = RoPE(attn_in Wk^T) (numpy)" $PY -c "
+import h5py, numpy as np
+m, c = h5py.File('causal.h5'), h5py.File('cap.h5')
+P = {n: m['params'][n][()].astype(np.float64) for n in m['params']}
+tok = c['capture/tokens'][()]; x = P['model.embed_tokens.weight'][tok]
+assert np.allclose(c['capture/layer_00/resid'][()], x, atol=1e-6)
+a = x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5) * P['model.layers.0.input_layernorm.weight']
+assert np.allclose(c['capture/layer_00/attn_in'][()], a, atol=1e-4)
+hd = int(c.attrs['head_dim']); G = int(c.attrs['kv_heads']); T = len(tok)
+k = (a @ P['model.layers.0.self_attn.k_proj.weight'].T).reshape(T, G, hd)
+inv = float(c.attrs['rope_theta']) ** (-np.arange(0, hd, 2) / hd); ang = np.arange(T)[:, None] * inv[None]
+cos, sin = np.cos(np.concatenate([ang, ang], 1))[:, None], np.sin(np.concatenate([ang, ang], 1))[:, None]
+rot = np.concatenate([-k[..., hd // 2:], k[..., :hd // 2]], -1)
+ref = (k * cos + rot * sin).transpose(1, 0, 2)
+assert np.abs(c['capture/layer_00/k'][()] - ref).max() < 1e-4
+assert c['capture/layer_02/resid'].shape == (T, 32)"
+check "louver-index builds and queries the captured keys" sh -c 'louver-index -q build -i kv.h5 --subspaces 4 -o idx.h5 && louver-index -q query -i idx.h5 --queries kv.h5 --topk-oracle 3 -o hits.h5'
+check "capture a diffusion trajectory (2 blocks of 8, 8 steps)" nk-lm -q capture -m diff.h5 --text prompt.txt --trajectory traj.h5 --max-new 16 --steps 8 --block 8 -o capd.h5
+check "dllm-sparse plans and evaluates the captured trajectory" sh -c 'dllm-sparse -q plan -i traj.h5 --sparsity 0.5 --block 16 -o plan.h5 && dllm-sparse -q eval -i traj.h5 --plan plan.h5 -o ev.h5'
+check "the trajectory has every layer at every step" $PY -c "
+import h5py
+f = h5py.File('traj.h5'); assert sorted(f['layers']) == ['00', '01'] and len(f['layers/00/steps']) == 8
+assert f['layers/01/steps/007/q'].shape[1] == f.attrs['prompt_length'] + 16"
+
 # Bad input: one error line, the documented exit code, no output file left.
 expect_fail "a corpus given as the model: exit 3" 3 "nk_schema" nk-lm generate -m corpus.h5 --token-ids ids.h5 -o bad.h5
 head -c 3000 causal.h5 > trunc.h5
@@ -101,6 +129,9 @@ expect_fail "prompt + max-new past the context: exit 2" 2 "context" nk-lm genera
 expect_fail "no prompts on stdin: exit 3" 3 "no prompts" sh -c 'nk-lm generate -m causal.h5 < /dev/null'
 expect_fail "score needs a causal model: exit 2" 2 "diffusion" nk-lm score -m diff.h5 --token-ids ids.h5 -o bad.h5
 expect_fail "--init and --resume together: exit 2" 2 "exclude" nk-lm train --corpus corpus.h5 --init causal.h5 --resume end.ckpt -o bad.h5
+$PY -c "print('word ' * 40)" > long.txt
+expect_fail "capture of a text past the context: exit 3" 3 "context" nk-lm capture -m causal.h5 --text long.txt -o bad.h5
+expect_fail "a trajectory needs a diffusion model: exit 2" 2 "diffusion" nk-lm capture -m causal.h5 --text prompt.txt --trajectory bad.h5
 check "no partial output anywhere" sh -c '! ls bad.h5 2>/dev/null'
 no_temp_files "no temp files" "$WORK"
 finish

@@ -116,6 +116,24 @@ int main(int argc, char** argv) {
   App::add_output(*score_verb, score.output, score.no_clobber);
   cli.add_shard(*score_verb);
 
+  nklm::CaptureOptions cap;
+  CLI::App* cap_verb = cli.add_verb("capture", "Residual stream, attention input and post-RoPE q/k/v per layer, for other tools",
+                                    nk::cli::Randomness::seeded);
+  cap_verb->add_option("-m,--model", cap.model, "Model file")->required()->check(CLI::ExistingFile);
+  cap_verb->add_option("--text", cap.text, "A text file (encoded after BOS; must fit the context)")->check(CLI::ExistingFile);
+  cap_verb->add_option("--token-ids", cap.token_ids, "/tokens int32 [T] or [1,T]")->check(CLI::ExistingFile);
+  cap_verb->add_option("--layers", cap.layers, "Layers to keep (0..n_layers; n_layers = the final residual; default all)")
+      ->delimiter(',');
+  App::add_optional_output(*cap_verb, cap.output, cap.no_clobber, "nk-lm.capture/1 (/capture/tokens, /capture/layer_LL/...)");
+  cap_verb->add_option("--trajectory", cap.trajectory,
+                       "Diffusion model: denoise --max-new tokens after the prompt and write every step's q/k/v (dllm-sparse.trajectory/1)");
+  cap_verb->add_option("--max-new", cap.max_new, "With --trajectory: answer tokens")->check(positive);
+  cap_verb->add_option("--steps", cap.steps, "With --trajectory: denoising steps (default --max-new)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  cap_verb->add_option("--block", cap.block, "With --trajectory: block length (default --max-new)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  cap_verb->add_option("--louver", cap.louver, "Also write one layer's keys, values and queries (louver-index.kv/1)");
+  cap_verb->add_option("--louver-layer", cap.louver_layer, "The layer for --louver")->check(CLI::Range(int64_t{0}, int64_t{1023}));
+  cap_verb->add_option("--louver-queries", cap.louver_queries, "Queries: the last M positions (0: all)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+
   nklm::InfoOptions info;
   CLI::App* info_verb = cli.add_verb("info", "Architecture, mode, sizes, parameters and tokenizer of a model");
   info_verb->add_option("-m,--model", info.model, "Model file")->required()->check(CLI::ExistingFile);
@@ -127,5 +145,6 @@ int main(int argc, char** argv) {
     if (*gen_verb) nklm::generate(gen, cli.env());
     if (*score_verb) nklm::score(score, cli.env());
     if (*info_verb) nklm::info(info);
+    if (*cap_verb) nklm::capture(cap, cli.env());
   });
 }

@@ -14,6 +14,7 @@ namespace nklm {
 inline constexpr const char* kTokenizerSchema = "nk-lm.tokenizer/1";
 inline constexpr const char* kScoreSchema = "nk-lm.score/1";
 inline constexpr const char* kTokensSchema = "nk-lm.tokens/1";
+inline constexpr const char* kCaptureSchema = "nk-lm.capture/1";
 
 struct TextSources {
   std::vector<std::string> sources;   ///< fortunes, wordnet, gcide
@@ -56,6 +57,14 @@ struct TrainOptions {
   std::string dtype = "float32";
 };
 void train(const TrainOptions& o, const nk::RunEnv& env);
+
+struct CaptureOptions {
+  std::string model, text, token_ids, output, trajectory, louver;
+  bool no_clobber = false;
+  std::vector<int64_t> layers;
+  int64_t max_new = 32, steps = 0, block = 0, louver_layer = 0, louver_queries = 0;
+};
+void capture(const CaptureOptions& o, const nk::RunEnv& env);
 
 struct InfoOptions {
   std::string model;

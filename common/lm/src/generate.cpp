@@ -159,7 +159,7 @@ std::vector<int32_t> sample_diffusion(const Model& model, const std::vector<int3
     const int64_t begin = P + b * o.block, end = begin + o.block;
     const std::vector<int64_t> counts = transfer_counts(o.block, per_block);
     for (int64_t i = 0; i < per_block; ++i, ++step) {
-      model.forward({x, offsets, {}}, ws);
+      model.forward({x, offsets, {}}, ws, {LogitRows::all, nullptr, o.observer, step});
       order.clear();
       for (int64_t p = 0; p < end; ++p) {
         if (x[static_cast<size_t>(p)] != o.mask) continue;

@@ -249,12 +249,17 @@ void Model::forward(const TokenBatch& batch, Workspace& ws, const ForwardOptions
     Workspace::Layer& L = ws.layers_[ws.limits_.training ? static_cast<size_t>(l) : 0];
     const float* xin = ws.resid_[ws.limits_.training ? static_cast<size_t>(l) : static_cast<size_t>(l % 2)].data();
     float* xout = ws.resid_[ws.limits_.training ? static_cast<size_t>(l + 1) : static_cast<size_t>((l + 1) % 2)].data();
+    Observer* obs = options.observer && options.observer->wants(l) ? options.observer : nullptr;
+    const Site site{l, options.step, &batch};
+    if (obs) obs->residual(site, xin);
     rmsnorm_forward(xin, w.ln1, n, d, c.norm_eps, L.ln1.data(), L.rstd1.data());
+    if (obs) obs->attention_input(site, L.ln1.data());
     linear(L.ln1.data(), w.q, n, d, qd, L.q.data());
     linear(L.ln1.data(), w.k, n, d, kvd, L.k.data());
     linear(L.ln1.data(), w.v, n, d, kvd, L.v.data());
     rope(L.q.data(), pos, n, c.n_heads, c.head_dim, c.rope_theta);
     rope(L.k.data(), pos, n, c.n_kv_heads, c.head_dim, c.rope_theta);
+    if (obs) obs->qkv(site, L.q.data(), L.k.data(), L.v.data());
     if (cache)
       cached_attention(*cache, batch, l, L.q.data(), L.k.data(), L.v.data(), causal, L.att.data(), L.lse.data(), ws.scratch_.data(), c);
     else
@@ -272,6 +277,7 @@ void Model::forward(const TokenBatch& batch, Workspace& ws, const ForwardOptions
     Map(xout, n, d) += ConstMap(mid, n, d);
   }
   const float* xl = ws.resid_[ws.limits_.training ? static_cast<size_t>(c.n_layers) : static_cast<size_t>(c.n_layers % 2)].data();
+  if (options.observer && options.observer->wants(c.n_layers)) options.observer->residual({c.n_layers, options.step, &batch}, xl);
   const float* norm = weights_.data() + weights_.info("model.norm.weight").offset;
   rmsnorm_forward(xl, norm, n, d, c.norm_eps, ws.lnf_.data(), ws.rstdf_.data());
   if (cache)

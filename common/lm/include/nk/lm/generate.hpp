@@ -50,6 +50,7 @@ struct DiffusionOptions {
   bool random_remasking = false;  ///< keep random predictions instead of the most confident
   uint64_t seed = 0;
   int32_t mask = -1;         ///< the [MASK] id (the tokenizer's)
+  Observer* observer = nullptr;  ///< sees every denoising step's forward (Site::step = the step)
 };
 
 /// Called after each denoising step with the step index and the whole

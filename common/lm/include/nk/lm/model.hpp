@@ -94,6 +94,29 @@ class Workspace {
   std::vector<float> dx_, dmid_, dnorm_, dq_, dk_, dv_, datt_, dgate_, dup_, dact_;
 };
 
+/// Where a hook fires: the layer (n_layers: after the last block), the
+/// decoding or denoising step the caller set, the batch.
+struct Site {
+  int64_t layer = 0;
+  int64_t step = 0;
+  const TokenBatch* batch = nullptr;
+};
+
+/// Hooks into the forward pass (capture for other tools: the residual
+/// stream, the attention's input, post-RoPE q/k/v). Pointers are valid only
+/// during the call; rows are token-major [N, width]. No cost when unset.
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  virtual bool wants(int64_t layer) const { return layer >= 0; }
+  /// The residual stream entering 'layer' ([N, D]); layer n_layers: after the last block, before the final norm.
+  virtual void residual(const Site& site, const float* x) {}
+  /// The attention's input: RMSNorm of the residual ([N, D]).
+  virtual void attention_input(const Site& site, const float* x) {}
+  /// q [N, n_heads*hd] and k, v [N, n_kv_heads*hd], after RoPE (q, k).
+  virtual void qkv(const Site& site, const float* q, const float* k, const float* v) {}
+};
+
 enum class LogitRows {
   all,   ///< one row of logits per token (training, scoring)
   last,  ///< one per segment: its last token's (decoding; the head's GEMM shrinks to S rows)
@@ -105,6 +128,8 @@ struct ForwardOptions {
   /// take positions length(slot).., attend to the cached keys and their own,
   /// and are appended (pages reserved here; a usage error when full).
   KvCache* cache = nullptr;
+  Observer* observer = nullptr;
+  int64_t step = 0;  ///< handed to the observer
 };
 
 /// A view of a config and its weights; const and re-entrant: separate

@@ -1,0 +1,57 @@
+// capture.hpp - what the forward hooks see, kept and written in the schemas
+// other tools read: nk-lm.capture/1 (residual stream, attention input,
+// post-RoPE q/k/v per layer), dllm-sparse.trajectory/1 (q/k/v of every layer
+// at every denoising step) and louver-index.kv/1 (one layer's keys, values
+// and queries).
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "nk/lm/model.hpp"
+
+namespace nk::h5 {
+class Writer;
+}
+
+namespace nk::lm {
+
+/// Keeps, for the first segment of each forward and for the layers asked,
+/// the residual entering the layer and the attention input ([T, D]) and q,
+/// k, v head-major ([heads, T, hd]), one record per (step, layer).
+class CaptureObserver : public Observer {
+ public:
+  /// layers: which (0..n_layers; n_layers is the final residual); empty: all.
+  CaptureObserver(const Config& config, std::vector<int64_t> layers);
+  bool wants(int64_t layer) const override;
+  void residual(const Site& site, const float* x) override;
+  void attention_input(const Site& site, const float* x) override;
+  void qkv(const Site& site, const float* q, const float* k, const float* v) override;
+
+  struct Record {
+    int64_t step = 0, layer = 0, rows = 0;
+    std::vector<float> resid, attn_in, q, k, v;
+  };
+  const std::vector<Record>& records() const { return records_; }
+  const Config& config() const { return config_; }
+
+ private:
+  Record& record(const Site& site);
+  Config config_;
+  std::vector<char> wanted_;
+  std::vector<Record> records_;
+};
+
+/// nk-lm.capture/1: /capture/tokens int32 [T]; /capture/layer_LL/{resid,
+/// attn_in} [T, D], q [heads, T, hd], k and v [kv_heads, T, hd] (the last
+/// step's records); root attributes layers, heads, kv_heads, head_dim,
+/// d_model, rope_theta, mode.
+void write_capture(nk::h5::Writer& out, const CaptureObserver& capture, std::span<const int32_t> tokens);
+/// dllm-sparse.trajectory/1: /layers/LL/steps/NNN/{q [H,L,d], k, v [Hkv,L,d]}.
+void write_trajectory(nk::h5::Writer& out, const CaptureObserver& capture);
+/// louver-index.kv/1 for one layer of the last step: /keys and /values
+/// [kv_heads, T, hd], /queries [heads, M, hd] of the last M positions.
+void write_louver_kv(nk::h5::Writer& out, const CaptureObserver& capture, int64_t layer, int64_t queries);
+
+}  // namespace nk::lm

@@ -1,0 +1,128 @@
+// capture.cpp - copying what the hooks see, and writing it for other tools.
+#include "nk/lm/capture.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "nk/error.hpp"
+#include "nk/h5.hpp"
+#include "nk/lm/checkpoint.hpp"
+
+namespace nk::lm {
+
+namespace {
+
+int64_t first_segment_rows(const Site& site) { return site.batch->offsets[1] - site.batch->offsets[0]; }
+
+/// Token-major [T, heads*hd] rows to head-major [heads, T, hd].
+std::vector<float> head_major(const float* x, int64_t rows, int64_t heads, int64_t hd) {
+  std::vector<float> out(static_cast<size_t>(rows * heads * hd));
+  for (int64_t t = 0; t < rows; ++t)
+    for (int64_t h = 0; h < heads; ++h)
+      std::copy_n(x + (t * heads + h) * hd, hd, out.begin() + (h * rows + t) * hd);
+  return out;
+}
+
+std::string two(int64_t v, int width) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%0*lld", width, static_cast<long long>(v));
+  return buf;
+}
+
+}  // namespace
+
+CaptureObserver::CaptureObserver(const Config& config, std::vector<int64_t> layers) : config_(config) {
+  wanted_.assign(static_cast<size_t>(config.n_layers + 1), layers.empty() ? 1 : 0);
+  for (int64_t l : layers) {
+    if (l < 0 || l > config.n_layers)
+      throw usage_error("capture: layer " + std::to_string(l) + " is not in 0.." + std::to_string(config.n_layers));
+    wanted_[static_cast<size_t>(l)] = 1;
+  }
+}
+
+bool CaptureObserver::wants(int64_t layer) const {
+  return layer >= 0 && layer <= config_.n_layers && wanted_[static_cast<size_t>(layer)];
+}
+
+CaptureObserver::Record& CaptureObserver::record(const Site& site) {
+  for (Record& r : records_)
+    if (r.step == site.step && r.layer == site.layer) return r;
+  records_.push_back({site.step, site.layer, first_segment_rows(site), {}, {}, {}, {}, {}});
+  return records_.back();
+}
+
+void CaptureObserver::residual(const Site& site, const float* x) {
+  Record& r = record(site);
+  r.resid.assign(x, x + r.rows * config_.d_model);
+}
+
+void CaptureObserver::attention_input(const Site& site, const float* x) {
+  Record& r = record(site);
+  r.attn_in.assign(x, x + r.rows * config_.d_model);
+}
+
+void CaptureObserver::qkv(const Site& site, const float* q, const float* k, const float* v) {
+  Record& r = record(site);
+  r.q = head_major(q, r.rows, config_.n_heads, config_.head_dim);
+  r.k = head_major(k, r.rows, config_.n_kv_heads, config_.head_dim);
+  r.v = head_major(v, r.rows, config_.n_kv_heads, config_.head_dim);
+}
+
+void write_capture(nk::h5::Writer& out, const CaptureObserver& capture, std::span<const int32_t> tokens) {
+  const Config& c = capture.config();
+  int64_t last_step = 0;
+  for (const auto& r : capture.records()) last_step = std::max(last_step, r.step);
+  const int64_t T = static_cast<int64_t>(tokens.size());
+  out.write("/capture/tokens", tokens.data(), {T}, "T");
+  for (const auto& r : capture.records()) {
+    if (r.step != last_step) continue;
+    const std::string g = "/capture/layer_" + two(r.layer, 2);
+    if (!r.resid.empty()) out.write(g + "/resid", r.resid.data(), {r.rows, c.d_model}, "T,D");
+    if (!r.attn_in.empty()) out.write(g + "/attn_in", r.attn_in.data(), {r.rows, c.d_model}, "T,D");
+    if (!r.q.empty()) {
+      out.write(g + "/q", r.q.data(), {c.n_heads, r.rows, c.head_dim}, "H,T,d");
+      out.write(g + "/k", r.k.data(), {c.n_kv_heads, r.rows, c.head_dim}, "Hkv,T,d");
+      out.write(g + "/v", r.v.data(), {c.n_kv_heads, r.rows, c.head_dim}, "Hkv,T,d");
+    }
+  }
+  out.attr("/", "layers", c.n_layers);
+  out.attr("/", "heads", c.n_heads);
+  out.attr("/", "kv_heads", c.n_kv_heads);
+  out.attr("/", "head_dim", c.head_dim);
+  out.attr("/", "d_model", c.d_model);
+  out.attr("/", "rope_theta", c.rope_theta);
+  out.attr("/", "mode", mode_name(c.mode));
+}
+
+void write_trajectory(nk::h5::Writer& out, const CaptureObserver& capture) {
+  const Config& c = capture.config();
+  int64_t written = 0;
+  for (const auto& r : capture.records()) {
+    if (r.q.empty()) continue;
+    const std::string g = "/layers/" + two(r.layer, 2) + "/steps/" + two(r.step, 3);
+    out.write(g + "/q", r.q.data(), {c.n_heads, r.rows, c.head_dim}, "H,L,d");
+    out.write(g + "/k", r.k.data(), {c.n_kv_heads, r.rows, c.head_dim}, "Hkv,L,d");
+    out.write(g + "/v", r.v.data(), {c.n_kv_heads, r.rows, c.head_dim}, "Hkv,L,d");
+    ++written;
+  }
+  if (written == 0) throw usage_error("capture: no q/k/v were captured for the trajectory");
+}
+
+void write_louver_kv(nk::h5::Writer& out, const CaptureObserver& capture, int64_t layer, int64_t queries) {
+  const Config& c = capture.config();
+  const CaptureObserver::Record* last = nullptr;
+  for (const auto& r : capture.records())
+    if (r.layer == layer && !r.q.empty() && (!last || r.step > last->step)) last = &r;
+  if (!last) throw usage_error("capture: layer " + std::to_string(layer) + "'s keys were not captured");
+  const int64_t T = last->rows, M = std::min(queries > 0 ? queries : T, T), hd = c.head_dim;
+  out.write("/keys", last->k.data(), {c.n_kv_heads, T, hd}, "H,N,d");
+  out.write("/values", last->v.data(), {c.n_kv_heads, T, hd}, "H,N,dv");
+  std::vector<float> q(static_cast<size_t>(c.n_heads * M * hd));
+  for (int64_t h = 0; h < c.n_heads; ++h)
+    std::copy_n(last->q.begin() + (h * T + T - M) * hd, M * hd, q.begin() + h * M * hd);
+  out.write("/queries", q.data(), {c.n_heads, M, hd}, "Hq,M,d");
+  out.attr("/", "layer", layer);
+  out.attr("/", "rope_theta", c.rope_theta);
+}
+
+}  // namespace nk::lm

@@ -1,0 +1,78 @@
+// capture.cpp - nk-lm capture: what the hooks see while the model runs over
+// a prompt (or, for a diffusion model, over a whole denoising trajectory),
+// written for the tools that read activations, attention and key caches.
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "nk-lm/nk_lm.hpp"
+#include "nk/error.hpp"
+#include "nk/h5.hpp"
+#include "nk/lm/capture.hpp"
+#include "nk/lm/generate.hpp"
+#include "nk/log.hpp"
+#include "nk/rng.hpp"
+
+namespace nklm {
+
+void capture(const CaptureOptions& o, const nk::RunEnv& env) {
+  if (o.text.empty() == o.token_ids.empty()) throw nk::usage_error("capture: give exactly one of --text, --token-ids");
+  for (const std::string* path : {&o.output, &o.trajectory, &o.louver}) check_writable(*path, o.no_clobber);
+  const nk::lm::Checkpoint ck = load_model(o.model);
+  const nk::lm::Config& c = ck.weights.config();
+  std::vector<int32_t> tokens;
+  if (!o.token_ids.empty()) {
+    const auto rows = read_token_rows(o.token_ids, c.vocab, c.max_seq);
+    if (rows.size() != 1) throw nk::input_error(o.token_ids, "/tokens", "capture takes one sequence ([T] or [1,T])");
+    tokens = rows[0];
+  } else {
+    if (!ck.tokenizer) throw nk::usage_error("capture: " + o.model + " has no tokenizer; give --token-ids");
+    std::ifstream f(o.text, std::ios::binary);
+    if (!f) throw nk::io_error(o.text, "cannot read");
+    const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    tokens = {ck.tokenizer->bos()};
+    const auto ids = ck.tokenizer->encode(text);
+    tokens.insert(tokens.end(), ids.begin(), ids.end());
+    if (static_cast<int64_t>(tokens.size()) > c.max_seq)
+      throw nk::input_error(o.text, "", std::to_string(tokens.size()) + " tokens (with BOS) pass the model's context of " +
+                                            std::to_string(c.max_seq) + "; capture a shorter text");
+  }
+  const nk::lm::Model model(ck.weights);
+  nk::lm::CaptureObserver observer(c, o.layers);
+  std::vector<int32_t> sequence = tokens;
+  if (!o.trajectory.empty()) {
+    if (c.mode != nk::lm::Mode::diffusion)
+      throw nk::usage_error("capture: --trajectory follows a diffusion model's denoising; " + o.model + " is causal");
+    nk::lm::DiffusionOptions d;
+    d.gen_length = o.max_new;
+    d.block = o.block > 0 ? o.block : o.max_new;
+    d.steps = o.steps > 0 ? o.steps : o.max_new;
+    d.temperature = 0;
+    d.seed = nk::mix64(env.seed);
+    d.mask = ck.tokenizer ? ck.tokenizer->mask() : static_cast<int32_t>(c.vocab - 2);
+    d.observer = &observer;
+    sequence = nk::lm::sample_diffusion(model, tokens, d);
+    nk::h5::Writer traj(o.trajectory, "dllm-sparse.trajectory/1", o.no_clobber);
+    nk::lm::write_trajectory(traj, observer);
+    traj.attr("/", "prompt_length", static_cast<int64_t>(tokens.size()));
+    traj.commit();
+  } else {
+    nk::lm::Workspace ws(c, {static_cast<int64_t>(tokens.size()), static_cast<int64_t>(tokens.size()), false});
+    const std::vector<int64_t> offsets{0, static_cast<int64_t>(tokens.size())};
+    model.forward({tokens, offsets}, ws, {nk::lm::LogitRows::last, nullptr, &observer, 0});
+  }
+  if (!o.louver.empty()) {
+    nk::h5::Writer kv(o.louver, "louver-index.kv/1", o.no_clobber);
+    nk::lm::write_louver_kv(kv, observer, o.louver_layer, o.louver_queries);
+    kv.commit();
+  }
+  if (!o.output.empty()) {
+    nk::h5::Writer out(o.output, kCaptureSchema, o.no_clobber);
+    nk::lm::write_capture(out, observer, sequence);
+    out.commit();
+  }
+  spdlog::info("capture: {} tokens, {} records (layer x step)", sequence.size(), observer.records().size());
+}
+
+}  // namespace nklm
