@@ -54,6 +54,10 @@ nk_require(LAPACK_FOUND liblapack-dev "LAPACK")
 find_package(ZLIB QUIET)
 nk_require(ZLIB_FOUND zlib1g-dev "zlib")
 
+# JSON of Hugging Face model folders (config.json, safetensors headers) for nk-lm import/export.
+find_package(nlohmann_json 3 QUIET)
+nk_require(nlohmann_json_FOUND nlohmann-json3-dev "nlohmann/json")
+
 find_package(OpenMP QUIET)
 nk_require(OpenMP_CXX_FOUND "libgomp1 (part of g++)" "OpenMP")
 

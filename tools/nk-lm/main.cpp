@@ -138,6 +138,23 @@ int main(int argc, char** argv) {
   CLI::App* info_verb = cli.add_verb("info", "Architecture, mode, sizes, parameters and tokenizer of a model");
   info_verb->add_option("-m,--model", info.model, "Model file")->required()->check(CLI::ExistingFile);
 
+  nklm::ImportOptions imp;
+  CLI::App* import_verb = cli.add_verb("import", "A Hugging Face Llama folder (config.json, model.safetensors) as a model file");
+  import_verb->add_option("dir", imp.input, "The folder (model.safetensors or shards with their index; tokenizer.json optional)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  App::add_output(*import_verb, imp.output, imp.no_clobber, "model file")->required();
+  import_verb->add_option("--dtype", imp.dtype, "Weights of the output file: float32 or bfloat16")
+      ->check(CLI::IsMember({"float32", "bfloat16"}));
+
+  nklm::ExportOptions exp;
+  CLI::App* export_verb = cli.add_verb("export", "A causal model as a Hugging Face Llama folder (config.json, model.safetensors, tokenizer.json)");
+  export_verb->add_option("-m,--model", exp.model, "Model file")->required()->check(CLI::ExistingFile);
+  export_verb->add_option("-o,--output", exp.output, "The folder (created when missing)")->required();
+  App::add_no_clobber(*export_verb, exp.no_clobber);
+  export_verb->add_option("--format", exp.format, "safetensors (the default; gguf is not built yet)")
+      ->check(CLI::IsMember({"safetensors", "gguf"}));
+
   return cli.run(argc, argv, [&] {
     if (*corpus_verb) nklm::corpus(corpus);
     if (*tok_verb) nklm::tokenizer(tok);
@@ -146,5 +163,7 @@ int main(int argc, char** argv) {
     if (*score_verb) nklm::score(score, cli.env());
     if (*info_verb) nklm::info(info);
     if (*cap_verb) nklm::capture(cap, cli.env());
+    if (*import_verb) nklm::import_model(imp);
+    if (*export_verb) nklm::export_model(exp);
   });
 }

@@ -1,6 +1,6 @@
 // nk_lm.hpp - the verbs of nk-lm, the toolkit's own small Llama-architecture
 // language model (causal or masked diffusion): corpus, tokenizer, train,
-// generate, score, info. The model itself is the shared library nk::lm.
+// generate, score, info, import, export. The model itself is the shared library nk::lm.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -85,6 +85,20 @@ struct GenerateOptions {
   double temperature = 1.0, top_p = 1.0;
 };
 void generate(const GenerateOptions& o, const nk::RunEnv& env);
+
+struct ImportOptions {
+  std::string input;                  ///< a Hugging Face Llama folder
+  std::string output, dtype = "float32";
+  bool no_clobber = false;
+};
+void import_model(const ImportOptions& o);
+
+struct ExportOptions {
+  std::string model, output;          ///< output: the folder
+  std::string format = "safetensors";
+  bool no_clobber = false;
+};
+void export_model(const ExportOptions& o);
 
 // --- shared by the verbs (io.cpp) ---------------------------------------------
 /// A model file, with the message users need when it is not one.
