@@ -88,7 +88,8 @@ echo "painting: $out/sbr-chelsea.png $out/sbr-chelsea.svg"
 
 step "nk-lm: the shipped causal model (1.97M parameters, trained here on Debian's fortunes, WordNet and GCIDE) continues prompts" \
      "printf 'The meaning of life is\\nA dog is a\\n' | nk-lm generate -m data/lm/causal.h5 --max-new 24 --top-k 40"
-nk-lm info -m "$here/lm/causal.h5" | head -4
+nk-lm info -m "$here/lm/causal.h5" > "$out/lm-info.txt"
+head -4 "$out/lm-info.txt"
 printf 'The meaning of life is\nA dog is a\n' | nk-lm -q generate -m "$here/lm/causal.h5" --max-new 24 --top-k 40 --temperature 0.8 --seed 1
 
 step "nk-lm: the shipped diffusion model (LLaDA sampler: 2 blocks of 16, 32 steps), its denoising trajectory read by dllm-sparse" \
@@ -97,7 +98,8 @@ echo "A dog is" > "$out/lm-prompt.txt"
 nk-lm -q generate -m "$here/lm/diffusion.h5" --prompts "$out/lm-prompt.txt" --max-new 32 --block 16 --steps 32 --greedy
 nk-lm -q capture -m "$here/lm/diffusion.h5" --text "$out/lm-prompt.txt" --trajectory "$out/lm-traj.h5" --max-new 32 --block 16 --steps 32
 dllm-sparse -q plan -i "$out/lm-traj.h5" --sparsity 0.5 --block 16 -o "$out/lm-plan.h5"
-dllm-sparse eval -i "$out/lm-traj.h5" --plan "$out/lm-plan.h5" -o "$out/lm-eval.h5" | head -4
+dllm-sparse eval -i "$out/lm-traj.h5" --plan "$out/lm-plan.h5" -o "$out/lm-eval.h5" > "$out/lm-eval.tsv"
+head -4 "$out/lm-eval.tsv"
 
 echo
 echo "demo: outputs in $out"
