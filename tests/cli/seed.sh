@@ -15,6 +15,10 @@ spike-sft -q --seed 1 spe -i base.h5 --task tasks.h5:invert --epochs 1 --batch 5
 spike-sft -q --seed 1 spe -i base.h5 --task tasks.h5:rotate90 --epochs 1 --batch 50 -o a2.h5
 nk-data -q import "$IMG" --channels 1 --resize 16x16 -o cam.h5
 tnqe-encode -q encode -i cam.h5 --bond 2 -o enc.h5
+LM="$NK_SOURCE/data/lm/causal.h5"
+for i in $(seq 1 30); do echo "The cat sat on mat $i."; echo; done > lm.txt
+nk-lm -q corpus --text lm.txt --paragraphs --tokenizer "$LM" -o lmcorpus.h5
+echo "The cat" > prompt.txt
 
 # recipe TOOL VERB: the verb's arguments (with --seed 7); outputs are every out*.h5
 recipe() {
@@ -36,6 +40,9 @@ recipe() {
     "tnqe-encode simulate") echo "simulate -i enc.h5 --noise 0.01 --trajectories 3 -o out.h5" ;;
     "sbr-render paint") echo "paint -i $IMG --strokes 10 --iterations 3 -o out.h5" ;;
     "sbr-render train-decoder") echo "train-decoder --steps 2 --batch 4 -o out.h5" ;;
+    "nk-lm train") echo "train --corpus lmcorpus.h5 --layers 1 --d-model 16 --heads 2 --kv-heads 1 --d-ff 32 --context 8 --batch 2 --steps 2 -o out.h5" ;;
+    "nk-lm generate") echo "generate -m $LM --prompts prompt.txt --max-new 4 -o out.h5" ;;
+    "nk-lm capture") echo "capture -m $LM --text prompt.txt --louver out2.h5 -o out.h5" ;;
     *) return 1 ;;
   esac
 }
