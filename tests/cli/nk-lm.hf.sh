@@ -70,11 +70,10 @@ c = json.load(open('hf/config.json')); c['architectures'] = ['GPT2LMHeadModel']
 json.dump(c, open('arch/config.json', 'w'))"
 expect_fail "a foreign architecture: exit 3 naming config.json and the key" 3 "config.json.*architectures" nk-lm import arch -o bad.h5
 expect_fail "a folder without config.json: exit 3" 3 "config.json" nk-lm import foreign/.. -o bad.h5
-expect_fail "export --format gguf: exit 2" 2 "GGUF export is not built yet" nk-lm export -m model.h5 --format gguf -o gguf
 check "a diffusion model" nk-lm -q train --corpus corpus.h5 $SIZES --mode diffusion --steps 2 -o diff.h5
 expect_fail "export of a diffusion model: exit 2" 2 "diffusion" nk-lm export -m diff.h5 -o diffhf
 expect_fail "export --no-clobber over an export: exit 4" 4 "no-clobber" nk-lm export -m model.h5 -o hf --no-clobber
-check "no partial output anywhere" sh -c '! ls bad.h5 gguf diffhf/config.json 2>/dev/null'
+check "no partial output anywhere" sh -c '! ls bad.h5 diffhf/config.json 2>/dev/null'
 no_temp_files "no temp files in the export folder" hf
 no_temp_files "no temp files" "$WORK"
 finish

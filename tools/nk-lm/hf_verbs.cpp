@@ -1,9 +1,11 @@
 // hf_verbs.cpp - nk-lm import and export: Hugging Face Llama folders
-// (config.json, model.safetensors, tokenizer.json) to and from model files.
+// (config.json, model.safetensors, tokenizer.json) to and from model files,
+// and GGUF files for llama.cpp.
 #include <spdlog/spdlog.h>
 
 #include "nk-lm/nk_lm.hpp"
 #include "nk/error.hpp"
+#include "nk/lm/gguf.hpp"
 #include "nk/lm/hf.hpp"
 
 namespace nklm {
@@ -18,8 +20,13 @@ void import_model(const ImportOptions& o) {
 }
 
 void export_model(const ExportOptions& o) {
-  if (o.format == "gguf") throw nk::usage_error("export: GGUF export is not built yet (--format safetensors)");
   const nk::lm::Checkpoint ck = load_model(o.model);
+  if (o.format == "gguf") {
+    nk::lm::export_gguf(ck, o.output, o.no_clobber);
+    spdlog::info("export: {} -> {} (GGUF, float32, {} tensors, vocabulary: {})", o.model, o.output,
+                 ck.weights.tensors().size(), ck.tokenizer ? "byte-level BPE" : "placeholders: token ids only");
+    return;
+  }
   nk::lm::export_hf(ck, o.output, o.no_clobber);
   spdlog::info("export: {} -> {}/ (config.json, model.safetensors{})", o.model, o.output,
                ck.tokenizer ? ", tokenizer.json" : "");

@@ -148,11 +148,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"float32", "bfloat16"}));
 
   nklm::ExportOptions exp;
-  CLI::App* export_verb = cli.add_verb("export", "A causal model as a Hugging Face Llama folder (config.json, model.safetensors, tokenizer.json)");
+  CLI::App* export_verb = cli.add_verb("export", "A causal model as a Hugging Face Llama folder (config.json, model.safetensors, tokenizer.json) or a GGUF file");
   export_verb->add_option("-m,--model", exp.model, "Model file")->required()->check(CLI::ExistingFile);
-  export_verb->add_option("-o,--output", exp.output, "The folder (created when missing)")->required();
+  export_verb->add_option("-o,--output", exp.output, "The folder (created when missing), or the .gguf file")->required();
   App::add_no_clobber(*export_verb, exp.no_clobber);
-  export_verb->add_option("--format", exp.format, "safetensors (the default; gguf is not built yet)")
+  export_verb->add_option("--format", exp.format, "safetensors (a folder, the default) or gguf (-o names the .gguf file, for llama.cpp)")
       ->check(CLI::IsMember({"safetensors", "gguf"}));
 
   return cli.run(argc, argv, [&] {

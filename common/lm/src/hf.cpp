@@ -23,6 +23,7 @@
 
 #include "nk/atomic_file.hpp"
 #include "nk/error.hpp"
+#include "byte_level.hpp"
 
 namespace nk::lm {
 
@@ -35,7 +36,6 @@ namespace fs = std::filesystem;
 constexpr uint64_t kMostHeader = uint64_t{100} << 20;  // safetensors' own limit
 constexpr uintmax_t kMostJson = uintmax_t{512} << 20;  // config.json, the index, tokenizer.json
 constexpr int kMostDepth = 64;                         // JSON nesting: real files use 4
-const std::array<const char*, 4> kSpecials = {"<|bos|>", "<|eos|>", "<|mask|>", "<|pad|>"};
 
 std::string in_dir(const std::string& dir, const std::string& name) {
   return (fs::path(dir) / name).string();
@@ -458,30 +458,6 @@ void write_safetensors(std::ostream& out, const ParameterStore& w) {
 }
 
 // --- tokenizer.json ---------------------------------------------------------------
-
-/// GPT-2's bytes_to_unicode(): byte b as UTF-8 of the code point standing for it (printable bytes as themselves).
-const std::array<std::string, 256>& byte_symbols() {
-  static const std::array<std::string, 256> symbols = [] {
-    std::array<std::string, 256> s;
-    uint32_t next = 256;
-    for (uint32_t b = 0; b < 256; ++b) {
-      const bool printable_byte = (b >= '!' && b <= '~') || (b >= 0xa1 && b <= 0xac) || (b >= 0xae);
-      const uint32_t cp = printable_byte ? b : next++;
-      if (cp < 0x80)
-        s[b] = std::string(1, static_cast<char>(cp));
-      else
-        s[b] = {static_cast<char>(0xc0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3f))};
-    }
-    return s;
-  }();
-  return symbols;
-}
-
-std::string symbols_of(std::string_view bytes) {
-  std::string s;
-  for (unsigned char b : bytes) s += byte_symbols()[b];
-  return s;
-}
 
 /// tokenizer.json of Hugging Face tokenizers for our BPE; empty when two ids stand for the same bytes (a vocabulary
 /// maps strings to ids, so it cannot hold both).
