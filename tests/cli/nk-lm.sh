@@ -54,6 +54,11 @@ for row in t:
     c = list(row[5:])
     if eos in c: assert all(x == -1 for x in c[c.index(eos) + 1:])
     else: assert min(c) >= 0"
+check "generate --ignore-eos: exactly --max-new tokens each, the same greedy tokens up to an EOS" sh -c "nk-lm -q generate -m causal.h5 --token-ids ids.h5 --max-new 7 --greedy --ignore-eos -o geneos.h5 && $PY -c \"
+import h5py, numpy as np
+a, b = h5py.File('gen.h5')['tokens'][()], h5py.File('geneos.h5')['tokens'][()]
+assert b.shape == (3, 12) and (b >= 0).all()
+assert ((a == b) | (a == -1)).all()\""
 check "score --token-ids --logits --top-k" nk-lm -q score -m causal.h5 --token-ids gen.h5 --logits --top-k 5 -o score.h5
 check "logprob = log_softmax(logits[t-1])[token t] (numpy), NaN at t = 0; top-k = the 5 largest" $PY -c "
 import h5py, numpy as np

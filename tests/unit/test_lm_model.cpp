@@ -17,6 +17,7 @@
 #include "nk/lm/model.hpp"
 #include "nk/rng.hpp"
 #include "test_support.hpp"
+#include "../../common/lm/src/dense.hpp"  // white box: the ISA copy in use and its kernels
 
 namespace {
 
@@ -123,6 +124,31 @@ int torch_reference(const nk::lm::ParameterStore& w, const nk::lm::ParameterStor
 }  // namespace
 
 TEST_SUITE("lm_model") {
+  TEST_CASE("dense linear: y = x W^T against double sums at every row count (few-row decode path and GEMM)") {
+    const nk::lm::DenseOps& ops = nk::lm::dense_ops();
+    MESSAGE("dense copy in use: " << std::string(ops.isa));
+    for (const int64_t in : {5, 16, 37, 768})
+      for (const int64_t out : {1, 3, 66, 257})
+        for (const int64_t n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 31, 32, 33}) {
+          const std::vector<float> x = randn<float>(static_cast<size_t>(n * in), 3);
+          const std::vector<float> w = randn<float>(static_cast<size_t>(out * in), 4);
+          std::vector<float> y(static_cast<size_t>(n * out), std::nanf(""));
+          ops.linear(x.data(), w.data(), n, in, out, y.data());
+          double worst = 0;
+          for (int64_t r = 0; r < n; ++r)
+            for (int64_t o = 0; o < out; ++o) {
+              double want = 0, scale = 0;
+              for (int64_t i = 0; i < in; ++i) {
+                want += double(x[r * in + i]) * w[o * in + i];
+                scale += std::abs(double(x[r * in + i]) * w[o * in + i]);
+              }
+              worst = std::max(worst, std::abs(y[r * out + o] - want) / (scale + 1e-30));
+            }
+          INFO("n=" << n << " in=" << in << " out=" << out);
+          CHECK(worst < 1e-5);  // float sums: a few ulps of the absolute sum (bound in * 2^-24)
+        }
+  }
+
   TEST_CASE("attention: backward against central finite differences (GQA, causal and bidirectional, packed)") {
     const int64_t H = 4, Hkv = 2, hd = 6;
     const std::vector<int64_t> offsets{0, 5, 8};

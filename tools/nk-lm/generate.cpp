@@ -59,7 +59,7 @@ void generate(const GenerateOptions& o, const nk::RunEnv& env) {
     }
   }
   const nk::lm::Model model(ck.weights);
-  const int32_t eos = ck.tokenizer ? ck.tokenizer->eos() : -1;
+  const int32_t eos = ck.tokenizer && !o.ignore_eos ? ck.tokenizer->eos() : -1;
   std::vector<std::vector<int32_t>> continuations(prompts.size());
   nk::Stopwatch clock;
   int64_t made = 0;

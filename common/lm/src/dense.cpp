@@ -27,7 +27,97 @@ using ConstMap = Eigen::Map<const Matrix>;
 using Strided = Eigen::Map<Matrix, 0, Eigen::OuterStride<>>;
 using ConstStrided = Eigen::Map<const Matrix, 0, Eigen::OuterStride<>>;
 
+/// Below this many rows (decoding: one token per sequence) the GEMM's packing
+/// of W, a full copy per call, costs more than the product: linear_few.
+constexpr int64_t kFewRows = 32;
+
+/// RR rows of x against WR consecutive rows of W: RR * WR dot products whose
+/// loads are shared (each packet of W feeds RR FMAs, each packet of x WR),
+/// with Eigen's packets (8 floats with AVX2, 4 with SSE) so that both copies
+/// of this file vectorize. RR * WR <= 8 keeps the accumulators in registers.
+/// W is prefetched kAhead floats ahead of each load (never past 'limit',
+/// the end of this thread's rows): with compute between the loads the
+/// hardware prefetcher alone keeps too few lines in flight.
+constexpr int64_t kAhead = 2048;
+template <int RR, int WR>
+void dots(const float* x, int64_t in, const float* w, const float* limit, float* y, int64_t out) {
+  namespace ei = Eigen::internal;
+  using Packet = ei::packet_traits<float>::type;
+  constexpr int64_t P = sizeof(Packet) / sizeof(float);
+  Packet acc[RR][WR];
+#pragma GCC unroll 8
+  for (int r = 0; r < RR; ++r)
+#pragma GCC unroll 8
+    for (int k = 0; k < WR; ++k) acc[r][k] = ei::pset1<Packet>(0.0f);
+  int64_t i = 0;
+  for (; i + P <= in; i += P) {
+    Packet wk[WR];
+#pragma GCC unroll 8
+    for (int k = 0; k < WR; ++k) {
+      ei::prefetch(std::min(w + k * in + i + kAhead, limit));  // unconditional: a branch here spills the accumulators
+      wk[k] = ei::ploadu<Packet>(w + k * in + i);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < RR; ++r) {
+      const Packet xr = ei::ploadu<Packet>(x + r * in + i);
+#pragma GCC unroll 8
+      for (int k = 0; k < WR; ++k) acc[r][k] = ei::pmadd(xr, wk[k], acc[r][k]);
+    }
+  }
+  for (int r = 0; r < RR; ++r)
+    for (int k = 0; k < WR; ++k) {
+      float sum = ei::predux(acc[r][k]);
+      for (int64_t j = i; j < in; ++j) sum += x[r * in + j] * w[k * in + j];
+      y[r * out + k] = sum;
+    }
+}
+
+/// dots over W rows [o0, o1) for RR rows of x: WR rows of W at a time, the
+/// largest with RR * WR <= 8, then the remainder one by one.
+template <int RR>
+void dot_rows(const float* x, int64_t in, const float* w, int64_t o0, int64_t o1, const float* limit, float* y,
+              int64_t out) {
+  constexpr int WR = RR >= 5 ? 1 : RR >= 3 ? 2 : 4;
+  int64_t o = o0;
+  for (; o + WR <= o1; o += WR) {
+    dots<RR, WR>(x, in, w + o * in, limit, y + o, out);
+  }
+  for (; o < o1; ++o) dots<RR, 1>(x, in, w + o * in, limit, y + o, out);
+}
+
+/// y = x W^T for few rows: each thread takes an equal share of W's rows and
+/// streams it once per 8 rows of x, in chunks of ~256 KB (L2), while the
+/// rows of x pass over each row of W from L1 (dots). Memory-bound at one
+/// row, FMA-bound from ~4.
+void linear_few(const float* x, const float* w, int64_t n, int64_t in, int64_t out, float* y) {
+  const int64_t chunk = std::max<int64_t>(8, (int64_t{64} << 10) / in / 8 * 8);
+#pragma omp parallel
+  {
+    const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t begin = out * t / threads, end = out * (t + 1) / threads;
+    const float* limit = w + std::max<int64_t>(begin, end - 1) * in;  // the last row's start: in bounds
+    for (int64_t o0 = begin; o0 < end; o0 += chunk) {
+      const int64_t o1 = std::min(end, o0 + chunk);
+      for (int64_t r = 0; r < n; r += 8) {
+        const float* xr = x + r * in;
+        float* yr = y + r * out;
+        switch (std::min<int64_t>(8, n - r)) {
+          case 8: dot_rows<8>(xr, in, w, o0, o1, limit, yr, out); break;
+          case 7: dot_rows<7>(xr, in, w, o0, o1, limit, yr, out); break;
+          case 6: dot_rows<6>(xr, in, w, o0, o1, limit, yr, out); break;
+          case 5: dot_rows<5>(xr, in, w, o0, o1, limit, yr, out); break;
+          case 4: dot_rows<4>(xr, in, w, o0, o1, limit, yr, out); break;
+          case 3: dot_rows<3>(xr, in, w, o0, o1, limit, yr, out); break;
+          case 2: dot_rows<2>(xr, in, w, o0, o1, limit, yr, out); break;
+          default: dot_rows<1>(xr, in, w, o0, o1, limit, yr, out);
+        }
+      }
+    }
+  }
+}
+
 void linear(const float* x, const float* w, int64_t n, int64_t in, int64_t out, float* y) {
+  if (n < kFewRows) return linear_few(x, w, n, in, out, y);
   Map(y, n, out).noalias() = ConstMap(x, n, in) * ConstMap(w, out, in).transpose();
 }
 

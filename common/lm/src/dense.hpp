@@ -1,5 +1,7 @@
 // dense.hpp - the model's hot loops: the projections' matrix products and
-// tiled attention, forward and backward, all as Eigen GEMMs. dense.cpp is
+// tiled attention, forward and backward, as Eigen GEMMs, except the
+// projections of fewer than 32 rows (decoding), which stream W once through
+// a register-blocked dot kernel instead of paying the GEMM's copy of W. dense.cpp is
 // compiled twice - for the baseline ISA and for AVX2+FMA (dense_avx2.cpp,
 // with Eigen renamed so the two copies never share a symbol) - and
 // dense_ops() picks one per process from the CPU (x86-64 binaries stay
@@ -14,7 +16,7 @@ inline constexpr int64_t kAttentionTile = 64;
 
 struct DenseOps {
   const char* isa;
-  /// y[n, out] = x[n, in] W^T, W [out, in].
+  /// y[n, out] = x[n, in] W^T, W [out, in] (n < 32: the streaming kernel).
   void (*linear)(const float* x, const float* w, int64_t n, int64_t in, int64_t out, float* y);
   /// dx[n, in] (= or +=) dy[n, out] W.
   void (*linear_dx)(const float* dy, const float* w, int64_t n, int64_t in, int64_t out, float* dx, bool accumulate);

@@ -6,7 +6,10 @@ SwiGLU, tied head), the same initialisation law, AdamW (betas 0.9/0.95,
 wd 0.1 off the norms, clip 1.0), warm-up + cosine, windows drawn uniformly
 from the same training stream (numpy's generator: the same distribution,
 not the same draws), in eager float32 PyTorch on the same thread count.
-Writes step, tokens, loss, tokens_per_s as TSV; prints the mean tokens/s."""
+Writes step, tokens, loss, tokens_per_s as TSV; prints the mean tokens/s.
+--save DIR writes the trained weights as a Hugging Face Llama folder
+(config.json + model.safetensors, float32, written with numpy + json) that
+`nk-lm import` reads, so that nk-lm scores both runs the same way."""
 import argparse
 import math
 import resource
@@ -24,6 +27,8 @@ for name, default in (("layers", 4), ("d-model", 192), ("heads", 6), ("kv-heads"
                       ("batch", 16), ("steps", 50), ("threads", 2), ("warmup", 100), ("seed", 1)):
     p.add_argument("--" + name, type=int, default=default)
 p.add_argument("--lr", type=float, default=3e-3)
+p.add_argument("--min-lr", type=float, default=0.1)
+p.add_argument("--save", default="")
 a = p.parse_args()
 torch.set_num_threads(a.threads)
 torch.manual_seed(a.seed)
@@ -98,7 +103,7 @@ out.write("step\ttokens\tloss\ttokens_per_s\n")
 rates = []
 for step in range(a.steps):
     lr = a.lr * (step + 1) / a.warmup if step < a.warmup else \
-        a.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, (step - a.warmup) / max(1, a.steps - a.warmup)))))
+        a.lr * (a.min_lr + (1 - a.min_lr) * 0.5 * (1 + math.cos(math.pi * min(1.0, (step - a.warmup) / max(1, a.steps - a.warmup)))))
     for g in opt.param_groups:
         g["lr"] = lr
     starts = rng.integers(0, len(stream) - T - 1, a.batch)
@@ -116,3 +121,30 @@ for step in range(a.steps):
     out.write(f"{step + 1}\t{(step + 1) * a.batch * T}\t{loss.item():.6f}\t{rate:.1f}\n")
 print(f"torch tokens/s {np.mean(rates):.0f} peak_rss_mb {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} "
       f"final_loss {loss.item():.4f} parameters {sum(w.numel() for w in model.parameters())}")
+
+if a.save:
+    import json
+    import os
+    os.makedirs(a.save, exist_ok=True)
+    named = {"model.embed_tokens.weight": model.embed.weight, "model.norm.weight": model.norm}
+    for i, b in enumerate(model.blocks):
+        pre = f"model.layers.{i}."
+        named.update({pre + "input_layernorm.weight": b.n1, pre + "post_attention_layernorm.weight": b.n2,
+                      pre + "self_attn.q_proj.weight": b.q.weight, pre + "self_attn.k_proj.weight": b.k.weight,
+                      pre + "self_attn.v_proj.weight": b.v.weight, pre + "self_attn.o_proj.weight": b.o.weight,
+                      pre + "mlp.gate_proj.weight": b.gate.weight, pre + "mlp.up_proj.weight": b.up.weight,
+                      pre + "mlp.down_proj.weight": b.down.weight})
+    header, blobs, at = {}, [], 0
+    for name in sorted(named):
+        x = named[name].detach().numpy().astype("<f4")
+        header[name] = {"dtype": "F32", "shape": list(x.shape), "data_offsets": [at, at + x.nbytes]}
+        blobs.append(x.tobytes()); at += x.nbytes
+    text = json.dumps(header).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(f"{a.save}/model.safetensors", "wb") as g:
+        g.write(len(text).to_bytes(8, "little") + text + b"".join(blobs))
+    json.dump({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": D,
+               "intermediate_size": a.d_ff, "num_hidden_layers": a.layers, "num_attention_heads": H,
+               "num_key_value_heads": G, "head_dim": hd, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+               "vocab_size": vocab, "max_position_embeddings": T, "tie_word_embeddings": True,
+               "hidden_act": "silu"}, open(f"{a.save}/config.json", "w"))
