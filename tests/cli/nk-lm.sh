@@ -115,6 +115,27 @@ check "the trajectory has every layer at every step" $PY -c "
 import h5py
 f = h5py.File('traj.h5'); assert sorted(f['layers']) == ['00', '01'] and len(f['layers/00/steps']) == 8
 assert f['layers/01/steps/007/q'].shape[1] == f.attrs['prompt_length'] + 16"
+check "capture --corpus, the validation split whole and in 2 shards" sh -c 'nk-lm -q capture -m causal.h5 --corpus corpus.h5 --layers 0,1 -o cc.h5 && nk-lm -q capture -m causal.h5 --corpus corpus.h5 --layers 0,1 --shard 0/2 -o cc0.h5 && nk-lm -q capture -m causal.h5 --corpus corpus.h5 --layers 0,1 --shard 1/2 -o cc1.h5'
+$PY -c "
+import h5py, numpy as np
+c = h5py.File('cc.h5'); off = c['capture/offsets'][()]
+with h5py.File('row.h5', 'w') as f: f['tokens'] = c['capture/tokens'][off[1]:off[2]]"
+check "the shards' rows add up to the whole; every row's capture equals that row captured alone" sh -c "nk-lm -q capture -m causal.h5 --token-ids row.h5 --layers 0,1 -o crow.h5 && $PY -c \"
+import h5py, numpy as np
+c, a, b, r = (h5py.File(n) for n in ('cc.h5', 'cc0.h5', 'cc1.h5', 'crow.h5'))
+off, tok = c['capture/offsets'][()], c['capture/tokens'][()]
+R = int(c.attrs['rows']); assert R == len(off) - 1 >= 2 and off[-1] == len(tok)
+bos = int(h5py.File('causal.h5').attrs['vocab']) - 4
+assert (tok[off[:-1]] == bos).all() and c.attrs['split'] == 'validation'
+assert np.array_equal(np.concatenate([a['capture/tokens'][()], b['capture/tokens'][()]]), tok)
+for k in ('resid', 'q', 'v'):
+    ax = 0 if k == 'resid' else 1
+    assert np.array_equal(np.concatenate([a[f'capture/layer_01/{k}'][()], b[f'capture/layer_01/{k}'][()]], ax), c[f'capture/layer_01/{k}'][()])
+s = slice(off[1], off[2])
+assert np.allclose(c['capture/layer_01/resid'][s], r['capture/layer_01/resid'][()], atol=1e-6)
+assert np.allclose(c['capture/layer_01/k'][:, s], r['capture/layer_01/k'][()], atol=1e-6)
+assert 'layer_02' not in c['capture']\""
+expect_fail "capture --corpus with --trajectory: exit 2" 2 "corpus" nk-lm capture -m causal.h5 --corpus corpus.h5 --trajectory t.h5 -o x.h5
 
 # Bad input: one error line, the documented exit code, no output file left.
 expect_fail "a corpus given as the model: exit 3" 3 "nk_schema" nk-lm generate -m corpus.h5 --token-ids ids.h5 -o bad.h5

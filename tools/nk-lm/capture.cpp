@@ -12,15 +12,58 @@
 #include "nk/lm/capture.hpp"
 #include "nk/lm/generate.hpp"
 #include "nk/log.hpp"
+#include "nk/progress.hpp"
 #include "nk/rng.hpp"
 
 namespace nklm {
 
+namespace {
+
+/// --corpus: every row (add_windows) of this shard's documents through one
+/// forward each, the records of row r at step r, written by write_capture_rows.
+void capture_corpus(const CaptureOptions& o, const nk::RunEnv& env, const nk::lm::Checkpoint& ck) {
+  const nk::lm::Config& c = ck.weights.config();
+  if (!ck.tokenizer) throw nk::usage_error("capture: " + o.model + " has no tokenizer to check the corpus against");
+  std::vector<std::vector<int32_t>> rows;
+  corpus_rows(o.corpus, o.split, *ck.tokenizer, c.max_seq, env.shard, "capture", rows);
+  int64_t tokens = 0;
+  for (const auto& row : rows) tokens += static_cast<int64_t>(row.size());
+  const int64_t kept = o.layers.empty() ? c.n_layers + 1 : static_cast<int64_t>(o.layers.size());
+  const double bytes = 4.0 * static_cast<double>(tokens) * static_cast<double>(kept) *
+                       static_cast<double>(2 * c.d_model + (c.n_heads + 2 * c.n_kv_heads) * c.head_dim);
+  if (bytes > 16e9)  // held in memory until written: shard the corpus instead
+    throw nk::usage_error("capture: " + std::to_string(static_cast<int64_t>(bytes / 1e6)) +
+                          " MB for this shard; take fewer layers or a smaller --shard");
+  const nk::lm::Model model(ck.weights);
+  nk::lm::CaptureObserver observer(c, o.layers);
+  nk::lm::Workspace ws(c, {c.max_seq, c.max_seq, false});
+  nk::Progress progress("capture", static_cast<int64_t>(rows.size()));
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const std::vector<int64_t> offsets{0, static_cast<int64_t>(rows[r].size())};
+    model.forward({rows[r], offsets}, ws, {nk::lm::LogitRows::last, nullptr, &observer, static_cast<int64_t>(r)});
+    progress.update(static_cast<int64_t>(r) + 1);
+  }
+  nk::h5::Writer out(o.output, kCaptureSchema, o.no_clobber);
+  nk::lm::write_capture_rows(out, observer, rows);
+  out.attr("/", "corpus", o.corpus);
+  out.attr("/", "split", o.split);
+  out.attr("/", "shard", env.shard.text());
+  out.commit();
+  spdlog::info("capture: {} rows, {} tokens of {} ({} split, shard {})", rows.size(), tokens, o.corpus, o.split,
+               env.shard.text());
+}
+
+}  // namespace
+
 void capture(const CaptureOptions& o, const nk::RunEnv& env) {
-  if (o.text.empty() == o.token_ids.empty()) throw nk::usage_error("capture: give exactly one of --text, --token-ids");
+  if (!o.text.empty() + !o.token_ids.empty() + !o.corpus.empty() != 1)
+    throw nk::usage_error("capture: give exactly one of --text, --token-ids, --corpus");
+  if (!o.corpus.empty() && (!o.trajectory.empty() || !o.louver.empty() || o.output.empty()))
+    throw nk::usage_error("capture: --corpus writes -o only (no --trajectory, no --louver)");
   for (const std::string* path : {&o.output, &o.trajectory, &o.louver}) check_writable(*path, o.no_clobber);
   const nk::lm::Checkpoint ck = load_model(o.model);
   const nk::lm::Config& c = ck.weights.config();
+  if (!o.corpus.empty()) return capture_corpus(o, env, ck);
   std::vector<int32_t> tokens;
   if (!o.token_ids.empty()) {
     const auto rows = read_token_rows(o.token_ids, c.vocab, c.max_seq);

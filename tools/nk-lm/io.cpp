@@ -7,6 +7,8 @@
 #include "nk-lm/nk_lm.hpp"
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
+#include "nk/lm/corpus.hpp"
+#include "nk/shard.hpp"
 
 namespace nklm {
 
@@ -54,6 +56,38 @@ std::vector<int32_t> pad_rows(const std::vector<std::vector<int32_t>>& rows, int
   for (size_t b = 0; b < rows.size(); ++b)
     for (size_t t = 0; t < rows[b].size() && static_cast<int64_t>(t) < width; ++t) out[b * static_cast<size_t>(width) + t] = rows[b][t];
   return out;
+}
+
+void add_windows(const std::vector<int32_t>& ids, int32_t bos, int64_t context, std::vector<std::vector<int32_t>>& rows) {
+  const size_t per = static_cast<size_t>(context - 1);
+  for (size_t begin = 0; begin < ids.size() || (begin == 0 && ids.empty()); begin += per) {
+    std::vector<int32_t> row{bos};
+    row.insert(row.end(), ids.begin() + static_cast<std::ptrdiff_t>(begin),
+               ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), begin + per)));
+    rows.push_back(std::move(row));
+    if (ids.empty()) break;
+  }
+}
+
+int64_t corpus_rows(const std::string& path, const std::string& split_name, const nk::lm::Tokenizer& tok,
+                    int64_t context, const nk::Shard& shard, const std::string& verb,
+                    std::vector<std::vector<int32_t>>& rows) {
+  const nk::lm::Corpus corpus = nk::lm::Corpus::open(path);
+  if (corpus.tokenizer().fingerprint() != tok.fingerprint())
+    throw nk::usage_error(verb + ": " + path + " was cut with another tokenizer than the model's");
+  const nk::lm::Split split = split_name == "train" ? nk::lm::Split::train : nk::lm::Split::validation;
+  std::vector<int64_t> docs;
+  for (int64_t d = 0; d < corpus.documents(); ++d)
+    if (corpus.split(d) == split) docs.push_back(d);
+  const auto [first, last] = nk::shard_range(shard, static_cast<int64_t>(docs.size()));
+  int64_t bytes = 0;
+  for (int64_t i = first; i < last; ++i) {
+    const auto doc = corpus.document(docs[static_cast<size_t>(i)]);
+    add_windows(std::vector<int32_t>(doc.begin(), doc.end()), tok.bos(), context, rows);
+    bytes += corpus.document_bytes(docs[static_cast<size_t>(i)]);
+  }
+  if (rows.empty()) throw nk::usage_error(verb + ": no documents in this split and shard of " + path);
+  return bytes;
 }
 
 }  // namespace nklm

@@ -123,6 +123,8 @@ int main(int argc, char** argv) {
   cap_verb->add_option("-m,--model", cap.model, "Model file")->required()->check(CLI::ExistingFile);
   cap_verb->add_option("--text", cap.text, "A text file (encoded after BOS; must fit the context)")->check(CLI::ExistingFile);
   cap_verb->add_option("--token-ids", cap.token_ids, "/tokens int32 [T] or [1,T]")->check(CLI::ExistingFile);
+  cap_verb->add_option("--corpus", cap.corpus, "Every row of a corpus's documents (see --split, --shard; -o only)")->check(CLI::ExistingFile);
+  cap_verb->add_option("--split", cap.split, "With --corpus: validation or train")->check(CLI::IsMember({"validation", "train"}));
   cap_verb->add_option("--layers", cap.layers, "Layers to keep (0..n_layers; n_layers = the final residual; default all)")
       ->delimiter(',');
   App::add_optional_output(*cap_verb, cap.output, cap.no_clobber, "nk-lm.capture/1 (/capture/tokens, /capture/layer_LL/...)");
@@ -134,6 +136,7 @@ int main(int argc, char** argv) {
   cap_verb->add_option("--louver", cap.louver, "Also write one layer's keys, values and queries (louver-index.kv/1)");
   cap_verb->add_option("--louver-layer", cap.louver_layer, "The layer for --louver")->check(CLI::Range(int64_t{0}, int64_t{1023}));
   cap_verb->add_option("--louver-queries", cap.louver_queries, "Queries: the last M positions (0: all)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  cli.add_shard(*cap_verb);
 
   nklm::InfoOptions info;
   CLI::App* info_verb = cli.add_verb("info", "Architecture, mode, sizes, parameters and tokenizer of a model");

@@ -59,7 +59,7 @@ struct TrainOptions {
 void train(const TrainOptions& o, const nk::RunEnv& env);
 
 struct CaptureOptions {
-  std::string model, text, token_ids, output, trajectory, louver;
+  std::string model, text, token_ids, corpus, split = "validation", output, trajectory, louver;
   bool no_clobber = false;
   std::vector<int64_t> layers;
   int64_t max_new = 32, steps = 0, block = 0, louver_layer = 0, louver_queries = 0;
@@ -109,6 +109,15 @@ std::vector<std::vector<int32_t>> read_token_rows(const std::string& path, int64
 /// Fails now (exit 4), not after hours of work, when 'path' cannot be
 /// written: a missing folder, or an existing file under --no-clobber.
 void check_writable(const std::string& path, bool no_clobber);
+/// Appends the rows of one token sequence: BOS, then up to context - 1 of its
+/// tokens, as many rows as it takes (one BOS-only row when it is empty).
+void add_windows(const std::vector<int32_t>& ids, int32_t bos, int64_t context, std::vector<std::vector<int32_t>>& rows);
+/// Appends the rows (add_windows) of the documents of a corpus's split
+/// ("validation" or "train") that 'shard' takes, and returns the bytes of
+/// text they hold. Another tokenizer than 'tok', or no documents: usage
+/// error naming 'verb'.
+int64_t corpus_rows(const std::string& path, const std::string& split, const nk::lm::Tokenizer& tok, int64_t context,
+                    const nk::Shard& shard, const std::string& verb, std::vector<std::vector<int32_t>>& rows);
 /// Writes rows padded with -1 to [B, width] as dataset 'name'.
 std::vector<int32_t> pad_rows(const std::vector<std::vector<int32_t>>& rows, int64_t width);
 

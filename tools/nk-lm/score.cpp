@@ -19,22 +19,6 @@
 
 namespace nklm {
 
-namespace {
-
-/// A text's tokens as rows of at most 'context': each row starts with BOS, so
-/// that every token of the text is predicted by something.
-void add_windows(const std::vector<int32_t>& ids, int32_t bos, int64_t context, std::vector<std::vector<int32_t>>& rows) {
-  const size_t per = static_cast<size_t>(context - 1);
-  for (size_t begin = 0; begin < ids.size() || (begin == 0 && ids.empty()); begin += per) {
-    std::vector<int32_t> row{bos};
-    row.insert(row.end(), ids.begin() + static_cast<std::ptrdiff_t>(begin),
-               ids.begin() + static_cast<std::ptrdiff_t>(std::min(ids.size(), begin + per)));
-    rows.push_back(std::move(row));
-    if (ids.empty()) break;
-  }
-}
-
-}  // namespace
 
 void score(const ScoreOptions& o, const nk::RunEnv& env) {
   const int sources = !o.text.empty() + !o.token_ids.empty() + !o.corpus.empty();
@@ -59,20 +43,7 @@ void score(const ScoreOptions& o, const nk::RunEnv& env) {
       bytes = static_cast<int64_t>(text.size());
       add_windows(tok.encode(text), tok.bos(), c.max_seq, rows);
     } else {
-      const nk::lm::Corpus corpus = nk::lm::Corpus::open(o.corpus);
-      if (corpus.tokenizer().fingerprint() != tok.fingerprint())
-        throw nk::usage_error("score: " + o.corpus + " was cut with another tokenizer than " + o.model + "'s");
-      const nk::lm::Split split = o.split == "train" ? nk::lm::Split::train : nk::lm::Split::validation;
-      std::vector<int64_t> docs;
-      for (int64_t d = 0; d < corpus.documents(); ++d)
-        if (corpus.split(d) == split) docs.push_back(d);
-      const auto [first, last] = nk::shard_range(env.shard, static_cast<int64_t>(docs.size()));
-      for (int64_t i = first; i < last; ++i) {
-        const auto doc = corpus.document(docs[static_cast<size_t>(i)]);
-        add_windows(std::vector<int32_t>(doc.begin(), doc.end()), tok.bos(), c.max_seq, rows);
-        bytes += corpus.document_bytes(docs[static_cast<size_t>(i)]);
-      }
-      if (rows.empty()) throw nk::usage_error("score: no documents in this split and shard of " + o.corpus);
+      bytes = corpus_rows(o.corpus, o.split, tok, c.max_seq, env.shard, "score", rows);
     }
   }
   int64_t width = 0;

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
@@ -45,8 +48,8 @@ bool CaptureObserver::wants(int64_t layer) const {
 }
 
 CaptureObserver::Record& CaptureObserver::record(const Site& site) {
-  for (Record& r : records_)
-    if (r.step == site.step && r.layer == site.layer) return r;
+  for (auto r = records_.rbegin(); r != records_.rend(); ++r)  // the newest first: a corpus capture has many
+    if (r->step == site.step && r->layer == site.layer) return *r;
   records_.push_back({site.step, site.layer, first_segment_rows(site), {}, {}, {}, {}, {}});
   return records_.back();
 }
@@ -68,6 +71,20 @@ void CaptureObserver::qkv(const Site& site, const float* q, const float* k, cons
   r.v = head_major(v, r.rows, config_.n_kv_heads, config_.head_dim);
 }
 
+namespace {
+
+void write_model_attributes(nk::h5::Writer& out, const Config& c) {
+  out.attr("/", "layers", c.n_layers);
+  out.attr("/", "heads", c.n_heads);
+  out.attr("/", "kv_heads", c.n_kv_heads);
+  out.attr("/", "head_dim", c.head_dim);
+  out.attr("/", "d_model", c.d_model);
+  out.attr("/", "rope_theta", c.rope_theta);
+  out.attr("/", "mode", mode_name(c.mode));
+}
+
+}  // namespace
+
 void write_capture(nk::h5::Writer& out, const CaptureObserver& capture, std::span<const int32_t> tokens) {
   const Config& c = capture.config();
   int64_t last_step = 0;
@@ -85,13 +102,63 @@ void write_capture(nk::h5::Writer& out, const CaptureObserver& capture, std::spa
       out.write(g + "/v", r.v.data(), {c.n_kv_heads, r.rows, c.head_dim}, "Hkv,T,d");
     }
   }
-  out.attr("/", "layers", c.n_layers);
-  out.attr("/", "heads", c.n_heads);
-  out.attr("/", "kv_heads", c.n_kv_heads);
-  out.attr("/", "head_dim", c.head_dim);
-  out.attr("/", "d_model", c.d_model);
-  out.attr("/", "rope_theta", c.rope_theta);
-  out.attr("/", "mode", mode_name(c.mode));
+  write_model_attributes(out, c);
+}
+
+void write_capture_rows(nk::h5::Writer& out, const CaptureObserver& capture,
+                        const std::vector<std::vector<int32_t>>& rows) {
+  const Config& c = capture.config();
+  const int64_t R = static_cast<int64_t>(rows.size());
+  std::vector<int64_t> offsets{0};
+  std::vector<int32_t> tokens;
+  for (const auto& row : rows) {
+    tokens.insert(tokens.end(), row.begin(), row.end());
+    offsets.push_back(static_cast<int64_t>(tokens.size()));
+  }
+  const int64_t T = offsets.back();
+  out.write("/capture/tokens", tokens.data(), {T}, "T");
+  out.write("/capture/offsets", offsets.data(), {R + 1}, "R1");
+  // Per layer, the records of every row in row order (a row's record has step = its index).
+  std::vector<std::vector<const CaptureObserver::Record*>> by_layer(static_cast<size_t>(c.n_layers + 1),
+                                                                     std::vector<const CaptureObserver::Record*>(static_cast<size_t>(R)));
+  for (const auto& r : capture.records())
+    if (r.step >= 0 && r.step < R) by_layer[static_cast<size_t>(r.layer)][static_cast<size_t>(r.step)] = &r;
+  std::vector<float> rowwise, headwise;
+  for (int64_t l = 0; l <= c.n_layers; ++l) {
+    const auto& recs = by_layer[static_cast<size_t>(l)];
+    if (!recs[0]) continue;
+    for (int64_t r = 0; r < R; ++r)
+      if (!recs[static_cast<size_t>(r)] || recs[static_cast<size_t>(r)]->rows != offsets[r + 1] - offsets[r])
+        throw std::logic_error("write_capture_rows: row " + std::to_string(r) + " of layer " + std::to_string(l) + " was not captured");
+    const std::string g = "/capture/layer_" + two(l, 2);
+    const auto concat_rows = [&](auto member, const char* name) {
+      if ((recs[0]->*member).empty()) return;
+      rowwise.clear();
+      for (const auto* rec : recs) rowwise.insert(rowwise.end(), (rec->*member).begin(), (rec->*member).end());
+      out.write(g + "/" + name, rowwise.data(), {T, c.d_model}, "T,D");
+    };
+    concat_rows(&CaptureObserver::Record::resid, "resid");
+    concat_rows(&CaptureObserver::Record::attn_in, "attn_in");
+    const auto concat_heads = [&](auto member, const char* name, int64_t heads, const char* dims) {
+      if ((recs[0]->*member).empty()) return;
+      const auto hd = static_cast<size_t>(c.head_dim);
+      headwise.assign(static_cast<size_t>(heads * T) * hd, 0.0f);
+      for (int64_t r = 0; r < R; ++r) {
+        const std::vector<float>& x = recs[static_cast<size_t>(r)]->*member;  // [heads, rows, hd]
+        const int64_t n = offsets[r + 1] - offsets[r];
+        for (int64_t h = 0; h < heads; ++h)
+          std::copy_n(x.begin() + static_cast<std::ptrdiff_t>(h * n) * static_cast<std::ptrdiff_t>(hd),
+                      static_cast<size_t>(n) * hd,
+                      headwise.begin() + static_cast<std::ptrdiff_t>(h * T + offsets[r]) * static_cast<std::ptrdiff_t>(hd));
+      }
+      out.write(g + "/" + name, headwise.data(), {heads, T, c.head_dim}, dims);
+    };
+    concat_heads(&CaptureObserver::Record::q, "q", c.n_heads, "H,T,d");
+    concat_heads(&CaptureObserver::Record::k, "k", c.n_kv_heads, "Hkv,T,d");
+    concat_heads(&CaptureObserver::Record::v, "v", c.n_kv_heads, "Hkv,T,d");
+  }
+  write_model_attributes(out, c);
+  out.attr("/", "rows", R);
 }
 
 void write_trajectory(nk::h5::Writer& out, const CaptureObserver& capture) {

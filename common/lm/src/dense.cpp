@@ -27,6 +27,23 @@ using ConstMap = Eigen::Map<const Matrix>;
 using Strided = Eigen::Map<Matrix, 0, Eigen::OuterStride<>>;
 using ConstStrided = Eigen::Map<const Matrix, 0, Eigen::OuterStride<>>;
 
+/// x = exp(x) through this copy's packet exp, every element alike (see
+/// nk::lm::detail::exp_inplace in layers.hpp, not included here: its
+/// instances would clash with this copy's at link time).
+void exp_inplace(float* x, int64_t n) {
+  namespace ei = Eigen::internal;
+  using Packet = ei::packet_traits<float>::type;
+  constexpr int64_t P = sizeof(Packet) / sizeof(float);
+  int64_t i = 0;
+  for (; i + P <= n; i += P) ei::pstoreu(x + i, ei::pexp(ei::ploadu<Packet>(x + i)));
+  if (i < n) {
+    float pad[P] = {};
+    std::copy(x + i, x + n, pad);
+    ei::pstoreu(pad, ei::pexp(ei::ploadu<Packet>(pad)));
+    std::copy(pad, pad + (n - i), x + i);
+  }
+}
+
 /// Below this many rows (decoding: one token per sequence) the GEMM's packing
 /// of W, a full copy per call, costs more than the product: linear_few.
 constexpr int64_t kFewRows = 32;
@@ -176,15 +193,16 @@ void attention_forward(const float* q, const float* k, const float* v, const int
       scores(qh, qs, kg, kvs, i0, rows, keys, hd, scale, causal, S);
       for (int64_t r = 0; r < rows; ++r) {
         float* row = S + r * keys;
+        const int64_t seen = causal ? i0 + r + 1 : keys;  // the masked rest is -inf: probability 0
         float best = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < keys; ++j) best = std::max(best, row[j]);
+        for (int64_t j = 0; j < seen; ++j) best = std::max(best, row[j]);
+        for (int64_t j = 0; j < seen; ++j) row[j] -= best;
+        exp_inplace(row, seen);
         float sum = 0;
-        for (int64_t j = 0; j < keys; ++j) {
-          row[j] = std::exp(row[j] - best);
-          sum += row[j];
-        }
+        for (int64_t j = 0; j < seen; ++j) sum += row[j];
         const float inv = 1.0f / sum;
-        for (int64_t j = 0; j < keys; ++j) row[j] *= inv;
+        for (int64_t j = 0; j < seen; ++j) row[j] *= inv;
+        std::fill(row + seen, row + keys, 0.0f);
         lse[(begin + i0 + r) * heads + h] = best + std::log(sum);
       }
       Strided(out + (begin + i0) * qs + h * hd, rows, hd, Eigen::OuterStride<>(qs)).noalias() =
@@ -226,7 +244,10 @@ void attention_backward(const float* dout, const float* out, const float* q, con
           for (int64_t r = 0; r < rows; ++r) {
             const float l = lse[(begin + i0 + r) * heads + h];
             float* row = P + r * keys;
-            for (int64_t j = 0; j < keys; ++j) row[j] = std::exp(row[j] - l);
+            const int64_t seen = causal ? i0 + r + 1 : keys;
+            for (int64_t j = 0; j < seen; ++j) row[j] -= l;
+            exp_inplace(row, seen);
+            std::fill(row + seen, row + keys, 0.0f);
             float delta = 0;  // D_i = dout_i . out_i
             for (int64_t e = 0; e < hd; ++e) delta += gh[(i0 + r) * qs + e] * oh[(i0 + r) * qs + e];
             D[r] = delta;

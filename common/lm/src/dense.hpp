@@ -32,14 +32,19 @@ struct DenseOps {
                              int64_t hd, bool causal, float* dq, float* dk, float* dv, float* scratch, int64_t max_keys);
 };
 
-/// The AVX2+FMA copy where the CPU has both (and NK_LM_ISA is not
-/// "generic"), else the baseline copy.
+/// The AVX-512 copy where the CPU has AVX-512 F/DQ/VL/BW, else the AVX2+FMA
+/// copy where it has both, else the baseline copy. NK_LM_ISA = generic,
+/// avx2 or avx512 caps the choice (tests run each copy; a copy the CPU lacks
+/// is never taken).
 const DenseOps& dense_ops();
 
 namespace dense_generic {
 extern const DenseOps ops;
 }
 namespace dense_avx2 {
+extern const DenseOps ops;
+}
+namespace dense_avx512 {
 extern const DenseOps ops;
 }
 

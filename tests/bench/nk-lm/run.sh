@@ -66,8 +66,8 @@ done
 $PY "$here/loss_svg.py" "$out/loss.svg" "nk-lm and PyTorch, the same model, batch and steps" "${svg_runs[@]}"
 echo "  loss curves: $out/loss.svg"
 # The CPU's FMA peak: 2 FMA units x 8 float lanes (AVX2) x 2 flops x clock x cores.
-mhz=$(awk -F: '/cpu MHz/{print $2; exit}' /proc/cpuinfo)
-echo "  machine limit: 2 cores x 32 flop/cycle x ${mhz% *} MHz = $($PY -c "print(round(2 * 32 * $mhz / 1e3))") GFLOP/s (AVX2 FMA)"
+mhz=$(awk -F: '/cpu MHz/{gsub(/ /, "", $2); print $2; exit}' /proc/cpuinfo)
+echo "  machine limit: 2 cores x 32 flop/cycle x $mhz MHz = $($PY -c "print(round(2 * 32 * $mhz / 1e3))") GFLOP/s (AVX2 FMA)"
 
 echo
 echo "decoding, greedy, KV cache, 16-token prompts, 128 new tokens each (EOS ignored), 2 threads:"

@@ -48,6 +48,14 @@ class CaptureObserver : public Observer {
 /// step's records); root attributes layers, heads, kv_heads, head_dim,
 /// d_model, rope_theta, mode.
 void write_capture(nk::h5::Writer& out, const CaptureObserver& capture, std::span<const int32_t> tokens);
+/// nk-lm.capture/1 of many rows, one forward each with step = row index
+/// (rows[r] the tokens of step r): /capture/tokens int32 [T] and
+/// /capture/offsets int64 [R+1] (row r is tokens offsets[r]..offsets[r+1]),
+/// and per layer the rows' records concatenated along T in row order:
+/// resid, attn_in [T, D], q [heads, T, hd], k, v [kv_heads, T, hd]; root
+/// attributes as write_capture's, and rows = R.
+void write_capture_rows(nk::h5::Writer& out, const CaptureObserver& capture,
+                        const std::vector<std::vector<int32_t>>& rows);
 /// dllm-sparse.trajectory/1: /layers/LL/steps/NNN/{q [H,L,d], k, v [Hkv,L,d]}.
 void write_trajectory(nk::h5::Writer& out, const CaptureObserver& capture);
 /// louver-index.kv/1 for one layer of the last step: /keys and /values

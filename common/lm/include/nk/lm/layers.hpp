@@ -4,10 +4,34 @@
 // scalar so that the model runs in float and the tests check the backward
 // against central finite differences in double.
 #pragma once
+#include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 namespace nk::lm {
+
+namespace detail {
+/// x = exp(x) element by element through Eigen's vectorised exp, every
+/// element the same way (a partial last packet is padded, no scalar
+/// prologue), so a value never depends on its address or its place in the
+/// buffer: packed and separate batches, and resumed runs, stay bit-identical.
+template <class T>
+void exp_inplace(T* x, int64_t n) {
+  namespace ei = Eigen::internal;
+  using Packet = typename ei::packet_traits<T>::type;
+  constexpr int64_t P = sizeof(Packet) / sizeof(T);
+  int64_t i = 0;
+  for (; i + P <= n; i += P) ei::pstoreu(x + i, ei::pexp(ei::ploadu<Packet>(x + i)));
+  if (i < n) {
+    T pad[P] = {};
+    std::copy(x + i, x + n, pad);
+    ei::pstoreu(pad, ei::pexp(ei::ploadu<Packet>(pad)));
+    std::copy(pad, pad + (n - i), x + i);
+  }
+}
+}  // namespace detail
 
 /// RMSNorm: out = x / rms(x) * weight, rms = sqrt(mean(x^2) + eps), per row
 /// of [N, D]; rstd[N] keeps 1/rms for the backward.
@@ -54,11 +78,29 @@ void rmsnorm_backward(const T* dout, const T* x, const T* weight, const T* rstd,
 template <class T>
 void rope(T* x, const int32_t* positions, int64_t n, int64_t heads, int64_t hd, double theta, bool inverse = false) {
   const int64_t half = hd / 2;
+  // cos and sin per (position, pair) for the positions present: a batch of
+  // many rows holds few distinct positions (at most the context).
+  int64_t most = 0;
+  for (int64_t r = 0; r < n; ++r) most = std::max<int64_t>(most, positions[r]);
+  // Grown to the largest batch seen, then reused: no allocation in later steps.
+  thread_local std::vector<double> table;
+  thread_local std::vector<char> present;
+  table.resize(static_cast<size_t>(2 * (most + 1) * half));
+  present.assign(static_cast<size_t>(most + 1), 0);
+  for (int64_t r = 0; r < n; ++r) present[static_cast<size_t>(positions[r])] = 1;
+  double* cs = table.data();
+  for (int64_t p = 0; p <= most; ++p) {
+    if (!present[static_cast<size_t>(p)]) continue;
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = static_cast<double>(p) * std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(hd));
+      cs[2 * (p * half + i)] = std::cos(angle);
+      cs[2 * (p * half + i) + 1] = inverse ? -std::sin(angle) : std::sin(angle);
+    }
+  }
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < n; ++r) {
     for (int64_t i = 0; i < half; ++i) {
-      const double angle = positions[r] * std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(hd));
-      const double c = std::cos(angle), s = inverse ? -std::sin(angle) : std::sin(angle);
+      const double c = cs[2 * (positions[r] * half + i)], s = cs[2 * (positions[r] * half + i) + 1];
       for (int64_t h = 0; h < heads; ++h) {
         T* v = x + (r * heads + h) * hd;
         const double a = v[i], b = v[i + half];
@@ -72,22 +114,30 @@ void rope(T* x, const int32_t* positions, int64_t n, int64_t heads, int64_t hd, 
 /// SwiGLU: out = silu(gate) * up, element-wise over count values.
 template <class T>
 void swiglu_forward(const T* gate, const T* up, int64_t count, T* out) {
-#pragma omp parallel for simd schedule(static)
-  for (int64_t e = 0; e < count; ++e) {
-    const T g = gate[e], sig = T(1) / (T(1) + std::exp(-g));
-    out[e] = g * sig * up[e];
+  constexpr int64_t kBlock = 4096;  // per task; Eigen's exp is vectorised where libm's is not
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < count; b += kBlock) {
+    const int64_t end = std::min(count, b + kBlock);
+    for (int64_t e = b; e < end; ++e) out[e] = -gate[e];
+    detail::exp_inplace(out + b, end - b);
+    for (int64_t e = b; e < end; ++e) out[e] = gate[e] * up[e] / (T(1) + out[e]);
   }
 }
 
 /// dgate = dout up silu'(gate), dup = dout silu(gate) (both overwritten).
 template <class T>
 void swiglu_backward(const T* dout, const T* gate, const T* up, int64_t count, T* dgate, T* dup) {
-#pragma omp parallel for simd schedule(static)
-  for (int64_t e = 0; e < count; ++e) {
-    const T g = gate[e], sig = T(1) / (T(1) + std::exp(-g));
-    const T silu = g * sig;
-    dgate[e] = dout[e] * up[e] * sig * (T(1) + g * (T(1) - sig));
-    dup[e] = dout[e] * silu;
+  constexpr int64_t kBlock = 4096;
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < count; b += kBlock) {
+    const int64_t end = std::min(count, b + kBlock);
+    for (int64_t e = b; e < end; ++e) dgate[e] = -gate[e];
+    detail::exp_inplace(dgate + b, end - b);
+    for (int64_t e = b; e < end; ++e) {
+      const T g = gate[e], sig = T(1) / (T(1) + dgate[e]);
+      dgate[e] = dout[e] * up[e] * sig * (T(1) + g * (T(1) - sig));
+      dup[e] = dout[e] * g * sig;
+    }
   }
 }
 
