@@ -72,11 +72,12 @@ echo "  machine limit: 2 cores x 32 flop/cycle x $mhz MHz = $($PY -c "print(roun
 echo
 echo "decoding, greedy, KV cache, 16-token prompts, 128 new tokens each (EOS ignored), 2 threads:"
 g++ -O3 -march=native -fopenmp "$here/triad.cpp" -o "$work/triad"
-echo "  memory bandwidth (STREAM triad, 2 threads): $(OMP_NUM_THREADS=2 "$work/triad") GB/s"
+bandwidth=$(OMP_NUM_THREADS=2 "$work/triad")
+echo "  memory bandwidth (STREAM triad, 2 threads): $bandwidth GB/s"
 (cd "$work" && "$PYV" "$here/decode.py" "$work" "$root/data/lm/causal.h5" shipped --checks)
 nk-lm -q train --threads 2 --corpus "$work/corpus.h5" --layers 12 --d-model 768 --heads 12 --kv-heads 4 --d-ff 2048 \
   --context 256 --batch 1 --steps 1 -o "$work/big.h5"
-(cd "$work" && "$PYV" "$here/decode.py" "$work" "$work/big.h5" 12L-d768 --new 64)
+(cd "$work" && "$PYV" "$here/decode.py" "$work" "$work/big.h5" 12L-d768 --new 64 --bandwidth "$bandwidth")
 
 echo
 echo "validation bits per byte (lower is better):"
@@ -110,14 +111,5 @@ for m in causal diffusion; do
 done
 
 if [ "${RECIPE:-0}" = 1 ]; then
-  # The shipped model's recipe (train_shipped.sh) in PyTorch, scored by nk-lm after import.
-  "$PYV" "$here/torch_train.py" "$work/corpus.h5" "$work/recipe.tsv" --layers 4 --d-model 192 --heads 6 --kv-heads 2 \
-    --d-ff 512 --context 256 --batch 16 --steps 1000 --lr 3e-3 --warmup 100 --min-lr 0.1 --seed 1 --threads 2 \
-    --save "$work/pt-recipe" > /dev/null
-  nk-lm -q export -m "$root/data/lm/causal.h5" -o "$work/tok" && cp "$work/tok/tokenizer.json" "$work/pt-recipe/"
-  nk-lm -q import "$work/pt-recipe" -o "$work/pt-recipe.h5"
-  nk-lm -q score -m "$work/pt-recipe.h5" --corpus "$work/corpus.h5" --threads 2 -o "$work/score-pt.h5"
-  pt=$($PY -c "import h5py; print(round(float(h5py.File('$work/score-pt.h5').attrs['bits_per_byte']), 3))")
-  nk=$($PY -c "import h5py; print(round(float(h5py.File('$work/score-causal.h5').attrs['bits_per_byte']), 3))")
-  echo "  PyTorch, the same recipe  $pt (nk-lm / PyTorch - 1 = $($PY -c "print(f'{($nk / $pt - 1) * 100:+.1f}%')"), goal within 1%)"
+  bash "$here/recipe_torch.sh" "$bin"
 fi

@@ -4,8 +4,9 @@
 # 2048), then one causal and one masked-diffusion model of the same shape
 # (4 layers, d 192, 6 heads / 2 KV heads, d_ff 512, context 256: 1.97M
 # parameters, 3.9 MB in bfloat16), 1000 steps of 16 x 256 tokens (4.1M
-# tokens, a fifth of the 19M training tokens). Two threads and the same seed
-# give the same files bit for bit. About 11 minutes per model on 2 idle cores.
+# tokens, a fifth of the 19M training tokens). Two threads, the same seed and
+# the same kernel copy (AVX-512 where the CPU has it; NK_LM_ISA caps it) give
+# the same files bit for bit. About 11 minutes per model on 2 idle cores.
 set -euo pipefail
 bin=$(cd "$1" && pwd)
 out=${2:-data/lm}
