@@ -51,6 +51,43 @@ assert c['num_key_value_heads'] == 2 and c['vocab_size'] == m.attrs['vocab'] and
 assert c['max_position_embeddings'] == 32 and c['eos_token_id'] == c['vocab_size'] - 3"
 check "import --dtype bfloat16" sh -c 'nk-lm -q import hf --dtype bfloat16 -o bf.h5 && nk-lm info -m bf.h5 | grep -q "^weights *bfloat16"'
 
+# The same byte-level BPE in another id layout (ids permuted; specials <s> and </s> from config.json's ids, no
+# MASK or PAD), the embedding and head rows permuted alike: the import maps ids both ways and scores the same
+# text to the same log-probabilities.
+$PY -c "
+import json, struct, os, numpy as np
+os.makedirs('perm', exist_ok=True)
+t = json.load(open('hf/tokenizer.json', encoding='utf-8')); c = json.load(open('hf/config.json'))
+V = c['vocab_size']; pi = np.random.default_rng(5).permutation(V)
+t['model']['vocab'] = {k: int(pi[v]) for k, v in t['model']['vocab'].items()}
+bos, eos = ([a for a in t['added_tokens'] if a['content'] == n][0] for n in ('<|bos|>', '<|eos|>'))
+t['added_tokens'] = [dict(bos, id=int(pi[bos['id']]), content='<s>'), dict(eos, id=int(pi[eos['id']]), content='</s>')]
+c['bos_token_id'], c['eos_token_id'], c['pad_token_id'] = int(pi[bos['id']]), int(pi[eos['id']]), None
+json.dump(t, open('perm/tokenizer.json', 'w', encoding='utf-8')); json.dump(c, open('perm/config.json', 'w'))
+raw = open('hf/model.safetensors', 'rb').read(); n = struct.unpack('<Q', raw[:8])[0]
+header = json.loads(raw[8:8 + n]); data = raw[8 + n:]; out = b''; h2 = {}
+for k in sorted(x for x in header if x != '__metadata__'):
+    b0, e0 = header[k]['data_offsets']; x = np.frombuffer(data[b0:e0], '<f4').reshape(header[k]['shape']).copy()
+    if k in ('model.embed_tokens.weight', 'lm_head.weight'):
+        y = np.empty_like(x); y[pi] = x; x = y
+    h2[k] = {'dtype': 'F32', 'shape': list(x.shape), 'data_offsets': [len(out), len(out) + x.nbytes]}; out += x.tobytes()
+text = json.dumps(h2).encode(); text += b' ' * ((8 - len(text) % 8) % 8)
+open('perm/model.safetensors', 'wb').write(struct.pack('<Q', len(text)) + text + out)
+np.save('pi.npy', pi)"
+check "import a byte-level BPE in another id layout" sh -c 'nk-lm import perm -o perm.h5 2> perm.log && grep -q "its own id layout" perm.log && nk-lm info -m perm.h5 | grep -q "^tokenizer *byte-level BPE"'
+check "the same text scores the same, its tokens mapped through the permutation" sh -c "nk-lm -q score -m perm.h5 --text text.txt -o tp.h5 && $PY -c \"
+import h5py, numpy as np
+a, b, pi = h5py.File('t1.h5'), h5py.File('tp.h5'), np.load('pi.npy')
+ta, tb = a['tokens'][()], b['tokens'][()]
+bos_a = int(h5py.File('model.h5').attrs['vocab']) - 4
+assert (ta[:, 0] == bos_a).all() and np.array_equal(tb[ta >= 0], pi[ta[ta >= 0]])
+la, lb = a['logprob'][()], b['logprob'][()]
+assert np.isfinite(la).any() and np.allclose(la, lb, atol=1e-4, equal_nan=True), np.nanmax(abs(la - lb))\""
+check "export of the other layout and import again: the same tokenizer" sh -c "nk-lm -q export -m perm.h5 -o perm2 && nk-lm -q import perm2 -o perm2.h5 && nk-lm -q score -m perm2.h5 --text text.txt -o tp2.h5 && $PY -c \"
+import h5py, numpy as np
+assert np.array_equal(h5py.File('tp.h5')['tokens'][()], h5py.File('tp2.h5')['tokens'][()])\""
+check "GGUF export of the other layout" nk-lm -q export -m perm.h5 --format gguf -o perm.gguf
+
 # A tokenizer.json that is not in nk's layout: imported with a warning, token ids only.
 mkdir foreign && cp hf/config.json hf/model.safetensors foreign/
 $PY -c "

@@ -415,4 +415,67 @@ TEST_SUITE("lm_tokenizer") {
     }
     CHECK(exit_code([&] { Tokenizer::load(in, "/absent"); }) == 3);
   }
+
+  TEST_CASE("another vocabulary layout: ids mapped both ways, specials where it puts them, saved and loaded") {
+    const Tokenizer tok = Tokenizer::train(english_documents(2), 400);
+    const auto tokens = static_cast<int32_t>(256 + tok.merges().size());
+    // The identity layout is nk's own.
+    Tokenizer::Layout same;
+    for (int32_t t = 0; t < tokens; ++t) same.ids.push_back(t);
+    same.specials = {tokens, tokens + 1, tokens + 2, tokens + 3};
+    same.vocab = tokens + 4;
+    CHECK(Tokenizer::from_layout(tok.merges(), same).native());
+    // Reversed ids with GPT-2-like specials: one EOS at id 0 (BOS falls back to it), no MASK, PAD, 5 spare ids.
+    Tokenizer::Layout other;
+    const int32_t V = tokens + 6;
+    for (int32_t t = 0; t < tokens; ++t) other.ids.push_back(V - 1 - t);
+    other.specials = {-1, 0, -1, -1};
+    other.names[1] = "<|endoftext|>";
+    other.vocab = V;
+    const Tokenizer mapped = Tokenizer::from_layout(tok.merges(), other);
+    CHECK_FALSE(mapped.native());
+    CHECK(mapped.size() == V);
+    CHECK(mapped.bos() == 0);
+    CHECK(mapped.eos() == 0);
+    CHECK(mapped.mask() == -1);
+    CHECK(mapped.special_name(1) == "<|endoftext|>");
+    CHECK(mapped.fingerprint() != tok.fingerprint());
+    for (std::string_view document : english_documents(1)) {
+      const std::vector<int32_t> a = tok.encode(document), b = mapped.encode(document);
+      REQUIRE(a.size() == b.size());
+      for (size_t k = 0; k < a.size(); ++k) CHECK(b[k] == V - 1 - a[k]);
+      CHECK(mapped.decode(b) == document);
+    }
+    CHECK(mapped.bytes_of(0).empty());  // the special
+    CHECK(mapped.bytes_of(3).empty());  // a spare id
+    nk::test::ScratchDir dir;
+    const std::string path = dir.file("mapped.h5");
+    {
+      nk::h5::Writer out(path, "test.tokenizer/1");
+      mapped.save(out, "/tok");
+      out.commit();
+    }
+    const nk::h5::File in = nk::h5::File::open(path);
+    CHECK(in.attr_string("/tok", "kind") == "byte-bpe-mapped/1");
+    const Tokenizer back = Tokenizer::load(in, "/tok");
+    CHECK(back.fingerprint() == mapped.fingerprint());
+    CHECK(back.special_name(1) == "<|endoftext|>");
+    CHECK(back.encode("The cat.") == mapped.encode("The cat."));
+    // A byte without a token cannot be encoded (exit 3); bad layouts are usage errors.
+    Tokenizer::Layout gap = other;
+    gap.ids[static_cast<size_t>('~')] = -1;
+    const Tokenizer holes = Tokenizer::from_layout(tok.merges(), gap);
+    using nk::test::exit_code;
+    CHECK(exit_code([&] { holes.encode("a~b"); }) == 3);
+    CHECK(exit_code([&] { holes.encode("ab"); }) == 0);
+    Tokenizer::Layout twice = other;
+    twice.ids[1] = twice.ids[0];
+    CHECK(exit_code([&] { Tokenizer::from_layout(tok.merges(), twice); }) == 2);
+    Tokenizer::Layout none = other;
+    none.specials = {-1, -1, -1, -1};
+    CHECK(exit_code([&] { Tokenizer::from_layout(tok.merges(), none); }) == 2);
+    Tokenizer::Layout on_token = other;
+    on_token.specials[1] = V - 1;
+    CHECK(exit_code([&] { Tokenizer::from_layout(tok.merges(), on_token); }) == 2);
+  }
 }

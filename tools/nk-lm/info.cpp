@@ -26,8 +26,9 @@ void info(const InfoOptions& o) {
   std::printf("vocab        %lld\n", static_cast<long long>(c.vocab));
   std::printf("weights      %s\n", in.attr_string("/", "weights").value_or("float32").c_str());
   if (ck.tokenizer)
-    std::printf("tokenizer    byte-level BPE, %zu merges; BOS %d EOS %d MASK %d PAD %d\n", ck.tokenizer->merges().size(),
-                ck.tokenizer->bos(), ck.tokenizer->eos(), ck.tokenizer->mask(), ck.tokenizer->pad());
+    std::printf("tokenizer    byte-level BPE, %zu merges%s; BOS %d EOS %d MASK %d PAD %d\n", ck.tokenizer->merges().size(),
+                ck.tokenizer->native() ? "" : " (its own id layout)", ck.tokenizer->bos(), ck.tokenizer->eos(),
+                ck.tokenizer->mask(), ck.tokenizer->pad());
   else
     std::printf("tokenizer    none (token ids only)\n");
   if (ck.train)

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "nk/lm/tokenizer.hpp"
+
 namespace nk::lm {
 
 const std::array<std::string, 256>& byte_symbols() {
@@ -26,6 +28,15 @@ std::string symbols_of(std::string_view bytes) {
   std::string s;
   for (unsigned char b : bytes) s += byte_symbols()[b];
   return s;
+}
+
+std::vector<std::string> internal_symbols(const Tokenizer& tok) {
+  std::vector<std::string> text;
+  text.reserve(256 + tok.merges().size());
+  for (int b = 0; b < 256; ++b) text.push_back(byte_symbols()[static_cast<size_t>(b)]);
+  for (const auto& [left, right] : tok.merges())
+    text.push_back(text[static_cast<size_t>(left)] + text[static_cast<size_t>(right)]);
+  return text;
 }
 
 }  // namespace nk::lm

@@ -24,7 +24,7 @@ namespace {
 constexpr uint32_t kAlignment = 32;  // GGUF's default general.alignment
 enum ValueType : uint32_t { u8 = 0, u32 = 4, i32 = 5, f32 = 6, boolean = 7, str = 8, array = 9 };
 constexpr uint32_t kGgmlF32 = 0;
-constexpr int32_t kTokenNormal = 1, kTokenControl = 3;  // llama.cpp's token types
+constexpr int32_t kTokenNormal = 1, kTokenControl = 3, kTokenUnused = 5;  // llama.cpp's token types
 
 /// Little-endian writer into one byte buffer (metadata is small; tensors go straight to the stream).
 struct Bytes {
@@ -108,13 +108,19 @@ void write_vocabulary(Bytes& kv, const Config& c, const Tokenizer* tok) {
   std::vector<int32_t> types(static_cast<size_t>(c.vocab), kTokenNormal);
   std::vector<std::string> merges;
   if (tok) {
-    for (int32_t id = 0; id < tok->bos(); ++id) tokens[static_cast<size_t>(id)] = symbols_of(tok->bytes_of(id));
-    for (int k = 0; k < 4; ++k) {
-      tokens[static_cast<size_t>(tok->bos() + k)] = kSpecials[static_cast<size_t>(k)];
-      types[static_cast<size_t>(tok->bos() + k)] = kTokenControl;
-    }
+    const std::vector<std::string> text = internal_symbols(*tok);
+    for (size_t t = 0; t < text.size(); ++t)
+      if (const int32_t id = tok->vocab_id(static_cast<int32_t>(t)); id >= 0) tokens[static_cast<size_t>(id)] = text[t];
+    const int32_t specials[4] = {tok->bos(), tok->eos(), tok->mask(), tok->pad()};
+    for (int k = 0; k < 4; ++k)
+      if (specials[k] >= 0) {
+        tokens[static_cast<size_t>(specials[k])] = tok->special_name(k);
+        types[static_cast<size_t>(specials[k])] = kTokenControl;
+      }
+    for (size_t id = 0; id < tokens.size(); ++id)  // ids no token stands on (another layout's spare rows)
+      if (tokens[id].empty()) tokens[id] = "<|unused_" + std::to_string(id) + "|>", types[id] = kTokenUnused;
     for (const auto& [left, right] : tok->merges())
-      merges.push_back(tokens[static_cast<size_t>(left)] + " " + tokens[static_cast<size_t>(right)]);
+      merges.push_back(text[static_cast<size_t>(left)] + " " + text[static_cast<size_t>(right)]);
   } else {
     for (int64_t id = 0; id < c.vocab; ++id) tokens[static_cast<size_t>(id)] = "<|id_" + std::to_string(id) + "|>";
   }
@@ -125,8 +131,8 @@ void write_vocabulary(Bytes& kv, const Config& c, const Tokenizer* tok) {
   kv.kv_strings("tokenizer.ggml.merges", merges);
   if (tok) {
     kv.kv_u32("tokenizer.ggml.bos_token_id", tok->bos());
-    kv.kv_u32("tokenizer.ggml.eos_token_id", tok->eos());
-    kv.kv_u32("tokenizer.ggml.padding_token_id", tok->pad());
+    if (tok->eos() >= 0) kv.kv_u32("tokenizer.ggml.eos_token_id", tok->eos());
+    if (tok->pad() >= 0) kv.kv_u32("tokenizer.ggml.padding_token_id", tok->pad());
     kv.kv_bool("tokenizer.ggml.add_bos_token", true);  // nk-lm generate and score begin every text with BOS
     kv.kv_bool("tokenizer.ggml.add_eos_token", false);
   }

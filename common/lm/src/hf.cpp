@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -152,7 +153,7 @@ Config read_config(const std::string& path) {
 }
 
 ordered_json config_json(const Config& c, const Tokenizer* tok) {
-  const auto id = [&](int32_t v) { return tok ? ordered_json(v) : ordered_json(nullptr); };
+  const auto id = [&](int32_t v) { return tok && v >= 0 ? ordered_json(v) : ordered_json(nullptr); };
   return ordered_json{{"architectures", ordered_json::array({"LlamaForCausalLM"})},
                       {"model_type", "llama"},
                       {"attention_bias", false},
@@ -459,36 +460,43 @@ void write_safetensors(std::ostream& out, const ParameterStore& w) {
 
 // --- tokenizer.json ---------------------------------------------------------------
 
-/// tokenizer.json of Hugging Face tokenizers for our BPE; empty when two ids stand for the same bytes (a vocabulary
-/// maps strings to ids, so it cannot hold both).
+/// tokenizer.json of Hugging Face tokenizers for our BPE, in its vocabulary layout; empty when two ids stand for
+/// the same bytes (a vocabulary maps strings to ids, so it cannot hold both).
 std::optional<ordered_json> tokenizer_json(const Tokenizer& tok) {
-  const int32_t base = tok.bos();
-  std::vector<std::string> text(static_cast<size_t>(base));
+  const std::vector<std::string> text = internal_symbols(tok);
+  std::vector<std::pair<int32_t, const std::string*>> entries;
   std::unordered_map<std::string, int32_t> seen;
-  for (int32_t id = 0; id < base; ++id) {
-    text[static_cast<size_t>(id)] = symbols_of(tok.bytes_of(id));
-    const auto [at, fresh] = seen.emplace(text[static_cast<size_t>(id)], id);
+  for (size_t t = 0; t < text.size(); ++t) {
+    const int32_t id = tok.vocab_id(static_cast<int32_t>(t));
+    if (id < 0) continue;
+    const auto [at, fresh] = seen.emplace(text[t], id);
     if (!fresh) {
       spdlog::warn("export: tokenizer.json not written: tokens {} and {} stand for the same bytes", at->second, id);
       return std::nullopt;
     }
+    entries.emplace_back(id, &text[t]);
   }
+  std::sort(entries.begin(), entries.end());
   ordered_json vocab = ordered_json::object();
-  // Ids are unique (checked above): append in id order without ordered_map's linear look-up.
-  auto& entries = vocab.get_ref<ordered_json::object_t&>();
-  for (int32_t id = 0; id < base; ++id) entries.emplace_back(text[static_cast<size_t>(id)], id);
+  // Texts are unique (checked above): append in id order without ordered_map's linear look-up.
+  auto& object = vocab.get_ref<ordered_json::object_t&>();
+  for (const auto& [id, s] : entries) object.emplace_back(*s, id);
   ordered_json merges = ordered_json::array();
   for (const auto& [left, right] : tok.merges())
     merges.push_back(text[static_cast<size_t>(left)] + " " + text[static_cast<size_t>(right)]);
   ordered_json added = ordered_json::array();
-  for (int k = 0; k < 4; ++k)
-    added.push_back({{"id", base + k},
-                     {"content", kSpecials[static_cast<size_t>(k)]},
+  std::set<int32_t> specials;
+  for (int k = 0; k < 4; ++k) {
+    const int32_t id = std::array{tok.bos(), tok.eos(), tok.mask(), tok.pad()}[static_cast<size_t>(k)];
+    if (id < 0 || !specials.insert(id).second) continue;  // absent, or BOS that is EOS
+    added.push_back({{"id", id},
+                     {"content", tok.special_name(k)},
                      {"single_word", false},
                      {"lstrip", false},
                      {"rstrip", false},
                      {"normalized", false},
                      {"special", true}});
+  }
   const ordered_json byte_level = {
       {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
   return ordered_json{{"version", "1.0"},
@@ -512,9 +520,20 @@ std::optional<ordered_json> tokenizer_json(const Tokenizer& tok) {
                         {"merges", merges}}}};
 }
 
-/// The merges of a tokenizer.json in nk's id layout (bytes 0-255 in GPT-2's order, merge i = id 256 + i, then the
-/// four specials ending the vocabulary), or why it is not one. json errors (a missing key) are the caller's.
-std::string merges_of(const json& t, int64_t vocab, std::vector<std::pair<int32_t, int32_t>>& merges) {
+/// A config.json token id (an integer, a list whose first entry is one, or absent/null: -1).
+int32_t config_token(const json& config, const char* key) {
+  if (!config.contains(key)) return -1;
+  const json& v = config.at(key);
+  const json& x = v.is_array() && !v.empty() ? v.at(0) : v;
+  return x.is_number_integer() ? static_cast<int32_t>(x.get<int64_t>()) : -1;
+}
+
+/// The merges and vocabulary layout of a tokenizer.json that is a byte-level BPE (ByteLevel pre-tokenizer without
+/// a prefix space and with GPT-2's pattern, ByteLevel decoder, no normalizer, no byte fallback), or why it is not
+/// one. Any id layout: bytes, merge results and specials where the vocabulary puts them; BOS, EOS and PAD from
+/// config.json's ids, MASK the special whose text holds "mask". json errors (a missing key) are the caller's.
+std::string layout_of(const json& t, const json& config, int64_t vocab, std::vector<std::pair<int32_t, int32_t>>& merges,
+                      Tokenizer::Layout& layout) {
   const json& model = t.at("model");
   if (model.value("type", "") != "BPE") return "model.type is not BPE";
   if (model.value("byte_fallback", false)) return "byte_fallback is set";
@@ -526,26 +545,25 @@ std::string merges_of(const json& t, int64_t vocab, std::vector<std::pair<int32_
   if (!byte_level("pre_tokenizer") || t.at("decoder").value("type", "") != "ByteLevel")
     return "not a byte-level BPE with pre_tokenizer ByteLevel (no prefix space) and decoder ByteLevel";
   if (t.contains("normalizer") && !t.at("normalizer").is_null()) return "it has a normalizer";
-  const int64_t base = vocab - 4;
-  const json& m = model.at("merges");
-  if (base < 256 || !m.is_array() || static_cast<int64_t>(m.size()) != base - 256)
-    return "its merges do not fill the vocabulary of config.json with 256 bytes + merges + 4 specials";
-  std::vector<std::string> text(static_cast<size_t>(base));
-  for (const auto& [s, id] : model.at("vocab").items()) {
+  if (model.contains("continuing_subword_prefix") && !model.at("continuing_subword_prefix").is_null())
+    return "it has a continuing_subword_prefix";
+  std::unordered_map<std::string, int32_t> id_of;
+  for (const auto& [text, id] : model.at("vocab").items()) {
     if (!id.is_number_integer()) return "a vocabulary id is not an integer";
     const int64_t i = id.get<int64_t>();
     if (i < 0 || i >= vocab) return "vocabulary id " + std::to_string(i) + " is outside config.json's vocab_size";
-    if (i >= base) continue;  // a special listed in the vocabulary too
-    if (!text[static_cast<size_t>(i)].empty()) return "two tokens share id " + std::to_string(i);
-    text[static_cast<size_t>(i)] = s;
+    id_of.emplace(text, static_cast<int32_t>(i));
   }
-  std::unordered_map<std::string, int32_t> id_of;
-  for (int32_t i = 0; i < base; ++i) {
-    if (i < 256 && text[static_cast<size_t>(i)] != byte_symbols()[static_cast<size_t>(i)])
-      return "ids 0-255 are not the 256 bytes in GPT-2's order";
-    if (text[static_cast<size_t>(i)].empty()) return "id " + std::to_string(i) + " has no token";
-    id_of.emplace(text[static_cast<size_t>(i)], i);
+  // Internal tokens: the 256 bytes, then one per merge; each text once.
+  std::unordered_map<std::string, int32_t> internal;
+  for (int b = 0; b < 256; ++b) {
+    const std::string& sym = byte_symbols()[static_cast<size_t>(b)];
+    internal.emplace(sym, b);
+    const auto found = id_of.find(sym);
+    layout.ids.push_back(found == id_of.end() ? -1 : found->second);
   }
+  const json& m = model.at("merges");
+  if (!m.is_array() || static_cast<int64_t>(m.size()) > vocab) return "its merges are not a list that fits the vocabulary";
   for (size_t k = 0; k < m.size(); ++k) {
     std::string left, right;
     if (m[k].is_string()) {
@@ -559,32 +577,53 @@ std::string merges_of(const json& t, int64_t vocab, std::vector<std::pair<int32_
       left = m[k].at(0).get<std::string>();
       right = m[k].at(1).get<std::string>();
     }
-    const auto l = id_of.find(left), r = id_of.find(right), merged = id_of.find(left + right);
-    if (l == id_of.end() || r == id_of.end() || merged == id_of.end() ||
-        merged->second != 256 + static_cast<int64_t>(k))
-      return "merge " + std::to_string(k) + " does not make id " + std::to_string(256 + k);
+    const auto l = internal.find(left), r = internal.find(right);
+    if (l == internal.end() || r == internal.end())
+      return "merge " + std::to_string(k) + " joins a token that neither a byte nor an earlier merge makes";
+    const auto made = id_of.find(left + right);
+    if (made == id_of.end()) return "merge " + std::to_string(k) + " makes a token the vocabulary lacks";
+    if (!internal.emplace(left + right, static_cast<int32_t>(256 + k)).second)
+      return "merge " + std::to_string(k) + " makes a token an earlier merge made";
     merges.emplace_back(l->second, r->second);
+    layout.ids.push_back(made->second);
   }
-  std::set<int64_t> specials;
+  layout.vocab = vocab;
+  const int32_t from_config[4] = {config_token(config, "bos_token_id"), config_token(config, "eos_token_id"), -1,
+                                  config_token(config, "pad_token_id")};
   for (const json& a : t.at("added_tokens")) {
     if (!a.at("special").get<bool>()) return "it adds a token that is not special";
-    specials.insert(a.at("id").get<int64_t>());
+    const auto id = static_cast<int32_t>(a.at("id").get<int64_t>());
+    std::string content = a.at("content").get<std::string>();
+    std::string lower = content;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    for (int k = 0; k < 4; ++k) {
+      const bool is_k = k == 2 ? lower.find("mask") != std::string::npos : id == from_config[k];
+      if (is_k && layout.specials[static_cast<size_t>(k)] < 0) {
+        layout.specials[static_cast<size_t>(k)] = id;
+        layout.names[static_cast<size_t>(k)] = content;
+      }
+    }
   }
-  if (specials != std::set<int64_t>{base, base + 1, base + 2, base + 3})
-    return "its special tokens are not the top four ids (BOS EOS MASK PAD)";
   return "";
 }
 
-std::optional<Tokenizer> read_tokenizer(const std::string& path, int64_t vocab) {
+std::optional<Tokenizer> read_tokenizer(const std::string& path, const json& config, int64_t vocab) {
   const json t = parse_json(path, read_text(path));
   std::vector<std::pair<int32_t, int32_t>> merges;
+  Tokenizer::Layout layout;
   std::string problem;
   try {
-    problem = merges_of(t, vocab, merges);
-    if (problem.empty()) return Tokenizer::from_merges(std::move(merges));
+    problem = layout_of(t, config, vocab, merges, layout);
+    if (problem.empty()) {
+      Tokenizer tok = Tokenizer::from_layout(std::move(merges), std::move(layout));
+      if (!tok.native())
+        spdlog::info("{}: a byte-level BPE in its own id layout (BOS {}, EOS {}, MASK {}, PAD {})", path, tok.bos(),
+                     tok.eos(), tok.mask(), tok.pad());
+      return tok;
+    }
   } catch (const json::exception&) {
     problem = "an unexpected structure";
-  } catch (const Error& e) {  // from_merges: merges that reference ids not yet defined
+  } catch (const Error& e) {  // from_layout: ids that collide or merges that reference ids not yet defined
     problem = e.what();
   }
   spdlog::warn("{}: tokenizer not imported ({}): --token-ids only", path, problem);
@@ -626,7 +665,7 @@ Checkpoint import_hf(const std::string& dir) {
   }
   const std::string tokenizer_path = in_dir(dir, "tokenizer.json");
   if (fs::exists(tokenizer_path))
-    ck.tokenizer = read_tokenizer(tokenizer_path, config.vocab);
+    ck.tokenizer = read_tokenizer(tokenizer_path, parse_json(config_path, read_text(config_path)), config.vocab);
   else
     spdlog::info("{}: no tokenizer.json: token ids only", dir);
   return ck;
@@ -652,13 +691,13 @@ void export_hf(const Checkpoint& model, const std::string& dir, bool no_clobber)
   publish(outputs[0], no_clobber, [&](std::ostream& out) { write_safetensors(out, model.weights); });
   if (tokenizer) {
     publish(tokenizer_files[0], no_clobber, [&](std::ostream& out) { out << tokenizer->dump(1) << '\n'; });
-    const ordered_json config = {{"tokenizer_class", "PreTrainedTokenizerFast"},
-                                 {"bos_token", kSpecials[0]},
-                                 {"eos_token", kSpecials[1]},
-                                 {"mask_token", kSpecials[2]},
-                                 {"pad_token", kSpecials[3]},
-                                 {"model_max_length", c.max_seq},
-                                 {"clean_up_tokenization_spaces", false}};
+    ordered_json config = {{"tokenizer_class", "PreTrainedTokenizerFast"}};
+    const char* keys[] = {"bos_token", "eos_token", "mask_token", "pad_token"};
+    const int32_t ids[] = {tok->bos(), tok->eos(), tok->mask(), tok->pad()};
+    for (int k = 0; k < 4; ++k)
+      if (ids[k] >= 0) config[keys[k]] = tok->special_name(k);
+    config["model_max_length"] = c.max_seq;
+    config["clean_up_tokenization_spaces"] = false;
     publish(tokenizer_files[1], no_clobber, [&](std::ostream& out) { out << config.dump(2) << '\n'; });
   } else {
     for (const std::string& stale : tokenizer_files)  // another model's tokenizer must not pass for this one's

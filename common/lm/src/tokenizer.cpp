@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <functional>
 #include <optional>
 #include <queue>
 
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
+#include "byte_level.hpp"
 #include "nk/rng.hpp"
 
 namespace nk::lm {
@@ -20,6 +22,7 @@ constexpr int64_t kSpecials = 4;
 constexpr int64_t kMostVocab = int64_t{1} << 20;
 constexpr int64_t kMostMerges = kMostVocab - 256 - kSpecials;
 constexpr const char* kKind = "byte-bpe/1";
+constexpr const char* kMappedKind = "byte-bpe-mapped/1";  // another layout: /ids and /specials beside /merges
 constexpr size_t kMostCached = size_t{1} << 18;  // words in encode()'s cache
 
 enum ByteClass : uint8_t { other, letter, digit, space };
@@ -256,6 +259,12 @@ std::vector<TrainWord> count_words(std::span<const std::string_view> documents) 
 Tokenizer::Tokenizer() : Tokenizer(std::vector<std::pair<int32_t, int32_t>>{}) {}
 
 Tokenizer::Tokenizer(std::vector<std::pair<int32_t, int32_t>> merges) : merges_(std::move(merges)) {
+  const auto base = static_cast<int32_t>(256 + merges_.size());
+  for (int k = 0; k < 4; ++k) {
+    specials_[static_cast<size_t>(k)] = base + k;
+    names_[static_cast<size_t>(k)] = kSpecialNames[static_cast<size_t>(k)];
+  }
+  vocab_ = base + kSpecials;
   bytes_.reserve(256 + merges_.size());
   for (int b = 0; b < 256; ++b) bytes_.emplace_back(1, static_cast<char>(b));
   rank_.reserve(merges_.size());
@@ -270,6 +279,45 @@ Tokenizer Tokenizer::from_merges(std::vector<std::pair<int32_t, int32_t>> merges
   const std::string problem = merge_problem(merges);
   if (!problem.empty()) throw usage_error("tokenizer merges: " + problem);
   return Tokenizer(std::move(merges));
+}
+
+Tokenizer Tokenizer::from_layout(std::vector<std::pair<int32_t, int32_t>> merges, Layout layout) {
+  const std::string problem = merge_problem(merges);
+  if (!problem.empty()) throw usage_error("tokenizer merges: " + problem);
+  const size_t tokens = 256 + merges.size();
+  if (layout.ids.size() != tokens)
+    throw usage_error("tokenizer layout: " + std::to_string(layout.ids.size()) + " ids for " + std::to_string(tokens) + " tokens");
+  if (layout.vocab < 1 || layout.vocab > kMostVocab) throw usage_error("tokenizer layout: vocabulary out of range");
+  bool identity = layout.vocab == static_cast<int64_t>(tokens) + kSpecials;
+  for (size_t t = 0; t < tokens && identity; ++t) identity = layout.ids[t] == static_cast<int32_t>(t);
+  for (int k = 0; k < 4 && identity; ++k)
+    identity = layout.specials[static_cast<size_t>(k)] == static_cast<int32_t>(tokens) + k;
+  if (identity) return Tokenizer(std::move(merges));
+  if (layout.specials[0] < 0) layout.specials[0] = layout.specials[1];  // GPT-2's one <|endoftext|> opens texts too
+  if (layout.specials[0] < 0) throw usage_error("tokenizer layout: neither a BOS nor an EOS token");
+  std::vector<int32_t> from(static_cast<size_t>(layout.vocab), -1);
+  std::vector<char> taken(static_cast<size_t>(layout.vocab), 0);
+  for (size_t t = 0; t < tokens; ++t) {
+    const int32_t id = layout.ids[t];
+    if (id == -1 && t < 256) continue;  // a byte without a token: text holding it cannot be encoded
+    if (id < 0 || id >= layout.vocab) throw usage_error("tokenizer layout: id " + std::to_string(id) + " outside the vocabulary");
+    if (taken[static_cast<size_t>(id)]) throw usage_error("tokenizer layout: two tokens on id " + std::to_string(id));
+    taken[static_cast<size_t>(id)] = 1;
+    from[static_cast<size_t>(id)] = static_cast<int32_t>(t);
+  }
+  for (int k = 0; k < 4; ++k) {
+    const int32_t id = layout.specials[static_cast<size_t>(k)];
+    if (id == -1) continue;
+    if (id < 0 || id >= layout.vocab || from[static_cast<size_t>(id)] >= 0)
+      throw usage_error("tokenizer layout: special id " + std::to_string(id) + " outside the vocabulary or on a token");
+  }
+  Tokenizer tok(std::move(merges));
+  tok.specials_ = layout.specials;
+  tok.names_ = std::move(layout.names);
+  tok.vocab_ = layout.vocab;
+  tok.to_vocab_ = std::move(layout.ids);
+  tok.from_vocab_ = std::move(from);
+  return tok;
 }
 
 Tokenizer Tokenizer::train(std::span<const std::string_view> documents, int64_t vocab) {
@@ -294,9 +342,7 @@ Tokenizer Tokenizer::train(std::span<const std::string_view> documents, int64_t 
 
 // --- encoding -----------------------------------------------------------------
 
-int64_t Tokenizer::size() const {
-  return 256 + static_cast<int64_t>(merges_.size()) + kSpecials;
-}
+int64_t Tokenizer::size() const { return vocab_; }
 
 int32_t Tokenizer::rank_of(int32_t left, int32_t right) const {
   const auto found = rank_.find(pair_key(left, right));
@@ -382,6 +428,15 @@ void Tokenizer::encode_with_offsets(std::string_view bytes, std::vector<int32_t>
       offset += static_cast<int64_t>(bytes_[ids[k]].size());
     }
   });
+  if (native()) return;
+  for (size_t k = 0; k < ids.size(); ++k) {  // internal ids to the vocabulary's, after the cache has served
+    const int32_t id = to_vocab_[static_cast<size_t>(ids[k])];
+    if (id < 0)
+      throw Error(Exit::input, "byte 0x" + std::string(1, "0123456789abcdef"[(ids[k] >> 4) & 15]) +
+                                   std::string(1, "0123456789abcdef"[ids[k] & 15]) + " at offset " +
+                                   std::to_string(begin[k]) + " has no token in this tokenizer's vocabulary");
+    ids[k] = id;
+  }
 }
 
 // --- decoding -----------------------------------------------------------------
@@ -391,8 +446,9 @@ std::string_view Tokenizer::bytes_of(int32_t id) const {
     throw Error(Exit::input,
                 "token id " + std::to_string(id) + " is outside the vocabulary 0.." + std::to_string(size() - 1));
   }
-  if (id >= bos()) return {};
-  return bytes_[id];
+  if (native()) return id >= specials_[0] ? std::string_view() : std::string_view(bytes_[static_cast<size_t>(id)]);
+  const int32_t t = from_vocab_[static_cast<size_t>(id)];
+  return t < 0 ? std::string_view() : std::string_view(bytes_[static_cast<size_t>(t)]);
 }
 
 std::string Tokenizer::decode(std::span<const int32_t> ids) const {
@@ -404,6 +460,10 @@ std::string Tokenizer::decode(std::span<const int32_t> ids) const {
 uint64_t Tokenizer::fingerprint() const {
   uint64_t h = mix64(0x6279746562706531ull ^ merges_.size());  // "bytebpe1"
   for (const auto& [left, right] : merges_) h = mix64(h ^ mix64(pair_key(left, right)));
+  if (native()) return h;
+  h = mix64(h ^ static_cast<uint64_t>(vocab_));
+  for (int32_t id : to_vocab_) h = mix64(h ^ static_cast<uint32_t>(id));
+  for (int32_t id : specials_) h = mix64(h ^ static_cast<uint32_t>(id));
   return h;
 }
 
@@ -419,15 +479,20 @@ void Tokenizer::save(nk::h5::Writer& out, const std::string& group) const {
   // The dataset first: writing it creates the group the attributes go on.
   out.write(merges_dataset(group), flat.data(), {static_cast<int64_t>(merges_.size()), 2}, "M,pair");
   const std::string object = group.empty() ? "/" : group;
-  out.attr(object, "kind", kKind);
+  out.attr(object, "kind", native() ? kKind : kMappedKind);
   out.attr(object, "vocab", size());
+  if (native()) return;
+  const std::string prefix = group.empty() ? "/" : group + "/";
+  out.write(prefix + "ids", to_vocab_.data(), {static_cast<int64_t>(to_vocab_.size())}, "token");
+  out.write(prefix + "specials", specials_.data(), {4}, "BOS,EOS,MASK,PAD");
+  for (int k = 0; k < 4; ++k) out.attr(prefix + "specials", "name_" + std::to_string(k), names_[static_cast<size_t>(k)]);
 }
 
 Tokenizer Tokenizer::load(const nk::h5::File& in, const std::string& group) {
   const std::string dataset = merges_dataset(group);
   const std::string object = group.empty() ? "/" : group;
   const std::optional<std::string> kind = in.attr_string(object, "kind");
-  if (kind != kKind) {
+  if (kind != kKind && kind != kMappedKind) {
     throw input_error(in.path(), dataset,
                       "tokenizer attribute kind of " + object + ": expected " + kKind + ", found " +
                           (kind ? "'" + *kind + "'" : "none"));
@@ -446,8 +511,30 @@ Tokenizer Tokenizer::load(const nk::h5::File& in, const std::string& group) {
   for (size_t i = 0; i < merges.size(); ++i) merges[i] = {flat.data[2 * i], flat.data[2 * i + 1]};
   const std::string problem = merge_problem(merges);
   if (!problem.empty()) throw input_error(in.path(), dataset, problem);
-  const int64_t expected = 256 + static_cast<int64_t>(merges.size()) + kSpecials;
   const std::optional<double> vocab = in.attr_number(object, "vocab");
+  if (kind == kMappedKind) {
+    const std::string prefix = group.empty() ? "/" : group + "/";
+    if (!vocab || *vocab < 1 || *vocab > static_cast<double>(kMostVocab) || *vocab != std::floor(*vocab))
+      throw input_error(in.path(), dataset, "tokenizer attribute vocab of " + object + " missing or out of range");
+    const nk::h5::DatasetInfo ids_info = in.info(prefix + "ids");
+    if (ids_info.shape != std::vector<int64_t>{256 + static_cast<int64_t>(merges.size())})
+      throw input_error(in.path(), prefix + "ids", "expected [256 + merges], found " + nk::h5::shape_text(ids_info.shape));
+    if (in.info(prefix + "specials").shape != std::vector<int64_t>{4})
+      throw input_error(in.path(), prefix + "specials", "expected [4] (BOS, EOS, MASK, PAD)");
+    Layout layout;
+    layout.ids = in.read<int32_t>(prefix + "ids").data;
+    const std::vector<int32_t> specials = in.read<int32_t>(prefix + "specials").data;
+    std::copy(specials.begin(), specials.end(), layout.specials.begin());
+    for (int k = 0; k < 4; ++k)
+      layout.names[static_cast<size_t>(k)] = in.attr_string(prefix + "specials", "name_" + std::to_string(k)).value_or("");
+    layout.vocab = static_cast<int64_t>(*vocab);
+    try {
+      return from_layout(std::move(merges), std::move(layout));
+    } catch (const Error& e) {
+      throw input_error(in.path(), prefix + "ids", e.what());
+    }
+  }
+  const int64_t expected = 256 + static_cast<int64_t>(merges.size()) + kSpecials;
   if (!vocab || *vocab != static_cast<double>(expected)) {
     throw input_error(in.path(), dataset,
                       "tokenizer attribute vocab of " + object + " should be " + std::to_string(expected) +

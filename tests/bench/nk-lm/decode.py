@@ -154,7 +154,38 @@ def round_trip(work, threads):
         e2 = rel(back(torch.tensor(ids)).logits.numpy(), want)
     print(f'  round trip: transformers -> nk-lm import: logits rel err {e1:.1e}; '
           f'-> nk-lm export -> transformers: {e2:.1e} (goal 1e-4: {"met" if max(e1, e2) < 1e-4 else "NOT met"})')
-    return max(e1, e2) < 1e-4
+    return max(e1, e2) < 1e-4 and tokenizer_import(work, cfg)
+
+
+def tokenizer_import(work, cfg):
+    """A byte-level BPE trained by Hugging Face tokenizers (its own id layout: the special first, the alphabet in
+    its order) beside a tiny Llama of its vocabulary: nk-lm import must encode text to the same ids."""
+    import torch
+    import transformers as tf
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    texts = open('/usr/share/games/fortunes/fortunes', encoding='utf-8', errors='replace').read().split('\n%\n')
+    tk = Tokenizer(models.BPE())
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tk.decoder = decoders.ByteLevel()
+    tk.train_from_iterator(texts[:300], trainers.BpeTrainer(vocab_size=700, special_tokens=['<|endoftext|>'],
+                                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                                      show_progress=False))
+    eot = tk.token_to_id('<|endoftext|>')
+    cfg = tf.LlamaConfig(**{**cfg.to_dict(), 'vocab_size': tk.get_vocab_size(), 'bos_token_id': eot, 'eos_token_id': eot})
+    tf.LlamaForCausalLM(cfg).save_pretrained(f'{work}/bpe-hf', safe_serialization=True)
+    tk.save(f'{work}/bpe-hf/tokenizer.json')
+    sh('nk-lm', '-q', 'import', f'{work}/bpe-hf', '-o', f'{work}/bpe.h5')
+    same = 0
+    probes = [t for t in texts[300:] if 0 < len(tk.encode(t).ids) < 60][:50] or texts[:1]
+    for i, text in enumerate(probes):
+        open(f'{work}/probe.txt', 'w', encoding='utf-8').write(text)
+        sh('nk-lm', '-q', 'score', '-m', f'{work}/bpe.h5', '--text', f'{work}/probe.txt', '-o', f'{work}/probe.h5')
+        row = h5py.File(f'{work}/probe.h5')['tokens'][()][0]
+        ours = [int(x) for x in row[1:] if x >= 0]
+        same += ours == tk.encode(text).ids and row[0] == eot
+    print(f'  tokenizer import: a byte-level BPE trained by Hugging Face tokenizers (vocabulary {tk.get_vocab_size()}, '
+          f'<|endoftext|> at id {eot}): nk-lm encodes {same} of {len(probes)} fortunes to its ids')
+    return same == len(probes)
 
 
 def main():

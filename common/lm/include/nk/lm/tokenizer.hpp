@@ -14,6 +14,7 @@
 // "a", "  ", " b"), and the contractions are lower case only, as in GPT-2.
 #pragma once
 #include <cstdint>
+#include <array>
 #include <span>
 #include <string>
 #include <string_view>
@@ -30,6 +31,19 @@ namespace nk::lm {
 
 class Tokenizer {
  public:
+  /// Where the tokens sit in a vocabulary laid out otherwise than nk's (a
+  /// Hugging Face byte-level BPE imported with its model): the vocabulary id
+  /// of byte b (ids[b], -1 when the vocabulary has no token for it) and of
+  /// merge i's result (ids[256 + i]), the ids of BOS, EOS, MASK and PAD (-1:
+  /// absent; BOS and EOS may be one token) and their texts, the vocabulary
+  /// size. Ids not named are unused: they decode to nothing.
+  struct Layout {
+    std::vector<int32_t> ids;
+    std::array<int32_t, 4> specials{-1, -1, -1, -1};
+    std::array<std::string, 4> names;
+    int64_t vocab = 0;
+  };
+
   /// 256 byte tokens, no merges, the 4 specials (vocabulary 260).
   Tokenizer();
   /// Learns vocab - 260 merges from the documents (pre-split into words as
@@ -52,12 +66,27 @@ class Tokenizer {
   /// the vocabulary). Valid as long as the tokenizer.
   std::string_view bytes_of(int32_t id) const;
 
-  int64_t size() const;  ///< the vocabulary: 256 + merges + 4
-  int32_t bos() const { return static_cast<int32_t>(256 + merges_.size()); }
-  int32_t eos() const { return bos() + 1; }
-  int32_t mask() const { return bos() + 2; }
-  int32_t pad() const { return bos() + 3; }
+  int64_t size() const;  ///< the vocabulary: 256 + merges + 4 in nk's layout
+  /// The specials' ids (nk's layout: the top four); in another layout -1
+  /// where it has none (MASK, PAD; BOS is EOS where only EOS exists).
+  int32_t bos() const { return specials_[0]; }
+  int32_t eos() const { return specials_[1]; }
+  int32_t mask() const { return specials_[2]; }
+  int32_t pad() const { return specials_[3]; }
+  /// The merges over internal ids (byte b is b, merge i makes 256 + i): the
+  /// vocabulary ids themselves in nk's layout, else mapped by vocab_id().
   const std::vector<std::pair<int32_t, int32_t>>& merges() const { return merges_; }
+  /// The vocabulary id of internal token t (0..256 + merges - 1); -1 for a
+  /// byte the vocabulary lacks.
+  int32_t vocab_id(int32_t t) const { return to_vocab_.empty() ? t : to_vocab_[static_cast<size_t>(t)]; }
+  /// The text a special stands for in exported vocabularies (k: 0 BOS, 1 EOS, 2 MASK, 3 PAD).
+  const std::string& special_name(int k) const { return names_[static_cast<size_t>(k)]; }
+  /// True in nk's own layout (ids = bytes, merges, then the four specials).
+  bool native() const { return to_vocab_.empty(); }
+  /// In another layout, validated: every id within the vocabulary, no two
+  /// tokens on one id, a BOS or an EOS (usage error otherwise). A layout
+  /// that is nk's own gives a native tokenizer.
+  static Tokenizer from_layout(std::vector<std::pair<int32_t, int32_t>> merges, Layout layout);
   /// A 64-bit fingerprint of the merges (corpora record the tokenizer they were cut with).
   uint64_t fingerprint() const;
 
@@ -77,6 +106,11 @@ class Tokenizer {
   std::vector<std::pair<int32_t, int32_t>> merges_;
   std::vector<std::string> bytes_;              // per non-special id
   std::unordered_map<uint64_t, int32_t> rank_;  // pair_key(left, right) -> merge index
+  std::array<int32_t, 4> specials_{};
+  std::array<std::string, 4> names_;
+  int64_t vocab_ = 0;
+  std::vector<int32_t> to_vocab_;    // internal -> vocabulary id; empty in nk's layout
+  std::vector<int32_t> from_vocab_;  // vocabulary id -> internal, -1 for specials and unused ids
 
   /// Takes merges already validated; fills bytes_ and rank_.
   explicit Tokenizer(std::vector<std::pair<int32_t, int32_t>> merges);
