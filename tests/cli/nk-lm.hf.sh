@@ -87,6 +87,13 @@ check "export of the other layout and import again: the same tokenizer" sh -c "n
 import h5py, numpy as np
 assert np.array_equal(h5py.File('tp.h5')['tokens'][()], h5py.File('tp2.h5')['tokens'][()])\""
 check "GGUF export of the other layout" nk-lm -q export -m perm.h5 --format gguf -o perm.gguf
+mkdir noids && cp hf/model.safetensors hf/tokenizer.json noids/
+$PY -c "
+import json
+c = json.load(open('hf/config.json'))
+for k in ('bos_token_id', 'eos_token_id', 'pad_token_id'): c.pop(k)
+json.dump(c, open('noids/config.json', 'w'))"
+check "a config.json without token ids: the specials found by their texts" sh -c 'nk-lm -q import noids -o noids.h5 && nk-lm info -m noids.h5 | grep -q "^tokenizer *byte-level BPE, [0-9]* merges; BOS"'
 
 # A tokenizer.json that is not in nk's layout: imported with a warning, token ids only.
 mkdir foreign && cp hf/config.json hf/model.safetensors foreign/

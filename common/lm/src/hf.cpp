@@ -596,8 +596,13 @@ std::string layout_of(const json& t, const json& config, int64_t vocab, std::vec
     std::string content = a.at("content").get<std::string>();
     std::string lower = content;
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    // config.json's ids where it gives them, else the token's text (nk's <|bos|>..., <s>, </s>, <|endoftext|>).
+    const bool named[4] = {lower.find("bos") != std::string::npos || lower == "<s>",
+                           lower.find("eos") != std::string::npos || lower == "</s>" ||
+                               lower.find("endoftext") != std::string::npos,
+                           lower.find("mask") != std::string::npos, lower.find("pad") != std::string::npos};
     for (int k = 0; k < 4; ++k) {
-      const bool is_k = k == 2 ? lower.find("mask") != std::string::npos : id == from_config[k];
+      const bool is_k = from_config[k] >= 0 ? id == from_config[k] : named[k];
       if (is_k && layout.specials[static_cast<size_t>(k)] < 0) {
         layout.specials[static_cast<size_t>(k)] = id;
         layout.names[static_cast<size_t>(k)] = content;

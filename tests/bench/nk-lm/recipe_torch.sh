@@ -3,7 +3,8 @@
 # 1000 steps of 16 x 256 tokens, lr 3e-3, warm-up 100, cosine to 0.1, seed 1,
 # 2 threads) run in eager PyTorch (torch_train.py, the benchmark venv's torch),
 # its weights imported by nk-lm and scored the same way as data/lm/causal.h5:
-# validation bits per byte of both (goal: within 1%). About 15 minutes.
+# validation bits per byte of both (goal: within 1%). About 15 minutes; the
+# PyTorch weights and log stay in build/bench/nk-lm/pytorch-recipe.
 set -euo pipefail
 bin=$(cd "$1" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,6 +18,8 @@ nk-lm -q corpus --threads 2 -o "$work/corpus.h5"
 /usr/bin/time -f "%e" -o "$work/pt.time" "$PYV" "$here/torch_train.py" "$work/corpus.h5" "$work/recipe.tsv" \
   --layers 4 --d-model 192 --heads 6 --kv-heads 2 --d-ff 512 --context 256 --batch 16 --steps 1000 --lr 3e-3 \
   --warmup 100 --min-lr 0.1 --seed 1 --threads 2 --save "$work/pt" > "$work/pt.out"
+keep=$root/build/bench/nk-lm/pytorch-recipe  # kept: 15 minutes of training
+mkdir -p "$keep" && cp "$work/pt/"* "$work/recipe.tsv" "$keep/"
 nk-lm -q export -m "$root/data/lm/causal.h5" -o "$work/tok" && cp "$work/tok/tokenizer.json" "$work/pt/"
 nk-lm -q import "$work/pt" -o "$work/pt.h5"
 bpb() { nk-lm -q score -m "$1" --corpus "$work/corpus.h5" --threads 2 -o "$work/s.h5" &&

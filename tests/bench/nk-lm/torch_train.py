@@ -147,4 +147,5 @@ if a.save:
                "intermediate_size": a.d_ff, "num_hidden_layers": a.layers, "num_attention_heads": H,
                "num_key_value_heads": G, "head_dim": hd, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
                "vocab_size": vocab, "max_position_embeddings": T, "tie_word_embeddings": True,
+               "bos_token_id": vocab - 4, "eos_token_id": vocab - 3, "pad_token_id": vocab - 1,
                "hidden_act": "silu"}, open(f"{a.save}/config.json", "w"))
