@@ -16,10 +16,11 @@ against nk-lm score --logits, and the greedy continuations token by token.
 
 --checks adds the round trip of issue #25: a randomly initialised tiny
 LlamaForCausalLM saved by transformers, imported by nk-lm (logits against
-transformers' to 1e-4), exported again and loaded back by transformers."""
+transformers' to 1e-4), exported again and loaded back by transformers; and a
+byte-level BPE trained by Hugging Face tokenizers, in that library's own id
+layout, imported beside a tiny Llama: nk-lm must encode text to its ids."""
 import argparse
 import ctypes
-import os
 import re
 import subprocess
 import sys
