@@ -10,7 +10,6 @@
 #include <omp.h>
 
 #include <Eigen/Core>
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -27,6 +26,21 @@ using ConstMap = Eigen::Map<const Matrix>;
 using Strided = Eigen::Map<Matrix, 0, Eigen::OuterStride<>>;
 using ConstStrided = Eigen::Map<const Matrix, 0, Eigen::OuterStride<>>;
 
+// No std:: algorithm templates in this file: their out-of-line instances are
+// shared at link time with the other copies', and one compiled here for
+// AVX-512 could stand in for the baseline's. These have internal linkage.
+template <class T>
+inline T lo(T a, T b) { return b < a ? b : a; }
+template <class T>
+inline T hi(T a, T b) { return a < b ? b : a; }
+constexpr float kInf = std::numeric_limits<float>::infinity();  // evaluated here: no call
+inline void fill_zero(float* from, float* to) {
+  for (; from < to; ++from) *from = 0.0f;
+}
+inline void copy(const float* from, const float* to, float* out) {
+  for (; from < to; ++from, ++out) *out = *from;
+}
+
 /// x = exp(x) through this copy's packet exp, every element alike (see
 /// nk::lm::detail::exp_inplace in layers.hpp, not included here: its
 /// instances would clash with this copy's at link time).
@@ -38,9 +52,9 @@ void exp_inplace(float* x, int64_t n) {
   for (; i + P <= n; i += P) ei::pstoreu(x + i, ei::pexp(ei::ploadu<Packet>(x + i)));
   if (i < n) {
     float pad[P] = {};
-    std::copy(x + i, x + n, pad);
+    copy(x + i, x + n, pad);
     ei::pstoreu(pad, ei::pexp(ei::ploadu<Packet>(pad)));
-    std::copy(pad, pad + (n - i), x + i);
+    copy(pad, pad + (n - i), x + i);
   }
 }
 
@@ -71,7 +85,7 @@ void dots(const float* x, int64_t in, const float* w, const float* limit, float*
     Packet wk[WR];
 #pragma GCC unroll 8
     for (int k = 0; k < WR; ++k) {
-      ei::prefetch(std::min(w + k * in + i + kAhead, limit));  // unconditional: a branch here spills the accumulators
+      ei::prefetch(lo(w + k * in + i + kAhead, limit));  // unconditional: a branch here spills the accumulators
       wk[k] = ei::ploadu<Packet>(w + k * in + i);
     }
 #pragma GCC unroll 8
@@ -107,18 +121,18 @@ void dot_rows(const float* x, int64_t in, const float* w, int64_t o0, int64_t o1
 /// rows of x pass over each row of W from L1 (dots). Memory-bound at one
 /// row, FMA-bound from ~4.
 void linear_few(const float* x, const float* w, int64_t n, int64_t in, int64_t out, float* y) {
-  const int64_t chunk = std::max<int64_t>(8, (int64_t{64} << 10) / in / 8 * 8);
+  const int64_t chunk = hi<int64_t>(8, (int64_t{64} << 10) / in / 8 * 8);
 #pragma omp parallel
   {
     const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
     const int64_t begin = out * t / threads, end = out * (t + 1) / threads;
-    const float* limit = w + std::max<int64_t>(begin, end - 1) * in;  // the last row's start: in bounds
+    const float* limit = w + hi<int64_t>(begin, end - 1) * in;  // the last row's start: in bounds
     for (int64_t o0 = begin; o0 < end; o0 += chunk) {
-      const int64_t o1 = std::min(end, o0 + chunk);
+      const int64_t o1 = lo(end, o0 + chunk);
       for (int64_t r = 0; r < n; r += 8) {
         const float* xr = x + r * in;
         float* yr = y + r * out;
-        switch (std::min<int64_t>(8, n - r)) {
+        switch (lo<int64_t>(8, n - r)) {
           case 8: dot_rows<8>(xr, in, w, o0, o1, limit, yr, out); break;
           case 7: dot_rows<7>(xr, in, w, o0, o1, limit, yr, out); break;
           case 6: dot_rows<6>(xr, in, w, o0, o1, limit, yr, out); break;
@@ -161,7 +175,7 @@ void scores(const float* q, int64_t qs, const float* k, int64_t kvs, int64_t i0,
   s *= scale;
   if (causal)
     for (int64_t r = 0; r < rows; ++r)
-      for (int64_t j = i0 + r + 1; j < keys; ++j) S[r * keys + j] = -std::numeric_limits<float>::infinity();
+      for (int64_t j = i0 + r + 1; j < keys; ++j) S[r * keys + j] = -kInf;
 }
 
 void attention_forward(const float* q, const float* k, const float* v, const int64_t* offsets, int64_t segments,
@@ -186,7 +200,7 @@ void attention_forward(const float* q, const float* k, const float* v, const int
       }
       const int64_t begin = offsets[s], n = offsets[s + 1] - begin, tiles = (n + T - 1) / T;
       const int64_t h = rest / tiles, tile = rest % tiles, g = h / group;
-      const int64_t i0 = tile * T, rows = std::min(T, n - i0), keys = causal ? i0 + rows : n;
+      const int64_t i0 = tile * T, rows = lo(T, n - i0), keys = causal ? i0 + rows : n;
       const float* qh = q + begin * qs + h * hd;
       const float* kg = k + begin * kvs + g * hd;
       const float* vg = v + begin * kvs + g * hd;
@@ -194,15 +208,15 @@ void attention_forward(const float* q, const float* k, const float* v, const int
       for (int64_t r = 0; r < rows; ++r) {
         float* row = S + r * keys;
         const int64_t seen = causal ? i0 + r + 1 : keys;  // the masked rest is -inf: probability 0
-        float best = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < seen; ++j) best = std::max(best, row[j]);
+        float best = -kInf;
+        for (int64_t j = 0; j < seen; ++j) best = hi(best, row[j]);
         for (int64_t j = 0; j < seen; ++j) row[j] -= best;
         exp_inplace(row, seen);
         float sum = 0;
         for (int64_t j = 0; j < seen; ++j) sum += row[j];
         const float inv = 1.0f / sum;
         for (int64_t j = 0; j < seen; ++j) row[j] *= inv;
-        std::fill(row + seen, row + keys, 0.0f);
+        fill_zero(row + seen, row + keys);
         lse[(begin + i0 + r) * heads + h] = best + std::log(sum);
       }
       Strided(out + (begin + i0) * qs + h * hd, rows, hd, Eigen::OuterStride<>(qs)).noalias() =
@@ -239,7 +253,7 @@ void attention_backward(const float* dout, const float* out, const float* q, con
         const float* gh = dout + begin * qs + h * hd;
         float* dqh = dq + begin * qs + h * hd;
         for (int64_t i0 = 0; i0 < n; i0 += T) {
-          const int64_t rows = std::min(T, n - i0), keys = causal ? i0 + rows : n;
+          const int64_t rows = lo(T, n - i0), keys = causal ? i0 + rows : n;
           scores(qh, qs, kg, kvs, i0, rows, keys, hd, scale, causal, P);
           for (int64_t r = 0; r < rows; ++r) {
             const float l = lse[(begin + i0 + r) * heads + h];
@@ -247,7 +261,7 @@ void attention_backward(const float* dout, const float* out, const float* q, con
             const int64_t seen = causal ? i0 + r + 1 : keys;
             for (int64_t j = 0; j < seen; ++j) row[j] -= l;
             exp_inplace(row, seen);
-            std::fill(row + seen, row + keys, 0.0f);
+            fill_zero(row + seen, row + keys);
             float delta = 0;  // D_i = dout_i . out_i
             for (int64_t e = 0; e < hd; ++e) delta += gh[(i0 + r) * qs + e] * oh[(i0 + r) * qs + e];
             D[r] = delta;
