@@ -5,13 +5,9 @@
 # its weights imported by nk-lm and scored the same way as data/lm/causal.h5:
 # validation bits per byte of both (goal: within 1%). About 15 minutes; the
 # PyTorch weights and log stay in build/bench/nk-lm/pytorch-recipe.
-set -euo pipefail
-bin=$(cd "$1" && pwd)
+. "$(dirname "$0")/../lib.sh" "$1" nk-lm-recipe
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export PATH="$bin:$PATH"
 PY=/usr/bin/python3
 PYV=$(bash "$here/venv.sh" | tail -1)
 nk-lm -q corpus --threads 2 -o "$work/corpus.h5"
