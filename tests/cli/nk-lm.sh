@@ -39,6 +39,8 @@ assert not bad, bad"
 check "info names the mode and sizes" sh -c 'nk-lm info -m causal.h5 | grep -q "^mode *causal" && nk-lm info -m causal.h5 | grep -q "^layers *2"'
 check "generate from text prompts on stdin" sh -c 'printf "The cat\nPaper 3:\n" | nk-lm -q generate -m causal.h5 --max-new 12 --seed 2 > gen.txt && test "$(wc -l < gen.txt)" -ge 2'
 check "same seed, same text" sh -c 'printf "The cat\nPaper 3:\n" | nk-lm -q generate -m causal.h5 --max-new 12 --seed 2 | cmp -s - gen.txt'
+$PY -c "open('odd.txt', 'wb').write(bytes([97, 92, 34, 255, 98, 10]))"  # a \ " (invalid byte) b
+check "--jsonl: one JSON object per prompt, the same text; quotes escaped, invalid UTF-8 as U+FFFD" sh -c "printf 'The cat\nPaper 3:\n' | nk-lm -q generate -m causal.h5 --max-new 12 --seed 2 --jsonl > gen.jsonl && nk-lm -q generate -m causal.h5 --prompts odd.txt --max-new 2 --jsonl > odd.jsonl && $PY $NK_SOURCE/tests/cli/nk-lm.jsonl.py gen.jsonl gen.txt odd.jsonl"
 $PY -c "
 import h5py, numpy as np
 bos = int(h5py.File('causal.h5').attrs['vocab']) - 4

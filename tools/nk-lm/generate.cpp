@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nk-lm/nk_lm.hpp"
@@ -35,6 +36,55 @@ std::vector<std::string> read_prompt_lines(const std::string& path) {
   }
   if (lines.empty()) throw nk::input_error(path.empty() || path == "-" ? "-" : path, "", "no prompts (one per line)");
   return lines;
+}
+
+/// 'bytes' as a JSON string: quotes, backslashes and control characters
+/// escaped, valid UTF-8 kept, each byte of invalid UTF-8 replaced by U+FFFD
+/// (a byte-level model may emit half a character).
+std::string json_string(std::string_view bytes) {
+  std::string out = "\"";
+  for (size_t i = 0; i < bytes.size();) {
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+      ++i;
+    } else if (c < 0x20) {
+      const char* named = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : nullptr;
+      if (named) {
+        out += named;
+      } else {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        out += buf;
+      }
+      ++i;
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+    } else {
+      // A well-formed sequence: lead byte, then 1-3 continuation bytes, no overlong or surrogate forms.
+      const size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+      bool ok = n > 0 && i + n <= bytes.size();
+      for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(bytes[i + k]) & 0xc0) == 0x80;
+      if (ok && n == 3) {
+        const auto c1 = static_cast<unsigned char>(bytes[i + 1]);
+        ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0);
+      }
+      if (ok && n == 4) {
+        const auto c1 = static_cast<unsigned char>(bytes[i + 1]);
+        ok = !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90);
+      }
+      if (ok) {
+        out.append(bytes.substr(i, n));
+        i += n;
+      } else {
+        out += "\xef\xbf\xbd";  // U+FFFD
+        ++i;
+      }
+    }
+  }
+  return out + "\"";
 }
 
 }  // namespace
@@ -122,7 +172,13 @@ void generate(const GenerateOptions& o, const nk::RunEnv& env) {
     for (size_t b = 0; b < prompts.size(); ++b) {
       std::vector<int32_t> shown = continuations[b];
       const std::string text = ck.tokenizer->decode(shown);
-      std::fwrite(lines.empty() ? "" : lines[b].data(), 1, lines.empty() ? 0 : lines[b].size(), stdout);
+      const std::string_view prompt = lines.empty() ? std::string_view() : std::string_view(lines[b]);
+      if (o.jsonl) {
+        const std::string line = "{\"prompt\": " + json_string(prompt) + ", \"completion\": " + json_string(text) + "}\n";
+        std::fwrite(line.data(), 1, line.size(), stdout);
+        continue;
+      }
+      std::fwrite(prompt.data(), 1, prompt.size(), stdout);
       std::fwrite(text.data(), 1, text.size(), stdout);
       std::fputc('\n', stdout);
     }

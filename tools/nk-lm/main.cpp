@@ -97,6 +97,7 @@ int main(int argc, char** argv) {
   gen_verb->add_option("--temperature", gen.temperature, "Sampling temperature")->check(CLI::Range(1e-6, 100.0));
   gen_verb->add_option("--top-k", gen.top_k, "Sample from the k most likely tokens (0: all)")->check(CLI::Range(int64_t{0}, int64_t{1} << 22));
   gen_verb->add_option("--top-p", gen.top_p, "Nucleus: the smallest set with this probability")->check(CLI::Range(1e-9, 1.0));
+  gen_verb->add_flag("--jsonl", gen.jsonl, "Print one JSON object per prompt, {\"prompt\": ..., \"completion\": ...} (text with newlines stays one line)");
   gen_verb->add_flag("--ignore-eos", gen.ignore_eos, "Keep decoding past an EOS (exactly --max-new tokens each: benchmarks)");
   gen_verb->add_option("--batch", gen.batch, "Sequences decoded together (causal)")->check(positive);
   gen_verb->add_option("--steps", gen.steps, "Diffusion: denoising steps (default: --max-new)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20));

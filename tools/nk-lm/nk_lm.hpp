@@ -80,7 +80,7 @@ void score(const ScoreOptions& o, const nk::RunEnv& env);
 
 struct GenerateOptions {
   std::string model, prompts, token_ids, output;
-  bool no_clobber = false, greedy = false, random_remasking = false, ignore_eos = false;
+  bool no_clobber = false, greedy = false, random_remasking = false, ignore_eos = false, jsonl = false;
   int64_t max_new = 64, top_k = 0, batch = 8, steps = 0, block = 0;
   double temperature = 1.0, top_p = 1.0;
 };
