@@ -19,6 +19,8 @@ LM="$NK_SOURCE/data/lm/causal.h5"
 for i in $(seq 1 30); do echo "The cat sat on mat $i."; echo; done > lm.txt
 nk-lm -q corpus --text lm.txt --paragraphs --tokenizer "$LM" -o lmcorpus.h5
 echo "The cat" > prompt.txt
+sae-buffer -q gen --dim 8 --features 16 --rows 300 --seed 1 -o sbacts.h5
+sae-buffer -q train -i sbacts.h5 --buffer 100 --budget 200 --latents 32 --k 2 --batch 50 -o sbsae.h5
 
 # recipe TOOL VERB: the verb's arguments (with --seed 7); outputs are every out*.h5
 recipe() {
@@ -43,6 +45,10 @@ recipe() {
     "nk-lm train") echo "train --corpus lmcorpus.h5 --layers 1 --d-model 16 --heads 2 --kv-heads 1 --d-ff 32 --context 8 --batch 2 --steps 2 -o out.h5" ;;
     "nk-lm generate") echo "generate -m $LM --prompts prompt.txt --max-new 4 -o out.h5" ;;
     "nk-lm capture") echo "capture -m $LM --text prompt.txt --louver out2.h5 -o out.h5" ;;
+    "sae-buffer gen") echo "gen --dim 8 --features 16 --rows 100 -o out.h5" ;;
+    "sae-buffer train") echo "train -i sbacts.h5 --buffer 100 --budget 200 --latents 32 --k 2 --batch 50 -o out.h5" ;;
+    "sae-buffer eval") echo "eval -i sbsae.h5 --acts sbacts.h5 -o out.h5" ;;
+    "sae-buffer grid") echo "grid -i sbacts.h5 --buffers 50,100 --budgets 100 --latents 32 --k 2 --batch 50 --heldout-rows 50 -o out.h5" ;;
     *) return 1 ;;
   esac
 }
@@ -69,7 +75,7 @@ for tool in $(ls "$NK_BIN" | grep -v '\.so$' | grep -v '^nk_unit_tests$'); do
     done
   done
 done
-[ "$seeded" -ge 17 ] && pass "$seeded verbs show --seed" || fail "only $seeded verbs show --seed (17 expected at least)"
+[ "$seeded" -ge 21 ] && pass "$seeded verbs show --seed" || fail "only $seeded verbs show --seed (21 expected at least)"
 
 # A verb that draws no random numbers shows no --seed and writes no nk_seed.
 louver-index build --help | grep -q -- '--seed' && fail "louver-index build shows --seed" || pass "louver-index build shows no --seed"
