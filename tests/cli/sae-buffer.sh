@@ -101,7 +101,8 @@ check "size prints a TSV table" grep -q "^budget	tolerance	U_min" size.tsv
 # Real activations: nk-lm's shipped model over a little text, labelled by WordNet.
 head -c 60000 /usr/share/games/fortunes/fortunes > text.txt
 check "nk-lm corpus of fortunes (the model's tokenizer)" nk-lm -q corpus --text text.txt --paragraphs --tokenizer "$NK_SOURCE/data/lm/causal.h5" --validation 0 -o corpus.h5
-check "nk-lm capture of the corpus" nk-lm -q capture -m "$NK_SOURCE/data/lm/causal.h5" --corpus corpus.h5 --split train --layers 1,2,4 -o cap.h5
+check "nk-lm capture of the corpus (--resid-only)" nk-lm -q capture -m "$NK_SOURCE/data/lm/causal.h5" --corpus corpus.h5 --split train --layers 1,2,4 --resid-only -o cap.h5
+check "the capture holds the residuals alone" sh -c 'h5ls -r cap.h5 | grep -q "layer_02/resid" && ! h5ls -r cap.h5 | grep -q "attn_in\|/q "' 
 check "labels" $SB labels -i cap.h5 -m "$NK_SOURCE/data/lm/causal.h5" -o labels.h5
 check "train on the middle layer (--hook middle)" $SB train -i cap.h5 --hook middle --buffer 200 --budget 2000 --latents 384 --k 16 --batch 128 -o lm_sae.h5
 check "eval with labels: probes and absorption" $SB eval -i lm_sae.h5 --acts cap.h5 --hook 2 --labels labels.h5 -o lm_ev.h5

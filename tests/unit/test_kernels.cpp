@@ -2,6 +2,9 @@
 // against its CPU twin where a GPU exists (skipped, not failed, elsewhere).
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <string>
+
 #include <complex>
 #include <cstdio>
 #include <vector>
@@ -75,6 +78,29 @@ TEST_SUITE("kernels") {
         for (long l = 0; l < k; ++l) acc += static_cast<double>(a[static_cast<size_t>(i * k + l)]) * b[static_cast<size_t>(l * n + j)];
         CHECK(c[static_cast<size_t>(i * n + j)] == doctest::Approx(acc).epsilon(1e-5));
       }
+  }
+
+  TEST_CASE("gemm_nt (= and +=) equals the naive triple loop, in the ISA copy this process runs") {
+    nk::Rng rng(6);
+    for (const long m : {1L, 7L, 65L})
+      for (const long n : {3L, 33L})
+        for (const long k : {5L, 130L}) {
+          const auto a = random_real(static_cast<size_t>(m * k), rng), b = random_real(static_cast<size_t>(n * k), rng);
+          std::vector<float> c(static_cast<size_t>(m * n), 0.5f), base = c;
+          nk::kernels::gemm_nt(a.data(), b.data(), c.data(), m, n, k);
+          std::vector<float> acc = base;
+          nk::kernels::gemm_nt(a.data(), b.data(), acc.data(), m, n, k, true);
+          for (long i = 0; i < m; ++i)
+            for (long j = 0; j < n; ++j) {
+              double ref = 0;
+              for (long l = 0; l < k; ++l) ref += static_cast<double>(a[static_cast<size_t>(i * k + l)]) * b[static_cast<size_t>(j * k + l)];
+              CHECK(c[static_cast<size_t>(i * n + j)] == doctest::Approx(ref).epsilon(1e-5).scale(1.0));
+              CHECK(acc[static_cast<size_t>(i * n + j)] == doctest::Approx(ref + 0.5).epsilon(1e-5).scale(1.0));
+            }
+        }
+    const std::string isa = nk::kernels::gemm_isa();
+    CHECK((isa == "generic" || isa == "avx2" || isa == "avx512"));
+    if (const char* cap = std::getenv("NK_KERNELS_ISA"); cap && std::string(cap) == "generic") CHECK(isa == "generic");
   }
 
   TEST_CASE("asking for CUDA without a device is a runtime error with the reason") {

@@ -30,12 +30,12 @@ void capture_corpus(const CaptureOptions& o, const nk::RunEnv& env, const nk::lm
   for (const auto& row : rows) tokens += static_cast<int64_t>(row.size());
   const int64_t kept = o.layers.empty() ? c.n_layers + 1 : static_cast<int64_t>(o.layers.size());
   const double bytes = 4.0 * static_cast<double>(tokens) * static_cast<double>(kept) *
-                       static_cast<double>(2 * c.d_model + (c.n_heads + 2 * c.n_kv_heads) * c.head_dim);
+                       static_cast<double>(o.resid_only ? c.d_model : 2 * c.d_model + (c.n_heads + 2 * c.n_kv_heads) * c.head_dim);
   if (bytes > 16e9)  // held in memory until written: shard the corpus instead
     throw nk::usage_error("capture: " + std::to_string(static_cast<int64_t>(bytes / 1e6)) +
                           " MB for this shard; take fewer layers or a smaller --shard");
   const nk::lm::Model model(ck.weights);
-  nk::lm::CaptureObserver observer(c, o.layers);
+  nk::lm::CaptureObserver observer(c, o.layers, o.resid_only);
   nk::lm::Workspace ws(c, {c.max_seq, c.max_seq, false});
   nk::Progress progress("capture", static_cast<int64_t>(rows.size()));
   for (size_t r = 0; r < rows.size(); ++r) {

@@ -125,6 +125,7 @@ int main(int argc, char** argv) {
   cap_verb->add_option("--text", cap.text, "A text file (encoded after BOS; must fit the context)")->check(CLI::ExistingFile);
   cap_verb->add_option("--token-ids", cap.token_ids, "/tokens int32 [T] or [1,T]")->check(CLI::ExistingFile);
   cap_verb->add_option("--corpus", cap.corpus, "Every row of a corpus's documents (see --split, --shard; -o only)")->check(CLI::ExistingFile);
+  cap_verb->add_flag("--resid-only", cap.resid_only, "With --corpus: keep only the residual stream (activation studies)");
   cap_verb->add_option("--split", cap.split, "With --corpus: validation or train")->check(CLI::IsMember({"validation", "train"}));
   cap_verb->add_option("--layers", cap.layers, "Layers to keep (0..n_layers; n_layers = the final residual; default all)")
       ->delimiter(',');

@@ -60,7 +60,7 @@ void train(const TrainOptions& o, const nk::RunEnv& env);
 
 struct CaptureOptions {
   std::string model, text, token_ids, corpus, split = "validation", output, trajectory, louver;
-  bool no_clobber = false;
+  bool no_clobber = false, resid_only = false;
   std::vector<int64_t> layers;
   int64_t max_new = 32, steps = 0, block = 0, louver_layer = 0, louver_queries = 0;
 };

@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "nk/error.hpp"
+#include "nk/kernels/gemm.hpp"
 
 namespace sb {
 
@@ -48,59 +50,48 @@ void pre_activations(const SaeT<T>& sae, const T* x, int64_t rows, Matrix<T>& pr
   // (x - b_dec) W_enc + b_enc = x W_enc + (b_enc - W_enc^T b_dec): no centred copy of x.
   const Vector<T> shift = sae.b_enc - sae.enc * sae.b_dec;
   pre.resize(rows, sae.latents());
-  pre.noalias() = X * sae.enc.transpose();
+  if constexpr (std::is_same_v<T, float>)  // the step's one dense product: the ISA-dispatched SGEMM
+    nk::kernels::gemm_nt(x, sae.enc.data(), pre.data(), rows, sae.latents(), sae.dim());
+  else
+    pre.noalias() = X * sae.enc.transpose();
   pre.rowwise() += shift.transpose();
 }
 
 namespace {
 
-// The k largest positive values of one row, as (index, value) sorted by index.
-// A min-heap of size k over one pass: most values fail the first comparison.
+// The k largest positive values of one row, as (index, value) sorted by
+// index; ties go to the lower index. One pass keeps candidates above a
+// running threshold (the k-th best so far), so that nearly every value fails
+// one well-predicted comparison; when 4k candidates pile up they are cut back
+// to the best k and the threshold rises.
 template <class T>
-int64_t row_topk(const T* row, int64_t n, int64_t k, int32_t* index, T* value) {
-  int64_t size = 0;
-  auto less = [&](int64_t a, int64_t b) {  // heap order: smaller value first; at ties the later index is "smaller"
-    return value[a] < value[b] || (value[a] == value[b] && index[a] > index[b]);
-  };
-  auto sift_down = [&](int64_t i) {
-    while (true) {
-      int64_t smallest = i;
-      const int64_t l = 2 * i + 1, r = l + 1;
-      if (l < size && less(l, smallest)) smallest = l;
-      if (r < size && less(r, smallest)) smallest = r;
-      if (smallest == i) return;
-      std::swap(index[i], index[smallest]);
-      std::swap(value[i], value[smallest]);
-      i = smallest;
-    }
-  };
+struct Candidate {
+  T value;
+  int32_t index;
+  bool operator<(const Candidate& o) const { return value > o.value || (value == o.value && index < o.index); }
+};
+
+template <class T>
+int64_t row_topk(const T* row, int64_t n, int64_t k, int32_t* index, T* value, std::vector<Candidate<T>>& cand) {
+  cand.clear();
+  T threshold = T(0);
+  const size_t cap = static_cast<size_t>(4 * k);
   for (int64_t j = 0; j < n; ++j) {
-    const T v = row[j];
-    if (!(v > T(0))) continue;
-    if (size < k) {
-      int64_t i = size++;
-      index[i] = static_cast<int32_t>(j);
-      value[i] = v;
-      while (i > 0) {  // sift up
-        const int64_t parent = (i - 1) / 2;
-        if (!less(i, parent)) break;
-        std::swap(index[i], index[parent]);
-        std::swap(value[i], value[parent]);
-        i = parent;
-      }
-    } else if (v > value[0]) {  // strictly larger: at ties the lower index stays
-      index[0] = static_cast<int32_t>(j);
-      value[0] = v;
-      sift_down(0);
+    if (!(row[j] > threshold)) continue;
+    cand.push_back({row[j], static_cast<int32_t>(j)});
+    if (cand.size() >= cap) {
+      std::nth_element(cand.begin(), cand.begin() + (k - 1), cand.end());
+      cand.resize(static_cast<size_t>(k));
+      threshold = cand[static_cast<size_t>(k - 1)].value;  // the smallest kept: a later equal value loses the tie
     }
   }
-  // sort the kept entries by latent index (an insertion sort: k is small)
-  for (int64_t i = 1; i < size; ++i)
-    for (int64_t p = i; p > 0 && index[p - 1] > index[p]; --p) {
-      std::swap(index[p - 1], index[p]);
-      std::swap(value[p - 1], value[p]);
-    }
-  return size;
+  if (static_cast<int64_t>(cand.size()) > k) {
+    std::nth_element(cand.begin(), cand.begin() + (k - 1), cand.end());
+    cand.resize(static_cast<size_t>(k));
+  }
+  std::sort(cand.begin(), cand.end(), [](const Candidate<T>& a, const Candidate<T>& b) { return a.index < b.index; });
+  for (size_t i = 0; i < cand.size(); ++i) index[i] = cand[i].index, value[i] = cand[i].value;
+  return static_cast<int64_t>(cand.size());
 }
 
 // Compacts per-row slots of width 'width' (counts[r] used) into CSR codes.
@@ -143,9 +134,14 @@ void topk_rows(const Matrix<T>& pre, int64_t k, CodesT<T>& codes) {
   std::vector<int32_t> index(static_cast<size_t>(rows * width));
   std::vector<T> value(index.size());
   std::vector<int64_t> counts(static_cast<size_t>(rows));
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < rows; ++r)
-    counts[r] = row_topk(pre.row(r).data(), n, width, index.data() + r * width, value.data() + r * width);
+#pragma omp parallel
+  {
+    std::vector<Candidate<T>> cand;
+    cand.reserve(static_cast<size_t>(4 * width));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r)
+      counts[r] = row_topk(pre.row(r).data(), n, width, index.data() + r * width, value.data() + r * width, cand);
+  }
   compact(index, value, counts, width, codes);
 }
 
@@ -249,11 +245,12 @@ void aux_codes(const Matrix<T>& pre, const std::vector<int32_t>& dead, int64_t a
 #pragma omp parallel
   {
     std::vector<T> gathered(static_cast<size_t>(d));
+    std::vector<Candidate<T>> cand;
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t i = 0; i < d; ++i) gathered[i] = pre(r, dead[i]);
       int32_t* idx = index.data() + r * width;
-      counts[r] = row_topk(gathered.data(), d, width, idx, value.data() + r * width);
+      counts[r] = row_topk(gathered.data(), d, width, idx, value.data() + r * width, cand);
       for (int64_t i = 0; i < counts[r]; ++i) idx[i] = dead[idx[i]];
     }
   }

@@ -34,7 +34,8 @@ std::string two(int64_t v, int width) {
 
 }  // namespace
 
-CaptureObserver::CaptureObserver(const Config& config, std::vector<int64_t> layers) : config_(config) {
+CaptureObserver::CaptureObserver(const Config& config, std::vector<int64_t> layers, bool residual_only)
+    : config_(config), residual_only_(residual_only) {
   wanted_.assign(static_cast<size_t>(config.n_layers + 1), layers.empty() ? 1 : 0);
   for (int64_t l : layers) {
     if (l < 0 || l > config.n_layers)
@@ -60,11 +61,13 @@ void CaptureObserver::residual(const Site& site, const float* x) {
 }
 
 void CaptureObserver::attention_input(const Site& site, const float* x) {
+  if (residual_only_) return;
   Record& r = record(site);
   r.attn_in.assign(x, x + r.rows * config_.d_model);
 }
 
 void CaptureObserver::qkv(const Site& site, const float* q, const float* k, const float* v) {
+  if (residual_only_) return;
   Record& r = record(site);
   r.q = head_major(q, r.rows, config_.n_heads, config_.head_dim);
   r.k = head_major(k, r.rows, config_.n_kv_heads, config_.head_dim);

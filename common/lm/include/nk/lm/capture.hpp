@@ -23,7 +23,9 @@ namespace nk::lm {
 class CaptureObserver : public Observer {
  public:
   /// layers: which (0..n_layers; n_layers is the final residual); empty: all.
-  CaptureObserver(const Config& config, std::vector<int64_t> layers);
+  /// residual_only: keep the residual stream alone (activation studies need
+  /// no attention input or q/k/v, and they take 2.7x the memory).
+  CaptureObserver(const Config& config, std::vector<int64_t> layers, bool residual_only = false);
   bool wants(int64_t layer) const override;
   void residual(const Site& site, const float* x) override;
   void attention_input(const Site& site, const float* x) override;
@@ -40,6 +42,7 @@ class CaptureObserver : public Observer {
   Record& record(const Site& site);
   Config config_;
   std::vector<char> wanted_;
+  bool residual_only_ = false;
   std::vector<Record> records_;
 };
 

@@ -1,0 +1,38 @@
+// gemm_isa.cpp - the CPU matrix products, compiled once per instruction set
+// (gemm_avx2.cpp and gemm_avx512.cpp include this file with Eigen renamed, so
+// the copies never share a symbol); gemm.cpp picks one per process.
+#include <Eigen/Core>
+
+#include "gemm_isa.hpp"
+
+#ifndef NK_GEMM_NAMESPACE
+#define NK_GEMM_NAMESPACE gemm_generic
+#define NK_GEMM_ISA "generic"
+#endif
+
+namespace nk::kernels::NK_GEMM_NAMESPACE {
+
+namespace {
+
+using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+void product(const float* a, const float* b, float* c, long m, long n, long k) {
+  Eigen::Map<const Matrix> A(a, m, k), B(b, k, n);
+  Eigen::Map<Matrix> C(c, m, n);
+  C.noalias() = A * B;
+}
+
+void product_nt(const float* a, const float* b, float* c, long m, long n, long k, bool accumulate) {
+  Eigen::Map<const Matrix> A(a, m, k), B(b, n, k);
+  Eigen::Map<Matrix> C(c, m, n);
+  if (accumulate)
+    C.noalias() += A * B.transpose();
+  else
+    C.noalias() = A * B.transpose();
+}
+
+}  // namespace
+
+const GemmOps ops = {NK_GEMM_ISA, product, product_nt};
+
+}  // namespace nk::kernels::NK_GEMM_NAMESPACE
