@@ -101,5 +101,13 @@ dllm-sparse -q plan -i "$out/lm-traj.h5" --sparsity 0.5 --block 16 -o "$out/lm-p
 dllm-sparse eval -i "$out/lm-traj.h5" --plan "$out/lm-plan.h5" -o "$out/lm-eval.h5" > "$out/lm-eval.tsv"
 head -4 "$out/lm-eval.tsv"
 
+step "sae-buffer: how few unique activations an SAE budget needs (synthetic, known dictionary): grid, law, rule" \
+     "sae-buffer gen --dim 32 --features 256 --active 6 -o acts.h5; sae-buffer grid ... | fit | size --budget 65536"
+sae-buffer -q gen --dim 32 --features 256 --active 6 --rows 8192 --seed 1 -o "$out/sae-acts.h5"
+sae-buffer -q grid -i "$out/sae-acts.h5" --buffers 1024,4096,16384,65536 --budgets 16384,65536 --latents 256 --k 6 \
+  --batch 256 --lr 3e-3 --heldout-rows 4096 --seed 1 -o "$out/sae-grid.h5"
+sae-buffer fit -i "$out/sae-grid.h5" --plot "$out/sae-fit.svg" -o "$out/sae-fit.h5"
+sae-buffer size --fit "$out/sae-fit.h5" --budget 65536 --grid "$out/sae-grid.h5"
+
 echo
 echo "demo: outputs in $out"

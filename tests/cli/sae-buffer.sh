@@ -118,6 +118,16 @@ sys.exit(0 if ok else 1)
 PYEOF
 [ $? -eq 0 ] && pass "probe metrics in range, labels present" || fail "probe metrics"
 
+check "eval --judge-cmd (a stand-in judge over the protocol)" $SB eval -i lm_sae.h5 --acts cap.h5 --hook 2 -m "$NK_SOURCE/data/lm/causal.h5" --judge-cmd "$PY $NK_SOURCE/tests/cli/sae_judge.py" --judge-latents 6 -o judged.h5
+"$PY" -c "
+import h5py, sys
+f = h5py.File('judged.h5'); s = f['/eval/autointerp/score'][()]
+ok = f.attrs['autointerp_latents'] == 6 == len(s) and 0 <= s.min() and s.max() <= 1 and abs(s.mean() - f.attrs['autointerp_score']) < 1e-12 and s.mean() > 0.5
+print(s.mean()); sys.exit(0 if ok else 1)" > /dev/null && pass "autointerp: 6 latents judged, above chance" || fail "autointerp scores"
+expect_fail "a judge out of protocol" 1 "not JSON" $SB eval -i lm_sae.h5 --acts cap.h5 --hook 2 -m "$NK_SOURCE/data/lm/causal.h5" --judge-cmd "$PY $NK_SOURCE/tests/cli/sae_judge.py bad" -o o.h5
+expect_fail "a judge that fails" 1 "failed" $SB eval -i lm_sae.h5 --acts cap.h5 --hook 2 -m "$NK_SOURCE/data/lm/causal.h5" --judge-cmd "false" -o o.h5
+expect_fail "--judge-cmd without --model" 2 "needs --model" $SB eval -i lm_sae.h5 --acts cap.h5 --hook 2 --judge-cmd "false" -o o.h5
+
 # Bad input.
 "$PY" - <<'PYEOF'
 import h5py, numpy as np

@@ -161,6 +161,14 @@ std::vector<int32_t> Activations::tokens() const {
   return t.data;
 }
 
+std::vector<int64_t> Activations::row_offsets() const {
+  if (!file_->has("/capture/offsets")) return {0, rows_};
+  std::vector<int64_t> o = file_->read<int64_t>("/capture/offsets", 1, "R+1").data;
+  if (o.size() < 2 || o.front() != 0 || o.back() != rows_ || !std::is_sorted(o.begin(), o.end()))
+    throw nk::input_error(path_, "/capture/offsets", "must rise from 0 to the " + std::to_string(rows_) + " captured tokens");
+  return o;
+}
+
 Matrix<float> Activations::read(const std::vector<int64_t>& index) const {
   const int64_t count = static_cast<int64_t>(index.size());
   require_memory(path_, dataset_, count, dim_, "reading");

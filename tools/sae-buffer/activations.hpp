@@ -73,6 +73,8 @@ class Activations {
   const Synthetic* synthetic() const { return synthetic_.get(); }
   /// Token ids of the rows for a capture file (empty otherwise).
   std::vector<int32_t> tokens() const;
+  /// A capture's row offsets [R+1] into the tokens (/capture/offsets, or one row).
+  std::vector<int64_t> row_offsets() const;
 
   /// Rows 'index' (any order) as [count, m]: row i is the file's i-th row,
   /// and for a synthetic source i >= N is generator row first_row + i

@@ -36,7 +36,19 @@ void eval(const EvalOptions& o, const nk::RunEnv& env) {
   const int64_t rows = o.rows > 0 ? std::min(o.rows, acts.stored_rows()) : acts.stored_rows();
   const Matrix<float> x = acts.read_range(0, rows);
   CodesT<float> codes;
-  const Reconstruction rec = reconstruct(sae, x, o.labels.empty() ? nullptr : &codes);
+  const bool judged = !o.judge.command.empty();
+  if (judged && o.judge.model.empty()) throw nk::usage_error("--judge-cmd needs --model (the tokenizer that made the capture)");
+  std::vector<int32_t> tokens;
+  std::vector<int64_t> offsets;
+  if (judged) {
+    tokens = acts.tokens();
+    if (tokens.empty()) throw nk::input_error(o.acts, "/capture/tokens", "missing: --judge-cmd needs an nk-lm capture (token contexts)");
+    offsets = acts.row_offsets();
+    tokens.resize(static_cast<size_t>(rows));
+    while (offsets.size() > 1 && offsets[offsets.size() - 2] >= rows) offsets.pop_back();
+    offsets.back() = rows;
+  }
+  const Reconstruction rec = reconstruct(sae, x, o.labels.empty() && !judged ? nullptr : &codes);
 
   nk::h5::Writer out(o.output, kEvalSchema, o.no_clobber);
   out.attr("/", "ev", rec.ev);
@@ -64,6 +76,15 @@ void eval(const EvalOptions& o, const nk::RunEnv& env) {
     out.attr("/", "absorption_letters", p.letters);
     extra += fmt::format(", probe F1 k=1 {:.3f} k=5 {:.3f} raw {:.3f}, absorption {:.3f}", p.f1_k1, p.f1_k5, p.f1_raw,
                          p.absorption);
+  }
+  if (judged) {
+    const JudgeScores j = judge_latents(o.judge, tokens, offsets, codes, sae.latents(), env.seed);
+    const int64_t count = static_cast<int64_t>(j.latent.size());
+    out.write("/eval/autointerp/latent", j.latent.data(), {count}, "J");
+    out.write("/eval/autointerp/score", j.score.data(), {count}, "J");
+    out.attr("/", "autointerp_score", j.mean);
+    out.attr("/", "autointerp_latents", count);
+    extra += fmt::format(", autointerp {:.3f} over {} latents", j.mean, count);
   }
   out.commit();
   spdlog::info("eval: {} rows: ev {:.4f}, mse {:.4g}, L0 {:.2f}, dead {:.3f}{}", rows, rec.ev, rec.mse, rec.l0,

@@ -76,6 +76,10 @@ int main(int argc, char** argv) {
   eval_verb->add_option("--hook", eval.hook, "Capture files: early, middle, last or a layer number");
   eval_verb->add_option("--truth", eval.truth, "A file with /truth/dictionary [F,m] (gen's): mmcs and recovered");
   eval_verb->add_option("--labels", eval.labels, "Token labels of --acts (labels): sparse probing and absorption");
+  eval_verb->add_option("--judge-cmd", eval.judge.command, "Automated interpretability: a command (an LLM judge) run per latent");
+  eval_verb->add_option("-m,--model", eval.judge.model, "With --judge-cmd: the nk-lm model whose tokenizer made the capture");
+  eval_verb->add_option("--judge-latents", eval.judge.latents, "Latents judged (a seeded sample of those that fire enough)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   eval_verb->add_option("--rows", eval.rows, "Only the first N rows of --acts (0: all)")->check(CLI::Range(int64_t{0}, kMaxRows));
 
   sb::GridOptions grid;

@@ -9,6 +9,7 @@
 
 #include "nk/run_env.hpp"
 #include "sae-buffer/activations.hpp"
+#include "sae-buffer/autointerp.hpp"
 #include "sae-buffer/trainer.hpp"
 
 namespace sb {
@@ -42,9 +43,11 @@ struct EvalOptions {
   std::string input, acts, hook, truth, labels, output = "-";
   bool no_clobber = false;
   int64_t rows = 0;  ///< evaluate on the first N rows of --acts (0: all)
+  JudgeOptions judge;  ///< --judge-cmd: automated interpretability (autointerp.hpp)
 };
 /// Attributes ev, mse, l0, dead_fraction on /eval; with --truth mmcs,
-/// recovered and /eval/best_cosine [F]; with --labels the probes (probe.hpp).
+/// recovered and /eval/best_cosine [F]; with --labels the probes (probe.hpp);
+/// with --judge-cmd autointerp_score and /eval/autointerp/{latent, score}.
 void eval(const EvalOptions& options, const nk::RunEnv& env);
 
 /// Held-out activations for a grid: --heldout FILE, or the generator's
