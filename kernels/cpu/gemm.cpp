@@ -1,11 +1,9 @@
 // gemm.cpp - the CPU products' instruction-set copy for this process, and the cuBLAS dispatch.
 #include "nk/kernels/gemm.hpp"
 
-#include <cstdlib>
-#include <cstring>
-
 #include "gemm_isa.hpp"
 #include "nk/kernels/cuda_call.hpp"
+#include "nk/kernels/isa.hpp"
 
 namespace nk::kernels {
 
@@ -14,13 +12,11 @@ namespace {
 const GemmOps& cpu_ops() {
   static const GemmOps& chosen = []() -> const GemmOps& {
 #ifdef NK_KERNELS_HAVE_ISA_COPIES
-    const char* cap = std::getenv("NK_KERNELS_ISA");
-    const int most = !cap ? 2 : std::strcmp(cap, "generic") == 0 ? 0 : std::strcmp(cap, "avx2") == 0 ? 1 : 2;
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-                        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
-    if (most >= 2 && avx512) return gemm_avx512::ops;
-    if (most >= 1 && avx2) return gemm_avx2::ops;
+    switch (cpu_isa("NK_KERNELS_ISA")) {
+      case Isa::avx512: return gemm_avx512::ops;
+      case Isa::avx2: return gemm_avx2::ops;
+      case Isa::generic: break;
+    }
 #endif
     return gemm_generic::ops;
   }();
