@@ -109,5 +109,12 @@ sae-buffer -q grid -i "$out/sae-acts.h5" --buffers 1024,4096,16384,65536 --budge
 sae-buffer fit -i "$out/sae-grid.h5" --plot "$out/sae-fit.svg" -o "$out/sae-fit.h5"
 sae-buffer size --fit "$out/sae-fit.h5" --budget 65536 --grid "$out/sae-grid.h5"
 
+step "teacher-limits: Bayes-optimal error and effective width k_c of a hierarchical teacher (he3, beta = 1, d = k = 1024)" \
+     "teacher-limits teacher --d 64 -o t.h5; data -i t.h5 --n 4096; theory --d 1024 --k 1024 --noise 1 --n-range 1e3:1e12:100"
+teacher-limits -q teacher --d 64 --kappa 1 --beta 1 --activation he3 --noise 0.1 --seed 1 -o "$out/tl-teacher.h5"
+teacher-limits -q data -i "$out/tl-teacher.h5" --n 4096 --test 2000 --seed 2 -o "$out/tl-data.h5"
+teacher-limits theory --d 1024 --k 1024 --beta 1 --activation he3 --noise 1 --n-range 1e3:1e12:100 \
+  --widths 64,256,1024 -o "$out/tl-theory.h5"
+
 echo
 echo "demo: outputs in $out"

@@ -21,6 +21,7 @@ nk-lm -q corpus --text lm.txt --paragraphs --tokenizer "$LM" -o lmcorpus.h5
 echo "The cat" > prompt.txt
 sae-buffer -q gen --dim 8 --features 16 --rows 300 --seed 1 -o sbacts.h5
 sae-buffer -q train -i sbacts.h5 --buffer 100 --budget 200 --latents 32 --k 2 --batch 50 -o sbsae.h5
+teacher-limits -q teacher --d 8 --k 4 --seed 1 -o tlt.h5
 
 # recipe TOOL VERB: the verb's arguments (with --seed 7); outputs are every out*.h5
 recipe() {
@@ -49,6 +50,8 @@ recipe() {
     "sae-buffer train") echo "train -i sbacts.h5 --buffer 100 --budget 200 --latents 32 --k 2 --batch 50 -o out.h5" ;;
     "sae-buffer eval") echo "eval -i sbsae.h5 --acts sbacts.h5 -o out.h5" ;;
     "sae-buffer grid") echo "grid -i sbacts.h5 --buffers 50,100 --budgets 100 --latents 32 --k 2 --batch 50 --heldout-rows 50 -o out.h5" ;;
+    "teacher-limits teacher") echo "teacher --d 8 --k 4 -o out.h5" ;;
+    "teacher-limits data") echo "data -i tlt.h5 --n 20 --test 10 -o out.h5" ;;
     *) return 1 ;;
   esac
 }
