@@ -123,13 +123,12 @@ StateEvolution::StateEvolution(const TeacherSpec& spec) : spec_(spec), act_(spec
   kprime_c_.resize(q_.size());
   for (size_t j = 0; j < q_.size(); ++j) kprime_c_[j] = std::max(0.0, act_.kernel_derivative(q_[j]) - mu1_ * mu1_);
   if (act_.kind() == Act::tanh) {
-    kernel_grid_.resize(kFineKernel);
     kernel_value_.resize(kFineKernel);
     kernel_slope_.resize(kFineKernel);
     for (int t = 0; t < kFineKernel; ++t) {
-      kernel_grid_[t] = static_cast<double>(t) / (kFineKernel - 1);
-      kernel_value_[t] = act_.kernel(kernel_grid_[t]);
-      kernel_slope_[t] = act_.kernel_derivative(kernel_grid_[t]);
+      const double q = static_cast<double>(t) / (kFineKernel - 1);
+      kernel_value_[t] = act_.kernel(q);
+      kernel_slope_[t] = act_.kernel_derivative(q);
     }
   }
   if (var_c_ == 0) return;
@@ -162,31 +161,25 @@ StateEvolution::StateEvolution(const TeacherSpec& spec) : spec_(spec), act_(spec
   }
 }
 
+namespace {
+// Linear interpolation in a table over kFineKernel uniform points of [0, 1].
+double fine_lookup(const std::vector<double>& table, double q) {
+  const double x = q * (kFineKernel - 1);
+  const int t = std::min(kFineKernel - 2, static_cast<int>(x));
+  const double f = x - t;
+  return (1 - f) * table[t] + f * table[t + 1];
+}
+}  // namespace
+
 double StateEvolution::kernel_c(double q) const {
   q = std::clamp(q, 0.0, 1.0);
-  double k;
-  if (!kernel_grid_.empty()) {
-    const double x = q * (kFineKernel - 1);
-    const int t = std::min(kFineKernel - 2, static_cast<int>(x));
-    const double f = x - t;
-    k = (1 - f) * kernel_value_[t] + f * kernel_value_[t + 1];
-  } else {
-    k = act_.kernel(q);
-  }
+  const double k = kernel_value_.empty() ? act_.kernel(q) : fine_lookup(kernel_value_, q);
   return k - mu1_ * mu1_ * q;
 }
 
 double StateEvolution::kernel_derivative_c(double q) const {
   q = std::clamp(q, 0.0, 1.0);
-  double k;
-  if (!kernel_grid_.empty()) {
-    const double x = q * (kFineKernel - 1);
-    const int t = std::min(kFineKernel - 2, static_cast<int>(x));
-    const double f = x - t;
-    k = (1 - f) * kernel_slope_[t] + f * kernel_slope_[t + 1];
-  } else {
-    k = act_.kernel_derivative(q);
-  }
+  const double k = kernel_slope_.empty() ? act_.kernel_derivative(q) : fine_lookup(kernel_slope_, q);
   return std::max(0.0, k - mu1_ * mu1_);
 }
 

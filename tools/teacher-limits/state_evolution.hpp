@@ -92,7 +92,7 @@ class StateEvolution {
   std::vector<double> kprime_c_;          // K_c'(q_j)
   std::vector<double> log_s_;             // table rows
   std::vector<double> ratio_;             // [row][j]: F / s
-  std::vector<double> kernel_grid_, kernel_value_, kernel_slope_;  // fine K, K' tables (tanh)
+  std::vector<double> kernel_value_, kernel_slope_;  // fine K, K' tables (tanh)
   std::vector<double> log_lambda_;        // universal table
   std::vector<FixedPoints> universal_;
 };
