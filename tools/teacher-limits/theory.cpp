@@ -81,6 +81,8 @@ std::vector<double> parse_range(const std::string& text, const std::string& opti
   std::vector<double> out(static_cast<size_t>(points));
   for (long p = 0; p < points; ++p)
     out[p] = points == 1 ? lo : std::exp(std::log(lo) + (std::log(hi) - std::log(lo)) * p / (points - 1));
+  out.front() = lo;  // the ends exactly as given
+  if (points > 1) out.back() = hi;
   return out;
 }
 
