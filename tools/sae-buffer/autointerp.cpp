@@ -9,6 +9,9 @@
 #include <numeric>
 #include <unistd.h>
 
+#include <string>
+#include <vector>
+
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
 #include "nk/lm/tokenizer.hpp"
@@ -37,7 +40,12 @@ std::string context(const nk::lm::Tokenizer& tok, const std::vector<int32_t>& to
 
 // Runs 'command' with 'request' on standard input; returns its standard output.
 std::string run_judge(const std::string& command, const std::string& request, int32_t latent) {
-  char path[] = "/tmp/sae-buffer-judge-XXXXXX";
+  // The request goes through a temporary file in $TMPDIR (default /tmp).
+  const char* dir = std::getenv("TMPDIR");
+  std::string name = std::string(dir && *dir ? dir : "/tmp") + "/sae-buffer-judge-XXXXXX";
+  std::vector<char> buffer_name(name.begin(), name.end());
+  buffer_name.push_back('\0');
+  char* path = buffer_name.data();
   const int fd = mkstemp(path);
   if (fd < 0) throw nk::Error(nk::Exit::io, "--judge-cmd: cannot make a temporary file for the request");
   {
@@ -46,7 +54,7 @@ std::string run_judge(const std::string& command, const std::string& request, in
   }
   close(fd);
   std::string reply;
-  FILE* pipe = popen((command + " < " + path).c_str(), "r");
+  FILE* pipe = popen((command + " < '" + std::string(path) + "'").c_str(), "r");
   if (!pipe) {
     std::remove(path);
     throw nk::Error(nk::Exit::runtime, "--judge-cmd '" + command + "': cannot start it");
