@@ -37,6 +37,10 @@ void gemm_nt(const float* a, const float* b, float* c, long m, long n, long k, b
   cpu_ops().gemm_nt(a, b, c, m, n, k, accumulate);
 }
 
+void gemm_tn(const float* a, const float* b, float* c, long m, long n, long k, bool accumulate) {
+  cpu_ops().gemm_tn(a, b, c, m, n, k, accumulate);
+}
+
 const char* gemm_isa() { return cpu_ops().isa; }
 
 }  // namespace nk::kernels

@@ -31,8 +31,17 @@ void product_nt(const float* a, const float* b, float* c, long m, long n, long k
     C.noalias() = A * B.transpose();
 }
 
+void product_tn(const float* a, const float* b, float* c, long m, long n, long k, bool accumulate) {
+  Eigen::Map<const Matrix> A(a, k, m), B(b, k, n);
+  Eigen::Map<Matrix> C(c, m, n);
+  if (accumulate)
+    C.noalias() += A.transpose() * B;
+  else
+    C.noalias() = A.transpose() * B;
+}
+
 }  // namespace
 
-const GemmOps ops = {NK_GEMM_ISA, product, product_nt};
+const GemmOps ops = {NK_GEMM_ISA, product, product_nt, product_tn};
 
 }  // namespace nk::kernels::NK_GEMM_NAMESPACE

@@ -7,6 +7,7 @@ struct GemmOps {
   const char* isa;
   void (*gemm)(const float* a, const float* b, float* c, long m, long n, long k);
   void (*gemm_nt)(const float* a, const float* b, float* c, long m, long n, long k, bool accumulate);
+  void (*gemm_tn)(const float* a, const float* b, float* c, long m, long n, long k, bool accumulate);
 };
 
 namespace gemm_generic {

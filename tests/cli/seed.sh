@@ -22,6 +22,8 @@ echo "The cat" > prompt.txt
 sae-buffer -q gen --dim 8 --features 16 --rows 300 --seed 1 -o sbacts.h5
 sae-buffer -q train -i sbacts.h5 --buffer 100 --budget 200 --latents 32 --k 2 --batch 50 -o sbsae.h5
 teacher-limits -q teacher --d 8 --k 4 --seed 1 -o tlt.h5
+teacher-limits -q teacher --d 30 --k 1 --activation tanh --seed 1 -o tl1.h5
+teacher-limits -q data -i tl1.h5 --n 60 --test 20 -o tl1d.h5
 
 # recipe TOOL VERB: the verb's arguments (with --seed 7); outputs are every out*.h5
 recipe() {
@@ -52,6 +54,9 @@ recipe() {
     "sae-buffer grid") echo "grid -i sbacts.h5 --buffers 50,100 --budgets 100 --latents 32 --k 2 --batch 50 --heldout-rows 50 -o out.h5" ;;
     "teacher-limits teacher") echo "teacher --d 8 --k 4 -o out.h5" ;;
     "teacher-limits data") echo "data -i tlt.h5 --n 20 --test 10 -o out.h5" ;;
+    "teacher-limits hmc") echo "hmc -i tlt.h5 --n 20 --test 10 --chains 1 --samples 3 --warmup 2 --leapfrog 2 -o out.h5" ;;
+    "teacher-limits adam") echo "adam -i tlt.h5 --n 20 --test 10 --widths 2 --epochs 2 --restarts 1 -o out.h5" ;;
+    "teacher-limits amp") echo "amp -i tl1d.h5 --iterations 2 --init-overlap 0.3 -o out.h5" ;;
     *) return 1 ;;
   esac
 }

@@ -1,14 +1,22 @@
 // teacher-limits.cpp - Gauss-Hermite moments; each activation centred with
 // unit variance and K' the derivative of K; the channel table against the
 // linear channel's closed form and the small-SNR limit F = s K'(q); he3's
-// universal jump at lambda = 4/3 with q = 1/2; teacher outputs and data rows.
+// universal jump at lambda = 4/3 with q = 1/2; teacher outputs and data rows;
+// the committee's float32 loss and gradients against double loops checked by
+// finite differences, for every activation and any thread count; Hungarian
+// overlaps against brute force; the batch-means error correction.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <omp.h>
 
 #include "teacher-limits/activation.hpp"
+#include "teacher-limits/committee.hpp"
 #include "teacher-limits/model.hpp"
 #include "teacher-limits/quadrature.hpp"
+#include "teacher-limits/sampler.hpp"
 #include "teacher-limits/state_evolution.hpp"
 
 using namespace tl;
@@ -95,5 +103,146 @@ TEST_SUITE("teacher-limits") {
     for (int i = 0; i < 5; ++i) f += t.v[i] * s(a.test_X.row(2).dot(t.W.row(i)) / std::sqrt(8.0));
     CHECK(a.test_f[2] == doctest::Approx(f).epsilon(1e-12));
     CHECK(t.v.norm() == doctest::Approx(1).epsilon(1e-12));
+  }
+
+  // The committee's loss in double by plain loops, and its analytic gradients.
+  struct Reference {
+    double loss;
+    Matrix gW;
+    Vector ga;
+  };
+  Reference reference_loss(const Matrix& X, const Vector& y, const Matrix& W, const Vector& a, Act act) {
+    const Activation s(act);
+    const double rd = 1 / std::sqrt(static_cast<double>(X.cols()));
+    Reference r{0, Matrix::Zero(W.rows(), W.cols()), Vector::Zero(a.size())};
+    for (int64_t mu = 0; mu < X.rows(); ++mu) {
+      double f = 0;
+      std::vector<double> z(static_cast<size_t>(W.rows()));
+      for (int64_t j = 0; j < W.rows(); ++j) {
+        z[j] = X.row(mu).dot(W.row(j)) * rd;
+        f += a[j] * s(z[j]);
+      }
+      const double res = y[mu] - f;
+      r.loss += 0.5 * res * res;
+      for (int64_t j = 0; j < W.rows(); ++j) {
+        r.ga[j] -= res * s(z[j]);
+        r.gW.row(j) -= res * a[j] * s.derivative(z[j]) * rd * X.row(mu);
+      }
+    }
+    return r;
+  }
+
+  TEST_CASE("the committee's float32 loss and gradients equal double loops checked by finite differences") {
+    nk::Rng rng(21);
+    const int64_t n = 333, d = 7, k = 5;  // 333 rows: uneven chunks and a partial block
+    Matrix X(n, d), W(k, d);
+    Vector y(n), a(k);
+    for (int64_t i = 0; i < X.size(); ++i) X.data()[i] = rng.normal();
+    for (int64_t i = 0; i < W.size(); ++i) W.data()[i] = rng.normal();
+    for (int64_t i = 0; i < n; ++i) y[i] = rng.normal();
+    for (int64_t i = 0; i < k; ++i) a[i] = rng.normal();
+    const MatrixF Xf = to_float(X);
+    for (Act act : {Act::tanh, Act::relu_centered, Act::he2, Act::he3, Act::linear}) {
+      CAPTURE(activation_name(act));
+      const Reference ref = reference_loss(X, y, W, a, act);
+      // The analytic double gradients against central differences of the double loss.
+      const double h = 1e-6;
+      for (int64_t e : {int64_t{0}, int64_t{13}, int64_t{34}}) {
+        Matrix Wp = W, Wm = W;
+        Wp.data()[e] += h, Wm.data()[e] -= h;
+        const double numeric = (reference_loss(X, y, Wp, a, act).loss - reference_loss(X, y, Wm, a, act).loss) / (2 * h);
+        CHECK(ref.gW.data()[e] == doctest::Approx(numeric).epsilon(1e-5).scale(1));
+      }
+      for (int64_t j : {int64_t{0}, int64_t{4}}) {
+        Vector ap = a, am = a;
+        ap[j] += h, am[j] -= h;
+        const double numeric = (reference_loss(X, y, W, ap, act).loss - reference_loss(X, y, W, am, act).loss) / (2 * h);
+        CHECK(ref.ga[j] == doctest::Approx(numeric).epsilon(1e-5).scale(1));
+      }
+      // The float32 kernel against the double loops.
+      Committee net(act, k, d);
+      Matrix gW;
+      Vector ga;
+      const double loss = net.half_sse(Xf.data(), y.data(), n, W, a, &gW, &ga);
+      CHECK(loss == doctest::Approx(ref.loss).epsilon(1e-4));
+      const double scale = ref.gW.cwiseAbs().maxCoeff();
+      CHECK((gW - ref.gW).cwiseAbs().maxCoeff() < 1e-4 * scale);
+      CHECK((ga - ref.ga).cwiseAbs().maxCoeff() < 1e-4 * ref.ga.cwiseAbs().maxCoeff());
+      // Outputs, and the same bits with one thread as with two.
+      Vector out(n);
+      net.predict(Xf.data(), n, W, a, out.data());
+      const Activation sig(act);
+      for (int64_t mu : {int64_t{0}, int64_t{17}, int64_t{332}}) {
+        double f = 0;
+        for (int64_t j = 0; j < k; ++j) f += a[j] * sig(X.row(mu).dot(W.row(j)) / std::sqrt(static_cast<double>(d)));
+        CHECK(out[mu] == doctest::Approx(f).epsilon(1e-4).scale(1));
+      }
+      const int threads = omp_get_max_threads();
+      omp_set_num_threads(1);
+      Matrix gW1;
+      const double loss1 = net.half_sse(Xf.data(), y.data(), n, W, a, &gW1, nullptr);
+      omp_set_num_threads(std::max(2, threads));
+      Matrix gW2;
+      const double loss2 = net.half_sse(Xf.data(), y.data(), n, W, a, &gW2, nullptr);
+      omp_set_num_threads(threads);
+      CHECK(loss1 == loss2);
+      CHECK(gW1 == gW2);
+    }
+  }
+
+  TEST_CASE("the potential's gradient is W + dL/dW / Delta (finite differences)") {
+    const Teacher t = make_teacher(6, 3, 1.0, Act::he3, 0.3, 5);
+    const Data data = make_data(t, 50, 4, 6);
+    Posterior post(data);
+    Matrix W = t.W * 0.7, grad;
+    post.potential(W, &grad);
+    const double h = 1e-3;
+    for (int64_t e : {int64_t{1}, int64_t{8}, int64_t{17}}) {
+      Matrix Wp = W, Wm = W;
+      Wp.data()[e] += h, Wm.data()[e] -= h;
+      const double numeric = (post.potential(Wp, nullptr) - post.potential(Wm, nullptr)) / (2 * h);
+      CHECK(grad.data()[e] == doctest::Approx(numeric).epsilon(2e-3));
+    }
+  }
+
+  TEST_CASE("Hungarian overlaps equal the best permutation found by brute force") {
+    nk::Rng rng(4);
+    for (int64_t width : {int64_t{3}, int64_t{5}, int64_t{7}}) {
+      CAPTURE(width);
+      Matrix T(5, 4), S(width, 4);
+      for (int64_t i = 0; i < T.size(); ++i) T.data()[i] = rng.normal();
+      for (int64_t i = 0; i < S.size(); ++i) S.data()[i] = rng.normal();
+      const std::vector<double> q = matched_overlaps(T, S);
+      // Brute force over every injection of the 5 teacher rows into max(5, width) columns (extra ones score 0).
+      std::vector<int> cols(static_cast<size_t>(std::max<int64_t>(5, width)));
+      std::iota(cols.begin(), cols.end(), 0);
+      double best = -1;
+      do {
+        double total = 0;
+        for (int i = 0; i < 5; ++i)
+          if (cols[i] < width)
+            total += std::abs(T.row(i).dot(S.row(cols[i]))) / (T.row(i).norm() * S.row(cols[i]).norm());
+        best = std::max(best, total);
+      } while (std::next_permutation(cols.begin(), cols.end()));
+      CHECK(std::accumulate(q.begin(), q.end(), 0.0) == doctest::Approx(best).epsilon(1e-12));
+      CHECK(std::count(q.begin(), q.end(), 0.0) == std::max<int64_t>(0, 5 - width));
+    }
+  }
+
+  TEST_CASE("the batch-means correction subtracts the variance of the mean") {
+    // Two batches a, b at one test point, f* = 0: (a+b)^2/4 - (a-b)^2/4 = a b.
+    Matrix means(2, 1);
+    means << 3.0, 5.0;
+    CHECK(corrected_error(means, {1, 1}, Vector::Zero(1)) == doctest::Approx(15.0));
+    CHECK(corrected_error(means, {1, 1}, Vector::Zero(1), 0) == doctest::Approx(25.0));  // one batch: no correction
+    // Unbiased: batches of an unbiased noisy estimate of f = 1 give (f* - f)^2 = 1 on average.
+    nk::Rng rng(9);
+    double total = 0;
+    for (int rep = 0; rep < 2000; ++rep) {
+      Matrix m(8, 3);
+      for (int64_t i = 0; i < m.size(); ++i) m.data()[i] = 1 + 0.7 * rng.normal();
+      total += corrected_error(m, std::vector<double>(8, 10.0), Vector::Zero(3));
+    }
+    CHECK(total / 2000 == doctest::Approx(1.0).epsilon(0.01));
   }
 }

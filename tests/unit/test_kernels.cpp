@@ -103,6 +103,25 @@ TEST_SUITE("kernels") {
     if (const char* cap = std::getenv("NK_KERNELS_ISA"); cap && std::string(cap) == "generic") CHECK(isa == "generic");
   }
 
+  TEST_CASE("gemm_tn (= and +=) equals the naive triple loop") {
+    nk::Rng rng(7);
+    for (const long m : {1L, 9L, 64L})
+      for (const long n : {3L, 40L})
+        for (const long k : {5L, 300L}) {
+          const auto a = random_real(static_cast<size_t>(k * m), rng), b = random_real(static_cast<size_t>(k * n), rng);
+          std::vector<float> c(static_cast<size_t>(m * n), 0.5f), acc = c;
+          nk::kernels::gemm_tn(a.data(), b.data(), c.data(), m, n, k);
+          nk::kernels::gemm_tn(a.data(), b.data(), acc.data(), m, n, k, true);
+          for (long i = 0; i < m; ++i)
+            for (long j = 0; j < n; ++j) {
+              double ref = 0;
+              for (long l = 0; l < k; ++l) ref += static_cast<double>(a[static_cast<size_t>(l * m + i)]) * b[static_cast<size_t>(l * n + j)];
+              CHECK(c[static_cast<size_t>(i * n + j)] == doctest::Approx(ref).epsilon(1e-5).scale(1.0));
+              CHECK(acc[static_cast<size_t>(i * n + j)] == doctest::Approx(ref + 0.5).epsilon(1e-5).scale(1.0));
+            }
+        }
+  }
+
   TEST_CASE("asking for CUDA without a device is a runtime error with the reason") {
     if (cuda_device_present()) return;
     try {

@@ -25,6 +25,7 @@ class Activation {
   double kernel_derivative(double q) const;
   double mu1() const { return mu1_; }  ///< E sigma(Z) Z
   double mu2() const { return mu2_; }  ///< E sigma(Z) (Z^2 - 1)
+  double scale() const { return scale_; }  ///< tanh and relu's normalising factor (1 otherwise)
 
  private:
   Act kind_;

@@ -8,7 +8,10 @@
 #include <vector>
 
 #include "nk/run_env.hpp"
+#include "teacher-limits/items.hpp"
 #include "teacher-limits/model.hpp"
+#include "teacher-limits/sampler.hpp"
+#include "teacher-limits/student.hpp"
 #include "teacher-limits/state_evolution.hpp"
 
 namespace tl {
@@ -16,6 +19,10 @@ namespace tl {
 inline constexpr const char* kTeacherSchema = "teacher-limits.teacher/1";
 inline constexpr const char* kDataSchema = "teacher-limits.data/1";
 inline constexpr const char* kTheorySchema = "teacher-limits.theory/1";
+inline constexpr const char* kHmcSchema = "teacher-limits.hmc/1";
+inline constexpr const char* kAmpSchema = "teacher-limits.amp/1";
+inline constexpr const char* kAdamSchema = "teacher-limits.adam/1";
+inline constexpr const char* kReportSchema = "teacher-limits.report/1";
 
 struct TeacherOptions {
   std::string output = "-";
@@ -63,5 +70,53 @@ void theory(const TheoryOptions& options, const nk::RunEnv& env);
 
 /// "A:B:POINTS" -> POINTS values log-spaced from A to B; usage error otherwise.
 std::vector<double> parse_range(const std::string& text, const std::string& option);
+
+struct HmcOptions {
+  std::string input, output = "-";
+  bool no_clobber = false;
+  ItemOptions items;
+  HmcConfig config;
+  std::string init = "informed";
+};
+/// /hmc/{n, seed, eps_bo, eps_bo_se, eps_gibbs, overlap, acceptance, step,
+/// gradients, gradient_seconds} per item, /hmc/pred_test for a data file.
+void hmc(const HmcOptions& options, const nk::RunEnv& env);
+
+struct AmpResult {
+  std::vector<double> q, q_se;  ///< [T] |w_hat.w*|/|w*|^2 after each iteration, and the state evolution's q
+  double eps = 0, eps_se = 0;   ///< test error of the posterior predictive mean; the state evolution's
+  Vector w_hat;                 ///< [d]
+};
+/// GAMP for k = 1 from overlap 'init_overlap' (0: w_hat = 0).
+AmpResult run_amp(const Data& data, int iterations, double init_overlap, uint64_t seed);
+
+struct AmpOptions {
+  std::string input, output = "-";
+  bool no_clobber = false;
+  int iterations = 30;
+  double init_overlap = 0;
+};
+void amp(const AmpOptions& options, const nk::RunEnv& env);
+
+struct AdamOptions {
+  std::string input, output = "-";
+  bool no_clobber = false;
+  ItemOptions items;
+  std::vector<std::string> widths{"kc/2", "kc", "2kc", "k"};
+  AdamTraining training;
+  int64_t ridge_features = 8;  ///< random features per input dimension (0: no baseline)
+};
+/// /adam/{n, seed, widths, width, k_c, eps, overlap, lr, val_mse, epochs,
+/// ridge_eps} and /adam/students/NNNNNN/<width>/{W,a}.
+void adam(const AdamOptions& options, const nk::RunEnv& env);
+
+struct ReportOptions {
+  std::string input, output;
+  bool no_clobber = false;
+  std::vector<std::string> results;  ///< hmc and adam outputs
+  std::string svg;                   ///< figure prefix (empty: none)
+};
+/// The fitted slopes and ranges (stdout; /fit/* when -o is given) and the figures.
+void report(const ReportOptions& options, const nk::RunEnv& env);
 
 }  // namespace tl

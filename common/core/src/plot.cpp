@@ -182,6 +182,11 @@ std::string line_plot_svg(const Axes& axes, const std::vector<Series>& series) {
   for (const Series& s : series) {
     for (double x : s.x) if (usable(x, axes.log_x)) x0 = std::min(x0, x), x1 = std::max(x1, x);
     for (double y : s.y) if (usable(y, axes.log_y)) y0 = std::min(y0, y), y1 = std::max(y1, y);
+    for (size_t i = 0; i < s.errors.size() && i < s.y.size(); ++i) {
+      const double lo = s.y[i] - s.errors[i], hi = s.y[i] + s.errors[i];
+      if (usable(s.errors[i], false) && usable(lo, axes.log_y)) y0 = std::min(y0, lo);
+      if (usable(s.errors[i], false) && usable(hi, axes.log_y)) y1 = std::max(y1, hi);
+    }
   }
   // A linear y axis starts at 0 unless the data sit far from it.
   if (!axes.log_y && y0 > 0 && y0 < 0.25 * y1) y0 = 0;
@@ -237,6 +242,14 @@ std::string line_plot_svg(const Axes& axes, const std::vector<Series>& series) {
     if (s.markers)
       for (size_t i = 0; i < n; ++i)
         if (drawable(i)) svg << "<circle cx=\"" << px(s.x[i]) << "\" cy=\"" << py(s.y[i]) << "\" r=\"3.5\" fill=\"" << colour << "\"/>\n";
+    for (size_t i = 0; i < n && i < s.errors.size(); ++i) {
+      if (!drawable(i) || !std::isfinite(s.errors[i])) continue;
+      // On a log axis a bar reaching zero or below is cut at the plot's bottom.
+      const double lo = s.y[i] - s.errors[i], hi = s.y[i] + s.errors[i];
+      const double plo = usable(lo, axes.log_y) ? py(lo) : top + ph, phi = py(hi), x = px(s.x[i]);
+      svg << "<line x1=\"" << x << "\" y1=\"" << plo << "\" x2=\"" << x << "\" y2=\"" << phi << "\" stroke=\"" << colour
+          << "\" stroke-width=\"1.2\"/>\n";
+    }
     const double ly = top + 14 + 18.0 * static_cast<double>(k);
     svg << "<line x1=\"" << left + pw + 12 << "\" y1=\"" << ly << "\" x2=\"" << left + pw + 36 << "\" y2=\"" << ly
         << "\" stroke=\"" << colour << "\" stroke-width=\"2\"" << (s.dashed ? " stroke-dasharray=\"6,4\"" : "")

@@ -11,6 +11,8 @@ struct Series {
   bool steps = false;  ///< y[i] holds on [x[i], x[i+1]) (x has one more entry than y)
   bool markers = false;  ///< a dot on every point (for sparse measurements)
   bool dashed = false;
+  /// Error bars: y +- errors[i] as a vertical whisker (empty: none; NaN: none at i).
+  std::vector<double> errors = {};
 };
 
 struct Axes {

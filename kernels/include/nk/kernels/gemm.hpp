@@ -13,6 +13,11 @@ void gemm(const float* a, const float* b, float* c, long m, long n, long k, Devi
 /// [out, in] applied to a batch). CPU only.
 void gemm_nt(const float* a, const float* b, float* c, long m, long n, long k, bool accumulate = false);
 
+/// C [m,n] = A^T B (or C += A^T B) for row-major A [k,m] and B [k,n]: a sum
+/// of outer products over k rows (a weight gradient from a batch). CPU only;
+/// inside an OpenMP region it runs on the calling thread alone.
+void gemm_tn(const float* a, const float* b, float* c, long m, long n, long k, bool accumulate = false);
+
 /// Which copy of the CPU products runs: "avx512" where the CPU has AVX-512
 /// F/DQ/VL/BW, else "avx2" (AVX2 + FMA), else "generic" (the baseline
 /// x86-64 or other ISA the binary was built for). NK_KERNELS_ISA = generic,
