@@ -18,6 +18,7 @@
 #include "teacher-limits/quadrature.hpp"
 #include "teacher-limits/sampler.hpp"
 #include "teacher-limits/state_evolution.hpp"
+#include "test_support.hpp"
 
 using namespace tl;
 
@@ -244,5 +245,21 @@ TEST_SUITE("teacher-limits") {
       total += corrected_error(m, std::vector<double>(8, 10.0), Vector::Zero(3));
     }
     CHECK(total / 2000 == doctest::Approx(1.0).epsilon(0.01));
+  }
+
+  TEST_CASE("the CUDA committee matches its CPU twin (d = 256; where a GPU exists)") {
+    if (!nk::test::cuda_or_skip()) return;
+    for (Act act : {Act::tanh, Act::relu_centered, Act::he2, Act::he3, Act::linear}) {
+      CAPTURE(activation_name(act));
+      const Teacher t = make_teacher(256, 64, 1.0, act, 0.1, 3);
+      const Data data = make_data(t, 3000, 4, 8);
+      Posterior cpu(data, nk::DeviceKind::cpu), gpu(data, nk::DeviceKind::cuda);
+      const Matrix W = t.W * 0.9;
+      Matrix g_cpu, g_gpu;
+      const double u_cpu = cpu.potential(W, &g_cpu), u_gpu = gpu.potential(W, &g_gpu);
+      CHECK(u_gpu == doctest::Approx(u_cpu).epsilon(1e-5));
+      CHECK((g_gpu - g_cpu).cwiseAbs().maxCoeff() < 1e-4 * g_cpu.cwiseAbs().maxCoeff());
+      CHECK(gpu.potential(W, nullptr) == u_gpu);  // a fixed summation order: the same bits again
+    }
   }
 }

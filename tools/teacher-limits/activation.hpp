@@ -5,6 +5,7 @@
 
 namespace tl {
 
+/// In this order the codes 0..4 of the CUDA committee family (nk_cuda_committee).
 enum class Act { tanh, relu_centered, he2, he3, linear };
 
 /// "tanh", "relu-centered", "he2", "he3", "linear" -> Act; throws nk::Error

@@ -17,7 +17,9 @@
 namespace tl {
 namespace {
 
-bool needs_kc(const std::string& token) { return token.find("kc") != std::string::npos; }
+bool needs_kc(const std::string& token) {
+  return token.find("kc") != std::string::npos;
+}
 
 int64_t resolve_width(const std::string& token, int64_t k_c, int64_t k) {
   if (token == "kc") return std::max<int64_t>(1, k_c);
@@ -78,9 +80,9 @@ void adam(const AdamOptions& o, const nk::RunEnv& env) {
                    i + 1, items.size(), items[i].n, items[i].seed, w, o.widths[j], f.eps, f.val_mse, f.learning_rate,
                    f.epochs);
     }
-    ridge.push_back(o.ridge_features > 0
-                        ? random_features_ridge(data, o.ridge_features * t.d(), o.training.validation, rng.split(1u << 30))
-                        : std::numeric_limits<double>::quiet_NaN());
+    ridge.push_back(o.ridge_features > 0 ? random_features_ridge(data, o.ridge_features * t.d(), o.training.validation,
+                                                                 rng.split(1u << 30))
+                                         : std::numeric_limits<double>::quiet_NaN());
     spdlog::info("adam: item {}/{} random-features ridge ({} features): eps {:.5g}", i + 1, items.size(),
                  o.ridge_features * t.d(), ridge.back());
     students.push_back(std::move(fits));
@@ -110,7 +112,8 @@ void adam(const AdamOptions& o, const nk::RunEnv& env) {
       out.attr(std::string(group) + "a", "nk_merge", "item");
     }
   out.commit();
-  spdlog::info("adam: {} item(s) x {} widths (shard {}) -> {}", count, W, env.shard.text(), nk::display_name(o.output, true));
+  spdlog::info("adam: {} item(s) x {} widths (shard {}) -> {}", count, W, env.shard.text(),
+               nk::display_name(o.output, true));
 }
 
 }  // namespace tl

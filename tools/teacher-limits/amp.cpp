@@ -131,8 +131,8 @@ void amp(const AmpOptions& o, const nk::RunEnv& env) {
   const nk::h5::File in = nk::h5::File::open(o.input);
   const Data data = read_data(in);
   if (data.teacher.k() != 1)
-    throw nk::input_error(in.path(), "/teacher/W", "has k = " + std::to_string(data.teacher.k()) +
-                                                       " rows; amp is the k = 1 single-index model");
+    throw nk::input_error(in.path(), "/teacher/W",
+                          "has k = " + std::to_string(data.teacher.k()) + " rows; amp is the k = 1 single-index model");
   if (!(o.init_overlap >= 0 && o.init_overlap < 1)) throw nk::usage_error("--init-overlap must be in [0, 1)");
   const AmpResult r = run_amp(data, o.iterations, o.init_overlap, env.seed);
   nk::h5::Writer out(o.output, kAmpSchema, o.no_clobber);
@@ -146,9 +146,11 @@ void amp(const AmpOptions& o, const nk::RunEnv& env) {
   out.attr("/amp", "n", data.train_X.rows());
   out.attr("/amp", "init_overlap", o.init_overlap);
   out.commit();
-  spdlog::info("amp: n = {}, alpha = {:.3g}: q {:.4f} (state evolution {:.4f}) after {} iterations; eps {:.5g} (SE {:.5g}) -> {}",
-               data.train_X.rows(), static_cast<double>(data.train_X.rows()) / data.teacher.d(), r.q.back(),
-               r.q_se.back(), T, r.eps, r.eps_se, nk::display_name(o.output, true));
+  spdlog::info(
+      "amp: n = {}, alpha = {:.3g}: q {:.4f} (state evolution {:.4f}) after {} iterations; eps {:.5g} (SE {:.5g}) -> "
+      "{}",
+      data.train_X.rows(), static_cast<double>(data.train_X.rows()) / data.teacher.d(), r.q.back(), r.q_se.back(), T,
+      r.eps, r.eps_se, nk::display_name(o.output, true));
 }
 
 }  // namespace tl

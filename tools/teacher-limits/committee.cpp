@@ -14,7 +14,9 @@
 
 namespace tl {
 
-MatrixF to_float(const Matrix& X) { return X.cast<float>(); }
+MatrixF to_float(const Matrix& X) {
+  return X.cast<float>();
+}
 
 Committee::Committee(Act activation, int64_t k, int64_t d)
     : act_(activation), k_(k), d_(d), block_(std::clamp<int64_t>(65536 / std::max<int64_t>(k, 1), 16, 256)) {
@@ -88,8 +90,8 @@ void Committee::run_chunk(Chunk& c, const float* X, const double* y, int64_t beg
     if (grad_a) c.ga.noalias() += (c.s.topRows(rows).transpose() * c.f.head(rows)).cast<double>();
     if (grad_W) {
       // M = -r a sigma'(z), over sigma', then gW += M^T X.
-      c.ds.topRows(rows).array() = (c.ds.topRows(rows).array().rowwise() * af.transpose().array()).colwise() *
-                                   c.f.head(rows).array();
+      c.ds.topRows(rows).array() =
+          (c.ds.topRows(rows).array().rowwise() * af.transpose().array()).colwise() * c.f.head(rows).array();
       nk::kernels::gemm_tn(c.ds.data(), xb, c.gW.data(), k_, d_, rows, !first);
       first = false;
     }

@@ -39,9 +39,9 @@ class Committee {
 
  private:
   struct Chunk {
-    MatrixF z, s, ds;  // [block, k]: pre-activations, sigma, sigma'
+    MatrixF z, s, ds;   // [block, k]: pre-activations, sigma, sigma'
     Eigen::VectorXf f;  // [block]: outputs, then -residuals
-    MatrixF gW;        // [k, d] partial of M^T X
+    MatrixF gW;         // [k, d] partial of M^T X
     Eigen::VectorXd ga;
     double loss = 0;
   };

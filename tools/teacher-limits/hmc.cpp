@@ -10,13 +10,15 @@
 namespace tl {
 
 void hmc(const HmcOptions& o, const nk::RunEnv& env) {
-  if (o.init != "informed" && o.init != "random") throw nk::usage_error("--init takes informed or random, not '" + o.init + "'");
+  if (o.init != "informed" && o.init != "random")
+    throw nk::usage_error("--init takes informed or random, not '" + o.init + "'");
   const Workload work(o.input, o.items, "hmc");
   const std::vector<Item>& items = work.items();
   const auto [first, last] = nk::shard_range(env.shard, static_cast<int64_t>(items.size()));
   const int64_t count = last - first, k = work.teacher().k();
   HmcConfig config = o.config;
   config.informed = o.init == "informed";
+  config.device = env.device;
 
   std::vector<double> eps_bo, eps_se, eps_gibbs, acceptance, step, gradients, seconds, overlap;
   Vector pred_test;
@@ -33,11 +35,13 @@ void hmc(const HmcOptions& o, const nk::RunEnv& env) {
     seconds.push_back(r.seconds);
     overlap.insert(overlap.end(), r.overlap.begin(), r.overlap.end());
     if (work.from_file()) pred_test = r.pred_test;
-    const double flops = Committee::gradient_flops(items[i].n, k, work.teacher().d()) * static_cast<double>(r.gradients);
-    spdlog::info("hmc: item {}/{} n = {} seed {}: eps_bo {:.5g} +- {:.2g}, Gibbs/BO {:.3f}, acceptance {:.3f}, step {:.3g}; "
-                 "{:.0f} gradients/s ({:.1f} GFLOP/s)",
-                 i + 1, items.size(), items[i].n, items[i].seed, r.eps_bo, r.eps_bo_se, r.eps_gibbs / r.eps_bo, r.acceptance,
-                 r.step, static_cast<double>(r.gradients) / r.seconds, flops / r.seconds * 1e-9);
+    const double flops =
+        Committee::gradient_flops(items[i].n, k, work.teacher().d()) * static_cast<double>(r.gradients);
+    spdlog::info(
+        "hmc: item {}/{} n = {} seed {}: eps_bo {:.5g} +- {:.2g}, Gibbs/BO {:.3f}, acceptance {:.3f}, step {:.3g}; "
+        "{:.0f} gradients/s ({:.1f} GFLOP/s)",
+        i + 1, items.size(), items[i].n, items[i].seed, r.eps_bo, r.eps_bo_se, r.eps_gibbs / r.eps_bo, r.acceptance,
+        r.step, static_cast<double>(r.gradients) / r.seconds, flops / r.seconds * 1e-9);
   }
 
   nk::h5::Writer out(o.output, kHmcSchema, o.no_clobber);

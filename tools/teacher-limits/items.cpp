@@ -9,7 +9,8 @@ Workload::Workload(const std::string& path, const ItemOptions& o, const std::str
   const nk::h5::File file = nk::h5::File::open(path);
   if (file.has("/train/X")) {
     if (!o.n.empty() || !o.data_seeds.empty())
-      throw nk::usage_error(verb + ": '" + path + "' is a data file (it has /train/X); --n and --data-seeds take a teacher file");
+      throw nk::usage_error(verb + ": '" + path +
+                            "' is a data file (it has /train/X); --n and --data-seeds take a teacher file");
     file_data_ = read_data(file);
     teacher_ = file_data_->teacher;
     int64_t seed = -1;

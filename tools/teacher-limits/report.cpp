@@ -3,8 +3,8 @@
 // the figures as SVG.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -50,7 +50,8 @@ TheoryFile read_theory(const nk::h5::File& f) {
     throw nk::input_error(f.path(), "/theory", "needs n, eps_bo, eps_kc, k_c and overlap rows of one length m > 0");
   t.k = t.overlap.cols();
   if (static_cast<int64_t>(t.onset_n.size()) != t.k)
-    throw nk::input_error(f.path(), "/theory/onset_n", "has " + std::to_string(t.onset_n.size()) + " values for k = " + std::to_string(t.k));
+    throw nk::input_error(f.path(), "/theory/onset_n",
+                          "has " + std::to_string(t.onset_n.size()) + " values for k = " + std::to_string(t.k));
   if (f.has("/theory/student_eps") && f.has("/theory/widths")) {
     t.student_eps = f.read_matrix<double>("/theory/student_eps");
     t.widths = f.read<int64_t>("/theory/widths").data;
@@ -98,7 +99,8 @@ struct Fits {
   std::vector<double> value, expected, lo, hi;
   std::vector<int64_t> points;
   void add(const std::string& what, double v, double e, double l, double h, int64_t p) {
-    name.push_back(what), value.push_back(v), expected.push_back(e), lo.push_back(l), hi.push_back(h), points.push_back(p);
+    name.push_back(what), value.push_back(v), expected.push_back(e), lo.push_back(l), hi.push_back(h),
+        points.push_back(p);
   }
   void add(const std::string& what, const Slope& s, double e) { add(what, s.value, e, s.lo, s.hi, s.points); }
 };
@@ -134,7 +136,8 @@ ByN group_by_n(const std::vector<int64_t>& n, const std::vector<double>& y, cons
     for (size_t i : idx) ss += (y[i] - mean) * (y[i] - mean);
     g.n.push_back(static_cast<double>(value));
     g.mean.push_back(mean);
-    g.se.push_back(idx.size() > 1 ? std::sqrt(ss / static_cast<double>(idx.size() - 1) / static_cast<double>(idx.size())) : kNaN);
+    g.se.push_back(
+        idx.size() > 1 ? std::sqrt(ss / static_cast<double>(idx.size() - 1) / static_cast<double>(idx.size())) : kNaN);
     if (per_item) {
       g.rows.row(r).setZero();
       for (size_t i : idx) g.rows.row(r) += per_item->row(static_cast<int64_t>(i)) / static_cast<double>(idx.size());
@@ -181,8 +184,10 @@ void report(const ReportOptions& o, const nk::RunEnv&) {
       index.push_back(static_cast<double>(i + 1)), onsets.push_back(th.onset_n[i]);
   fits.add("theory onset slope", log_slope(index, onsets), onset_law);
   if (!ratio.empty())
-    fits.add("theory eps_bo/eps_kc min", *std::min_element(ratio.begin(), ratio.end()), 1, kNaN, kNaN, static_cast<int64_t>(ratio.size())),
-        fits.add("theory eps_bo/eps_kc max", *std::max_element(ratio.begin(), ratio.end()), 1, kNaN, kNaN, static_cast<int64_t>(ratio.size()));
+    fits.add("theory eps_bo/eps_kc min", *std::min_element(ratio.begin(), ratio.end()), 1, kNaN, kNaN,
+             static_cast<int64_t>(ratio.size())),
+        fits.add("theory eps_bo/eps_kc max", *std::max_element(ratio.begin(), ratio.end()), 1, kNaN, kNaN,
+                 static_cast<int64_t>(ratio.size()));
 
   std::vector<nk::plot::Series> eps_series, kc_series, onset_series, width_series;
   {
@@ -204,10 +209,13 @@ void report(const ReportOptions& o, const nk::RunEnv&) {
     const nk::h5::File f = nk::h5::File::open(path);
     if (f.has("/hmc/eps_bo")) {
       const std::vector<int64_t> n = f.read<int64_t>("/hmc/n").data;
-      const std::vector<double> e = column(f, "/hmc/eps_bo"), g = column(f, "/hmc/eps_gibbs"), se = column(f, "/hmc/eps_bo_se");
+      const std::vector<double> e = column(f, "/hmc/eps_bo"), g = column(f, "/hmc/eps_gibbs"),
+                                se = column(f, "/hmc/eps_bo_se");
       const Matrix q = f.read_matrix<double>("/hmc/overlap");
       if (e.size() != n.size() || g.size() != n.size() || static_cast<size_t>(q.rows()) != n.size() || q.cols() != k)
-        throw nk::input_error(path, "/hmc", "needs n, eps_bo, eps_gibbs and overlap [items, k] with k = " + std::to_string(k) + " as in the theory");
+        throw nk::input_error(
+            path, "/hmc",
+            "needs n, eps_bo, eps_gibbs and overlap [items, k] with k = " + std::to_string(k) + " as in the theory");
       const ByN bo = group_by_n(n, e, &q), gibbs = group_by_n(n, g);
       std::vector<double> ratio_gb, ratio_th, in_n, in_e;
       for (size_t j = 0; j < bo.n.size(); ++j) {
@@ -221,7 +229,8 @@ void report(const ReportOptions& o, const nk::RunEnv&) {
       fits.add("hmc Gibbs/BO max", *gmax, 2, bo.n.front(), bo.n.back(), static_cast<int64_t>(ratio_gb.size()));
       double rmin = kNaN, rmax = kNaN;
       for (double r : ratio_th)
-        if (std::isfinite(r)) rmin = std::isnan(rmin) ? r : std::min(rmin, r), rmax = std::isnan(rmax) ? r : std::max(rmax, r);
+        if (std::isfinite(r))
+          rmin = std::isnan(rmin) ? r : std::min(rmin, r), rmax = std::isnan(rmax) ? r : std::max(rmax, r);
       fits.add("hmc eps_bo/theory min", rmin, 1, bo.n.front(), bo.n.back(), static_cast<int64_t>(ratio_th.size()));
       fits.add("hmc eps_bo/theory max", rmax, 1, bo.n.front(), bo.n.back(), static_cast<int64_t>(ratio_th.size()));
       const std::vector<double> hon = overlap_onsets(bo.n, bo.rows);
@@ -252,7 +261,8 @@ void report(const ReportOptions& o, const nk::RunEnv&) {
       const Matrix e = f.read_matrix<double>("/adam/eps");
       const std::vector<std::string> tokens = f.read_strings("/adam/widths");
       const std::vector<double> ridge = column(f, "/adam/ridge_eps");
-      if (static_cast<size_t>(e.rows()) != n.size() || static_cast<size_t>(e.cols()) != tokens.size() || ridge.size() != n.size())
+      if (static_cast<size_t>(e.rows()) != n.size() || static_cast<size_t>(e.cols()) != tokens.size() ||
+          ridge.size() != n.size())
         throw nk::input_error(path, "/adam/eps", "needs [items, widths] matching /adam/n and /adam/widths");
       for (size_t w = 0; w < tokens.size(); ++w) {
         std::vector<double> col(n.size());
@@ -282,37 +292,44 @@ void report(const ReportOptions& o, const nk::RunEnv&) {
       rs.markers = true;
       eps_series.push_back(rs);
     } else {
-      throw nk::input_error(path, "", "holds neither /hmc/eps_bo nor /adam/eps (give hmc or adam outputs after the theory file)");
+      throw nk::input_error(path, "",
+                            "holds neither /hmc/eps_bo nor /adam/eps (give hmc or adam outputs after the theory file)");
     }
   }
 
   // The figures first, then every output committed together: a failure leaves none of them.
   std::vector<std::pair<std::string, std::string>> figures;
   if (!o.svg.empty()) {
-    figures.emplace_back(o.svg + "-eps.svg", nk::plot::line_plot_svg({"Generalisation error", "n", "eps", true, true}, eps_series));
+    figures.emplace_back(o.svg + "-eps.svg",
+                         nk::plot::line_plot_svg({"Generalisation error", "n", "eps", true, true}, eps_series));
     std::vector<nk::plot::Series> q_series;
     for (int64_t i = 0; i < std::min<int64_t>(k, 12); ++i) {
       std::vector<double> col(th.n.size());
       for (size_t j = 0; j < th.n.size(); ++j) col[j] = th.overlap(static_cast<int64_t>(j), i);
       q_series.push_back(line("q_" + std::to_string(i + 1), th.n, col));
     }
-    figures.emplace_back(o.svg + "-overlap.svg",
-                         nk::plot::line_plot_svg({"Feature overlaps (theory, first 12)", "n", "q_i", true, false}, q_series));
-    figures.emplace_back(o.svg + "-kc.svg", nk::plot::line_plot_svg({"Effective width", "n", "k_c", true, false}, kc_series));
-    figures.emplace_back(o.svg + "-onset.svg", nk::plot::line_plot_svg({"Feature onsets", "feature i", "n_i", true, true}, onset_series));
+    figures.emplace_back(
+        o.svg + "-overlap.svg",
+        nk::plot::line_plot_svg({"Feature overlaps (theory, first 12)", "n", "q_i", true, false}, q_series));
+    figures.emplace_back(o.svg + "-kc.svg",
+                         nk::plot::line_plot_svg({"Effective width", "n", "k_c", true, false}, kc_series));
+    figures.emplace_back(o.svg + "-onset.svg",
+                         nk::plot::line_plot_svg({"Feature onsets", "feature i", "n_i", true, true}, onset_series));
     if (!th.widths.empty() && th.student_eps.rows() == static_cast<int64_t>(th.widths.size())) {
       // Error against width at four n spread over the theory's range.
       for (int s = 0; s < 4; ++s) {
         const size_t j = (th.n.size() - 1) * static_cast<size_t>(s) / 3;
         std::vector<double> wx, ey;
         for (size_t w = 0; w < th.widths.size(); ++w)
-          wx.push_back(static_cast<double>(th.widths[w])), ey.push_back(th.student_eps(static_cast<int64_t>(w), static_cast<int64_t>(j)));
+          wx.push_back(static_cast<double>(th.widths[w])),
+              ey.push_back(th.student_eps(static_cast<int64_t>(w), static_cast<int64_t>(j)));
         char label[64];
         std::snprintf(label, sizeof label, "n = %.3g", th.n[j]);
         width_series.push_back(line(label, wx, ey));
       }
-      figures.emplace_back(o.svg + "-width.svg", nk::plot::line_plot_svg({"Width-limited student (theory)", "student width", "eps",
-                                                                          true, true}, width_series));
+      figures.emplace_back(o.svg + "-width.svg",
+                           nk::plot::line_plot_svg(
+                               {"Width-limited student (theory)", "student width", "eps", true, true}, width_series));
     }
   }
   std::optional<nk::h5::Writer> out;
@@ -339,7 +356,8 @@ void report(const ReportOptions& o, const nk::RunEnv&) {
   std::vector<std::vector<std::string>> rows;
   for (size_t i = 0; i < fits.name.size(); ++i)
     rows.push_back({fits.name[i], nk::cell(fits.value[i], "%.4g"), nk::cell(fits.expected[i], "%.4g"),
-                    nk::cell(fits.lo[i], "%.4g"), nk::cell(fits.hi[i], "%.4g"), nk::cell(static_cast<long long>(fits.points[i]))});
+                    nk::cell(fits.lo[i], "%.4g"), nk::cell(fits.hi[i], "%.4g"),
+                    nk::cell(static_cast<long long>(fits.points[i]))});
   nk::Table::print(o.output == "-" ? stderr : stdout, {"quantity", "value", "law", "n_from", "n_to", "points"}, rows,
                    nk::Table::Layout::automatic, {0});
   spdlog::info("report: {} fits from {} and {} result file(s)", fits.name.size(), o.input, o.results.size());

@@ -8,18 +8,43 @@
 #include <cmath>
 #include <limits>
 
+#include "nk/kernels/cuda_call.hpp"
 #include "nk/progress.hpp"
 #include "nk/timer.hpp"
 
 namespace tl {
 
-Posterior::Posterior(const Data& data)
-    : data_(data), committee_(data.teacher.activation, data.teacher.k(), data.teacher.d()), X_(to_float(data.train_X)) {}
+Posterior::Posterior(const Data& data, nk::DeviceKind device)
+    : data_(data),
+      committee_(data.teacher.activation, data.teacher.k(), data.teacher.d()),
+      X_(to_float(data.train_X)) {
+  if (device != nk::DeviceKind::cuda) return;
+  const auto& gpu = nk::kernels::cuda_family<nk_cuda_committee>("hmc");
+  const Activation act(data.teacher.activation);
+  nk::kernels::cuda_call("hmc (committee on the GPU)", gpu.create, X_.data(), data.train_y.data(),
+                         static_cast<long>(X_.rows()), static_cast<long>(X_.cols()),
+                         static_cast<long>(data.teacher.k()), static_cast<int>(data.teacher.activation), act.scale(),
+                         &gpu_);
+}
+
+Posterior::~Posterior() {
+  if (!gpu_) return;
+  char error[256];
+  nk::kernels::cuda_family<nk_cuda_committee>("hmc").destroy(gpu_, error, sizeof error);
+}
 
 double Posterior::potential(const Matrix& W, Matrix* grad) {
   nk::Stopwatch clock;
   const double delta = data_.teacher.noise;
-  const double loss = committee_.half_sse(X_.data(), data_.train_y.data(), X_.rows(), W, data_.teacher.v, grad, nullptr);
+  double loss = 0;
+  if (gpu_) {
+    Matrix gW(W.rows(), W.cols());
+    nk::kernels::cuda_call("hmc (committee on the GPU)", nk::kernels::cuda_family<nk_cuda_committee>("hmc").half_sse,
+                           gpu_, W.data(), data_.teacher.v.data(), &loss, gW.data());
+    if (grad) *grad = std::move(gW);
+  } else {
+    loss = committee_.half_sse(X_.data(), data_.train_y.data(), X_.rows(), W, data_.teacher.v, grad, nullptr);
+  }
   if (grad) {
     *grad = W + *grad / delta;
     ++gradients_;
@@ -145,7 +170,7 @@ HmcResult sample_posterior(const Data& data, const HmcConfig& config, const nk::
   const Teacher& t = data.teacher;
   const int64_t m = data.test_X.rows(), k = t.k(), S = config.samples;
   const int64_t per_chain = std::max<int64_t>(1, std::min<int64_t>(config.batches, S));
-  Posterior post(data);
+  Posterior post(data, config.device);
   const MatrixF test_X = to_float(data.test_X);
 
   Matrix batch_means = Matrix::Zero(config.chains * per_chain, m);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "nk/device.hpp"
 #include "nk/rng.hpp"
 #include "teacher-limits/committee.hpp"
 #include "teacher-limits/model.hpp"
@@ -19,14 +20,15 @@ struct HmcConfig {
   double target_acceptance = 0.7;
   bool informed = true;  ///< start at the teacher (else W ~ N(0, I), the algorithmic branch)
   int batches = 10;      ///< batch means per chain (the standard errors)
+  nk::DeviceKind device = nk::DeviceKind::cpu;  ///< where the gradients run (cuda: the committee family)
 };
 
 struct HmcResult {
-  double eps_bo = 0;     ///< (f* - posterior mean)^2 on the test set, Var/S-corrected
-  double eps_bo_se = 0;  ///< its standard error: jackknife over the batches
-  double eps_gibbs = 0;  ///< (f* - f_W)^2 averaged over single samples
-  double acceptance = 0;  ///< mean acceptance probability while sampling
-  double step = 0;        ///< the adapted leapfrog step, averaged over chains
+  double eps_bo = 0;            ///< (f* - posterior mean)^2 on the test set, Var/S-corrected
+  double eps_bo_se = 0;         ///< its standard error: jackknife over the batches
+  double eps_gibbs = 0;         ///< (f* - f_W)^2 averaged over single samples
+  double acceptance = 0;        ///< mean acceptance probability while sampling
+  double step = 0;              ///< the adapted leapfrog step, averaged over chains
   std::vector<double> overlap;  ///< [k] matched |cos| per teacher feature, averaged over samples
   Vector pred_test;             ///< [m] posterior mean on /test/X
   int64_t gradients = 0;
@@ -36,7 +38,11 @@ struct HmcResult {
 /// The potential U(W) = ||W||^2/2 + ||y - f_W(X)||^2 / (2 Delta) and its gradient.
 class Posterior {
  public:
-  explicit Posterior(const Data& data);
+  /// On cuda the training data move to the device once (nk_cuda_committee).
+  explicit Posterior(const Data& data, nk::DeviceKind device = nk::DeviceKind::cpu);
+  ~Posterior();
+  Posterior(const Posterior&) = delete;
+  Posterior& operator=(const Posterior&) = delete;
   /// U(W); with grad, dU/dW [k, d].
   double potential(const Matrix& W, Matrix* grad);
   int64_t gradients() const { return gradients_; }
@@ -48,6 +54,7 @@ class Posterior {
   const Data& data_;
   Committee committee_;
   MatrixF X_;
+  void* gpu_ = nullptr;  // the committee family's state
   int64_t gradients_ = 0;
   double seconds_ = 0;
 };

@@ -19,12 +19,12 @@ struct AdamTraining {
 };
 
 struct StudentFit {
-  Matrix W;   ///< [w, d]
-  Vector a;   ///< [w]
-  double eps = 0;        ///< test error against the noiseless teacher
-  double val_mse = 0;    ///< validation mean squared error (noisy labels)
+  Matrix W;            ///< [w, d]
+  Vector a;            ///< [w]
+  double eps = 0;      ///< test error against the noiseless teacher
+  double val_mse = 0;  ///< validation mean squared error (noisy labels)
   double learning_rate = 0;
-  int64_t epochs = 0;    ///< epochs until the best validation loss
+  int64_t epochs = 0;           ///< epochs until the best validation loss
   std::vector<double> overlap;  ///< [k] matched |cos|
 };
 

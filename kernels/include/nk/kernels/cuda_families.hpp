@@ -147,6 +147,29 @@ struct nk_cuda_louver {
 };
 }
 
+/// The committee f(x) = sum_j a_j sigma(w_j.x / sqrt d) of teacher-limits over
+/// training data kept on the device between calls (the HMC potential and its
+/// gradient). kernels/cuda/committee/.
+struct nk_cuda_committee {
+  static constexpr const char* family = "committee";
+  static constexpr int version = 1;
+  nk_cuda_family_header header;
+  /// Uploads x [n,d] (float32, row-major) and y [n] once; activation 0 tanh,
+  /// 1 relu-centered, 2 he2, 3 he3, 4 linear, centred with unit variance
+  /// ('scale': tanh's and relu's normalising factor). *state receives the handle.
+  int (*create)(const float* x, const double* y, long n, long d, long k, int activation, double scale, void** state,
+                char* error, size_t error_size);
+  /// loss = 1/2 sum_mu (y_mu - f(x_mu))^2 and grad_w [k,d] = d loss / dW at
+  /// w [k,d] and a [k] (host float64; the products in float32 as on the CPU,
+  /// the loss summed in float64 in a fixed order).
+  /// CPU twin: tools/teacher-limits/committee.cpp (tl::Committee::half_sse).
+  int (*half_sse)(void* state, const double* w, const double* a, double* loss, double* grad_w, char* error,
+                  size_t error_size);
+  /// Frees the state (null: nothing to do).
+  int (*destroy)(void* state, char* error, size_t error_size);
+};
+
 /// Every family of the module, X(type): the module's lookup and the test that
 /// loads each family and checks that every entry is set both iterate it.
-#define NK_CUDA_FAMILIES(X) X(nk_cuda_core) X(nk_cuda_blas) X(nk_cuda_fft) X(nk_cuda_attention) X(nk_cuda_conv) X(nk_cuda_louver)
+#define NK_CUDA_FAMILIES(X) X(nk_cuda_core) X(nk_cuda_blas) X(nk_cuda_fft) X(nk_cuda_attention) X(nk_cuda_conv) X(nk_cuda_louver) \
+  X(nk_cuda_committee)
