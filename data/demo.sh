@@ -110,11 +110,14 @@ sae-buffer fit -i "$out/sae-grid.h5" --plot "$out/sae-fit.svg" -o "$out/sae-fit.
 sae-buffer size --fit "$out/sae-fit.h5" --budget 65536 --grid "$out/sae-grid.h5"
 
 step "teacher-limits: Bayes-optimal error and effective width k_c of a hierarchical teacher (he3, beta = 1, d = k = 1024)" \
-     "teacher-limits teacher --d 64 -o t.h5; data -i t.h5 --n 4096; theory --d 1024 --k 1024 --noise 1 --n-range 1e3:1e12:100"
+     "teacher-limits teacher --d 64 -o t.h5; data -i t.h5 --n 4096; theory --d 1024 --k 1024 --noise 1 --n-range 1e3:1e12:100; hmc -i data.h5; report --svg"
 teacher-limits -q teacher --d 64 --kappa 1 --beta 1 --activation he3 --noise 0.1 --seed 1 -o "$out/tl-teacher.h5"
 teacher-limits -q data -i "$out/tl-teacher.h5" --n 4096 --test 2000 --seed 2 -o "$out/tl-data.h5"
 teacher-limits theory --d 1024 --k 1024 --beta 1 --activation he3 --noise 1 --n-range 1e3:1e12:100 \
   --widths 64,256,1024 -o "$out/tl-theory.h5"
+teacher-limits -q theory -i "$out/tl-teacher.h5" --n-range 100:1e6:60 -o "$out/tl-theory64.h5"
+teacher-limits -q hmc -i "$out/tl-data.h5" --chains 2 --samples 60 --warmup 60 --leapfrog 10 --seed 3 -o "$out/tl-hmc.h5"
+teacher-limits report -i "$out/tl-theory64.h5" "$out/tl-hmc.h5" --svg "$out/tl" -o "$out/tl-fit.h5"
 
 echo
 echo "demo: outputs in $out"

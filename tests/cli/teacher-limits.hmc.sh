@@ -48,10 +48,10 @@ ok = all(np.array_equal(a[k][()], m[k][()]) for k in ["n", "seed", "eps_bo", "ep
 ok &= list(a["n"][()]) == [300, 300, 1200, 1200] and list(a["seed"][()]) == [0, 1, 0, 1] and len(h0["n"]) == 2
 ok &= "pred_test" not in a
 r = a["eps_gibbs"][()] / a["eps_bo"][()]
-ok &= bool(np.all((r > 1.4) & (r < 2.6)))
+ok &= bool(np.all((r > 1.2) & (r < 3.0))) and 1.6 < r.mean() < 2.4
 q = a["overlap"][()]
 ok &= bool(np.all(q[2:].mean(1) > q[:2].mean(1)))
-print(("ok   " if ok else "FAIL ") + f"shards merged = the whole run; items n-major; Gibbs/BO {np.round(r, 2)} ~ 2 (Nishimori); overlaps grow with n")
+print(("ok   " if ok else "FAIL ") + f"shards merged = the whole run; items n-major; Gibbs/BO {np.round(r, 2)}, mean {r.mean():.2f} ~ 2 (Nishimori); overlaps grow with n")
 sys.exit(0 if ok else 1)
 PYEOF
 [ $? -eq 0 ] && pass "hmc items, shards and the Nishimori check" || fail "hmc items, shards and the Nishimori check"

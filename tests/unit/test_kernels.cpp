@@ -116,8 +116,8 @@ TEST_SUITE("kernels") {
             for (long j = 0; j < n; ++j) {
               double ref = 0;
               for (long l = 0; l < k; ++l) ref += static_cast<double>(a[static_cast<size_t>(l * m + i)]) * b[static_cast<size_t>(l * n + j)];
-              CHECK(c[static_cast<size_t>(i * n + j)] == doctest::Approx(ref).epsilon(1e-5).scale(1.0));
-              CHECK(acc[static_cast<size_t>(i * n + j)] == doctest::Approx(ref + 0.5).epsilon(1e-5).scale(1.0));
+              CHECK(c[static_cast<size_t>(i * n + j)] == doctest::Approx(ref).epsilon(1e-5).scale(std::sqrt(static_cast<double>(k))));
+              CHECK(acc[static_cast<size_t>(i * n + j)] == doctest::Approx(ref + 0.5).epsilon(1e-5).scale(std::sqrt(static_cast<double>(k))));
             }
         }
   }

@@ -230,6 +230,10 @@ void merge(const MergeOptions& options) {
   for (const std::string& path : paths) {
     if (!item[path]) {
       merge_dataset(out, parts, path);
+      // The attributes of the dataset's group describe the run, not the part: kept from the first.
+      const std::string group = path.substr(0, path.rfind('/'));
+      if (!group.empty() && groups_done.insert(group).second)
+        for (const h5::AttrValue& a : parts[0].file.attrs(group)) write_attr_like(out, parts[0].file, group, a);
       continue;
     }
     const Part& part = parts[holders[path].front()];

@@ -11,6 +11,7 @@
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
 #include "nk/log.hpp"
+#include "nk/progress.hpp"
 #include "teacher-limits/student.hpp"
 #include "teacher-limits/teacher_limits.hpp"
 
@@ -60,6 +61,7 @@ void adam(const AdamOptions& o, const nk::RunEnv& env) {
   std::vector<int64_t> kc_of, width_of;
   std::vector<double> eps, overlap, lr, val, epochs, ridge;
   std::vector<std::map<int64_t, StudentFit>> students;
+  nk::Progress progress("adam", count * W);
   for (int64_t i = first; i < last; ++i) {
     const Data data = work.data(static_cast<size_t>(i));
     const int64_t k_c = se ? effective_width(*se, items[i].n) : -1;
@@ -67,6 +69,7 @@ void adam(const AdamOptions& o, const nk::RunEnv& env) {
     const nk::Rng rng = nk::Rng(env.seed).split(static_cast<uint64_t>(i));
     std::map<int64_t, StudentFit> fits;
     for (int64_t j = 0; j < W; ++j) {
+      progress.update((i - first) * W + j);
       const int64_t w = resolve_width(o.widths[j], k_c, k);
       width_of.push_back(w);
       if (!fits.count(w)) fits.emplace(w, train_student(data, w, o.training, rng.split(static_cast<uint64_t>(w))));
@@ -88,6 +91,7 @@ void adam(const AdamOptions& o, const nk::RunEnv& env) {
     students.push_back(std::move(fits));
   }
 
+  progress.finish();
   nk::h5::Writer out(o.output, kAdamSchema, o.no_clobber);
   write_teacher(out, t);
   write_items(out, "/adam", items, first, last);

@@ -64,12 +64,12 @@ void Committee::activate(Chunk& c, int64_t rows, bool derivative) const {
   }
 }
 
-void Committee::run_chunk(Chunk& c, const float* X, const double* y, int64_t begin, int64_t end, const Vector& a,
-                          bool grad_W, bool grad_a, double* out) {
+void Committee::run_chunk(Chunk& c, const float* X, const double* y, int64_t begin, int64_t end, bool grad_W,
+                          bool grad_a, double* out) {
   c.loss = 0;
   if (grad_W) c.gW.setZero(k_, d_);
   if (grad_a) c.ga.setZero(k_);
-  const Eigen::VectorXf af = a.cast<float>();
+  const Eigen::VectorXf& af = af_;
   bool first = true;
   for (int64_t b = begin; b < end; b += block_) {
     const int64_t rows = std::min(block_, end - b);
@@ -101,10 +101,11 @@ void Committee::run_chunk(Chunk& c, const float* X, const double* y, int64_t beg
 double Committee::half_sse(const float* X, const double* y, int64_t rows, const Matrix& W, const Vector& a, Matrix* gW,
                            Vector* ga) {
   wf_ = (W / std::sqrt(static_cast<double>(d_))).cast<float>();
+  af_ = a.cast<float>();
   const bool grad_W = gW != nullptr, grad_a = ga != nullptr;
 #pragma omp parallel for schedule(static)
   for (int c = 0; c < kChunks; ++c)
-    run_chunk(chunks_[c], X, y, rows * c / kChunks, rows * (c + 1) / kChunks, a, grad_W, grad_a, nullptr);
+    run_chunk(chunks_[c], X, y, rows * c / kChunks, rows * (c + 1) / kChunks, grad_W, grad_a, nullptr);
   double loss = 0;
   if (grad_W) gW->setZero(k_, d_);
   if (grad_a) ga->setZero(k_);
@@ -121,9 +122,10 @@ double Committee::half_sse(const float* X, const double* y, int64_t rows, const 
 
 void Committee::predict(const float* X, int64_t rows, const Matrix& W, const Vector& a, double* out) {
   wf_ = (W / std::sqrt(static_cast<double>(d_))).cast<float>();
+  af_ = a.cast<float>();
 #pragma omp parallel for schedule(static)
   for (int c = 0; c < kChunks; ++c)
-    run_chunk(chunks_[c], X, nullptr, rows * c / kChunks, rows * (c + 1) / kChunks, a, false, false, out);
+    run_chunk(chunks_[c], X, nullptr, rows * c / kChunks, rows * (c + 1) / kChunks, false, false, out);
 }
 
 std::vector<double> matched_overlaps(const Matrix& teacher_W, const Matrix& student_W) {

@@ -47,13 +47,14 @@ class Committee {
   };
   // Runs one chunk's rows [begin, end): pre-activations, then (when y is
   // given) the loss and partial gradients, else the outputs into out.
-  void run_chunk(Chunk& c, const float* X, const double* y, int64_t begin, int64_t end, const Vector& a, bool grad_W,
-                 bool grad_a, double* out);
+  void run_chunk(Chunk& c, const float* X, const double* y, int64_t begin, int64_t end, bool grad_W, bool grad_a,
+                 double* out);
   void activate(Chunk& c, int64_t rows, bool derivative) const;
 
   Activation act_;
   int64_t k_, d_, block_;
-  MatrixF wf_;  // W / sqrt d in float32
+  MatrixF wf_;           // W / sqrt d in float32
+  Eigen::VectorXf af_;   // a in float32
   std::vector<Chunk> chunks_;
 };
 

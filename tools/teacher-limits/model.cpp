@@ -102,6 +102,9 @@ Teacher read_teacher(const nk::h5::File& f, const std::optional<std::string>& ac
 void write_teacher(nk::h5::Writer& out, const Teacher& t) {
   out.write_matrix("/teacher/W", t.W, "k,d");
   out.write("/teacher/v", t.v.data(), {t.k()}, "k");
+  // Shards of hmc and adam carry the same teacher: nk-data merge keeps one copy.
+  out.attr("/teacher/W", "nk_merge", "same");
+  out.attr("/teacher/v", "nk_merge", "same");
   out.attr("/", "activation", activation_name(t.activation));
   out.attr("/", "noise", t.noise);
   if (t.beta) out.attr("/", "beta", *t.beta);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include "nk/kernels/cuda_call.hpp"
 #include "nk/progress.hpp"
@@ -38,10 +39,10 @@ double Posterior::potential(const Matrix& W, Matrix* grad) {
   const double delta = data_.teacher.noise;
   double loss = 0;
   if (gpu_) {
-    Matrix gW(W.rows(), W.cols());
+    Matrix& gW = grad ? *grad : gpu_grad_;
+    gW.resize(W.rows(), W.cols());
     nk::kernels::cuda_call("hmc (committee on the GPU)", nk::kernels::cuda_family<nk_cuda_committee>("hmc").half_sse,
                            gpu_, W.data(), data_.teacher.v.data(), &loss, gW.data());
-    if (grad) *grad = std::move(gW);
   } else {
     loss = committee_.half_sse(X_.data(), data_.train_y.data(), X_.rows(), W, data_.teacher.v, grad, nullptr);
   }
@@ -105,16 +106,18 @@ Matrix normal_matrix(int64_t rows, int64_t cols, nk::Rng& rng) {
   return M;
 }
 
-// One chain's state and its leapfrog trajectory.
+// One chain's state and its leapfrog trajectory under a diagonal metric that
+// is constant along each row of W (one inverse mass per feature).
 class Chain {
  public:
-  Chain(Posterior& posterior, Matrix start, nk::Rng rng) : post_(posterior), W_(std::move(start)), rng_(rng) {
+  Chain(Posterior& posterior, Matrix start, nk::Rng rng)
+      : post_(posterior), W_(std::move(start)), inv_mass_(Vector::Ones(W_.rows())), rng_(rng) {
     U_ = post_.potential(W_, &grad_);
   }
 
   // One HMC transition with 'step'; returns the acceptance probability.
   double transition(double step, int leapfrog) {
-    const Matrix p0 = normal_matrix(W_.rows(), W_.cols(), rng_);
+    const Matrix p0 = momentum();
     const double accept = trajectory(p0, step, leapfrog);
     if (rng_.uniform() < accept) {
       std::swap(W_, Wn_);
@@ -127,7 +130,7 @@ class Chain {
   // The doubling/halving search for a first step whose one-step acceptance crosses 1/2.
   double initial_step() {
     double step = 0.1;
-    const Matrix p0 = normal_matrix(W_.rows(), W_.cols(), rng_);
+    const Matrix p0 = momentum();
     double accept = trajectory(p0, step, 1);
     const double direction = accept > 0.5 ? 1 : -1;
     for (int it = 0; it < 60; ++it) {
@@ -138,30 +141,88 @@ class Chain {
     return step;
   }
 
+  void set_inverse_mass(const Vector& inv_mass) { inv_mass_ = inv_mass; }
   const Matrix& W() const { return W_; }
   nk::Rng& rng() { return rng_; }
 
  private:
+  // p ~ N(0, M): row r scaled by 1/sqrt(inv_mass_r).
+  Matrix momentum() {
+    Matrix p = normal_matrix(W_.rows(), W_.cols(), rng_);
+    p.array().colwise() /= inv_mass_.array().sqrt();
+    return p;
+  }
+  double kinetic(const Matrix& p) const { return 0.5 * (p.rowwise().squaredNorm().array() * inv_mass_.array()).sum(); }
+
   double trajectory(const Matrix& p0, double step, int leapfrog) {
-    const double H0 = U_ + 0.5 * p0.squaredNorm();
+    const double H0 = U_ + kinetic(p0);
     Wn_ = W_;
     gn_ = grad_;
     p_ = p0 - 0.5 * step * gn_;
     for (int l = 1; l <= leapfrog; ++l) {
-      Wn_ += step * p_;
+      Wn_.array() += step * (p_.array().colwise() * inv_mass_.array());
       Un_ = post_.potential(Wn_, &gn_);
       if (!std::isfinite(Un_)) return 0;
       p_ -= (l < leapfrog ? step : 0.5 * step) * gn_;
     }
-    const double H1 = Un_ + 0.5 * p_.squaredNorm();
+    const double H1 = Un_ + kinetic(p_);
     if (!std::isfinite(H1)) return 0;
     return std::min(1.0, std::exp(H0 - H1));
   }
 
   Posterior& post_;
   Matrix W_, grad_, Wn_, gn_, p_;
+  Vector inv_mass_;
   double U_ = 0, Un_ = 0;
   nk::Rng rng_;
+};
+
+// The warm-up's metric windows (Stan's scheme): 15% step adaptation alone,
+// then windows doubling in length whose samples give each row's variance, then
+// 10% step adaptation under the last metric. Returns the windows' end points.
+std::vector<int64_t> metric_windows(int64_t warmup) {
+  std::vector<int64_t> ends;
+  if (warmup < 40) return ends;
+  const int64_t begin = warmup * 15 / 100, end = warmup - warmup / 10;
+  int64_t start = begin, length = std::max<int64_t>(10, (end - begin) / 7);
+  while (start < end) {
+    int64_t stop = start + length;
+    if (end - stop < 2 * length) stop = end;
+    ends.push_back(stop);
+    start = stop;
+    length *= 2;
+  }
+  return ends;
+}
+
+// Per-row variance of W over a window: the mean over the row's entries of their variance (Welford).
+class RowVariance {
+ public:
+  void reset(const Matrix& like) {
+    count_ = 0;
+    mean_ = Matrix::Zero(like.rows(), like.cols());
+    m2_ = mean_;
+  }
+  void add(const Matrix& W) {
+    ++count_;
+    const Matrix delta = W - mean_;
+    mean_ += delta / static_cast<double>(count_);
+    m2_.array() += delta.array() * (W - mean_).array();
+  }
+  // Shrunk towards the median row (weight 5 samples), as Stan shrinks its estimate.
+  Vector inverse_mass() const {
+    const double n = static_cast<double>(count_);
+    Vector var = m2_.rowwise().mean() / std::max(1.0, n - 1);
+    std::vector<double> sorted(var.data(), var.data() + var.size());
+    std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+    const double median = std::max(sorted[sorted.size() / 2], 1e-12);
+    return ((n * var.array() + 5 * median) / (n + 5)).matrix();
+  }
+  int64_t count() const { return count_; }
+
+ private:
+  int64_t count_ = 0;
+  Matrix mean_, m2_;
 };
 
 }  // namespace
@@ -185,13 +246,27 @@ HmcResult sample_posterior(const Data& data, const HmcConfig& config, const nk::
     nk::Rng chain_rng = rng.split(static_cast<uint64_t>(c));
     Matrix start = config.informed ? t.W : normal_matrix(k, t.d(), chain_rng);
     Chain chain(post, std::move(start), chain_rng.split(1));
-    DualAveraging adapt(chain.initial_step(), config.target_acceptance);
-    double step = adapt.step();
+    auto adapt = std::make_unique<DualAveraging>(chain.initial_step(), config.target_acceptance);
+    double step = adapt->step();
+    const std::vector<int64_t> windows = metric_windows(config.warmup);
+    const int64_t first_window = config.warmup * 15 / 100;
+    size_t window = 0;
+    RowVariance variance;
+    variance.reset(t.W);
     for (int64_t it = 0; it < config.warmup + S; ++it) {
       progress.update(c * (config.warmup + S) + it);
       if (it < config.warmup) {
-        adapt.update(chain.transition(adapt.step(), config.leapfrog));
-        step = adapt.final_step();
+        adapt->update(chain.transition(adapt->step(), config.leapfrog));
+        step = adapt->final_step();
+        if (window < windows.size() && it >= first_window) {
+          variance.add(chain.W());
+          if (it + 1 == windows[window]) {
+            chain.set_inverse_mass(variance.inverse_mass());
+            adapt = std::make_unique<DualAveraging>(chain.initial_step(), config.target_acceptance);
+            variance.reset(t.W);
+            ++window;
+          }
+        }
         continue;
       }
       acceptance += chain.transition(step * (0.9 + 0.2 * chain.rng().uniform()), config.leapfrog);

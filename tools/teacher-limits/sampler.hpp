@@ -55,6 +55,7 @@ class Posterior {
   Committee committee_;
   MatrixF X_;
   void* gpu_ = nullptr;  // the committee family's state
+  Matrix gpu_grad_;      // the gradient when the caller wants none
   int64_t gradients_ = 0;
   double seconds_ = 0;
 };

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <numeric>
 
 #include "nk/log.hpp"
@@ -71,6 +72,9 @@ StudentFit run(const Data& data, const Split& s, int64_t width, double rate, con
   const bool validate = s.val_X.rows() > 0;
   int64_t since = 0;
   for (int64_t epoch = 1; epoch <= t.epochs && since < t.patience; ++epoch) {
+    // Cosine decay of the rate over the epoch budget.
+    adam.set_learning_rate(rate * 0.5 *
+                           (1 + std::cos(std::numbers::pi * static_cast<double>(epoch - 1) / static_cast<double>(t.epochs))));
     nk::shuffle(order, rng);
     double train_loss = 0;
     for (int64_t b = 0; b + B <= nt; b += B) {

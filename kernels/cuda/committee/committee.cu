@@ -20,7 +20,7 @@ struct CommitteeState {
   float scale = 1;
   DeviceBuffer x, y, w, a, z, m, row_loss, loss, grad;
   cublasHandle_t blas = nullptr;
-  std::vector<float> host_w, host_grad;
+  std::vector<float> host_w, host_a, host_grad;
 };
 
 __device__ inline void activate(int activation, float scale, float z, float& s, float& ds) {
@@ -112,6 +112,7 @@ int create(const float* x, const double* y, long n, long d, long k, int activati
     return fail("committee: cannot allocate or upload the data on the device");
   if (cublasCreate(&s->blas) != CUBLAS_STATUS_SUCCESS) return fail("cublasCreate failed");
   s->host_w.resize(static_cast<size_t>(k * d));
+  s->host_a.resize(static_cast<size_t>(k));
   s->host_grad.resize(static_cast<size_t>(k * d));
   return 0;
 }
@@ -122,10 +123,9 @@ int half_sse(void* state, const double* w, const double* a, double* loss, double
   const long n = s->n, d = s->d, k = s->k;
   const double inv_sqrt_d = 1 / std::sqrt(static_cast<double>(d));
   for (long i = 0; i < k * d; ++i) s->host_w[i] = static_cast<float>(w[i] * inv_sqrt_d);
-  std::vector<float> host_a(static_cast<size_t>(k));
-  for (long j = 0; j < k; ++j) host_a[j] = static_cast<float>(a[j]);
+  for (long j = 0; j < k; ++j) s->host_a[j] = static_cast<float>(a[j]);
   NK_CUDA_TRY(cudaMemcpy(s->w.get(), s->host_w.data(), sizeof(float) * k * d, cudaMemcpyHostToDevice));
-  NK_CUDA_TRY(cudaMemcpy(s->a.get(), host_a.data(), sizeof(float) * k, cudaMemcpyHostToDevice));
+  NK_CUDA_TRY(cudaMemcpy(s->a.get(), s->host_a.data(), sizeof(float) * k, cudaMemcpyHostToDevice));
   const float one = 1.0f, zero = 0.0f;
   // Row-major Z [n,k] = X Wf^T is column-major Z^T [k,n] = Wf X^T.
   if (cublasSgemm(s->blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(k), static_cast<int>(n), static_cast<int>(d), &one,
