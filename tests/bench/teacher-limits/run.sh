@@ -8,7 +8,8 @@
 #       Gibbs/BO; HMC's own onsets; d = 16..96 at three n/d.
 #   (3) Adam at widths kc/2, kc, 2kc, k on the same n beside random-features ridge.
 #   (4) HMC gradients/s at d = 64, n = 16384 against the same HMC in PyTorch
-#       (Debian's python3-torch, and PyPI's MKL build in a benchmark venv),
+#       (Debian's python3-torch, and PyPI's MKL build in the benchmarks' venv,
+#       tests/bench/nk-lm/venv.sh),
 #       with the GEMM rate at the gradient's shapes as the limit.
 # PARTS=1234 picks parts; HMC_SEEDS, ADAM_SEEDS shrink the runs.
 set -eu
@@ -104,8 +105,9 @@ if [[ $PARTS == *4* ]]; then
   echo "|---|---|---|---|"
   best=0
   peers=("Debian python3-torch:$PY")
-  venv=$("$here/../../../build/bench-venv-torch/bin/python" -c "import sys; print(sys.executable)" 2>/dev/null || true)
-  [ -n "$venv" ] && peers+=("PyPI torch (MKL):$venv")
+  # PyPI's PyTorch (MKL) from the benchmarks' shared venv (tests/bench/nk-lm/venv.sh; built once, reused).
+  venv=$(bash "$here/../nk-lm/venv.sh" | tail -n 1)
+  peers+=("PyPI torch (MKL):$venv")
   for peer in "${peers[@]}"; do
     name=${peer%%:*}; py=${peer#*:}
     read -r version rate g1 g2 acc < <(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$py" "$here/hmc_torch.py" "$OUT/d16k.h5" "$THREADS" 600 10 "$step")
