@@ -14,12 +14,9 @@ for arch in topk batchtopk jumprelu; do
 done
 
 "$PY" - <<'PYEOF'
-import h5py, numpy as np, sys
-bad = 0
-def report(ok, what):
-    global bad
-    print(("ok   " if ok else "FAIL ") + what)
-    bad += not ok
+import h5py, numpy as np, os, sys
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
 x = h5py.File("held.h5")["/acts"][()].astype(np.float64)
 truth = h5py.File("held.h5")["/truth/dictionary"][()].astype(np.float64)
 for arch in ["topk", "batchtopk", "jumprelu"]:
@@ -59,7 +56,7 @@ for arch in ["topk", "batchtopk", "jumprelu"]:
         report(ev > 0.6, f"topk: held-out EV {ev:.3f} > 0.6")
     if arch == "jumprelu":
         report(2 <= l0 <= 12, f"jumprelu: L0 {l0:.2f} steered near k = 6")
-sys.exit(1 if bad else 0)
+finish()
 PYEOF
 [ $? -eq 0 ] && pass "encodings and metrics equal numpy" || fail "encodings and metrics equal numpy"
 

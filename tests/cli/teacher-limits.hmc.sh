@@ -11,12 +11,9 @@ TL="teacher-limits -q"
 check "linear teacher, d = 10" sh -c "$TL teacher --d 10 --k 3 --activation linear --noise 0.5 --seed 1 -o lt.h5 && $TL data -i lt.h5 --n 40 --test 300 --seed 2 -o ld.h5"
 check "hmc on it" $TL hmc -i ld.h5 --chains 4 --samples 1500 --warmup 300 --leapfrog 10 --seed 3 -o lh.h5
 "$PY" - <<'PYEOF'
-import h5py, numpy as np, sys
-bad = 0
-def report(ok, what):
-    global bad
-    print(("ok   " if ok else "FAIL ") + what)
-    bad += not ok
+import h5py, numpy as np, os, sys
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
 f, h = h5py.File("ld.h5"), h5py.File("lh.h5")["/hmc"]
 X, y, v, Xt, ft = (f[k][()] for k in ["/train/X", "/train/y", "/teacher/v", "/test/X", "/test/f"])
 d, D = 10, 0.5
@@ -32,7 +29,7 @@ dev = np.abs(h["pred_test"][()] - pred).max() / np.sqrt(post_var)
 report(dev < 0.3, f"pred_test is the posterior mean (max deviation {dev:.3f} posterior sd)")
 report(0.5 < h["acceptance"][0] < 0.95 and h["step"][0] > 0, f"acceptance {h['acceptance'][0]:.3f} near the 0.7 target")
 report(h["n"][0] == 40 and h["seed"][0] == 2 and h["overlap"].shape == (1, 3), "/hmc/n, /hmc/seed from the data file; overlap [items, k]")
-sys.exit(1 if bad else 0)
+finish()
 PYEOF
 [ $? -eq 0 ] && pass "hmc matches the exact Gaussian posterior" || fail "hmc matches the exact Gaussian posterior"
 
@@ -42,7 +39,7 @@ HMC="hmc -i ht.h5 --n 300,1200 --data-seeds 0,1 --test 400 --chains 2 --samples 
 check "hmc over 4 items" $TL $HMC -o hall.h5
 check "the same as 2 shards" sh -c "$TL $HMC --shard 0/2 -o h0.h5 && $TL $HMC --shard 1/2 -o h1.h5 && nk-data -q merge h1.h5 h0.h5 -o hm.h5"
 "$PY" - <<'PYEOF'
-import h5py, numpy as np, sys
+import h5py, numpy as np, os, sys
 a, m, h0 = h5py.File("hall.h5")["/hmc"], h5py.File("hm.h5")["/hmc"], h5py.File("h0.h5")["/hmc"]
 ok = all(np.array_equal(a[k][()], m[k][()]) for k in ["n", "seed", "eps_bo", "eps_bo_se", "eps_gibbs", "overlap", "acceptance", "step"])
 ok &= list(a["n"][()]) == [300, 300, 1200, 1200] and list(a["seed"][()]) == [0, 1, 0, 1] and len(h0["n"]) == 2
@@ -62,7 +59,7 @@ check "tanh single-index data, d = 2000" sh -c "$TL teacher --d 2000 --k 1 --act
 check "amp" $TL amp -i ad.h5 --iterations 12 -o am.h5
 check "he3 from overlap 0.6 (the informed branch)" sh -c "$TL teacher --d 2000 --k 1 --activation he3 --noise 0.1 --seed 8 -o a3.h5 && $TL data -i a3.h5 --n 4000 --test 500 --seed 9 -o a3d.h5 && $TL amp -i a3d.h5 --init-overlap 0.6 --iterations 10 -o a3m.h5"
 "$PY" - <<'PYEOF'
-import h5py, numpy as np, sys
+import h5py, numpy as np, os, sys
 ok = True
 for name in ["am.h5", "a3m.h5"]:
     a = h5py.File(name)["/amp"]
@@ -81,13 +78,10 @@ PYEOF
 check "adam on a data file (tanh)" sh -c "$TL teacher --d 12 --k 4 --activation tanh --noise 0.05 --seed 4 -o tt.h5 && $TL data -i tt.h5 --n 1500 --test 500 --seed 3 -o hd.h5 && $TL adam -i hd.h5 --widths 2,kc,k --epochs 60 --lr 0.01 --restarts 1 --seed 4 -o adam.h5"
 check "theory at that n" $TL theory -i tt.h5 --n 1500 -o hth.h5
 "$PY" - <<'PYEOF'
-import h5py, numpy as np, sys
+import h5py, numpy as np, os, sys
 from scipy.optimize import linear_sum_assignment
-bad = 0
-def report(ok, what):
-    global bad
-    print(("ok   " if ok else "FAIL ") + what)
-    bad += not ok
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
 f, a = h5py.File("hd.h5"), h5py.File("adam.h5")["/adam"]
 W0, Xt, ft = f["/teacher/W"][()], f["/test/X"][()], f["/test/f"][()]
 gx, gw = np.polynomial.hermite_e.hermegauss(120)
@@ -107,7 +101,7 @@ for j, w in enumerate(a["width"][0]):
     q[r] = C[r, c]
     report(np.allclose(q, a["overlap"][0, j], atol=1e-9), f"width {w}: overlaps = scipy's linear_sum_assignment")
 report(a["eps"][0, 2] < 0.5 * a["ridge_eps"][0], f"the full-width student ({a['eps'][0, 2]:.4f}) beats random-features ridge ({a['ridge_eps'][0]:.4f})")
-sys.exit(1 if bad else 0)
+finish()
 PYEOF
 [ $? -eq 0 ] && pass "adam checked in numpy and scipy" || fail "adam checked in numpy and scipy"
 

@@ -11,12 +11,9 @@ check "teacher | data through a pipe" sh -c "$TL teacher --d 16 --k 8 --beta 1 -
 check "data again with fewer rows" sh -c "$TL teacher --d 16 --k 8 --beta 1 --activation he3 --noise 0.25 --seed 3 -o t.h5 && $TL data -i t.h5 --n 100 --test 50 --seed 4 -o small.h5"
 
 "$PY" - <<'PYEOF'
-import h5py, numpy as np, sys
-bad = 0
-def report(ok, what):
-    global bad
-    print(("ok   " if ok else "FAIL ") + what)
-    bad += not ok
+import h5py, numpy as np, os, sys
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
 f, s = h5py.File("data.h5"), h5py.File("small.h5")
 W, v = f["/teacher/W"][()], f["/teacher/v"][()]
 report(W.shape == (8, 16) and W.dtype == np.float64 and v.shape == (8,), "teacher: /teacher/W [k,d] float64, /teacher/v [k]")
@@ -37,7 +34,7 @@ with h5py.File("foreign.h5", "w") as g:
     g["/teacher/v"] = np.array([0.8, 0.4, 0.3, 0.2, 0.1])
     g.attrs["activation"] = "tanh"
     g.attrs["noise"] = 0.5
-sys.exit(1 if bad else 0)
+finish()
 PYEOF
 [ $? -eq 0 ] && pass "teacher and data checked in numpy" || fail "teacher and data checked in numpy"
 
@@ -54,7 +51,7 @@ check "theory: coupled he3 GLMs, k = 6" $TL theory --d 64 --k 6 --activation he3
 check "  matches the numpy coupled equations; BO and uninformed told apart" "$PY" "$REF" he3 he3.h5
 
 "$PY" - <<'PYEOF'
-import h5py, numpy as np, sys
+import h5py, numpy as np, os, sys
 t = h5py.File("he3.h5")["/theory"]
 q, kc, on, n = t["overlap"][()], t["k_c"][()], t["onset_n"][()], t["n"][()]
 ok = np.array_equal(kc, (q >= 0.5).sum(1)) and np.all(np.diff(on[np.isfinite(on)]) > 0)
