@@ -61,10 +61,10 @@ if [[ $PARTS == *2* ]]; then
   echo "## (2) HMC against the equations: d = k = 64, beta = 1, he3, Delta = 0.1"
   echo
   start=$(date +%s)
-  $TL hmc -i "$OUT/t64.h5" --n $N64 --data-seeds ${HMC_SEEDS:-0,1,2,3} --test 4000 --chains 2 --samples 150 --warmup 200 \
+  $TL hmc -i "$OUT/t64.h5" --n $N64 --data-seeds ${HMC_SEEDS:-0,1,2,3} --test 4000 --chains 2 --samples 150 --warmup 500 \
     --leapfrog 10 --seed 11 -o "$OUT/hmc64.h5"
   $PY "$here/hmc_theory.py" hmc "$OUT/th64.h5" "$OUT/hmc64.h5"
-  echo "(HMC: $(( $(date +%s) - start )) s for $(echo $N64 | tr ',' '\n' | wc -l) n x $(echo ${HMC_SEEDS:-0,1,2,3} | tr ',' '\n' | wc -l) seeds, 2 chains x (200 + 150) x 10 leapfrog, row metric adapted in warm-up)"
+  echo "(HMC: $(( $(date +%s) - start )) s for $(echo $N64 | tr ',' '\n' | wc -l) n x $(echo ${HMC_SEEDS:-0,1,2,3} | tr ',' '\n' | wc -l) seeds, 2 chains x (500 + 150) x 10 leapfrog, row metric adapted in warm-up)"
   echo
   echo "### d = 16 .. 96 (k = d) at n/d = 20, 80, 320, 2 data seeds"
   echo
@@ -73,7 +73,7 @@ if [[ $PARTS == *2* ]]; then
     $TL teacher --d $d --k $d --beta 1 --activation he3 --noise 0.1 --seed 1 -o "$OUT/t$d.h5"
     $TL theory -i "$OUT/t$d.h5" --n-range $((d * 10)):$((d * 640)):60 -o "$OUT/ths$d.h5"
     $TL hmc -i "$OUT/t$d.h5" --n $((d * 20)),$((d * 80)),$((d * 320)) --data-seeds 0,1 --test 4000 --chains 2 --samples 150 \
-      --warmup 200 --leapfrog 10 --seed 12 -o "$OUT/hmcs$d.h5"
+      --warmup 500 --leapfrog 10 --seed 12 -o "$OUT/hmcs$d.h5"
     scan+=("$d:$OUT/ths$d.h5:$OUT/hmcs$d.h5")
   done
   $PY "$here/hmc_theory.py" scan "${scan[@]}"
