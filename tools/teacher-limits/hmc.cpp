@@ -10,8 +10,6 @@
 namespace tl {
 
 void hmc(const HmcOptions& o, const nk::RunEnv& env) {
-  if (o.init != "informed" && o.init != "random")
-    throw nk::usage_error("--init takes informed or random, not '" + o.init + "'");
   const Workload work(o.input, o.items, "hmc");
   const std::vector<Item>& items = work.items();
   const auto [first, last] = nk::shard_range(env.shard, static_cast<int64_t>(items.size()));
