@@ -119,5 +119,13 @@ teacher-limits -q theory -i "$out/tl-teacher.h5" --n-range 100:1e6:60 -o "$out/t
 teacher-limits -q hmc -i "$out/tl-data.h5" --chains 2 --samples 60 --warmup 60 --leapfrog 10 --seed 3 -o "$out/tl-hmc.h5"
 teacher-limits report -i "$out/tl-theory64.h5" "$out/tl-hmc.h5" --svg "$out/tl" -o "$out/tl-fit.h5"
 
+step "aldrift: sampling pi_T ~ L exp(-T d) on {0,1}^12 by MH-corrected Markov refits, beside SIR and CEM at 40,000 evaluations" \
+     "aldrift gen-exact -o p.h5; aldrift exact -i p.h5 --T 5 --budget 40000 --method aldrift|sir|cem; aldrift plot"
+aldrift -q gen-exact -o "$out/ald-problem.h5"
+for m in aldrift sir cem; do
+  aldrift exact -i "$out/ald-problem.h5" --T 5 --budget 40000 --method $m --seed 1 -o "$out/ald-$m.h5"
+done
+aldrift -q plot -i "$out/ald-aldrift.h5" "$out/ald-sir.h5" "$out/ald-cem.h5" -o "$out/ald-stages.svg"
+
 echo
 echo "demo: outputs in $out"

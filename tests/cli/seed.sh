@@ -24,6 +24,7 @@ sae-buffer -q train -i sbacts.h5 --buffer 100 --budget 200 --latents 32 --k 2 --
 teacher-limits -q teacher --d 8 --k 4 --seed 1 -o tlt.h5
 teacher-limits -q teacher --d 30 --k 1 --activation tanh --seed 1 -o tl1.h5
 teacher-limits -q data -i tl1.h5 --n 60 --test 20 -o tl1d.h5
+aldrift -q gen-exact --length 6 --target 010110 -o alp.h5
 
 # recipe TOOL VERB: the verb's arguments (with --seed 7); outputs are every out*.h5
 recipe() {
@@ -57,6 +58,8 @@ recipe() {
     "teacher-limits hmc") echo "hmc -i tlt.h5 --n 20 --test 10 --chains 1 --samples 3 --warmup 2 --leapfrog 2 -o out.h5" ;;
     "teacher-limits adam") echo "adam -i tlt.h5 --n 20 --test 10 --widths 2 --epochs 2 --restarts 1 -o out.h5" ;;
     "teacher-limits amp") echo "amp -i tl1d.h5 --iterations 2 --init-overlap 0.3 -o out.h5" ;;
+    "aldrift gen-exact") echo "gen-exact --length 6 --cost random -o out.h5" ;;
+    "aldrift exact") echo "exact -i alp.h5 --budget 600 --stages 3 -o out.h5" ;;
     *) return 1 ;;
   esac
 }
@@ -83,7 +86,7 @@ for tool in $(ls "$NK_BIN" | grep -v '\.so$' | grep -v '^nk_unit_tests$'); do
     done
   done
 done
-[ "$seeded" -ge 21 ] && pass "$seeded verbs show --seed" || fail "only $seeded verbs show --seed (21 expected at least)"
+[ "$seeded" -ge 23 ] && pass "$seeded verbs show --seed" || fail "only $seeded verbs show --seed (23 expected at least)"
 
 # A verb that draws no random numbers shows no --seed and writes no nk_seed.
 louver-index build --help | grep -q -- '--seed' && fail "louver-index build shows --seed" || pass "louver-index build shows no --seed"

@@ -1,0 +1,49 @@
+#!/bin/bash
+# tests/bench/aldrift/run.sh BIN: the benchmark of issue #27.
+#   (A) {0,1}^12, sticky prior (stay 0.9), d = Hamming distance to
+#       010110100101, T = 5, budget 40,000: tv_law and coverage per stage for
+#       aldrift (markov, markov-h, table), SIR, CEM and CbAS, SEEDS seeds
+#       each (default 5); the time of each run and of the exact
+#       law propagation against numpy's dense N x N matrix (the limit: one
+#       N x N matrix-vector product per move is what the dense way costs).
+# PARTS=A picks parts (B and C come with the global and lm verbs).
+set -eu
+BIN=${1:-build/bin}
+OUT=${OUT:-build/bench/aldrift}
+THREADS=${THREADS:-2}
+SEEDS=${SEEDS:-5}
+PARTS=${PARTS:-A}
+mkdir -p "$OUT"
+AL="$BIN/aldrift -q --threads $THREADS"
+PY=/usr/bin/python3
+here=$(cd "$(dirname "$0")" && pwd)
+
+if [[ $PARTS == *A* ]]; then
+echo "## (A) {0,1}^12, stay 0.9, Hamming to 010110100101, T = 5, budget 40,000 ($SEEDS seeds)"
+echo
+$AL gen-exact -o "$OUT/problem.h5"
+: > "$OUT/times.txt"
+runs=()
+for spec in aldrift:markov:0.5 aldrift:markov-h:0.5 aldrift:table:0.5 aldrift:table:0.01 sir:none:0 cem:markov:0.5 cbas:markov:0.5; do
+  IFS=: read -r method learner alpha <<<"$spec"
+  name="$method-$learner-$alpha"
+  [ "$method" = sir ] && name=sir
+  start=$(date +%s.%N)
+  for seed in $(seq 1 "$SEEDS"); do
+    args=(--method "$method" --smoothing "$alpha")
+    [ "$learner" != none ] && args+=(--learner "$learner")
+    $AL exact -i "$OUT/problem.h5" --T 5 --budget 40000 "${args[@]}" --seed "$seed" -o "$OUT/$name-$seed.h5"
+  done
+  end=$(date +%s.%N)
+  echo "$name $(echo "($end - $start) / $SEEDS" | bc -l)" >> "$OUT/times.txt"
+  runs+=("$name")
+done
+$PY "$here/stages.py" "$OUT" "$SEEDS" "${runs[@]}"
+$AL plot -i "$OUT/aldrift-markov-0.5-1.h5" "$OUT/aldrift-markov-h-0.5-1.h5" "$OUT/sir-1.h5" "$OUT/cem-markov-0.5-1.h5" \
+  "$OUT/cbas-markov-0.5-1.h5" -o "$OUT/stages.svg"
+echo
+echo "Figure: $OUT/stages.svg"
+echo
+echo "### The exact law: sorted prefix sums against the dense matrix (numpy, one stage of 9 moves)"
+$PY "$here/law_timing.py" "$OUT/problem.h5" "$OUT/times.txt"
+fi

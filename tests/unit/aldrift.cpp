@@ -1,0 +1,195 @@
+// aldrift.cpp - the independence-MH kernel against its dense N x N matrix
+// (ties, zero-probability and never-proposed strings included); pi is
+// invariant and the law of a stored sample approaches pi as the chains
+// lengthen; simulated chains against the propagated law; model densities,
+// sampling and the weighted Markov fit against direct counts; the result does
+// not depend on the thread count.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <map>
+#include <omp.h>
+
+#include "aldrift/imh.hpp"
+#include "aldrift/model.hpp"
+#include "aldrift/problem.hpp"
+
+using namespace ald;
+
+namespace {
+
+std::vector<double> normalised_log(std::vector<double> p) {
+  double z = 0;
+  for (double v : p) z += v;
+  for (double& v : p) v = v > 0 ? std::log(v / z) : -INFINITY;
+  return p;
+}
+
+/// mu P with P built as a dense matrix from its definition.
+std::vector<double> dense_step(const std::vector<double>& q, const std::vector<double>& pi, const std::vector<double>& mu) {
+  const size_t N = q.size();
+  std::vector<double> out(N, 0.0);
+  for (size_t x = 0; x < N; ++x) {
+    double stay = 1.0;
+    for (size_t y = 0; y < N; ++y) {
+      if (y == x) continue;
+      double a = 0;
+      if (pi[y] > 0 || pi[x] > 0) {
+        if (pi[x] <= 0) a = 1;  // leaving a zero-target state: always accepted
+        else if (q[y] > 0) a = std::min(1.0, pi[y] * q[x] / (pi[x] * q[y]));
+      } else {
+        a = 1;
+      }
+      out[y] += mu[x] * q[y] * a;
+      stay -= q[y] * a;
+    }
+    out[x] += mu[x] * stay;
+  }
+  return out;
+}
+
+Problem small_problem(int A, int n, uint64_t seed) {
+  Problem p;
+  p.A = A;
+  p.n = n;
+  p.N = count_states(A, n);
+  nk::Rng rng(seed);
+  p.init.resize(A);
+  p.trans.resize(A * A);
+  auto fill = [&](double* row) {
+    double z = 0;
+    for (int a = 0; a < A; ++a) z += row[a] = 0.2 + rng.uniform();
+    for (int a = 0; a < A; ++a) row[a] /= z;
+  };
+  fill(p.init.data());
+  for (int a = 0; a < A; ++a) fill(&p.trans[a * A]);
+  p.cost.resize(p.N);
+  for (auto& c : p.cost) c = std::floor(rng.uniform() * 4);  // integer costs: ties in w
+  return p;
+}
+
+}  // namespace
+
+TEST_SUITE("aldrift") {
+  TEST_CASE("the sorted kernel step equals the dense matrix, with ties and zeros") {
+    nk::Rng rng(5);
+    const size_t N = 40;
+    std::vector<double> q(N), pi(N), mu(N);
+    for (size_t s = 0; s < N; ++s) {
+      q[s] = 1 + std::floor(rng.uniform() * 3);
+      pi[s] = q[s] * (1 + std::floor(rng.uniform() * 3));  // w in {1, 2, 3}: many ties
+      mu[s] = rng.uniform();
+    }
+    pi[3] = 0;  // never a target
+    q[7] = 0;   // never proposed (w = infinity)
+    mu[7] = 0;
+    const auto lq = normalised_log(q), lpi = normalised_log(pi), lmu = normalised_log(mu);
+    const IndependenceKernel P(lq, lpi);
+    const auto qn = exp_all(lq), pin = exp_all(lpi), mun = exp_all(lmu);
+    const auto fast = P.step(mun), dense = dense_step(qn, pin, mun);
+    for (size_t s = 0; s < N; ++s) CHECK(fast[s] == doctest::Approx(dense[s]).epsilon(1e-12));
+    double mass = 0;
+    for (double v : fast) mass += v;
+    CHECK(mass == doctest::Approx(1.0).epsilon(1e-12));
+    double cov = 0;
+    for (size_t s = 0; s < N; ++s)
+      if (pin[s] > 0 && qn[s] > 0) cov = std::max(cov, pin[s] / qn[s]);
+    CHECK(P.coverage() == INFINITY);  // state 7 has pi > 0 and q = 0
+    (void)cov;
+  }
+
+  TEST_CASE("pi is invariant and the stored-sample law approaches pi with more steps") {
+    const Problem p = small_problem(3, 5, 11);
+    const auto lprior = p.log_prior_all();
+    const auto lpi = log_target(p, lprior, 1.5);
+    const IndependenceKernel P(lprior, lpi);  // the prior as proposal
+    const auto pi = exp_all(lpi);
+    const auto next = P.step(pi);
+    for (size_t s = 0; s < pi.size(); ++s) CHECK(next[s] == doctest::Approx(pi[s]).epsilon(1e-12));
+    double last = 1.0;
+    for (int steps : {1, 2, 4, 8, 16, 32}) {
+      const double tv = total_variation(sample_law(P, P.q(), steps, 0), pi);
+      CHECK(tv < last);
+      last = tv;
+    }
+    CHECK(last < 0.05);
+    // Geometric rate 1 - 1/M bounds one step's TV: ||q P^t - pi|| <= (1 - 1/M)^t.
+    const double M = P.coverage();
+    CHECK(total_variation(sample_law(P, P.q(), 6, 5), pi) <= std::pow(1 - 1 / M, 6) + 1e-12);
+  }
+
+  TEST_CASE("simulated chains follow the propagated law") {
+    const Problem p = small_problem(2, 4, 3);
+    const auto lprior = p.log_prior_all();
+    const double T = 2.0;
+    const Model q = Model::from_prior(p);
+    const int steps = 3, burn = 1;
+    const ChainRun run = run_chains(p, q, T, 200000, steps, burn, nk::Rng(9));
+    CHECK(run.evaluations == 200000 * (steps + 1));
+    std::vector<double> freq(p.N, 0.0);
+    const size_t m = run.samples.size() / p.n;
+    for (size_t i = 0; i < m; ++i) freq[encode(&run.samples[i * p.n], p.A, p.n)] += 1.0 / m;
+    const IndependenceKernel P(q.log_prob_all(), log_target(p, lprior, T));
+    const auto law = sample_law(P, P.q(), steps, burn);
+    for (int64_t s = 0; s < p.N; ++s) CHECK(std::abs(freq[s] - law[s]) < 0.003);
+  }
+
+  TEST_CASE("model densities, sampling and log_prob_all agree") {
+    const Problem p = small_problem(3, 4, 21);
+    for (Learner kind : {Learner::markov, Learner::markov_h, Learner::table}) {
+      // A fitted model of each family from prior draws.
+      const Model prior = Model::from_prior(p);
+      nk::Rng rng(4);
+      std::vector<int> draws(3000 * p.n);
+      for (int i = 0; i < 3000; ++i) prior.sample(rng, &draws[i * p.n]);
+      const Model m = fit(kind, p.A, p.n, draws, {}, 0.5);
+      const auto all = m.log_prob_all();
+      double z = 0;
+      std::vector<int> s(p.n);
+      for (int64_t i = 0; i < p.N; ++i) {
+        decode(i, p.A, p.n, s.data());
+        CHECK(m.log_prob(s.data()) == doctest::Approx(all[i]).epsilon(1e-12));
+        z += std::exp(all[i]);
+      }
+      CHECK(z == doctest::Approx(1.0).epsilon(1e-12));
+      std::vector<double> freq(p.N, 0.0);
+      const int draws_n = 200000;
+      for (int i = 0; i < draws_n; ++i) {
+        m.sample(rng, s.data());
+        freq[encode(s.data(), p.A, p.n)] += 1.0 / draws_n;
+      }
+      CHECK(total_variation(freq, exp_all(all)) < 0.03);
+    }
+  }
+
+  TEST_CASE("the weighted markov fit is add-alpha normalised counts") {
+    // Strings of length 3 over {0,1}: 010 (weight 2), 011 (weight 1), 110 (weight 1).
+    const std::vector<int> s{0, 1, 0, 0, 1, 1, 1, 1, 0};
+    const std::vector<double> w{2, 1, 1};
+    const double alpha = 0.5;
+    const Model m = fit(Learner::markov, 2, 3, s, w, alpha);
+    // Weights scale to sum to 3: 1.5, 0.75, 0.75.
+    CHECK(m.init[0] == doctest::Approx((2.25 + alpha) / (3 + 2 * alpha)));
+    // Position 0 -> 1 from symbol 0: 0->1 twice (2.25), 0->0 never.
+    CHECK(m.row(0, 0)[1] == doctest::Approx((2.25 + alpha) / (2.25 + 2 * alpha)));
+    // Position 1 -> 2 from symbol 1: 1->0 with 1.5 + 0.75, 1->1 with 0.75.
+    CHECK(m.row(1, 1)[0] == doctest::Approx((2.25 + alpha) / (3 + 2 * alpha)));
+    const Model h = fit(Learner::markov_h, 2, 3, s, {}, 0.0);
+    // Homogeneous counts over both positions: from 1: 1->0 twice, 1->1 twice.
+    CHECK(h.row(0, 1)[0] == doctest::Approx(0.5));
+    CHECK(h.row(0, 0)[1] == doctest::Approx(1.0));
+  }
+
+  TEST_CASE("chains give the same samples with any thread count") {
+    const Problem p = small_problem(2, 6, 8);
+    const Model q = Model::from_prior(p);
+    const int before = omp_get_max_threads();
+    omp_set_num_threads(1);
+    const ChainRun one = run_chains(p, q, 3.0, 257, 5, 2, nk::Rng(1));
+    omp_set_num_threads(2);
+    const ChainRun two = run_chains(p, q, 3.0, 257, 5, 2, nk::Rng(1));
+    omp_set_num_threads(before);
+    CHECK(one.samples == two.samples);
+    CHECK(one.acceptance == two.acceptance);
+  }
+}
