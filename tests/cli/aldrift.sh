@@ -2,7 +2,9 @@
 # enumeration; each stage's tv_law against a dense-matrix propagation in
 # numpy; the final markov fit against counts of the stored samples; tv_law
 # falls with --steps; ALDRIFT beats SIR, CEM and CbAS on a small space;
-# problems written by h5py alone; the plot; bad input.
+# problems written by h5py alone; the plot; bad input. global: the four
+# functions against numpy at 10^4 points, a run's trace, curve and log fit
+# recomputed, shards merged equal to the unsharded run, bad input.
 . "$(dirname "$0")/lib.sh"
 
 AL="aldrift -q"
@@ -118,6 +120,106 @@ expect_fail "another tool's file" 3 "nk_schema" $AL exact -i run.h5 -o x.h5
 expect_fail "empty standard input" 3 "standard input" sh -c "$AL exact -i - -o x.h5 </dev/null"
 printf 'HDF5 but not really' > junk.h5
 expect_fail "not HDF5" 3 "junk.h5" $AL exact -i junk.h5 -o x.h5
+# global: the functions against numpy (x* from a file, and drawn from the seed).
+"$PY" - <<'PYEOF'
+import h5py, numpy as np
+rng = np.random.default_rng(1)
+for n in (1, 3, 7):
+    with h5py.File(f"pts{n}.h5", "w") as f:
+        f["/x"] = rng.uniform(-5, 5, (2500, n))
+    with h5py.File(f"xs{n}.h5", "w") as f:
+        f["/x_star"] = rng.uniform(-2, 2, n)
+with h5py.File("xs_bad.h5", "w") as f:
+    f["/x_star"] = np.array([0.1, np.nan, 0.3])
+PYEOF
+for fn in rastrigin levy ackley styblinski-tang; do
+  for n in 1 3 7; do
+    check "evaluate $fn n = $n" $AL evaluate -i pts$n.h5 --function $fn --amplitude 3 --x-star xs$n.h5 -o ev-$fn-$n.h5
+  done
+done
+check "evaluate with x* drawn from --seed" $AL evaluate -i pts3.h5 --function levy --seed 5 -o ev-seeded.h5
+check "global: one run (levy, n = 3)" $AL global --function levy --dim 3 --budget 3000 --eps 1e-6 --seed 4 -o g1.h5
+check "global: the same run again" $AL global --function levy --dim 3 --budget 3000 --eps 1e-6 --seed 4 --threads 1 -o g1b.h5
+check "global: x* from the run's seed equals evaluate's" $AL evaluate -i pts3.h5 --function levy --seed 4 -o ev-seed4.h5
+for m in random cem cbas soo doo; do
+  check "global --method $m" $AL global --function rastrigin --dim 2 --method $m --budget 2000 --seed 4 -o gm-$m.h5
+done
+for l in gauss kde; do
+  check "global --learner $l" $AL global --function rastrigin --dim 2 --learner $l --budget 2000 --seed 4 -o gl-$l.h5
+done
+check "global: items, unsharded" $AL global --function rastrigin,levy --dim 2,3 --seeds 1-2 --budget 1500 -o items.h5
+check "global: shard 0/3" $AL global --function rastrigin,levy --dim 2,3 --seeds 1-2 --budget 1500 --shard 0/3 -o part0.h5
+check "global: shard 1/3" $AL global --function rastrigin,levy --dim 2,3 --seeds 1-2 --budget 1500 --shard 1/3 -o part1.h5
+check "global: shard 2/3" $AL global --function rastrigin,levy --dim 2,3 --seeds 1-2 --budget 1500 --shard 2/3 -o part2.h5
+check "nk-data merge of the shards" nk-data -q merge part0.h5 part1.h5 part2.h5 -o merged.h5
+
+"$PY" - <<'PYEOF'
+import h5py, numpy as np, os, sys
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
+
+def d(fn, x, xs, A=3.0):
+    z = x - xs
+    if fn == "rastrigin":
+        return (z * z + A * (1 - np.cos(2 * np.pi * z))).sum(1)
+    if fn == "levy":
+        w = 1 + z / 4
+        s = np.sin(np.pi * w[:, 0]) ** 2
+        s += ((w[:, :-1] - 1) ** 2 * (1 + 10 * np.sin(np.pi * w[:, :-1] + 1) ** 2)).sum(1)
+        return s + (w[:, -1] - 1) ** 2 * (1 + np.sin(2 * np.pi * w[:, -1]) ** 2)
+    if fn == "ackley":
+        n = z.shape[1]
+        return -20 * np.exp(-0.2 * np.sqrt((z * z).sum(1) / n)) - np.exp(np.cos(2 * np.pi * z).sum(1) / n) + 20 + np.e
+    ys = -2.903534027771178
+    y = z + ys
+    fmin = 0.5 * (ys**4 - 16 * ys**2 + 5 * ys)
+    return (0.5 * (y**4 - 16 * y**2 + 5 * y) - fmin).sum(1)
+
+worst = 0
+for fn in ["rastrigin", "levy", "ackley", "styblinski-tang"]:
+    for n in (1, 3, 7):
+        x = h5py.File(f"pts{n}.h5")["/x"][()]
+        xs = h5py.File(f"xs{n}.h5")["/x_star"][()]
+        ref = np.maximum(d(fn, x, xs), 0)
+        got = h5py.File(f"ev-{fn}-{n}.h5")["/d"][()]
+        worst = max(worst, np.max(np.abs(got - ref) / (1 + np.abs(ref))))
+report(worst < 1e-12, f"evaluate: 4 functions x n = 1, 3, 7 x 2500 points = numpy (worst relative gap {worst:.1e})")
+E = h5py.File("ev-seeded.h5")
+xs = E["/x_star"][()]
+report(xs.shape == (3,) and np.all(np.abs(xs) <= 2), "x* drawn in [-2, 2]^n from the seed")
+G = h5py.File("g1.h5")
+tr = G["/trace/best"][()]
+report(len(tr) == G.attrs["evals"] and np.all(np.diff(tr) <= 0), "/trace/best: one entry per evaluation, never rising")
+report(abs(tr[-1] - G.attrs["best_d"]) == 0 and G.attrs["best_d"] <= 1e-6, f"best_d = the trace's end, eps reached ({G.attrs['best_d']:.2e} after {G.attrs['evals']} evaluations)")
+xs4 = h5py.File("ev-seed4.h5")["/x_star"][()]
+report(abs(d("levy", G["/best/x"][()][None, :], xs4)[0] - G.attrs["best_d"]) < 1e-12, "/best/x evaluated in numpy gives best_d")
+eps, ce = G["/curve/eps"][()], G["/curve/evals"][()]
+ref = np.array([np.argmax(tr <= e) + 1 if np.any(tr <= e) else -1 for e in eps])
+report(np.array_equal(ce, ref), f"/curve/evals = first evaluation reaching each eps: {list(ce)}")
+sel = (ce > 0) & (eps >= 1e-6 * (1 - 1e-12))
+b, a = np.polyfit(np.log(1 / eps[sel]), ce[sel], 1)
+r2 = np.corrcoef(np.log(1 / eps[sel]), ce[sel])[0, 1] ** 2
+report(abs(a - G.attrs["fit_a"]) < 1e-6 * max(1, abs(a)) and abs(b - G.attrs["fit_b"]) < 1e-6 * abs(b) and abs(r2 - G.attrs["fit_r2"]) < 1e-9, f"fit_a, fit_b, fit_r2 = numpy's least squares ({a:.1f} + {b:.1f} ln(1/eps), R^2 {r2:.4f})")
+same = all(np.array_equal(G[k][()], h5py.File("g1b.h5")[k][()]) for k in ["/trace/best", "/best/x"])
+report(same, "the same seed gives the same run (any --threads)")
+for m in ["random", "cem", "cbas", "soo", "doo"]:
+    f = h5py.File(f"gm-{m}.h5")
+    report(f.attrs["evals"] <= 2000 and f.attrs["best_d"] >= 0 and len(f["/trace/best"]) == f.attrs["evals"], f"{m}: within the budget, best {f.attrs['best_d']:.2e}")
+U, M = h5py.File("items.h5"), h5py.File("merged.h5")
+keys = ["/items/function", "/items/dim", "/items/seed", "/items/evals", "/items/best_d", "/items/curve_evals", "/items/fit"]
+report(len(U["/items/dim"]) == 8 and all(np.array_equal(U[k][()], M[k][()], equal_nan=(U[k].dtype.kind == "f")) for k in keys) and np.array_equal(U["/curve/eps"][()], M["/curve/eps"][()]), "three shards merged = the unsharded run (8 items)")
+finish()
+PYEOF
+[ $? -eq 0 ] && pass "global checked in numpy" || fail "global checked in numpy"
+
+expect_fail "global: unknown function" 2 "function" $AL global --function sphere -o x.h5
+expect_fail "global: n < 1" 2 "dim" $AL global --dim 0 -o x.h5
+expect_fail "global: x* of the wrong length" 3 "xs3.h5.*/x_star.*length 3, expected --dim 2" $AL global --dim 2 --x-star xs3.h5 -o x.h5
+expect_fail "global: NaN in x*" 3 "xs_bad.h5.*/x_star.*NaN" $AL global --dim 3 --x-star xs_bad.h5 -o x.h5
+expect_fail "global: doo without an envelope" 2 "ackley has no quadratic envelope" $AL global --function ackley --method doo -o x.h5
+expect_fail "global: bad --envelope" 2 "envelope" $AL global --function ackley --method doo --envelope 2,1 -o x.h5
+expect_fail "global: bad --seeds" 2 "seeds" $AL global --seeds 3-x -o x.h5
+expect_fail "evaluate: no /x" 3 "/x" $AL evaluate -i xs3.h5 -o x.h5
 if [ -e x.h5 ]; then fail "a failed run left x.h5"; else pass "no output left by failed runs"; fi
 no_temp_files "no temp files left" .
 finish

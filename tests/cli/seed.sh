@@ -25,6 +25,7 @@ teacher-limits -q teacher --d 8 --k 4 --seed 1 -o tlt.h5
 teacher-limits -q teacher --d 30 --k 1 --activation tanh --seed 1 -o tl1.h5
 teacher-limits -q data -i tl1.h5 --n 60 --test 20 -o tl1d.h5
 aldrift -q gen-exact --length 6 --target 010110 -o alp.h5
+$PY -c 'import h5py, numpy; h5py.File("alx.h5", "w")["/x"] = numpy.zeros((3, 2))'
 
 # recipe TOOL VERB: the verb's arguments (with --seed 7); outputs are every out*.h5
 recipe() {
@@ -60,6 +61,8 @@ recipe() {
     "teacher-limits amp") echo "amp -i tl1d.h5 --iterations 2 --init-overlap 0.3 -o out.h5" ;;
     "aldrift gen-exact") echo "gen-exact --length 6 --cost random -o out.h5" ;;
     "aldrift exact") echo "exact -i alp.h5 --budget 600 --stages 3 -o out.h5" ;;
+    "aldrift global") echo "global --function levy --dim 2 --budget 300 -o out.h5" ;;
+    "aldrift evaluate") echo "evaluate -i alx.h5 --function levy -o out.h5" ;;
     *) return 1 ;;
   esac
 }
@@ -86,7 +89,7 @@ for tool in $(ls "$NK_BIN" | grep -v '\.so$' | grep -v '^nk_unit_tests$'); do
     done
   done
 done
-[ "$seeded" -ge 23 ] && pass "$seeded verbs show --seed" || fail "only $seeded verbs show --seed (23 expected at least)"
+[ "$seeded" -ge 25 ] && pass "$seeded verbs show --seed" || fail "only $seeded verbs show --seed (25 expected at least)"
 
 # A verb that draws no random numbers shows no --seed and writes no nk_seed.
 louver-index build --help | grep -q -- '--seed' && fail "louver-index build shows --seed" || pass "louver-index build shows no --seed"

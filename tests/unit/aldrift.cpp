@@ -3,13 +3,18 @@
 // invariant and the law of a stored sample approaches pi as the chains
 // lengthen; simulated chains against the propagated law; model densities,
 // sampling and the weighted Markov fit against direct counts; the result does
-// not depend on the thread count.
+// not depend on the thread count. In R^n: the KDE integrates to 1, the
+// Gaussian density and sampler agree with the closed form, SOO's first
+// splits on a 1-D function, the envelopes hold, the log fit.
 #include <doctest/doctest.h>
 
+#include <Eigen/LU>
 #include <cmath>
 #include <map>
 #include <omp.h>
 
+#include "aldrift/continuous.hpp"
+#include "aldrift/global.hpp"
 #include "aldrift/imh.hpp"
 #include "aldrift/model.hpp"
 #include "aldrift/problem.hpp"
@@ -191,5 +196,99 @@ TEST_SUITE("aldrift") {
     omp_set_num_threads(before);
     CHECK(one.samples == two.samples);
     CHECK(one.acceptance == two.acceptance);
+  }
+
+  TEST_CASE("the over-smoothed KDE integrates to 1 (2-D quadrature)") {
+    nk::Rng rng(2);
+    std::vector<double> centres;
+    for (int j = 0; j < 30; ++j) {
+      centres.push_back(rng.normal());
+      centres.push_back(0.5 * rng.normal() + 1);
+    }
+    Objective f = make_objective(Fn::rastrigin, 2, 1.0, {0, 0});
+    const auto q = fit_density(ContinuousLearner::kde, centres, 2, 1.0, f, LearnerOptions{});
+    double mass = 0;
+    const double h = 0.02;
+    for (double x = -8; x < 8; x += h)
+      for (double y = -6; y < 8; y += h) {
+        const double p[2] = {x + h / 2, y + h / 2};
+        mass += std::exp(q->log_density(p)) * h * h;
+      }
+    CHECK(mass == doctest::Approx(1.0).epsilon(1e-4));
+  }
+
+  TEST_CASE("Gaussian density: closed form, and sample moments") {
+    Eigen::VectorXd mean(2);
+    mean << 1.0, -2.0;
+    Eigen::MatrixXd cov(2, 2);
+    cov << 2.0, 0.6, 0.6, 0.5;
+    const GaussianDensity g(mean, cov);
+    const double x[2] = {0.3, -1.1};
+    const Eigen::Vector2d r(x[0] - 1.0, x[1] + 2.0);
+    const double expected = -std::log(2 * M_PI) - 0.5 * std::log(cov.determinant()) - 0.5 * r.dot(cov.inverse() * r);
+    CHECK(g.log_density(x) == doctest::Approx(expected).epsilon(1e-12));
+    nk::Rng rng(3);
+    std::vector<double> rows(2 * 200000);
+    for (int i = 0; i < 200000; ++i) g.sample(rng, &rows[2 * i]);
+    Eigen::VectorXd m;
+    Eigen::MatrixXd c;
+    weighted_moments(rows, 2, {}, m, c);
+    CHECK((m - mean).norm() < 0.01);
+    CHECK((c - cov).norm() < 0.02);
+  }
+
+  TEST_CASE("SOO's first splits on a 1-D function") {
+    // d = (x - 0.3)^2 (rastrigin with A = 0) on [-9, 9]: the root, its two
+    // side children, then the best cell of each depth swept from the top.
+    const Objective f = make_objective(Fn::rastrigin, 1, 0.0, {0.3});
+    Tracker track(f, 9, 0.0, false);
+    std::vector<double> points;
+    track.on_eval = [&](const double* x, double) { points.push_back(x[0]); };
+    GlobalOptions o;
+    run_soo(track, o);
+    const std::vector<double> expected{0, -6, 6, -2, 2, 4, 8, -2.0 / 3, 2.0 / 3};
+    REQUIRE(points.size() == expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) CHECK(points[i] == doctest::Approx(expected[i]).epsilon(1e-12));
+    // Run on: it converges to x* at the budget.
+    Tracker longer(f, 400, 1e-9, false);
+    run_soo(longer, o);
+    CHECK(longer.best() < 1e-6);
+    CHECK(std::abs(longer.best_x()[0] - 0.3) < 1e-3);
+  }
+
+  TEST_CASE("the envelopes hold: c1 |z|^2 <= d <= c2 |z|^2") {
+    nk::Rng rng(4);
+    for (Fn fn : {Fn::rastrigin, Fn::levy}) {
+      for (int n : {1, 2, 7}) {
+        std::vector<double> xs(n);
+        for (auto& v : xs) v = rng.uniform() * 4 - 2;
+        const Objective f = make_objective(fn, n, 1.0, xs);
+        for (int k = 0; k < 2000; ++k) {
+          std::vector<double> x(n);
+          double z2 = 0;
+          const double scale = std::pow(10.0, -4 + 5 * rng.uniform());
+          for (int i = 0; i < n; ++i) {
+            const double z = scale * rng.normal();
+            x[i] = xs[i] + z;
+            z2 += z * z;
+          }
+          const double d = f(x.data());
+          CHECK(d >= f.c1 * z2 * (1 - 1e-9) - 1e-15);
+          CHECK(d <= f.c2 * z2 * (1 + 1e-9) + 1e-15);
+        }
+      }
+    }
+  }
+
+  TEST_CASE("the log fit: evals = a + b ln(1/eps)") {
+    std::array<int64_t, kCurvePoints> reach{};
+    for (int k = 0; k < kCurvePoints; ++k) reach[k] = 100 + static_cast<int64_t>(std::llround(50 * std::log(1.0 / curve_eps(k))));
+    const auto fit = log_fit(reach);
+    CHECK(fit[1] == doctest::Approx(50).epsilon(2e-3));  // integers: rounding
+    CHECK(fit[0] == doctest::Approx(100).epsilon(1e-2));
+    CHECK(fit[2] > 0.9999);
+    reach.fill(-1);
+    reach[0] = 5;
+    CHECK(std::isnan(log_fit(reach)[2]));
   }
 }

@@ -1,6 +1,7 @@
 // main.cpp - aldrift: sample-efficient optimisation over generative priors by
 // coarse learnability (stages of independence-MH correction and refits).
 #include "aldrift/aldrift.hpp"
+#include "aldrift/global.hpp"
 #include "nk/cli.hpp"
 
 int main(int argc, char** argv) {
@@ -42,6 +43,49 @@ int main(int argc, char** argv) {
   ex_verb->add_option("--sir-pool", ex.sir_pool, "sir: pooled draws over independent runs for its tv_law")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 32));
 
+  ald::GlobalOptions gl;
+  CLI::App* gl_verb = cli.add_verb("global", "Minimise a shifted test function in R^n to eps-optimality: evaluations vs ln(1/eps)",
+                                   nk::cli::Randomness::seeded);
+  nk::cli::App::add_output(*gl_verb, gl.output, gl.no_clobber);
+  gl_verb->add_option("--function", gl.functions, "rastrigin, levy, ackley or styblinski-tang (a comma list: items)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"rastrigin", "levy", "ackley", "styblinski-tang"}));
+  gl_verb->add_option("--dim", gl.dims, "Dimensions n (a comma list: items)")->delimiter(',')->check(CLI::Range(1, 1000));
+  gl_verb->add_option("--seeds", gl.seeds, "Item seeds: A-B ranges and comma lists (default: --seed)");
+  gl_verb->add_option("--amplitude", gl.amplitude, "rastrigin's A")->check(CLI::Range(0.0, 1e6));
+  gl_verb->add_option("--x-star", gl.x_star_file, "HDF5 file with /x_star [n] (default: uniform in [-2,2]^n from the item seed)");
+  gl_verb->add_option("--envelope", gl.envelope, "C1,C2: an assumed envelope for ackley or styblinski-tang (optimistic, doo)");
+  gl_verb->add_option("--eps", gl.eps, "Stop once the best d - d* is <= eps")->check(CLI::Range(0.0, 1e6));
+  gl_verb->add_option("--budget", gl.budget, "Cost evaluations allowed per run")->check(CLI::Range(int64_t{1}, int64_t{1} << 34));
+  gl_verb->add_option("--method", gl.method, "aldrift, random, cem, cbas, soo or doo")
+      ->check(CLI::IsMember({"aldrift", "random", "cem", "cbas", "soo", "doo"}));
+  gl_verb->add_option("--learner", gl.learner, "aldrift: gauss, kde or optimistic")->check(CLI::IsMember({"gauss", "kde", "optimistic"}));
+  gl_verb->add_option("--chains", gl.chains, "aldrift: chains per stage (0: 3 n + 6 for optimistic, 4 n + 8 for gauss and kde)")->check(CLI::Range(0, 1000000));
+  gl_verb->add_option("--steps", gl.steps, "aldrift: MH moves per chain and stage")->check(CLI::Range(1, 100000));
+  gl_verb->add_option("--burn-in", gl.burn_in, "aldrift: moves before a chain's states are kept")->check(CLI::Range(0, 100000));
+  gl_verb->add_option("--ess", gl.ess, "aldrift: effective-sample share that sets each temperature step")->check(CLI::Range(0.01, 0.99));
+  gl_verb->add_option("--max-ratio", gl.max_ratio, "aldrift: largest T_{i+1}/T_i")->check(CLI::Range(1.01, 1e6));
+  gl_verb->add_option("--energy", gl.energy, "aldrift: T_{i+1} <= energy n / (2 mean gap of the chain states)")->check(CLI::Range(0.01, 1e6));
+  gl_verb->add_option("--inflate", gl.learning.inflate, "gauss: covariance multiplier")->check(CLI::Range(1.0, 1e6));
+  gl_verb->add_option("--bandwidth", gl.learning.bandwidth, "kde: multiple of Silverman's bandwidth")->check(CLI::Range(0.01, 1e6));
+  gl_verb->add_option("--eta", gl.learning.eta, "optimistic: widening 1 + eta of the envelope's variance")->check(CLI::Range(0.0, 1e6));
+  gl_verb->add_option("--population", gl.population, "cem, cbas: draws per iteration (0: 20 n)")->check(CLI::Range(0, 100000000));
+  gl_verb->add_option("--elite", gl.elite, "cem: share refitted")->check(CLI::Range(1e-9, 1.0));
+  gl_verb->add_option("--cem-rate", gl.cem_rate, "cem: weight of the new fit")->check(CLI::Range(1e-9, 1.0));
+  gl_verb->add_option("--quantile", gl.quantile, "cbas: cost quantile of the threshold")->check(CLI::Range(1e-9, 1.0));
+  gl_verb->add_option("--box", gl.box, "soo, doo: search box [-box, box]^n")->check(CLI::Range(1e-9, 1e9));
+  cli.add_shard(*gl_verb);
+
+  ald::EvaluateOptions ev;
+  CLI::App* ev_verb = cli.add_verb("evaluate", "d(x) - d* of the rows of /x [m,n] as global sees them: /d [m]",
+                                   nk::cli::Randomness::seeded);
+  nk::cli::App::add_input(*ev_verb, ev.input, "points file with /x [m,n]")->required();
+  nk::cli::App::add_output(*ev_verb, ev.output, ev.no_clobber);
+  ev_verb->add_option("--function", ev.function, "rastrigin, levy, ackley or styblinski-tang")
+      ->check(CLI::IsMember({"rastrigin", "levy", "ackley", "styblinski-tang"}));
+  ev_verb->add_option("--amplitude", ev.amplitude, "rastrigin's A")->check(CLI::Range(0.0, 1e6));
+  ev_verb->add_option("--x-star", ev.x_star_file, "HDF5 file with /x_star [n] (default: drawn from --seed as global does)");
+
   ald::PlotOptions pl;
   CLI::App* plot_verb = cli.add_verb("plot", "SVG: tv_law and coverage per stage of one or more exact outputs");
   nk::cli::App::add_input(*plot_verb, pl.input, "exact output")->required();
@@ -51,6 +95,8 @@ int main(int argc, char** argv) {
   return cli.run(argc, argv, [&] {
     if (*gen_verb) ald::gen_exact(gen, cli.env());
     if (*ex_verb) ald::exact(ex, cli.env());
+    if (*gl_verb) ald::global(gl, cli.env());
+    if (*ev_verb) ald::evaluate(ev, cli.env());
     if (*plot_verb) ald::plot(pl, cli.env());
   });
 }

@@ -6,20 +6,26 @@
 #       each (default 5); the time of each run and of the exact
 #       law propagation against numpy's dense N x N matrix (the limit: one
 #       N x N matrix-vector product per move is what the dense way costs).
-# PARTS=A picks parts (B and C come with the global and lm verbs).
+#   (B) global optimisation: rastrigin (A = 1, 10), levy, ackley and
+#       styblinski-tang at n = 2, 5, 10, 20: median evaluations to 1e-1 ..
+#       1e-6 for aldrift (each learner), random search, CEM, CbAS, SOO, DOO,
+#       and the peers pycma (BIPOP) and Nevergrad NGOpt from PyPI (the
+#       benchmark venv, tests/bench/aldrift/venv.sh); the log fit of each.
+#       SEEDS, CMA_SEEDS, NG_SEEDS, BUDGET, NG_BUDGET, DIMS, FUNCTIONS shrink it.
+# PARTS=AB picks parts (C comes with the lm verb).
 set -eu
 BIN=${1:-build/bin}
 OUT=${OUT:-build/bench/aldrift}
 THREADS=${THREADS:-2}
-SEEDS=${SEEDS:-5}
-PARTS=${PARTS:-A}
+PARTS=${PARTS:-AB}
 mkdir -p "$OUT"
 AL="$BIN/aldrift -q --threads $THREADS"
 PY=/usr/bin/python3
 here=$(cd "$(dirname "$0")" && pwd)
 
 if [[ $PARTS == *A* ]]; then
-echo "## (A) {0,1}^12, stay 0.9, Hamming to 010110100101, T = 5, budget 40,000 ($SEEDS seeds)"
+A_SEEDS=${A_SEEDS:-5}
+echo "## (A) {0,1}^12, stay 0.9, Hamming to 010110100101, T = 5, budget 40,000 ($A_SEEDS seeds)"
 echo
 $AL gen-exact -o "$OUT/problem.h5"
 : > "$OUT/times.txt"
@@ -29,16 +35,16 @@ for spec in aldrift:markov:0.5 aldrift:markov-h:0.5 aldrift:table:0.5 aldrift:ta
   name="$method-$learner-$alpha"
   [ "$method" = sir ] && name=sir
   start=$(date +%s.%N)
-  for seed in $(seq 1 "$SEEDS"); do
+  for seed in $(seq 1 "$A_SEEDS"); do
     args=(--method "$method" --smoothing "$alpha")
     [ "$learner" != none ] && args+=(--learner "$learner")
     $AL exact -i "$OUT/problem.h5" --T 5 --budget 40000 "${args[@]}" --seed "$seed" -o "$OUT/$name-$seed.h5"
   done
   end=$(date +%s.%N)
-  echo "$name $(echo "($end - $start) / $SEEDS" | bc -l)" >> "$OUT/times.txt"
+  echo "$name $(echo "($end - $start) / $A_SEEDS" | bc -l)" >> "$OUT/times.txt"
   runs+=("$name")
 done
-$PY "$here/stages.py" "$OUT" "$SEEDS" "${runs[@]}"
+$PY "$here/stages.py" "$OUT" "$A_SEEDS" "${runs[@]}"
 $AL plot -i "$OUT/aldrift-markov-0.5-1.h5" "$OUT/aldrift-markov-h-0.5-1.h5" "$OUT/sir-1.h5" "$OUT/cem-markov-0.5-1.h5" \
   "$OUT/cbas-markov-0.5-1.h5" -o "$OUT/stages.svg"
 echo
@@ -46,4 +52,12 @@ echo "Figure: $OUT/stages.svg"
 echo
 echo "### The exact law: sorted prefix sums against the dense matrix (numpy, one stage of 9 moves)"
 $PY "$here/law_timing.py" "$OUT/problem.h5" "$OUT/times.txt"
+fi
+
+if [[ $PARTS == *B* ]]; then
+echo
+echo "## (B) global optimisation to eps = 1e-6"
+echo
+VPY=$(bash "$here/venv.sh" | tail -1)
+"$VPY" "$here/global_bench.py" "$BIN" "$OUT/global"
 fi
