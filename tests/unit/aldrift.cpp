@@ -105,7 +105,7 @@ TEST_SUITE("aldrift") {
 
   TEST_CASE("pi is invariant and the stored-sample law approaches pi with more steps") {
     const Problem p = small_problem(3, 5, 11);
-    const auto lprior = p.log_prior_all();
+    const auto lprior = Model::from_prior(p).log_prob_all();
     const auto lpi = log_target(p, lprior, 1.5);
     const IndependenceKernel P(lprior, lpi);  // the prior as proposal
     const auto pi = exp_all(lpi);
@@ -125,7 +125,7 @@ TEST_SUITE("aldrift") {
 
   TEST_CASE("simulated chains follow the propagated law") {
     const Problem p = small_problem(2, 4, 3);
-    const auto lprior = p.log_prior_all();
+    const auto lprior = Model::from_prior(p).log_prob_all();
     const double T = 2.0;
     const Model q = Model::from_prior(p);
     const int steps = 3, burn = 1;

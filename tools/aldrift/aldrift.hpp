@@ -48,6 +48,9 @@ struct PlotOptions {
   bool no_clobber = false;
 };
 
+/// "/stages/NNN", the group of stage i in an exact output.
+std::string stage_group(int i);
+
 void gen_exact(const GenExactOptions& o, const nk::RunEnv& env);
 void exact(const ExactOptions& o, const nk::RunEnv& env);
 void plot(const PlotOptions& o, const nk::RunEnv& env);

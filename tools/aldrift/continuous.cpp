@@ -83,7 +83,8 @@ void KdeDensity::sample(nk::Rng& rng, double* x) const {
 
 double KdeDensity::log_density(const double* x) const {
   double top = -std::numeric_limits<double>::infinity();
-  std::vector<double> e(m_);
+  thread_local std::vector<double> e;  // called for every proposal: no allocation after the first
+  e.resize(m_);
   for (int64_t j = 0; j < m_; ++j) {
     double s = 0;
     for (int i = 0; i < n_; ++i) {
@@ -94,7 +95,7 @@ double KdeDensity::log_density(const double* x) const {
     top = std::max(top, e[j]);
   }
   double z = 0;
-  for (double v : e) z += std::exp(v - top);
+  for (int64_t j = 0; j < m_; ++j) z += std::exp(e[j] - top);
   return log_norm_ + top + std::log(z);
 }
 

@@ -54,12 +54,6 @@ double max_ratio(const std::vector<double>& log_pi, const std::vector<double>& l
   return m;
 }
 
-std::string stage_name(size_t i) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "/stages/%03zu", i);
-  return buf;
-}
-
 Result run_aldrift(const Problem& p, const std::vector<double>& log_prior, const ExactOptions& o, Learner learner,
                    int64_t chains, const nk::Rng& rng) {
   Result r;
@@ -147,6 +141,7 @@ Result run_refits(const Problem& p, const std::vector<double>& log_prior, const 
   const std::vector<double> log_pi = log_target(p, log_prior, o.T);
   const std::vector<double> pi = exp_all(log_pi);
   Model q = prior_in(learner, p, log_prior);
+  const Model prior = Model::from_prior(p);
   double gamma = std::numeric_limits<double>::infinity();
   std::vector<int> pop(static_cast<size_t>(m) * p.n);
   std::vector<double> cost(m);
@@ -175,7 +170,7 @@ Result run_refits(const Problem& p, const std::vector<double>& log_prior, const 
       gamma = std::min(gamma, cost[order[qi]]);
       std::vector<double> w(m, 0.0);
       for (int64_t j = 0; j < m; ++j)
-        if (cost[j] <= gamma) w[j] = std::exp(p.log_prior(&pop[j * p.n]) - q.log_prob(&pop[j * p.n]));
+        if (cost[j] <= gamma) w[j] = std::exp(prior.log_prob(&pop[j * p.n]) - q.log_prob(&pop[j * p.n]));
       st.fit = fit(learner, p.A, p.n, pop, w, o.smoothing);
     }
     st.coverage = max_ratio(log_pi, q.log_prob_all());
@@ -193,6 +188,12 @@ Result run_refits(const Problem& p, const std::vector<double>& log_prior, const 
 }
 
 }  // namespace
+
+std::string stage_group(int i) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "/stages/%03d", i);
+  return buf;
+}
 
 void exact(const ExactOptions& o, const nk::RunEnv& env) {
   const Learner learner = parse_learner(o.learner);
@@ -214,7 +215,7 @@ void exact(const ExactOptions& o, const nk::RunEnv& env) {
   // A file of ours must be a problem; one written by anything else (no nk_schema) is read as it is.
   if (in.attr_string("/", "nk_schema")) in.require_schema(kProblemSchema);
   const Problem p = read_problem(in);
-  const std::vector<double> log_prior = p.log_prior_all();
+  const std::vector<double> log_prior = Model::from_prior(p).log_prob_all();
   const nk::Rng rng(env.seed);
 
   Result r;
@@ -230,7 +231,7 @@ void exact(const ExactOptions& o, const nk::RunEnv& env) {
   double coverage = 0;
   for (size_t i = 0; i < r.stages.size(); ++i) {
     const Stage& st = r.stages[i];
-    const std::string g = stage_name(i);
+    const std::string g = stage_group(static_cast<int>(i));
     write_model(out, g + "/proposal", st.proposal);
     write_model(out, g + "/fit", st.fit);
     out.attr(g, "T", st.T);

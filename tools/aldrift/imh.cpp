@@ -100,16 +100,17 @@ ChainRun run_chains(const Problem& p, const Model& q, double T, int64_t chains, 
   run.samples.resize(static_cast<size_t>(chains) * kept * n);
   run.evaluations = chains * (steps + 1);
   int64_t accepted = 0;
+  const Model prior = Model::from_prior(p);
 #pragma omp parallel for schedule(static) reduction(+ : accepted)
   for (int64_t c = 0; c < chains; ++c) {
     nk::Rng r = rng.split(static_cast<uint64_t>(c));
     std::vector<int> s(n), t(n);
     q.sample(r, s.data());
     // log of the importance weight pi/q up to a constant: log L - T d - log q.
-    double log_w = p.log_prior(s.data()) - T * p.cost[encode(s.data(), p.A, n)] - q.log_prob(s.data());
+    double log_w = prior.log_prob(s.data()) - T * p.cost[encode(s.data(), p.A, n)] - q.log_prob(s.data());
     for (int m = 1; m <= steps; ++m) {
       q.sample(r, t.data());
-      const double log_w_new = p.log_prior(t.data()) - T * p.cost[encode(t.data(), p.A, n)] - q.log_prob(t.data());
+      const double log_w_new = prior.log_prob(t.data()) - T * p.cost[encode(t.data(), p.A, n)] - q.log_prob(t.data());
       const double u = r.uniform();
       if (log_w_new >= log_w || std::log(u) < log_w_new - log_w) {
         s.swap(t);

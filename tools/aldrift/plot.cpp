@@ -24,8 +24,7 @@ void plot(const PlotOptions& o, const nk::RunEnv&) {
     tv.markers = cov.markers = true;
     cov.dashed = true;
     for (int i = 0;; ++i) {
-      char group[32];
-      std::snprintf(group, sizeof group, "/stages/%03d", i);
+      const std::string group = stage_group(i);
       const auto t = in.attr_number(group, "tv_law");
       if (!t) break;
       tv.x.push_back(i + 1);

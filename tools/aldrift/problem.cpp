@@ -33,8 +33,6 @@ int64_t encode(const int* s, int A, int n) {
 
 namespace {
 
-double log_or_minus_inf(double p) { return p > 0 ? std::log(p) : -std::numeric_limits<double>::infinity(); }
-
 void check_distribution(const std::string& file, const std::string& dataset, const double* p, int A,
                         const std::string& row) {
   double sum = 0;
@@ -52,29 +50,6 @@ void check_distribution(const std::string& file, const std::string& dataset, con
 }
 
 }  // namespace
-
-double Problem::log_prior(const int* s) const {
-  double lp = log_or_minus_inf(init[s[0]]);
-  for (int j = 1; j < n; ++j) lp += log_or_minus_inf(trans[s[j - 1] * A + s[j]]);
-  return lp;
-}
-
-std::vector<double> Problem::log_prior_all() const {
-  // Prefix by prefix: the strings of length j + 1 extend those of length j.
-  std::vector<double> cur(A), next;
-  for (int a = 0; a < A; ++a) cur[a] = log_or_minus_inf(init[a]);
-  std::vector<double> log_trans(trans.size());
-  for (size_t i = 0; i < trans.size(); ++i) log_trans[i] = log_or_minus_inf(trans[i]);
-  for (int j = 1; j < n; ++j) {
-    next.resize(cur.size() * A);
-    for (size_t prefix = 0; prefix < cur.size(); ++prefix) {
-      const int last = static_cast<int>(prefix % A);
-      for (int b = 0; b < A; ++b) next[prefix * A + b] = cur[prefix] + log_trans[last * A + b];
-    }
-    cur.swap(next);
-  }
-  return cur;
-}
 
 Problem read_problem(const nk::h5::File& in) {
   const std::string& file = in.path();

@@ -22,11 +22,7 @@ struct Problem {
   std::vector<double> init;   ///< [A] prior over the first symbol
   std::vector<double> trans;  ///< [A*A] prior transition rows (row a: next symbol given a)
   std::vector<double> cost;   ///< [N] d(s)
-
-  /// log L(s) of a string.
-  double log_prior(const int* s) const;
-  /// log L(s) of every string, in lexicographic order.
-  std::vector<double> log_prior_all() const;
+  // log L(s): Model::from_prior(problem).log_prob / log_prob_all (model.hpp).
 };
 
 /// A^n, or -1 when it exceeds kMaxStates.
