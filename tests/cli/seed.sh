@@ -63,6 +63,7 @@ recipe() {
     "aldrift exact") echo "exact -i alp.h5 --budget 600 --stages 3 -o out.h5" ;;
     "aldrift global") echo "global --function levy --dim 2 --budget 300 -o out.h5" ;;
     "aldrift evaluate") echo "evaluate -i alx.h5 --function levy -o out.h5" ;;
+    "aldrift lm") echo "lm --prior $NK_SOURCE/data/lm/causal.h5 --length 4 --stages 1 --chains 4 --steps 2 --kl-samples 8 --reference 16 -o out.h5" ;;
     *) return 1 ;;
   esac
 }

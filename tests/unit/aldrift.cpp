@@ -292,3 +292,101 @@ TEST_SUITE("aldrift") {
     CHECK(std::isnan(log_fit(reach)[2]));
   }
 }
+
+// ---- experiment C: the text costs and the importance-sampling reference ----
+
+#include <filesystem>
+#include <fstream>
+
+#include "aldrift/lm.hpp"
+#include "aldrift/lm_cost.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+void put_file(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+/// A WordNet folder: animal.n.01 > dog.n.01 > puppy.n.01 (hyponym), mouse.n.01
+/// under animal by an instance pointer, cat under entity only; index lines
+/// for every first lemma; noun.exc maps "mice" to "mouse".
+void tiny_wordnet(const std::string& root) {
+  std::filesystem::create_directories(root);
+  const std::string license = "  1 license header  \n";
+  put_file(root + "/data.noun", license +
+                                    "00000100 03 n 01 entity 0 000 | that which exists  \n"
+                                    "00000200 05 n 01 animal 0 001 @ 00000100 n 0000 | a living organism  \n"
+                                    "00000300 05 n 02 dog 0 domestic_dog 0 001 @ 00000200 n 0000 | a canine  \n"
+                                    "00000400 05 n 01 puppy 0 001 @ 00000300 n 0000 | a young dog  \n"
+                                    "00000500 05 n 01 mouse 0 001 @i 00000200 n 0000 | a rodent  \n"
+                                    "00000600 05 n 01 cat 0 001 @ 00000100 n 0000 | a feline  \n");
+  put_file(root + "/index.noun", license +
+                                     "animal n 1 1 @ 1 0 00000200  \n"
+                                     "cat n 1 1 @ 1 0 00000600  \n"
+                                     "dog n 1 1 @ 1 0 00000300  \n"
+                                     "entity n 1 0 1 0 00000100  \n"
+                                     "mouse n 1 1 @ 1 0 00000500  \n"
+                                     "puppy n 1 1 @ 1 0 00000400  \n");
+  for (const char* pos : {"verb", "adj", "adv"}) put_file(root + "/data." + pos, license), put_file(root + "/index." + pos, license);
+  put_file(root + "/noun.exc", "mice mouse\n");
+}
+
+}  // namespace
+
+TEST_SUITE("aldrift lm") {
+  TEST_CASE("letter share and words") {
+    CHECK(letter_share("Eel tree", 'e') == doctest::Approx(4.0 / 7.0));
+    CHECK(letter_share("abc", 'e') == 0.0);
+    CHECK(letter_share("123 !?", 'e') == 1.0);  // no letters: the worst cost, not a free lipogram
+    CHECK(words_of("Dogs, mice & a PUPPY's toy") == std::vector<std::string>{"dogs", "mice", "a", "puppy", "s", "toy"});
+  }
+
+  TEST_CASE("wordnet cost: transitive hyponyms, instance pointers, plurals and exceptions") {
+    nk::test::ScratchDir dir;
+    tiny_wordnet(dir.file("wn"));
+    const TextCost cost = TextCost::parse("wordnet:animal.n.01", dir.file("wn"));
+    CHECK(cost.hyponyms() == std::unordered_set<std::string>{"dog", "puppy", "mouse"});  // not "domestic dog", not animal itself
+    const std::vector<double> d = cost({"dogs and mice", "a cat", "puppies", "", "Puppy"});
+    CHECK(d[0] == doctest::Approx(1.0 / 3.0));
+    CHECK(d[1] == 1.0);
+    CHECK(d[2] == 0.0);  // ies -> y
+    CHECK(d[3] == 1.0);  // no words
+    CHECK(d[4] == 0.0);
+    CHECK(nk::test::exit_code([&] { TextCost::parse("wordnet:unicorn.n.01", dir.file("wn")); }) == 2);
+    CHECK(nk::test::exit_code([&] { TextCost::parse("wordnet:animal.n.01", dir.file("missing")); }) == 4);
+    CHECK(nk::test::exit_code([&] { TextCost::parse("letter:ee"); }) == 2);
+    CHECK(nk::test::exit_code([&] { TextCost::parse("vowels"); }) == 2);
+  }
+
+  TEST_CASE("cmd cost: one string per line in, one number per line out") {
+    const TextCost length = TextCost::parse("cmd:awk '{ print length($0) }'");
+    CHECK(length({"abc", "two\nlines", ""}) == std::vector<double>{3, 9, 0});  // newlines sent as spaces
+    CHECK(nk::test::exit_code([&] { TextCost::parse("cmd:echo 1")({"a", "b"}); }) == 3);          // too few lines
+    CHECK(nk::test::exit_code([&] { TextCost::parse("cmd:awk '{ print \"x\" }'")({"a"}); }) == 3);  // not a number
+    CHECK(nk::test::exit_code([&] { TextCost::parse("cmd:exit 7")({"a"}); }) == 1);
+  }
+
+  TEST_CASE("importance estimate: E_pi[d], KL(pi || L) and log Z against direct sums") {
+    nk::Rng rng(3);
+    std::vector<double> d(5000);
+    for (double& x : d) x = rng.uniform() * rng.uniform();
+    const double T = 7.0;
+    double z = 0, zd = 0;
+    for (double x : d) z += std::exp(-T * x), zd += std::exp(-T * x) * x;
+    const double mean = zd / z, log_z = std::log(z / static_cast<double>(d.size()));
+    const IsEstimate e = importance_estimate(d, T);
+    CHECK(e.mean_cost == doctest::Approx(mean).epsilon(1e-12));
+    CHECK(e.log_z == doctest::Approx(log_z).epsilon(1e-12));
+    CHECK(e.kl == doctest::Approx(-T * mean - log_z).epsilon(1e-10));
+    CHECK(e.kl > 0);
+    CHECK(e.ess < static_cast<double>(d.size()));
+    // T = 0: pi = L, KL 0, every draw counts.
+    const IsEstimate flat = importance_estimate(d, 0.0);
+    CHECK(flat.kl == doctest::Approx(0.0));
+    CHECK(flat.ess == doctest::Approx(static_cast<double>(d.size())));
+    // The standard errors shrink like 1 / sqrt(N).
+    const IsEstimate half = importance_estimate(std::vector<double>(d.begin(), d.begin() + 1250), T);
+    CHECK(half.mean_cost_se / e.mean_cost_se == doctest::Approx(2.0).epsilon(0.15));
+  }
+}

@@ -89,7 +89,7 @@ void write_wordnet(const std::string& root) {
                  "02084071 05 n 03 dog 0 domestic_dog 0 Canis_familiaris 0 001 @ 02083346 n 0000 | a member of the "
                  "genus Canis; \"the dog barked all night\"  \n"
                  "10023039 18 n 01 dog 0 001 @ 10287213 n 0000 | informal term for a man; \"you lucky dog\"  \n"
-                 "09000000 18 n 02 Bankhead 0 Tallulah_Bankhead 0 000 | United States actress (1903-1968)  \n"
+                 "09000000 18 n 02 Bankhead 0 Tallulah_Bankhead 0 001 @i 00005000 n 0000 | United States actress (1903-1968)  \n"
                  "00005000 03 n 0a thing 0 t2 0 t3 0 t4 0 t5 0 t6 0 t7 0 t8 0 t9 0 t10 0 000 | ten lemmas  \n");
   write_file(root + "/index.noun", std::string(kLicense) +
                                        "bankhead n 1 0 1 0 09000000  \n"
@@ -239,6 +239,13 @@ TEST_SUITE("lm_text") {
     CHECK(entries[1].examples == std::vector<std::string>{"the dog barked all night"});
     CHECK(entries[3].lemmas == std::vector<std::string>{"Bankhead", "Tallulah Bankhead"});
     CHECK(entries[3].examples.empty());
+    // Hypernyms: '@' and '@i' pointers within the part of speech; '~', '*' and '&' are not.
+    CHECK(entries[1].offset == 2084071);
+    CHECK(entries[1].hypernyms == std::vector<uint64_t>{2083346});
+    CHECK(entries[3].hypernyms == std::vector<uint64_t>{5000});
+    CHECK(entries[0].hypernyms.empty());
+    CHECK(entries[5].hypernyms.empty());
+    CHECK(entries[7].hypernyms.empty());
     CHECK(entries[7].name == "emergent.s.02");
     CHECK(entries[7].pos == 'a');
     CHECK(entries[9].pos == 'r');

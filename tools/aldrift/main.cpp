@@ -2,6 +2,7 @@
 // coarse learnability (stages of independence-MH correction and refits).
 #include "aldrift/aldrift.hpp"
 #include "aldrift/global.hpp"
+#include "aldrift/lm.hpp"
 #include "nk/cli.hpp"
 
 int main(int argc, char** argv) {
@@ -86,10 +87,44 @@ int main(int argc, char** argv) {
   ev_verb->add_option("--amplitude", ev.amplitude, "rastrigin's A")->check(CLI::Range(0.0, 1e6));
   ev_verb->add_option("--x-star", ev.x_star_file, "HDF5 file with /x_star [n] (default: drawn from --seed as global does)");
 
+  ald::LmOptions lmo;
+  CLI::App* lm_verb = cli.add_verb("lm", "Experiment C: ALDRIFT, SIR and CEM over a causal language model's strings, against pi_T's reference point",
+                                   nk::cli::Randomness::seeded);
+  lm_verb->add_option("--prior", lmo.prior, "Causal nk-lm checkpoint: the prior L (e.g. data/lm/causal.h5)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  nk::cli::App::add_output(*lm_verb, lmo.output, lmo.no_clobber);
+  lm_verb->add_option("--cost", lmo.cost, "letter:L (share of letters that are L), wordnet:SYNSET (1 - share of words naming a hyponym) or cmd:PROG (one string per line in, one cost per line out)");
+  lm_verb->add_option("--wordnet", lmo.wordnet_root, "WordNet folder for wordnet: costs (default /usr/share/wordnet)");
+  lm_verb->add_option("--prompt", lmo.prompt, "Text every string continues (after BOS; default none)");
+  lm_verb->add_option("--T", lmo.T, "Final inverse temperature T (>= 0)")->check(CLI::Range(0.0, 1e6));
+  lm_verb->add_option("--stages", lmo.stages, "Stages K (temperatures T k/K; cem: iterations)")->check(CLI::Range(1, 10000));
+  lm_verb->add_option("--chains", lmo.chains, "Chains per stage (cem: population chains x (steps + 1))")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  lm_verb->add_option("--steps", lmo.steps, "MH moves per chain and stage")->check(CLI::Range(1, 100000));
+  lm_verb->add_option("--burn-in", lmo.burn_in, "Moves before a chain's states are kept")->check(CLI::Range(0, 100000));
+  lm_verb->add_option("--length", lmo.length, "Tokens per string")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  lm_verb->add_option("--methods", lmo.methods, "Comma list of aldrift, sir, cem")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"aldrift", "sir", "cem"}));
+  lm_verb->add_option("--fit-epochs", lmo.fit_epochs, "full: fine-tuning passes over each stage's samples")->check(CLI::Range(1, 10000));
+  lm_verb->add_option("--fit-lr", lmo.fit_lr, "full: fine-tuning learning rate (AdamW, constant)")->check(CLI::Range(1e-9, 1.0));
+  lm_verb->add_option("--fit-batch", lmo.fit_batch, "full: strings per fine-tuning step")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  lm_verb->add_option("--learner", lmo.learner, "bias (a logit-bias adapter over the frozen prior, convex MLE) or full (fine-tune every weight)")
+      ->check(CLI::IsMember({"bias", "full"}));
+  lm_verb->add_option("--bias-l2", lmo.bias_l2, "bias: L2 penalty on the adapter (the smoothing that keeps coverage finite)")
+      ->check(CLI::Range(1e-9, 1e6));
+  lm_verb->add_option("--elite", lmo.elite, "cem: share of each population fine-tuned on")->check(CLI::Range(1e-9, 1.0));
+  lm_verb->add_option("--kl-samples", lmo.kl_samples, "Draws of each fitted model for KL(q||L) and E_q[d] (0: none)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  lm_verb->add_option("--reference", lmo.reference, "Prior draws of the importance-sampling reference point (0: none)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 26));
+  lm_verb->add_option("--batch", lmo.batch, "Sequences per forward pass")->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  lm_verb->add_option("--save-model", lmo.save_model, "Also write ALDRIFT's final fine-tuned model (nk-lm checkpoint, float32)");
+
   ald::PlotOptions pl;
-  CLI::App* plot_verb = cli.add_verb("plot", "SVG: tv_law and coverage per stage of one or more exact outputs");
-  nk::cli::App::add_input(*plot_verb, pl.input, "exact output")->required();
-  plot_verb->add_option("more", pl.more, "further exact outputs drawn beside it");
+  CLI::App* plot_verb = cli.add_verb("plot", "SVG of one or more outputs of one kind: exact (tv_law, coverage per stage), global (evals vs ln(1/eps)), lm (cost vs KL per stage)");
+  nk::cli::App::add_input(*plot_verb, pl.input, "exact, global or lm output")->required();
+  plot_verb->add_option("more", pl.more, "further outputs of the same kind drawn beside it");
   nk::cli::App::add_output(*plot_verb, pl.output, pl.no_clobber);
 
   return cli.run(argc, argv, [&] {
@@ -97,6 +132,7 @@ int main(int argc, char** argv) {
     if (*ex_verb) ald::exact(ex, cli.env());
     if (*gl_verb) ald::global(gl, cli.env());
     if (*ev_verb) ald::evaluate(ev, cli.env());
+    if (*lm_verb) ald::lm(lmo, cli.env());
     if (*plot_verb) ald::plot(pl, cli.env());
   });
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "nk/command.hpp"
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
 #include "nk/lm/tokenizer.hpp"
@@ -40,34 +41,7 @@ std::string context(const nk::lm::Tokenizer& tok, const std::vector<int32_t>& to
 
 // Runs 'command' with 'request' on standard input; returns its standard output.
 std::string run_judge(const std::string& command, const std::string& request, int32_t latent) {
-  // The request goes through a temporary file in $TMPDIR (default /tmp).
-  const char* dir = std::getenv("TMPDIR");
-  std::string name = std::string(dir && *dir ? dir : "/tmp") + "/sae-buffer-judge-XXXXXX";
-  std::vector<char> buffer_name(name.begin(), name.end());
-  buffer_name.push_back('\0');
-  char* path = buffer_name.data();
-  const int fd = mkstemp(path);
-  if (fd < 0) throw nk::Error(nk::Exit::io, "--judge-cmd: cannot make a temporary file for the request");
-  {
-    std::ofstream out(path);
-    out << request << '\n';
-  }
-  close(fd);
-  std::string reply;
-  FILE* pipe = popen((command + " < '" + std::string(path) + "'").c_str(), "r");
-  if (!pipe) {
-    std::remove(path);
-    throw nk::Error(nk::Exit::runtime, "--judge-cmd '" + command + "': cannot start it");
-  }
-  char buffer[4096];
-  size_t got = 0;
-  while ((got = fread(buffer, 1, sizeof buffer, pipe)) > 0) reply.append(buffer, got);
-  const int status = pclose(pipe);
-  std::remove(path);
-  if (status != 0)
-    throw nk::Error(nk::Exit::runtime, "--judge-cmd '" + command + "' failed (status " + std::to_string(status) + ") on latent " +
-                                           std::to_string(latent));
-  return reply;
+  return nk::run_command(command, request + "\n", "--judge-cmd", "on latent " + std::to_string(latent));
 }
 
 }  // namespace

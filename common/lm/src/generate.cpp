@@ -70,6 +70,9 @@ std::vector<std::vector<int32_t>> generate_causal(const Model& model, const std:
   if (c.mode != Mode::causal) throw usage_error("generate: a diffusion model decodes with sample_diffusion, not causally");
   if (o.max_new < 1) throw usage_error("generate: max_new must be at least 1");
   if (o.batch < 1) throw usage_error("generate: batch must be at least 1");
+  if (!o.logit_bias.empty() && static_cast<int64_t>(o.logit_bias.size()) != c.vocab)
+    throw usage_error("generate: the logit bias has " + std::to_string(o.logit_bias.size()) + " entries for a vocabulary of " +
+                      std::to_string(c.vocab));
   int64_t longest = 0;
   for (size_t b = 0; b < prompts.size(); ++b) {
     const int64_t n = static_cast<int64_t>(prompts[b].size());
@@ -105,7 +108,9 @@ std::vector<std::vector<int32_t>> generate_causal(const Model& model, const std:
       for (size_t i = 0; i < active.size(); ++i) {
         const size_t b = active[i];
         const double u = root.split(b).split(out[b].size()).uniform();
-        const int32_t t = sample(ws.logits() + static_cast<int64_t>(i) * c.vocab, c.vocab, o.sampler, u);
+        float* row = ws.logits() + static_cast<int64_t>(i) * c.vocab;
+        for (size_t v = 0; v < o.logit_bias.size(); ++v) row[v] += o.logit_bias[v];
+        const int32_t t = sample(row, c.vocab, o.sampler, u);
         out[b].push_back(t);
         if (t != o.eos && static_cast<int64_t>(out[b].size()) < o.max_new) still.push_back(b);
       }

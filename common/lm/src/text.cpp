@@ -295,6 +295,17 @@ void read_synsets(const std::string& root, const PosFile& pos, const Source& sou
     std::snprintf(number_text, sizeof number_text, "%02d", static_cast<int>(position + 1));
     synset.entry.name = first_lemma + "." + ss_type + "." + number_text;
     split_gloss(synset.gloss, synset.entry.gloss, synset.entry.examples);
+    synset.entry.offset = *offset;
+    const size_t pointers = 5 + 2 * *word_count;  // symbol offset pos source/target, p_cnt times
+    for (uint64_t p = 0; p < *pointer_count; ++p) {
+      const std::string_view symbol = fields[pointers + 4 * p];
+      if (symbol != "@" && symbol != "@i") continue;
+      const auto target = parse_number<uint64_t>(fields[pointers + 4 * p + 1]);
+      if (!target) throw fail("pointer offset '" + std::string(fields[pointers + 4 * p + 1]) + "'");
+      const std::string_view target_pos = fields[pointers + 4 * p + 2];
+      if (target_pos.size() == 1 && pos.ss_types.find(target_pos[0]) != std::string_view::npos)
+        synset.entry.hypernyms.push_back(*target);
+    }
     out.push_back(std::move(synset));
   });
 }

@@ -12,12 +12,19 @@
 #       and the peers pycma (BIPOP) and Nevergrad NGOpt from PyPI (the
 #       benchmark venv, tests/bench/aldrift/venv.sh); the log fit of each.
 #       SEEDS, CMA_SEEDS, NG_SEEDS, BUDGET, NG_BUDGET, DIMS, FUNCTIONS shrink it.
-# PARTS=AB picks parts (C comes with the lm verb).
+#   (C) experiment C on strings of the shipped nk-lm model (data/lm/causal.h5,
+#       trained on Debian's English text): letter:e (a lipogram), T = 20,
+#       32 tokens, 4 stages x 512 chains x 3 moves (burn-in 1): per stage the
+#       mean cost and KL(q||L) (1000 draws) of aldrift (bias learner, and the
+#       full fine-tuning learner) and CEM, SIR at the same cost calls, against
+#       the reference point by importance sampling from 100,000 prior draws.
+#       C_REFERENCE, C_CHAINS shrink it.
+# PARTS=ABC picks parts (default all).
 set -eu
 BIN=${1:-build/bin}
 OUT=${OUT:-build/bench/aldrift}
 THREADS=${THREADS:-2}
-PARTS=${PARTS:-AB}
+PARTS=${PARTS:-ABC}
 mkdir -p "$OUT"
 AL="$BIN/aldrift -q --threads $THREADS"
 PY=/usr/bin/python3
@@ -60,4 +67,25 @@ echo "## (B) global optimisation to eps = 1e-6"
 echo
 VPY=$(bash "$here/venv.sh" | tail -1)
 "$VPY" "$here/global_bench.py" "$BIN" "$OUT/global"
+fi
+
+if [[ $PARTS == *C* ]]; then
+echo
+echo "## (C) strings of data/lm/causal.h5, cost letter:e, T = 20, length 32"
+echo
+SRC=$(cd "$here/../../.." && pwd)
+C_REFERENCE=${C_REFERENCE:-100000}
+C_CHAINS=${C_CHAINS:-512}
+common=(--prior "$SRC/data/lm/causal.h5" --cost letter:e --T 20 --length 32 --stages 4 --chains "$C_CHAINS" --steps 3 --burn-in 1 --kl-samples 1000)
+start=$(date +%s)
+$AL lm "${common[@]}" --reference "$C_REFERENCE" --learner bias --seed 1 -o "$OUT/lm-bias.h5"
+mid=$(date +%s)
+$AL lm "${common[@]}" --reference 0 --learner full --methods aldrift,cem --seed 1 -o "$OUT/lm-full.h5"
+end=$(date +%s)
+echo "bias run (reference, aldrift, sir, cem): $((mid - start)) s; full-learner run (aldrift, cem): $((end - mid)) s"
+echo
+$PY "$here/lm_table.py" "$OUT/lm-bias.h5" "$OUT/lm-full.h5"
+$AL plot -i "$OUT/lm-bias.h5" "$OUT/lm-full.h5" -o "$OUT/lm.svg"
+echo
+echo "Figure: $OUT/lm.svg"
 fi

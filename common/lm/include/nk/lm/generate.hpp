@@ -33,6 +33,9 @@ struct GenerateOptions {
   int32_t eos = -1;          ///< stop a sequence after it emits this id (-1: never)
   int64_t batch = 8;         ///< sequences decoded together
   int64_t page_tokens = 16;  ///< KV-cache page size
+  /// [vocab] added to every row of logits before sampling: a logit-bias
+  /// adapter over a frozen model (empty: none).
+  std::span<const float> logit_bias = {};
 };
 
 /// The continuation of each prompt (EOS included when emitted). The draw for

@@ -2,6 +2,7 @@
 // quotations of `fortunes`, WordNet 3.0's synsets (`wordnet-base`) and the
 // GCIDE dictionary (`dict-gcide`), plus plain text files.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,6 +60,10 @@ struct WordNetEntry {
   std::string gloss;                ///< the definition, without the examples
   /// The quoted examples, without quotes or attributions ("- Shakespeare").
   std::vector<std::string> examples;
+  uint64_t offset = 0;  ///< the synset's byte offset in data.<pos> (WordNet's synset id within a part of speech)
+  /// The offsets of its hypernyms, in data.<pos> of the same part of speech:
+  /// pointers '@' (hypernym) and '@i' (instance hypernym), in file order.
+  std::vector<uint64_t> hypernyms;
 };
 /// Every synset of WordNet (for the tools that ask about words: parts of
 /// speech, held-out facts).

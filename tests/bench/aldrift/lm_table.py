@@ -1,0 +1,56 @@
+"""Part (C) of the aldrift benchmark: per-stage mean cost and KL(q||L) of the
+lm runs, against the importance-sampling reference point of the first file."""
+import sys
+
+import h5py
+
+
+def stages(f, method):
+    g = f.get(f"/{method}/stages")
+    return [] if g is None else [g[k] for k in sorted(g)]
+
+
+def main(paths):
+    files = [h5py.File(p, "r") for p in paths]
+    ref = files[0]["/reference"].attrs
+    m, mse, kl, klse = ref["mean_cost"], ref["mean_cost_se"], ref["kl"], ref["kl_se"]
+    print(f"Reference pi_T (IS, {int(ref['draws'])} prior draws, ESS {ref['ess']:.0f}): "
+          f"E_pi[d] = {m:.4f} +- {mse:.4f}, KL(pi||L) = {kl:.3f} +- {klse:.3f}; prior E_L[d] = {ref['prior_mean_cost']:.4f}")
+    print()
+    print("| run | stage | T_i | evals | samples' mean d | acceptance | coverage (est.) | E_q[d] | KL(q‖L) | KL(q‖pi_T_i) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for f in files:
+        learner = f.attrs.get("learner", "?")
+        learner = learner.decode() if isinstance(learner, bytes) else learner
+        for method in ("aldrift", "cem"):
+            for i, g in enumerate(stages(f, method)):
+                a = g.attrs
+                cov = f"{a['coverage']:.3g}" if "coverage" in a else "-"
+                acc = f"{a['acceptance']:.3f}" if "acceptance" in a else "-"
+                klt = f"{a['kl_target']:.3f}" if "kl_target" in a else "-"
+                print(f"| {method} ({learner}) | {i + 1} | {a['T']:.3g} | {int(a['evals'])} | {a['mean_cost']:.4f} | {acc} | {cov} | "
+                      f"{a['q_mean_cost']:.4f} | {a['kl']:.3f} ± {a['kl_se']:.3f} | {klt} |")
+        if "/sir" in f:
+            a = f["/sir"].attrs
+            print(f"| sir | 1 | {a['T']:.3g} | {int(a['evals'])} | {a['mean_cost']:.4f} | - | - | - | "
+                  f"(IS) {a['kl']:.3f} ± {a['kl_se']:.3f} | - |")
+    print()
+    print("Goal (C): the samples' mean cost within 10% and KL(q_K||L) within 20% of the reference point.")
+    for f in files:
+        learner = f.attrs.get("learner", "?")
+        learner = learner.decode() if isinstance(learner, bytes) else learner
+        for method in ("aldrift", "cem"):
+            st = stages(f, method)
+            if not st:
+                continue
+            a = st[-1].attrs
+            dc = abs(a["mean_cost"] - m) / m
+            dq = abs(a["q_mean_cost"] - m) / m
+            dk = abs(a["kl"] - kl) / kl
+            print(f"- {method} ({learner}): samples' mean d {a['mean_cost']:.4f} ({100 * dc:.0f}% off, "
+                  f"{'met' if dc <= 0.1 else 'not met'}); E_q[d] {a['q_mean_cost']:.4f} ({100 * dq:.0f}% off); "
+                  f"KL(q||L) {a['kl']:.3f} ({100 * dk:.0f}% off, {'met' if dk <= 0.2 else 'not met'})")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
