@@ -71,9 +71,10 @@ void global_series(const nk::h5::File& in, std::vector<nk::plot::Series>& series
 
 /// lm: mean cost of q against KL(q || L) per stage, per method; the reference point.
 void lm_series(const nk::h5::File& in, std::vector<nk::plot::Series>& series, bool& reference_drawn) {
-  const std::string learner = in.attr_string("/", "learner").value_or("?");
+  std::string learner = in.attr_string("/", "learner").value_or("?");
+  if (const auto l2 = in.attr_number("/", "bias_l2"); learner == "bias" && l2) learner += fmt::format(", l2 {:g}", *l2);
   for (const char* method : {"aldrift", "cem"}) {
-    nk::plot::Series line{std::string(method) + " (" + learner + "): E_q[d] vs KL(q||L) per stage", {}, {}};
+    nk::plot::Series line{std::string(method) + " (" + learner + ")", {}, {}};
     line.markers = true;
     line.dashed = std::string(method) == "cem";
     if (const auto kl = in.attr_number("/", "prior_kl"); kl) {
@@ -91,7 +92,7 @@ void lm_series(const nk::h5::File& in, std::vector<nk::plot::Series>& series, bo
     if (line.x.size() > 1) series.push_back(line);
   }
   if (const auto kl = in.attr_number("/reference", "kl"); kl && !reference_drawn) {
-    nk::plot::Series ref{"pi_T (importance sampling; +- 1 SE)", {*kl}, {*in.attr_number("/reference", "mean_cost")}};
+    nk::plot::Series ref{"pi_T (IS, +- SE)", {*kl}, {*in.attr_number("/reference", "mean_cost")}};
     ref.markers = true;
     ref.errors = {in.attr_number("/reference", "mean_cost_se").value_or(NAN)};
     series.push_back(ref);

@@ -3,11 +3,18 @@ lm runs, against the importance-sampling reference point of the first file."""
 import sys
 
 import h5py
+import numpy as np
 
 
 def stages(f, method):
     g = f.get(f"/{method}/stages")
     return [] if g is None else [g[k] for k in sorted(g)]
+
+
+def label(f):
+    learner = f.attrs.get("learner", "?")
+    learner = learner.decode() if isinstance(learner, bytes) else learner
+    return f"bias, l2 {f.attrs['bias_l2']:g}" if learner == "bias" else learner
 
 
 def main(paths):
@@ -16,18 +23,24 @@ def main(paths):
     m, mse, kl, klse = ref["mean_cost"], ref["mean_cost_se"], ref["kl"], ref["kl_se"]
     print(f"Reference pi_T (IS, {int(ref['draws'])} prior draws, ESS {ref['ess']:.0f}): "
           f"E_pi[d] = {m:.4f} +- {mse:.4f}, KL(pi||L) = {kl:.3f} +- {klse:.3f}; prior E_L[d] = {ref['prior_mean_cost']:.4f}")
+    d = files[0]["/reference/costs"][()]
+
+    def log_z(T):
+        return np.log(np.mean(np.exp(-T * (d - d.min())))) - T * d.min()
+
+    print()
+    print("KL(q‖pi_T_i) = KL(q‖L) + T_i E_q[d] + log Z(T_i), log Z from the reference draws: 0 for a learner that hits the stage's target.")
     print()
     print("| run | stage | T_i | evals | samples' mean d | acceptance | coverage (est.) | E_q[d] | KL(q‖L) | KL(q‖pi_T_i) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for f in files:
-        learner = f.attrs.get("learner", "?")
-        learner = learner.decode() if isinstance(learner, bytes) else learner
+        learner = label(f)
         for method in ("aldrift", "cem"):
             for i, g in enumerate(stages(f, method)):
                 a = g.attrs
                 cov = f"{a['coverage']:.3g}" if "coverage" in a else "-"
                 acc = f"{a['acceptance']:.3f}" if "acceptance" in a else "-"
-                klt = f"{a['kl_target']:.3f}" if "kl_target" in a else "-"
+                klt = f"{a['kl'] + (a['T'] if method == 'aldrift' else f.attrs['T']) * a['q_mean_cost'] + log_z(a['T'] if method == 'aldrift' else f.attrs['T']):.3f}"
                 print(f"| {method} ({learner}) | {i + 1} | {a['T']:.3g} | {int(a['evals'])} | {a['mean_cost']:.4f} | {acc} | {cov} | "
                       f"{a['q_mean_cost']:.4f} | {a['kl']:.3f} ± {a['kl_se']:.3f} | {klt} |")
         if "/sir" in f:
@@ -37,8 +50,7 @@ def main(paths):
     print()
     print("Goal (C): the samples' mean cost within 10% and KL(q_K||L) within 20% of the reference point.")
     for f in files:
-        learner = f.attrs.get("learner", "?")
-        learner = learner.decode() if isinstance(learner, bytes) else learner
+        learner = label(f)
         for method in ("aldrift", "cem"):
             st = stages(f, method)
             if not st:

@@ -15,8 +15,8 @@
 #   (C) experiment C on strings of the shipped nk-lm model (data/lm/causal.h5,
 #       trained on Debian's English text): letter:e (a lipogram), T = 20,
 #       32 tokens, 4 stages x 512 chains x 3 moves (burn-in 1): per stage the
-#       mean cost and KL(q||L) (1000 draws) of aldrift (bias learner, and the
-#       full fine-tuning learner) and CEM, SIR at the same cost calls, against
+#       mean cost and KL(q||L) (1000 draws) of aldrift (bias learner at
+#       --bias-l2 10 and 30, and the full fine-tuning learner) and CEM, SIR at the same cost calls, against
 #       the reference point by importance sampling from 100,000 prior draws.
 #       C_REFERENCE, C_CHAINS shrink it.
 # PARTS=ABC picks parts (default all).
@@ -82,10 +82,12 @@ $AL lm "${common[@]}" --reference "$C_REFERENCE" --learner bias --seed 1 -o "$OU
 mid=$(date +%s)
 $AL lm "${common[@]}" --reference 0 --learner full --methods aldrift,cem --seed 1 -o "$OUT/lm-full.h5"
 end=$(date +%s)
-echo "bias run (reference, aldrift, sir, cem): $((mid - start)) s; full-learner run (aldrift, cem): $((end - mid)) s"
+$AL lm "${common[@]}" --reference 0 --learner bias --bias-l2 30 --methods aldrift --seed 1 -o "$OUT/lm-bias30.h5"
+last=$(date +%s)
+echo "bias run (reference, aldrift, sir, cem): $((mid - start)) s; full-learner run (aldrift, cem): $((end - mid)) s; bias-l2 30 (aldrift): $((last - end)) s"
 echo
-$PY "$here/lm_table.py" "$OUT/lm-bias.h5" "$OUT/lm-full.h5"
-$AL plot -i "$OUT/lm-bias.h5" "$OUT/lm-full.h5" -o "$OUT/lm.svg"
+$PY "$here/lm_table.py" "$OUT/lm-bias.h5" "$OUT/lm-full.h5" "$OUT/lm-bias30.h5"
+$AL plot -i "$OUT/lm-bias.h5" "$OUT/lm-full.h5" "$OUT/lm-bias30.h5" -o "$OUT/lm.svg"
 echo
 echo "Figure: $OUT/lm.svg"
 fi
