@@ -497,6 +497,21 @@ std::string stage_name(const std::string& method, size_t i) {
   return "/" + method + name;
 }
 
+/// A staged method's stages, final model and summary attributes under /method.
+void write_method(nk::h5::Writer& out, const Setting& s, const std::string& method, const std::vector<Stage>& st,
+                  const Fitted& f, int64_t evals) {
+  for (size_t i = 0; i < st.size(); ++i) write_stage(out, s, stage_name(method, i), st[i]);
+  const std::string g = "/" + method;
+  if (!f.q.bias.empty()) out.write(g + "/bias", f.q.bias.data(), {s.vocab()}, "V");
+  out.attr(g, "evals", evals);
+  out.attr(g, "mean_cost", st.back().mean_cost);
+  if (!std::isnan(st.back().kl)) {
+    out.attr(g, "kl", st.back().kl);
+    out.attr(g, "kl_se", st.back().kl_se);
+    out.attr(g, "q_mean_cost", st.back().q_mean_cost);
+  }
+}
+
 }  // namespace
 
 void lm(const LmOptions& o, const nk::RunEnv& env) {
@@ -566,15 +581,7 @@ void lm(const LmOptions& o, const nk::RunEnv& env) {
     Fitted f(s);
     const int64_t before = s.evals;
     const std::vector<Stage> st = run_aldrift_lm(s, f, rng.split(1), progress, done);
-    for (size_t i = 0; i < st.size(); ++i) write_stage(out, s, stage_name("aldrift", i), st[i]);
-    out.attr("/aldrift", "evals", s.evals - before);
-    out.attr("/aldrift", "mean_cost", st.back().mean_cost);
-    if (!std::isnan(st.back().kl)) {
-      out.attr("/aldrift", "kl", st.back().kl);
-      out.attr("/aldrift", "kl_se", st.back().kl_se);
-      out.attr("/aldrift", "q_mean_cost", st.back().q_mean_cost);
-    }
-    if (!f.q.bias.empty()) out.write("/aldrift/bias", f.q.bias.data(), {s.vocab()}, "V");
+    write_method(out, s, "aldrift", st, f, s.evals - before);
     if (!o.save_model.empty()) nk::lm::save_checkpoint(o.save_model, *f.q.weights, &s.tok(), nullptr, nk::lm::StoreAs::f32);
   }
   if (has("sir")) {
@@ -595,15 +602,7 @@ void lm(const LmOptions& o, const nk::RunEnv& env) {
     Fitted f(s);
     const int64_t before = s.evals;
     const std::vector<Stage> st = run_cem_lm(s, f, rng.split(3), progress, done);
-    for (size_t i = 0; i < st.size(); ++i) write_stage(out, s, stage_name("cem", i), st[i]);
-    if (!f.q.bias.empty()) out.write("/cem/bias", f.q.bias.data(), {s.vocab()}, "V");
-    out.attr("/cem", "evals", s.evals - before);
-    out.attr("/cem", "mean_cost", st.back().mean_cost);
-    if (!std::isnan(st.back().kl)) {
-      out.attr("/cem", "kl", st.back().kl);
-      out.attr("/cem", "kl_se", st.back().kl_se);
-      out.attr("/cem", "q_mean_cost", st.back().q_mean_cost);
-    }
+    write_method(out, s, "cem", st, f, s.evals - before);
   }
   progress.finish();
   out.attr("/", "prior", o.prior);
