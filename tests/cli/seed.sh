@@ -26,6 +26,7 @@ teacher-limits -q teacher --d 30 --k 1 --activation tanh --seed 1 -o tl1.h5
 teacher-limits -q data -i tl1.h5 --n 60 --test 20 -o tl1d.h5
 aldrift -q gen-exact --length 6 --target 010110 -o alp.h5
 $PY -c 'import h5py, numpy; h5py.File("alx.h5", "w")["/x"] = numpy.zeros((3, 2))'
+sagesched -q trace --requests 20 --seed 1 -o sst.h5
 
 # recipe TOOL VERB: the verb's arguments (with --seed 7); outputs are every out*.h5
 recipe() {
@@ -63,6 +64,9 @@ recipe() {
     "aldrift exact") echo "exact -i alp.h5 --budget 600 --stages 3 -o out.h5" ;;
     "aldrift global") echo "global --function levy --dim 2 --budget 300 -o out.h5" ;;
     "aldrift evaluate") echo "evaluate -i alx.h5 --function levy -o out.h5" ;;
+    "sagesched trace") echo "trace --requests 20 -o out.h5" ;;
+    "sagesched simulate") echo "simulate -i sst.h5 --policy ltr -o out.h5" ;;
+    "sagesched predict") echo "predict -i sst.h5 -o out.h5" ;;
     "aldrift lm") echo "lm --prior $NK_SOURCE/data/lm/causal.h5 --length 4 --stages 1 --chains 4 --steps 2 --kl-samples 8 --reference 16 -o out.h5" ;;
     *) return 1 ;;
   esac

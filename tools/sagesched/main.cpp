@@ -1,0 +1,82 @@
+// main.cpp - sagesched: LLM serving scheduler for uncertain output lengths and
+// hybrid compute/memory cost; traces, simulator, predictor, Gittins index.
+#include "nk/cli.hpp"
+#include "sagesched/sagesched.hpp"
+
+namespace {
+
+void add_profile(CLI::App& verb, std::string& profile, std::string* iter_cost) {
+  verb.add_option("--profile", profile, "Iteration cost: h100-llama3-8b, h200-llama3-8b or a TOML file (sagesched(1) PROFILES)");
+  if (iter_cost) {
+    verb.add_option("--iter-cost", *iter_cost, "linear:t0,cp,ca,cc,cs[,cw]: t0 + cp P + ca A + cc C + cs S (+ cw W) seconds");
+  }
+}
+
+void add_server(CLI::App& verb, sage::Server& s, bool with_swap) {
+  verb.add_option("--max-batch", s.max_batch, "Sequences per iteration")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  verb.add_option("--max-tokens", s.max_tokens, "Prefill-chunk plus decode tokens per iteration")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  verb.add_option("--kv-tokens", s.kv_tokens, "KV cache capacity in tokens (0: the profile's)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  verb.add_option("--block", s.block, "Tokens per KV block")->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  verb.add_option("--reserve", s.reserve, "Free KV blocks per running request that new requests may not take (0: vLLM's greedy admission)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  if (with_swap) verb.add_flag("--swap", s.swap, "Preempt by swapping KV to the host (default: recompute)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  nk::cli::App cli("sagesched", "SageSched: LLM serving scheduler for uncertain output lengths and compute+memory cost");
+  cli.app().require_subcommand(1);
+
+  sage::TraceOptions trace;
+  CLI::App* trace_verb = cli.add_verb("trace", "Generate a request trace (or import a CSV): /requests/*", nk::cli::Randomness::seeded);
+  nk::cli::App::add_output(*trace_verb, trace.output, trace.no_clobber);
+  trace_verb->add_option("--requests", trace.requests, "Requests")->check(CLI::Range(int64_t{1}, int64_t{1} << 28));
+  trace_verb->add_option("--arrivals", trace.arrivals, "poisson or gamma:CV (bursty, CV > 1)");
+  trace_verb->add_option("--load", trace.load, "Arrival rate as a fraction of the saturated throughput")
+      ->check(CLI::Range(1e-6, 100.0));
+  trace_verb->add_option("--mix", trace.mix, "sharegpt, code, conv or mixed (code + conv)")
+      ->check(CLI::IsMember({"sharegpt", "code", "conv", "mixed"}));
+  trace_verb->add_option("--prompts", trace.prompts, "synthetic, or debian (fortunes and WordNet text)")
+      ->check(CLI::IsMember({"synthetic", "debian"}));
+  trace_verb->add_option("--from-csv", trace.from_csv, "Import a real trace (BurstGPT, Azure, or arrival,prompt_tokens,output_tokens)");
+  add_profile(*trace_verb, trace.profile, &trace.iter_cost);
+  add_server(*trace_verb, trace.server, false);
+
+  sage::SimulateOptions sim;
+  CLI::App* sim_verb = cli.add_verb("simulate", "Iteration-level continuous batching under a policy: /per_request, /iterations",
+                                    nk::cli::Randomness::seeded);
+  nk::cli::App::add_input(*sim_verb, sim.input, "trace file");
+  nk::cli::App::add_output(*sim_verb, sim.output, sim.no_clobber);
+  sim_verb->add_option("--policy", sim.sim.policy, "fcfs, sjf-pred, ltr, mlfq, srpt-oracle, sagesched, sagesched-nomem, sagesched-point");
+  add_profile(*sim_verb, sim.profile, &sim.iter_cost);
+  add_server(*sim_verb, sim.sim.server, true);
+  sim_verb->add_flag("--no-iterations", [&](int64_t) { sim.sim.record_iterations = false; }, "Do not write /iterations");
+  sim_verb->add_option("--bins-per-octave", sim.sim.per_octave, "Resolution of the predicted length pmf")
+      ->check(CLI::Range(1, 16));
+
+  sage::PredictOptions pred;
+  CLI::App* pred_verb = cli.add_verb("predict", "Replay the online length predictor: pmfs, CRPS, pinball, MAE vs baselines",
+                                     nk::cli::Randomness::seeded);
+  nk::cli::App::add_input(*pred_verb, pred.input, "trace file");
+  nk::cli::App::add_output(*pred_verb, pred.output, pred.no_clobber);
+  pred_verb->add_option("--sim", pred.sim, "Results become known at this simulation's finish times (default: solo finish)");
+  add_profile(*pred_verb, pred.profile, nullptr);
+  pred_verb->add_option("--max-tokens", pred.max_tokens, "Prefill chunk of the solo finish times")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  pred_verb->add_option("--bins-per-octave", pred.per_octave, "Resolution of the pmf")->check(CLI::Range(1, 16));
+
+  sage::GittinsOptions gittins;
+  CLI::App* gittins_verb = cli.add_verb("gittins", "Gittins index of discrete cost distributions at attained costs");
+  nk::cli::App::add_input(*gittins_verb, gittins.input, "/support [M,n], /prob [M,n], /attained [M]");
+  nk::cli::App::add_output(*gittins_verb, gittins.output, gittins.no_clobber);
+
+  return cli.run(argc, argv, [&] {
+    if (*trace_verb) sage::trace(trace, cli.env());
+    if (*sim_verb) sage::simulate_verb(sim, cli.env());
+    if (*pred_verb) sage::predict_verb(pred, cli.env());
+    if (*gittins_verb) sage::gittins_verb(gittins);
+  });
+}
