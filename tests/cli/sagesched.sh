@@ -57,8 +57,9 @@ PYEOF
 # server that picks a request at every iteration boundary.
 check "trace for the single-server reference" sagesched -q trace --requests 120 --load 0.9 --iter-cost $LIN --max-batch 1 --seed 5 -o one.h5
 for p in fcfs srpt-oracle; do
-  check "simulate $p at --max-batch 1" sagesched -q simulate -i one.h5 --policy $p --iter-cost $LIN --max-batch 1 --max-tokens 64 -o one_$p.h5
+  check "simulate $p at --max-batch 1" sagesched -q simulate -i one.h5 --policy $p --iter-cost $LIN --max-batch 1 --max-tokens 64 --walk keyed -o one_$p.h5
 done
+check "simulate srpt-oracle at --max-batch 1, running first" sagesched -q simulate -i one.h5 --policy srpt-oracle --iter-cost $LIN --max-batch 1 --max-tokens 64 -o one_srpt-np.h5
 "$PY" - <<'PYEOF'
 import h5py, numpy as np
 t0, cp, ca, cc, cs = 0.002, 2e-5, 1e-9, 3e-7, 1e-4
@@ -77,7 +78,7 @@ def remaining(p, pre, g, o):
     k = o - g  # decode steps at context p + g .. p + o - 1
     return total + k * (t0 + cs) + cc * (k * p + (g + o - 1) * k / 2)
 ok = True
-for policy in ["fcfs", "srpt-oracle"]:
+for policy in ["fcfs", "srpt-oracle", "srpt-np"]:
     n = len(arr)
     pre = np.zeros(n, int); gen = np.zeros(n, int); fin = np.full(n, np.nan)
     now, nxt, active = 0.0, 0, []
@@ -86,8 +87,11 @@ for policy in ["fcfs", "srpt-oracle"]:
             active.append(nxt); nxt += 1
         if not active:
             now = arr[nxt]; continue
+        started = [j for j in active if pre[j] > 0]
         if policy == "fcfs":
             i = min(active)
+        elif policy == "srpt-np" and started:
+            i = started[0]  # the one holding KV runs first: once started, a request runs to its end
         else:
             i = min(active, key=lambda j: (remaining(P[j], pre[j], gen[j], O[j]), j))
         if pre[i] < P[i]:
@@ -101,6 +105,12 @@ for policy in ["fcfs", "srpt-oracle"]:
     sim = h5py.File(f"one_{policy}.h5", "r")["per_request/finish"][:]
     good = np.allclose(sim, fin, rtol=1e-9, atol=1e-9)
     print(("ok   " if good else "FAIL ") + f"{policy}: every finish time equals the Python single server (max diff {np.abs(sim - fin).max():.2e} s)")
+    if policy == "srpt-oracle":
+        preemptive = fin.copy()
+    if policy == "srpt-np":
+        differs = not np.allclose(fin, preemptive)
+        print(("ok   " if differs else "FAIL ") + "running first at batch 1 is non-preemptive SRPT, not SRPT")
+        ok = ok and differs
     ok = ok and good
 raise SystemExit(0 if ok else 1)
 PYEOF
@@ -183,7 +193,7 @@ PYEOF
 
 # Profiles from TOML files.
 printf '# calibrated\nkind = "linear"\nname = "mine"\nt0 = 0.002\ncp = 2e-5\nca = 1e-9\ncc = 3e-7\ncs = 1e-4\n' > lin.toml
-check "simulate --profile FILE equals --iter-cost" sh -c 'sagesched -q simulate -i one.h5 --policy fcfs --profile lin.toml --max-batch 1 --max-tokens 64 -o toml.h5 && h5diff toml.h5 one_fcfs.h5 /per_request/finish /per_request/finish'
+check "simulate --profile FILE equals --iter-cost" sh -c 'sagesched -q simulate -i one.h5 --policy fcfs --profile lin.toml --max-batch 1 --max-tokens 64 --walk keyed -o toml.h5 && h5diff toml.h5 one_fcfs.h5 /per_request/finish /per_request/finish'
 printf 'kind = "roofline"\nt0 = 0.001\npeak_flops = 989e12\nbandwidth = 4.8e12\nweight_bytes = 16.06e9\nflops_per_token = 16.06e9\nattn_flops = 524288\nkv_bytes_per_token = 131072\ncompute_efficiency = 0.5\nbandwidth_efficiency = 0.8\nmemory_bytes = 141e9\n' > roof.toml
 check "a roofline TOML equal to the h200 preset gives the same run" sh -c 'sagesched -q simulate -i share.h5 --profile roof.toml -o r1.h5 && sagesched -q simulate -i share.h5 -o r2.h5 && h5diff r1.h5 r2.h5 /per_request/finish /per_request/finish'
 

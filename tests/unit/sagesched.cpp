@@ -108,11 +108,14 @@ TEST_SUITE("sagesched") {
     const Trace t = random_trace(300, 40, 60, 0.9, 3);
     const Profile profile = load_profile("", "linear:0.002,1e-5,1e-9,2e-7,1e-4,1e-6");
     for (const std::string& policy : policy_names()) {
-      for (bool swap : {false, true}) {
+      for (int variant = 0; variant < 4; ++variant) {
+        const bool swap = variant & 1, running_first = variant & 2;
         CAPTURE(policy);
         CAPTURE(swap);
+        CAPTURE(running_first);
         SimOptions o;
         o.policy = policy;
+        o.server.running_first = running_first;
         o.server.max_batch = 16;
         o.server.max_tokens = 512;
         o.server.kv_tokens = 4096;
@@ -204,6 +207,7 @@ TEST_SUITE("sagesched") {
     CHECK(r.finish[1] == doctest::Approx(0.006));
     CHECK(r.finish[2] == doctest::Approx(0.008));
     o.policy = "srpt-oracle";
+    o.server.running_first = false;  // one pass in key order: a short arrival takes the slot
     r = simulate(t, profile, o, 1);
     // At 1 ms request 1 (one iteration left) beats request 0 (four); at 2 ms request 2 (two) beats 0 (four).
     CHECK(r.finish[1] == doctest::Approx(0.002));

@@ -21,6 +21,10 @@ void add_server(CLI::App& verb, sage::Server& s, bool with_swap) {
   verb.add_option("--block", s.block, "Tokens per KV block")->check(CLI::Range(int64_t{1}, int64_t{4096}));
   verb.add_option("--reserve", s.reserve, "Free KV blocks per running request that new requests may not take (0: vLLM's greedy admission)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  verb.add_option_function<std::string>(
+        "--walk", [&s](const std::string& w) { s.running_first = w == "running-first"; },
+        "running-first (default: requests holding KV, then the others, each in policy order) or keyed (one pass in policy order)")
+      ->check(CLI::IsMember({"running-first", "keyed"}));
   if (with_swap) verb.add_flag("--swap", s.swap, "Preempt by swapping KV to the host (default: recompute)");
 }
 

@@ -67,6 +67,11 @@ class SrptOracle : public Policy {
     *until = kNever;  // remaining work only shrinks as the request runs
     return profile_.solo_time(r.prompt, r.target, r.prefilled, r.generated, r.output, max_tokens_);
   }
+  double key_protected(const RequestState& r) override {
+    int64_t until = 0;
+    const int64_t redo = r.prompt + r.generated;  // recomputed tokens: prompt and generated
+    return key(r, &until) - profile_.solo_time(redo, redo, 0, 0, 1, max_tokens_);
+  }
   bool dynamic() const override { return true; }
 
  private:
@@ -174,7 +179,15 @@ class Sagesched : public Predicted {
  public:
   Sagesched(const CostModel& cost, bool point, int per_octave, uint64_t seed)
       : Predicted(per_octave, seed), cost_(cost), point_(point) {}
-  double key(const RequestState& r, int64_t* until) override {
+  double key(const RequestState& r, int64_t* until) override { return index_key(r, until, 0.0); }
+  double key_protected(const RequestState& r) override {
+    int64_t until = 0;
+    return index_key(r, &until, cost_.prefill(static_cast<double>(r.prompt + r.generated)));
+  }
+
+ private:
+  /// Minus the Gittins index at the attained cost plus 'credit'.
+  double index_key(const RequestState& r, int64_t* until, double credit) {
     const Prepared& d = prepared_[static_cast<size_t>(r.id)];
     const auto p = static_cast<double>(r.prompt);
     const double g = static_cast<double>(r.generated);
@@ -184,6 +197,7 @@ class Sagesched : public Predicted {
       const auto target = static_cast<double>(r.target);
       attained -= cost_.prefill(target) * (target - static_cast<double>(r.prefilled)) / target;
     }
+    attained += credit;
     const Bins& bins = predictor_.bins();
     if (point_) {
       if (d.mean > g) {
@@ -201,8 +215,8 @@ class Sagesched : public Predicted {
       return -1.0 / (cost_.cost(p, g + 1) - attained);
     }
     *until = static_cast<int64_t>(std::ceil(bins.centre[k]));
-    // The ratios done / expected compared by cross-multiplication: one division in all.
     const double tail = d.tail[k];
+    // The ratios done / expected compared by cross-multiplication: one division in all.
     double done = 0, partial = 0, best_num = 0, best_den = 1;
     for (size_t j = k; j < bins.size(); ++j) {
       const double q = d.prob[j];
@@ -217,6 +231,8 @@ class Sagesched : public Predicted {
     }
     return -best_num / best_den;
   }
+
+ public:
   bool dynamic() const override { return true; }
 
  protected:

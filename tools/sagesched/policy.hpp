@@ -43,6 +43,12 @@ class Policy {
   /// Its key now; *until = the generated count at which the key may next get
   /// worse (the simulator re-keys then; between, a key only improves).
   virtual double key(const RequestState& r, int64_t* until) = 0;
+  /// The key of a request holding KV with the prefill that preempting it
+  /// would waste counted as done: what a requester must beat to preempt it.
+  virtual double key_protected(const RequestState& r) {
+    int64_t until = 0;
+    return key(r, &until);
+  }
   /// A request finished (the predictor learns it when a later one arrives).
   virtual void finished(const RequestState& /*r*/) {}
   /// A finished result becomes visible to the predictor.

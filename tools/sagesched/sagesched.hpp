@@ -89,6 +89,7 @@ struct Server {
   int64_t block = 16;        ///< tokens per KV block
   bool swap = false;         ///< preempt by swapping KV to the host instead of recompute
   int64_t reserve = 1;       ///< free blocks per KV holder that new work may not take
+  bool running_first = true;  ///< walk requests holding KV before the others (--walk running-first)
 };
 
 // ---------------------------------------------------------------------------

@@ -154,17 +154,16 @@ class Engine {
   int64_t make_room(int64_t need, const Entry& above, bool admission) {
     // New work leaves 'reserve' blocks per holder of KV free for their growth.
     const int64_t keep = admission ? server_.reserve * static_cast<int64_t>(holders_.size()) : 0;
-    while (free_blocks_ - keep < need && !holders_.empty()) {
+    // Walking running work first, new work takes free blocks only: the holders
+    // below it in key order may already be in this iteration's batch.
+    const bool may_preempt = !(admission && server_.running_first);
+    while (may_preempt && free_blocks_ - keep < need && !holders_.empty()) {
       const Entry victim = *holders_.rbegin();
       if (!(above < victim)) break;  // every holder left ranks before the requester
       Request& v = requests_[static_cast<size_t>(victim.id)];
       double after = victim.key;
-      if (admission && policy_->dynamic() && !server_.swap) {
-        RequestState preempted = v.state;
-        if (preempted.generated > 0) preempted.target = preempted.prompt + preempted.generated;
-        preempted.prefilled = 0;
-        int64_t until = 0;
-        after = policy_->key(preempted, &until);
+      if ((admission || !plain_preemption_) && policy_->dynamic() && !server_.swap) {
+        after = policy_->key_protected(v.state);
       }
       if (!(above < Entry{after, victim.id})) break;
       preempt(v);
@@ -213,19 +212,20 @@ class Engine {
     int64_t tokens_left = server_.max_tokens;
     all_decode_ = true;
     worsened_ = false;
-    for (auto it = active_.begin(); it != active_.end(); ++it) {
-      if (static_cast<int64_t>(batch_.size()) >= server_.max_batch || tokens_left <= 0) break;
-      if (free_blocks_ == 0 && requests_[static_cast<size_t>(it->id)].blocks == 0 &&
-          (holders_.empty() || !(*it < *holders_.rbegin()))) {
-        break;  // no free block, and no holder at or below this point: nothing further can run
-      }
-      const Entry here = *it;
+    auto full = [&] { return static_cast<int64_t>(batch_.size()) >= server_.max_batch || tokens_left <= 0; };
+    // Whether nothing at or after 'it' can get memory: no free block, it holds
+    // none, and no holder ranks below it.
+    auto stuck = [&](const Entry& e) {
+      return free_blocks_ == 0 && requests_[static_cast<size_t>(e.id)].blocks == 0 &&
+             (holders_.empty() || !(e < *holders_.rbegin()));
+    };
+    auto schedule = [&](const Entry& here) {
       Request& r = requests_[static_cast<size_t>(here.id)];
       RequestState& s = r.state;
       if (r.swapped > 0 || (s.prefilled == s.target && s.generated > 0)) {
         // Decode (after swapping in, when on the host): KV for prompt + generated tokens.
         const int64_t need = blocks_for(s.prompt + s.generated) - r.blocks;
-        if (need > 0 && make_room(need, here, r.blocks == 0) < need) continue;
+        if (need > 0 && make_room(need, here, r.blocks == 0) < need) return;
         take_blocks(r, need);
         if (r.swapped > 0) {
           w.swapped += static_cast<double>(r.swapped);
@@ -242,7 +242,7 @@ class Engine {
         const int64_t got = need > 0 ? make_room(need, here, r.blocks == 0) : 0;
         take_blocks(r, got);
         chunk = std::min(chunk, r.blocks * server_.block - s.prefilled);
-        if (chunk <= 0) continue;
+        if (chunk <= 0) return;
         batch_.push_back({here.id, chunk});
         tokens_left -= chunk;
         w.prefill += static_cast<double>(chunk);
@@ -250,9 +250,45 @@ class Engine {
         w.sequences += 1;
         all_decode_ = false;
       }
+    };
+    plain_preemption_ = false;
+    walk(full, stuck, schedule);
+    if (batch_.empty()) {
+      // Every holder that could run needs a block and none was worth its
+      // victim's recompute: go by the keys alone, so the top holder runs.
+      plain_preemption_ = true;
+      walk(full, stuck, schedule);
     }
     swapped_now_ = 0;
     if (batch_.empty()) throw nk::Error(nk::Exit::runtime, "simulate: no request could run with work waiting (a bug)");
+    return apply(now, w);
+  }
+
+  template <class Full, class Stuck, class Schedule>
+  void walk(const Full& full, const Stuck& stuck, const Schedule& schedule) {
+    if (server_.running_first) {
+      // Requests holding KV first (in key order), then the others: new work
+      // takes only what running work leaves (vLLM's running-then-waiting walk).
+      for (auto it = holders_.begin(); it != holders_.end() && !full();) {
+        const Entry here = *it;
+        schedule(here);
+        it = std::next(it);  // victims were below 'here': 'it' is still valid
+      }
+      for (auto it = active_.begin(); it != active_.end() && !full(); ++it) {
+        if (requests_[static_cast<size_t>(it->id)].blocks > 0) continue;
+        if (stuck(*it)) break;
+        schedule(*it);
+      }
+    } else {
+      for (auto it = active_.begin(); it != active_.end() && !full(); ++it) {
+        if (stuck(*it)) break;  // nothing further can run
+        schedule(*it);
+      }
+    }
+  }
+
+  /// The iteration's duration and progress: emitted tokens, finished requests, new keys.
+  double apply(double now, const Work& w) {
     const double duration = profile_.iteration_time(w);
     const double end = now + duration;
     int64_t emitted = 0;
@@ -373,7 +409,7 @@ class Engine {
   std::deque<std::pair<double, int64_t>> results_;  ///< finish time, id: for the predictor
   std::vector<Member> batch_;
   std::vector<int64_t> phases_;
-  bool all_decode_ = false, finished_now_ = false, worsened_ = false;
+  bool all_decode_ = false, finished_now_ = false, worsened_ = false, plain_preemption_ = false;
   double swapped_now_ = 0;
   size_t next_arrival_ = 0, finished_ = 0;
   SimResult result_;
