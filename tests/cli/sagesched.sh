@@ -197,6 +197,18 @@ check "simulate --profile FILE equals --iter-cost" sh -c 'sagesched -q simulate 
 printf 'kind = "roofline"\nt0 = 0.001\npeak_flops = 989e12\nbandwidth = 4.8e12\nweight_bytes = 16.06e9\nflops_per_token = 16.06e9\nattn_flops = 524288\nkv_bytes_per_token = 131072\ncompute_efficiency = 0.5\nbandwidth_efficiency = 0.8\nmemory_bytes = 141e9\n' > roof.toml
 check "a roofline TOML equal to the h200 preset gives the same run" sh -c 'sagesched -q simulate -i share.h5 --profile roof.toml -o r1.h5 && sagesched -q simulate -i share.h5 -o r2.h5 && h5diff r1.h5 r2.h5 /per_request/finish /per_request/finish'
 
+# Figures.
+check "plot TTLT CDFs" sagesched -q plot -i sim_fcfs.h5 sim_sagesched.h5 -o cdf.svg
+check "plot mean TTLT against load" sh -c 'sagesched -q trace --requests 200 --load 1.0 --seed 2 -o share10.h5 && sagesched -q simulate -i share10.h5 --policy fcfs -o f10.h5 && sagesched -q simulate -i share10.h5 -o s10.h5 && sagesched -q simulate -i share.h5 --policy fcfs -o f08.h5 && sagesched -q plot --kind load -i f08.h5 f10.h5 s10.h5 -o load.svg'
+check "the SVGs parse, one line per file or policy" "$PY" -c '
+import xml.etree.ElementTree as ET
+for name, lines in [("cdf.svg", 2), ("load.svg", 2)]:
+    root = ET.parse(name).getroot()
+    paths = [e for e in root.iter() if e.tag.endswith("polyline") or e.tag.endswith("path")]
+    assert len(paths) >= lines, (name, len(paths))
+'
+expect_fail "plot --kind load needs the trace's load" 3 "burst_sim.h5.*trace_load" sh -c 'sagesched -q simulate -i burst.h5 -o burst_sim.h5 && sagesched plot --kind load -i burst_sim.h5 -o x.svg'
+
 # Bad input.
 "$PY" - <<'PYEOF'
 import h5py, numpy as np, shutil
@@ -241,6 +253,6 @@ expect_fail "a truncated trace" 3 "truncated.h5" sagesched simulate -i truncated
 expect_fail "empty stdin" 3 "standard input" sh -c 'sagesched simulate -i - -o x.h5 < /dev/null'
 printf 'arrival,prompt_tokens\n0,5\n' > nocol.csv
 expect_fail "a CSV without an output column" 3 "nocol.csv.*header must name" sagesched trace --from-csv nocol.csv -o x.h5
-check "no partial output after the failures" test ! -e x.h5
+check "no partial output after the failures" sh -c 'test ! -e x.h5 && test ! -e x.svg'
 no_temp_files "no temp files left" .
 finish

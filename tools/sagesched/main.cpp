@@ -77,7 +77,17 @@ int main(int argc, char** argv) {
   nk::cli::App::add_input(*gittins_verb, gittins.input, "/support [M,n], /prob [M,n], /attained [M]");
   nk::cli::App::add_output(*gittins_verb, gittins.output, gittins.no_clobber);
 
+  sage::PlotOptions plot;
+  CLI::App* plot_verb = cli.add_verb("plot", "SVG: TTLT CDFs of simulations, or mean TTLT against the trace's load per policy");
+  plot_verb->add_option("-i,--input", plot.inputs, "Simulation files (sagesched simulate)")->required()->expected(1, -1);
+  plot_verb->add_option("-o,--output", plot.output, "SVG file ('-': standard output)")->required();
+  plot_verb->add_option("--kind", plot.kind, "cdf (one line per file) or load (mean TTLT vs load, one line per policy)")
+      ->check(CLI::IsMember({"cdf", "load"}));
+  plot_verb->add_option("--title", plot.title, "Figure title");
+  nk::cli::App::add_no_clobber(*plot_verb, plot.no_clobber);
+
   return cli.run(argc, argv, [&] {
+    if (*plot_verb) sage::plot_verb(plot);
     if (*trace_verb) sage::trace(trace, cli.env());
     if (*sim_verb) sage::simulate_verb(sim, cli.env());
     if (*pred_verb) sage::predict_verb(pred, cli.env());

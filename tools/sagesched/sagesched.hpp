@@ -6,6 +6,7 @@
 // log-spaced length bins; SageSched orders requests by the Gittins index of
 // their predicted cost distribution.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -27,6 +28,7 @@ struct Trace {
   std::vector<int32_t> category;
   std::vector<std::string> prompt;          ///< empty, or one text per request
   std::vector<std::string> category_names;  ///< /categories/name when present
+  double load = NAN;                         ///< the root attribute 'load' of a generated trace, else NaN
   size_t size() const { return arrival.size(); }
 };
 
@@ -197,8 +199,8 @@ struct TraceOptions {
   Server server;
 };
 void trace(const TraceOptions& o, const nk::RunEnv& env);
-/// Requests/s a full server sustains for these requests (sagesched(1) WORKLOADS:
-/// the fluid model behind --load).
+/// Requests/s the server sustains for these requests when never idle
+/// (sagesched(1) WORKLOADS: the rate behind --load).
 double saturated_rate(const Trace& trace, const Profile& profile, const Server& server);
 
 struct SimulateOptions {
@@ -223,5 +225,12 @@ struct GittinsOptions {
   bool no_clobber = false;
 };
 void gittins_verb(const GittinsOptions& o);
+
+struct PlotOptions {
+  std::vector<std::string> inputs;
+  std::string output, kind = "cdf", title;
+  bool no_clobber = false;
+};
+void plot_verb(const PlotOptions& o);
 
 }  // namespace sage

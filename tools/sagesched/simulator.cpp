@@ -237,11 +237,15 @@ class Engine {
         w.sequences += 1;
         w.context += static_cast<double>(s.prompt + s.generated);
       } else {
-        int64_t chunk = std::min(s.target - s.prefilled, tokens_left);
-        const int64_t need = blocks_for(s.prefilled + chunk) - r.blocks;
-        const int64_t got = need > 0 ? make_room(need, here, r.blocks == 0) : 0;
-        take_blocks(r, got);
-        chunk = std::min(chunk, r.blocks * server_.block - s.prefilled);
+        // Admission takes KV for the whole prefill at once (as vLLM's block
+        // manager checks before it admits a request): a half-admitted prompt
+        // would hold blocks it cannot use and compete for the rest.
+        const int64_t need = blocks_for(s.target) - r.blocks;
+        if (need > 0) {
+          if (make_room(need, here, r.blocks == 0) < need) return;
+          take_blocks(r, need);
+        }
+        const int64_t chunk = std::min(s.target - s.prefilled, tokens_left);
         if (chunk <= 0) return;
         batch_.push_back({here.id, chunk});
         tokens_left -= chunk;

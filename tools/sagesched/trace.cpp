@@ -127,28 +127,24 @@ std::vector<std::string> words_of(const std::string& text, size_t limit) {
 }  // namespace
 
 double saturated_rate(const Trace& t, const Profile& profile, const Server& server) {
-  // Fluid model of a full server: n requests decode together, n the batch
-  // limit or as many as the cache holds at the mean context a decode step
-  // sees; each request costs its share of E[o] such iterations plus its
-  // prefill at the binding roof's marginal cost.
-  double steps = 0, context = 0, prefill = 0;
-  for (size_t i = 0; i < t.size(); ++i) {
-    const auto p = static_cast<double>(t.prompt_tokens[i]), out = static_cast<double>(t.output_tokens[i]);
-    steps += out;
-    context += p * out + 0.5 * out * out;
-    double roof = 0;
-    for (const Roof& r : profile.roofs) roof = std::max(roof, r.kp * p + r.ka * p * p);
-    prefill += roof;
-  }
-  const double mean_steps = steps / static_cast<double>(t.size()), mean_context = context / steps;
-  const int64_t kv = server.kv_tokens > 0 ? server.kv_tokens : profile.kv_tokens;
-  double n = static_cast<double>(server.max_batch);
-  if (kv > 0) n = std::max(1.0, std::min(n, std::floor(static_cast<double>(kv) / mean_context)));
-  Work full;
-  full.sequences = n;
-  full.context = n * mean_context;
-  const double per_request = mean_steps * profile.iteration_time(full) / n + prefill / static_cast<double>(t.size());
-  return 1.0 / per_request;
+  // The rate the server sustains when it is never idle: the first (up to)
+  // 4000 requests all queued at time 0 under FCFS, completions counted
+  // between the 10% and 90% marks (no start-up, no drain).
+  Trace probe;
+  const size_t m = std::min<size_t>(t.size(), 4000);
+  probe.arrival.assign(m, 0.0);
+  probe.prompt_tokens.assign(t.prompt_tokens.begin(), t.prompt_tokens.begin() + static_cast<std::ptrdiff_t>(m));
+  probe.output_tokens.assign(t.output_tokens.begin(), t.output_tokens.begin() + static_cast<std::ptrdiff_t>(m));
+  probe.category.assign(t.category.begin(), t.category.begin() + static_cast<std::ptrdiff_t>(m));
+  SimOptions sim;
+  sim.policy = "fcfs";
+  sim.server = server;
+  sim.record_iterations = false;
+  std::vector<double> done = simulate(probe, profile, sim, 0).finish;
+  std::sort(done.begin(), done.end());
+  if (m < 10) return static_cast<double>(m) / done.back();
+  const size_t lo = m / 10, hi = (9 * m) / 10;
+  return static_cast<double>(hi - lo) / (done[hi] - done[lo]);
 }
 
 void trace(const TraceOptions& o, const nk::RunEnv& env) {

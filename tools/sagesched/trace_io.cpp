@@ -133,6 +133,7 @@ Trace read_trace(const std::string& path) {
   }
   if (in.has("/requests/prompt")) t.prompt = in.read_strings("/requests/prompt");
   if (in.has("/categories/name")) t.category_names = in.read_strings("/categories/name");
+  t.load = in.attr_number("/", "load").value_or(NAN);
   validate_trace(path, t);
   return t;
 }

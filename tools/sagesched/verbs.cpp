@@ -48,6 +48,7 @@ void simulate_verb(const SimulateOptions& o, const nk::RunEnv& env) {
     out.write("/iterations/kv_used", r.kv_used.data(), {m}, "I", "tokens");
   }
   out.attr("/", "policy", o.sim.policy);
+  if (std::isfinite(trace.load)) out.attr("/", "trace_load", trace.load);
   out.attr("/", "profile", profile.name);
   out.attr("/", "profile_description", profile.description);
   out.attr("/", "max_batch", o.sim.server.max_batch);
