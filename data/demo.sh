@@ -127,12 +127,13 @@ for m in aldrift sir cem; do
 done
 aldrift -q plot -i "$out/ald-aldrift.h5" "$out/ald-sir.h5" "$out/ald-cem.h5" -o "$out/ald-stages.svg"
 
-step "sagesched: an LLM server under KV pressure, 2000 ShareGPT-like requests at load 0.7: FCFS vs SageSched (Gittins over predicted cost)" \
-     "sagesched trace --requests 2000 --load 0.7 --kv-tokens 32768 -o t.h5; simulate --policy fcfs|srpt-oracle|sagesched"
-sagesched -q trace --requests 2000 --load 0.7 --kv-tokens 32768 --seed 1 -o "$out/sched-trace.h5"
+step "sagesched: an overloaded LLM server (load 1.2, KV cache of 65536 tokens), 4000 ShareGPT-like requests: FCFS vs SageSched" \
+     "sagesched trace --requests 4000 --load 1.2 --kv-tokens 65536 -o t.h5; simulate --policy fcfs|sjf-pred|srpt-oracle|sagesched; plot"
+sagesched -q trace --requests 4000 --load 1.2 --kv-tokens 65536 --seed 1 -o "$out/sched-trace.h5"
 for p in fcfs sjf-pred srpt-oracle sagesched; do
-  sagesched simulate -i "$out/sched-trace.h5" --policy $p --kv-tokens 32768 --no-iterations -o "$out/sched-$p.h5"
+  sagesched simulate -i "$out/sched-trace.h5" --policy $p --kv-tokens 65536 --no-iterations -o "$out/sched-$p.h5"
 done
+sagesched -q plot -i "$out"/sched-{fcfs,sjf-pred,srpt-oracle,sagesched}.h5 -o "$out/sched-ttlt.svg"
 
 echo
 echo "demo: outputs in $out"

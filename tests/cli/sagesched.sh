@@ -209,6 +209,11 @@ for name, lines in [("cdf.svg", 2), ("load.svg", 2)]:
 '
 expect_fail "plot --kind load needs the trace's load" 3 "burst_sim.h5.*trace_load" sh -c 'sagesched -q simulate -i burst.h5 -o burst_sim.h5 && sagesched plot --kind load -i burst_sim.h5 -o x.svg'
 
+# calibrate: time nk-lm steps, fit the linear profile, simulate with it.
+check "calibrate the shipped model (small grid)" sagesched -q calibrate -m "$NK_SOURCE/data/lm/causal.h5" --grid-batch 4 --repeats 1 --threads 1 -o cal.toml
+check "the calibrated profile fits and drives a simulation" sh -c 'grep -q "^kind = \"linear\"" cal.toml && grep -q "^# fit: R^2" cal.toml && sagesched -q simulate -i share.h5 --profile cal.toml --kv-tokens 16384 -o calsim.h5'
+check "the shipped cpu-nklm profile loads" sagesched -q simulate -i share.h5 --profile "$NK_SOURCE/data/sagesched/cpu-nklm.toml" -o shipsim.h5
+
 # Bad input.
 "$PY" - <<'PYEOF'
 import h5py, numpy as np, shutil
@@ -251,8 +256,9 @@ expect_fail "an unknown policy" 2 "--policy 'lifo'" sagesched simulate -i share.
 head -c 3000 share.h5 > truncated.h5
 expect_fail "a truncated trace" 3 "truncated.h5" sagesched simulate -i truncated.h5 -o x.h5
 expect_fail "empty stdin" 3 "standard input" sh -c 'sagesched simulate -i - -o x.h5 < /dev/null'
+expect_fail "calibrate refuses a diffusion model" 3 "masked-diffusion" sagesched calibrate -m "$NK_SOURCE/data/lm/diffusion.h5" -o x.toml
 printf 'arrival,prompt_tokens\n0,5\n' > nocol.csv
 expect_fail "a CSV without an output column" 3 "nocol.csv.*header must name" sagesched trace --from-csv nocol.csv -o x.h5
-check "no partial output after the failures" sh -c 'test ! -e x.h5 && test ! -e x.svg'
+check "no partial output after the failures" sh -c 'test ! -e x.h5 && test ! -e x.svg && test ! -e x.toml'
 no_temp_files "no temp files left" .
 finish

@@ -86,7 +86,20 @@ int main(int argc, char** argv) {
   plot_verb->add_option("--title", plot.title, "Figure title");
   nk::cli::App::add_no_clobber(*plot_verb, plot.no_clobber);
 
+  sage::CalibrateOptions cal;
+  CLI::App* cal_verb = cli.add_verb("calibrate", "Time nk-lm's batched steps over a (P, C, S) grid; fit and write the linear profile (TOML)");
+  cal_verb->add_option("-m,--model", cal.model, "Causal nk-lm checkpoint (e.g. data/lm/causal.h5)")->required();
+  cal_verb->add_option("-o,--output", cal.output, "Profile file (TOML; '-': standard output)")->required();
+  cal_verb->add_option("--repeats", cal.repeats, "Timed runs per step; the fastest counts")->check(CLI::Range(1, 1000));
+  cal_verb->add_option("--name", cal.name, "The profile's name");
+  cal_verb->add_option("--kv-tokens", cal.kv_tokens, "KV capacity written into the profile (0: none)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  cal_verb->add_option("--grid-batch", cal.grid_batch, "Largest decode batch timed (the grid's S are 1, 4, 16, 32, 64 up to it)")
+      ->check(CLI::Range(int64_t{1}, int64_t{64}));
+  nk::cli::App::add_no_clobber(*cal_verb, cal.no_clobber);
+
   return cli.run(argc, argv, [&] {
+    if (*cal_verb) sage::calibrate_verb(cal, cli.env());
     if (*plot_verb) sage::plot_verb(plot);
     if (*trace_verb) sage::trace(trace, cli.env());
     if (*sim_verb) sage::simulate_verb(sim, cli.env());

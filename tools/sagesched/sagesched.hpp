@@ -226,6 +226,15 @@ struct GittinsOptions {
 };
 void gittins_verb(const GittinsOptions& o);
 
+struct CalibrateOptions {
+  std::string model, output, name = "cpu-nklm";
+  bool no_clobber = false;
+  int repeats = 5;
+  int64_t kv_tokens = 16384;
+  int64_t grid_batch = 64;  ///< the largest decode batch of the grid (of 1, 4, 16, 32, 64)
+};
+void calibrate_verb(const CalibrateOptions& o, const nk::RunEnv& env);
+
 struct PlotOptions {
   std::vector<std::string> inputs;
   std::string output, kind = "cdf", title;

@@ -128,8 +128,8 @@ std::vector<std::string> words_of(const std::string& text, size_t limit) {
 
 double saturated_rate(const Trace& t, const Profile& profile, const Server& server) {
   // The rate the server sustains when it is never idle: the first (up to)
-  // 4000 requests all queued at time 0 under FCFS, completions counted
-  // between the 10% and 90% marks (no start-up, no drain).
+  // 4000 requests all queued at time 0 under FCFS; output tokens per second
+  // while requests still wait to start (no drain), over the mean output length.
   Trace probe;
   const size_t m = std::min<size_t>(t.size(), 4000);
   probe.arrival.assign(m, 0.0);
@@ -139,12 +139,15 @@ double saturated_rate(const Trace& t, const Profile& profile, const Server& serv
   SimOptions sim;
   sim.policy = "fcfs";
   sim.server = server;
-  sim.record_iterations = false;
-  std::vector<double> done = simulate(probe, profile, sim, 0).finish;
-  std::sort(done.begin(), done.end());
-  if (m < 10) return static_cast<double>(m) / done.back();
-  const size_t lo = m / 10, hi = (9 * m) / 10;
-  return static_cast<double>(hi - lo) / (done[hi] - done[lo]);
+  const SimResult r = simulate(probe, profile, sim, 0);
+  const double last_start = *std::max_element(r.first_token.begin(), r.first_token.end());
+  double tokens = 0, outputs = 0;
+  for (size_t i = 0; i < r.start.size() && r.start[i] + r.duration[i] <= last_start; ++i) {
+    tokens += static_cast<double>(r.emitted[i]);
+  }
+  for (int64_t o : probe.output_tokens) outputs += static_cast<double>(o);
+  if (!(tokens > 0)) return static_cast<double>(m) / *std::max_element(r.finish.begin(), r.finish.end());
+  return tokens / last_start / (outputs / static_cast<double>(m));
 }
 
 void trace(const TraceOptions& o, const nk::RunEnv& env) {
