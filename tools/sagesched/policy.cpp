@@ -188,7 +188,7 @@ class Sagesched : public Predicted {
  private:
   /// Minus the Gittins index at the attained cost plus 'credit'.
   double index_key(const RequestState& r, int64_t* until, double credit) {
-    const Prepared& d = prepared_[static_cast<size_t>(r.id)];
+    Prepared& d = prepared_[static_cast<size_t>(r.id)];
     const auto p = static_cast<double>(r.prompt);
     const double g = static_cast<double>(r.generated);
     double attained = r.generated > 0 ? cost_.cost(p, g) : d.prefill * static_cast<double>(r.prefilled) / std::max(1.0, p);
@@ -208,8 +208,9 @@ class Sagesched : public Predicted {
       return -1.0 / (cost_.cost(p, g + 1) - attained);
     }
     // The first support point above g; the scan of gittins_index from there.
-    size_t k = r.generated > 0 ? bins.bin_of(g) : 0;
+    size_t k = d.next;  // g never decreases: resume from the last call's point
     while (k < bins.size() && bins.centre[k] <= g) ++k;
+    d.next = k;
     if (k == bins.size()) {  // beyond the last bin: one more token
       *until = r.generated + 1;
       return -1.0 / (cost_.cost(p, g + 1) - attained);
@@ -258,6 +259,7 @@ class Sagesched : public Predicted {
   struct Prepared {
     std::vector<double> support, prob, tail;  ///< c(centre_k), q_k, sum_{j >= k} q_j
     double prefill = 0, mean = 0, mean_cost = 0;
+    size_t next = 0;  ///< the first bin whose centre is above the generated count
     void swap(Prepared& o) {
       support.swap(o.support);
       prob.swap(o.prob);
