@@ -10,31 +10,38 @@
 
 namespace sage {
 
-GittinsIndex gittins_index(const double* support, const double* prob, size_t n, double attained) {
+GittinsIndex gittins_scan(const double* support, const double* prob, size_t n, double attained, double tail) {
   // For D between support points the ratio P(S - a <= D) / E[min(S - a, D)]
   // has a constant numerator and a growing denominator, so the maximum sits at
   // D = s_j - a for some s_j > a: scan them in order, keeping running sums.
-  double tail = 0;  // P(S > a), unnormalised
-  for (size_t i = 0; i < n; ++i) {
-    if (support[i] > attained) tail += prob[i];
-  }
+  // Ratios are compared by cross-multiplication (one division in all); a
+  // later D wins only when strictly better, so ties keep the smallest D.
   GittinsIndex best;
   if (!(tail > 0)) {
     best.index = std::numeric_limits<double>::infinity();
     return best;
   }
-  double done = 0, partial = 0;  // P(a < S <= s_j), E[(S - a) 1{a < S <= s_j}]
-  best.index = -1;
+  double done = 0, partial = 0, best_num = 0, best_den = 1;  // P(a < S <= s_j), E[(S - a) 1{a < S <= s_j}]
   for (size_t j = 0; j < n; ++j) {
-    if (!(support[j] > attained) || !(prob[j] > 0)) continue;
     const double delta = support[j] - attained;
     done += prob[j];
     partial += prob[j] * delta;
     const double expected = partial + (tail - done) * delta;
-    const double ratio = done / expected;
-    if (ratio > best.index * (1 + 1e-12)) best = {ratio, delta};
+    if (done * best_den > best_num * expected) best_num = done, best_den = expected, best.best_delta = delta;
+    // E[min(S - a, D)] grows with D and P(S - a <= D) <= tail: no later D
+    // beats tail / expected, so stop once that is no better than the best.
+    if (tail * best_den <= best_num * expected) break;
   }
+  best.index = best_num / best_den;
   return best;
+}
+
+GittinsIndex gittins_index(const double* support, const double* prob, size_t n, double attained) {
+  size_t first = 0;  // support is increasing: the points above a are a suffix
+  while (first < n && !(support[first] > attained)) ++first;
+  double tail = 0;
+  for (size_t i = first; i < n; ++i) tail += prob[i];
+  return gittins_scan(support + first, prob + first, n - first, attained, tail);
 }
 
 void gittins_verb(const GittinsOptions& o) {

@@ -207,7 +207,7 @@ class Sagesched : public Predicted {
       *until = r.generated + 1;  // past the point: taken as ending with the next token
       return -1.0 / (cost_.cost(p, g + 1) - attained);
     }
-    // The first support point above g; the scan of gittins_index from there.
+    // The first support point above g; Gittins' scan from there.
     size_t k = d.next;  // g never decreases: resume from the last call's point
     while (k < bins.size() && bins.centre[k] <= g) ++k;
     d.next = k;
@@ -216,21 +216,8 @@ class Sagesched : public Predicted {
       return -1.0 / (cost_.cost(p, g + 1) - attained);
     }
     *until = static_cast<int64_t>(std::ceil(bins.centre[k]));
-    const double tail = d.tail[k];
-    // The ratios done / expected compared by cross-multiplication: one division in all.
-    double done = 0, partial = 0, best_num = 0, best_den = 1;
-    for (size_t j = k; j < bins.size(); ++j) {
-      const double q = d.prob[j];
-      const double delta = d.support[j] - attained;
-      done += q;
-      partial += q * delta;
-      const double expected = partial + (tail - done) * delta;
-      if (done * best_den > best_num * expected) best_num = done, best_den = expected;
-      // E[min(S - a, D)] grows with D and P(S - a <= D) <= tail: no later D
-      // beats tail / expected, so stop once that is no better than the best.
-      if (tail * best_den <= best_num * expected) break;
-    }
-    return -best_num / best_den;
+    const double* q = pmf(r.id).data();
+    return -gittins_scan(d.support.data() + k, q + k, bins.size() - k, attained, d.tail[k]).index;
   }
 
  public:
@@ -245,7 +232,6 @@ class Sagesched : public Predicted {
     Prepared& d = prepared_[i];
     const auto p = static_cast<double>(r.prompt);
     d.prefill = cost_.prefill(p);
-    d.prob = q;
     d.support.resize(bins.size());
     d.tail.assign(bins.size() + 1, 0.0);
     for (size_t b = 0; b < bins.size(); ++b) d.support[b] = cost_.cost(p, bins.centre[b]);
@@ -253,18 +239,13 @@ class Sagesched : public Predicted {
     d.mean = pmf_mean(bins, q.data());
     d.mean_cost = cost_.cost(p, d.mean);
   }
-  void released(int64_t id) override { Prepared().swap(prepared_[static_cast<size_t>(id)]); }
+  void released(int64_t id) override { prepared_[static_cast<size_t>(id)] = Prepared(); }
 
  private:
   struct Prepared {
-    std::vector<double> support, prob, tail;  ///< c(centre_k), q_k, sum_{j >= k} q_j
+    std::vector<double> support, tail;  ///< c(centre_k), sum_{j >= k} q_j
     double prefill = 0, mean = 0, mean_cost = 0;
     size_t next = 0;  ///< the first bin whose centre is above the generated count
-    void swap(Prepared& o) {
-      support.swap(o.support);
-      prob.swap(o.prob);
-      tail.swap(o.tail);
-    }
   };
   CostModel cost_;
   bool point_;

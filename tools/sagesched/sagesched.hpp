@@ -105,6 +105,9 @@ struct GittinsIndex {
 /// at attained cost a. The maximum over D > 0 is attained at D = s_j - a for a
 /// support point s_j > a, so one O(n) scan finds it.
 GittinsIndex gittins_index(const double* support, const double* prob, size_t n, double attained);
+/// The same scan over support points that all lie above 'attained', with
+/// tail = their total probability given (the policy keeps suffix sums).
+GittinsIndex gittins_scan(const double* support, const double* prob, size_t n, double attained, double tail);
 
 // ---------------------------------------------------------------------------
 // Output-length predictor

@@ -31,7 +31,6 @@ struct Request {
   int64_t swapped = 0;  ///< tokens of KV held on the host (swap mode)
   double key = 0;
   int64_t until = kNever;
-  bool active = false;
   Queue::iterator in_active, in_holders;  ///< valid while active / while holding blocks
 };
 
@@ -50,10 +49,10 @@ class Engine {
     if (server_.swap && profile.cw < 0) {
       throw nk::usage_error("--swap needs the profile's swap cost (cw: the 6th --iter-cost coefficient, or pcie_bandwidth)");
     }
-    unbounded_ = capacity <= 0;
-    total_blocks_ = unbounded_ ? (int64_t{1} << 60) : capacity / server_.block;
+    const bool unbounded = capacity <= 0;
+    total_blocks_ = unbounded ? (int64_t{1} << 60) : capacity / server_.block;
     free_blocks_ = total_blocks_;
-    result_.kv_capacity = unbounded_ ? 0 : total_blocks_ * server_.block;
+    result_.kv_capacity = unbounded ? 0 : total_blocks_ * server_.block;
     for (size_t i = 0; i < trace.size(); ++i) {
       const int64_t need = blocks_for(trace.prompt_tokens[i] + trace.output_tokens[i] - 1);
       if (need > total_blocks_) {
@@ -138,7 +137,6 @@ class Engine {
       Request& r = requests_[next_arrival_];
       policy_->admit(r.state, trace_);
       r.key = policy_->key(r.state, &r.until);
-      r.active = true;
       r.in_active = active_.insert({r.key, id}).first;
       ++next_arrival_;
     }
@@ -329,7 +327,6 @@ class Engine {
     free_blocks_ += r.blocks;
     used_blocks_ -= r.blocks;
     r.blocks = 0;
-    r.active = false;
     policy_->finished(s);
     if (policy_->predicts()) results_.emplace_back(end, s.id);
     ++finished_;
@@ -405,7 +402,6 @@ class Engine {
   const Profile& profile_;
   Server server_;
   bool record_;
-  bool unbounded_ = false;
   int64_t total_blocks_ = 0, free_blocks_ = 0, used_blocks_ = 0;
   std::unique_ptr<Policy> policy_;
   std::vector<Request> requests_;
