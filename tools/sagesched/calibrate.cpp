@@ -1,6 +1,7 @@
 // calibrate.cpp - the linear iteration profile of an nk-lm model on this
 // machine: time batched forward steps (decode sequences at a context, plus a
-// prefill chunk) over a grid of (P, C, S) and fit t0 + cp P + ca A + cc C + cs S.
+// prefill chunk), each sequence's next token drawn as the testbed draws it,
+// over a grid of (P, C, S) and fit t0 + cp P + ca A + cc C + cs S.
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
@@ -11,8 +12,11 @@
 #include "nk/context.hpp"
 #include "nk/error.hpp"
 #include "nk/lm/checkpoint.hpp"
+#include "nk/lm/generate.hpp"
 #include "nk/lm/model.hpp"
+#include "nk/h5.hpp"
 #include "nk/log.hpp"
+#include "nk/shipped.hpp"
 #include "nk/progress.hpp"
 #include "nk/rng.hpp"
 #include "nk/table.hpp"
@@ -53,13 +57,12 @@ Eigen::VectorXd non_negative_fit(const Eigen::MatrixXd& x, const Eigen::VectorXd
   }
 }
 
-}  // namespace
-
-void calibrate_verb(const CalibrateOptions& o, const nk::RunEnv& env) {
-  nk::lm::Checkpoint ck = nk::lm::load_checkpoint(o.model);
+/// Times the grid's steps on the model; the fastest of o.repeats counts.
+std::vector<Point> time_grid(const CalibrateOptions& o, const std::string& model_path, int threads, std::string* about) {
+  nk::lm::Checkpoint ck = nk::lm::load_checkpoint(model_path);
   const nk::lm::Config& c = ck.weights.config();
   if (c.mode != nk::lm::Mode::causal) {
-    throw nk::input_error(o.model, "", "a masked-diffusion checkpoint: calibrate times causal decoding");
+    throw nk::input_error(model_path, "", "a masked-diffusion checkpoint: calibrate times causal decoding");
   }
   const nk::lm::Model model(ck.weights);
   const int64_t max_seq = c.max_seq;
@@ -102,6 +105,7 @@ void calibrate_verb(const CalibrateOptions& o, const nk::RunEnv& env) {
     }
   }
   nk::Progress progress("calibrate", total);
+  int64_t drawn = 0;  // the sampled ids, kept so the draws are not optimised away
   for (int64_t s : batches) {
     for (int64_t p : chunks) {
       if (s == 0 && p == 0) continue;
@@ -131,6 +135,8 @@ void calibrate_verb(const CalibrateOptions& o, const nk::RunEnv& env) {
             reset();
             nk::Stopwatch watch;
             model.forward({tokens, offsets, {}, ids}, ws, {nk::lm::LogitRows::last, &cache});
+            // A server's iteration also draws each sequence's next token (testbed: temperature 1).
+            for (size_t k = 0; k < ids.size(); ++k) drawn += nk::lm::sample(ws.logits() + static_cast<int64_t>(k) * c.vocab, c.vocab, {}, 0.5);
             best = std::min(best, watch.seconds());
           }
           Point pt;
@@ -146,6 +152,60 @@ void calibrate_verb(const CalibrateOptions& o, const nk::RunEnv& env) {
     }
   }
   progress.finish();
+  spdlog::debug("calibrate: sampled-id checksum {}", drawn);
+  *about = "nk-lm " + model_path + ", " + std::to_string(c.parameter_count()) + " parameters, " + std::to_string(points.size()) +
+           " timed steps (fastest of " + std::to_string(o.repeats) + "), " + std::to_string(threads) + " thread(s)";
+  return points;
+}
+
+/// The iterations a testbed run measured (/iterations of a sagesched.sim file with attribute measured).
+std::vector<Point> measured_points(const std::string& path, std::string* about, int64_t* kv_tokens) {
+  const nk::h5::File f = nk::h5::File::open(path);
+  f.require_schema("sagesched.sim/");
+  if (!f.attr_number("/", "measured")) {
+    throw nk::input_error(path, "", "not a testbed run (no attribute 'measured'): a simulation's iterations only repeat its profile");
+  }
+  const auto duration = f.read<double>("/iterations/duration", 1, "I");
+  const auto prefill = f.read<int64_t>("/iterations/prefill_tokens", 1, "I");
+  const auto attn = f.read<double>("/iterations/attn_work", 1, "I");
+  const auto context = f.read<int64_t>("/iterations/context_tokens", 1, "I");
+  const auto batch = f.read<int64_t>("/iterations/batch", 1, "I");
+  const size_t n = duration.data.size();
+  for (const auto* shape : {&prefill.shape, &context.shape, &batch.shape}) {
+    if (static_cast<size_t>((*shape)[0]) != n) throw nk::input_error(path, "/iterations", "datasets of different lengths");
+  }
+  if (attn.data.size() != n) throw nk::input_error(path, "/iterations", "datasets of different lengths");
+  if (n < 5) throw nk::input_error(path, "/iterations/duration", "has " + std::to_string(n) + " iterations; the fit needs at least 5");
+  nk::h5::require_finite(path, "/iterations/duration", duration);
+  nk::h5::require_finite(path, "/iterations/attn_work", attn);
+  std::vector<Point> points(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (!(duration.data[i] > 0)) {
+      throw nk::input_error(path, "/iterations/duration", "entry " + std::to_string(i) + " is not positive");
+    }
+    points[i].work.prefill = static_cast<double>(prefill.data[i]);
+    points[i].work.attn = attn.data[i];
+    points[i].work.context = static_cast<double>(context.data[i]);
+    points[i].work.sequences = static_cast<double>(batch.data[i]);
+    points[i].seconds = duration.data[i];
+  }
+  *about = std::to_string(n) + " iterations measured by " + nk::display_name(path);
+  if (const auto model = f.attr_string("/", "model")) *about += " (" + *model + ")";
+  if (const auto threads = f.attr_number("/", "threads")) *about += ", " + std::to_string(static_cast<int64_t>(*threads)) + " thread(s)";
+  if (const auto kv = f.attr_number("/", "kv_tokens")) *kv_tokens = static_cast<int64_t>(*kv);
+  return points;
+}
+
+}  // namespace
+
+void calibrate_verb(const CalibrateOptions& o, const nk::RunEnv& env) {
+  std::string about;
+  int64_t kv_tokens = o.kv_tokens;  // a run's own capacity wins
+  const bool from_run = !o.from.empty();
+  if (from_run && !o.model.empty()) throw nk::usage_error("calibrate: --model times a grid, --from fits a testbed run: give one");
+  const std::vector<Point> points =
+      from_run ? measured_points(o.from, &about, &kv_tokens)
+               : time_grid(o, o.model.empty() ? nk::shipped_data("lm/causal.h5") : o.model, env.threads, &about);
   const auto n = static_cast<Eigen::Index>(points.size());
   Eigen::MatrixXd x(n, 5);
   Eigen::VectorXd y(n);
@@ -154,8 +214,10 @@ void calibrate_verb(const CalibrateOptions& o, const nk::RunEnv& env) {
     x.row(i) << 1.0, w.prefill, w.attn, w.context, w.sequences;
     y(i) = points[static_cast<size_t>(i)].seconds;
   }
-  // Relative errors matter across four decades of step time: weight rows by 1/t.
-  Eigen::VectorXd weight = y.cwiseInverse();
+  // A grid spans four decades of step time: rows weighted by 1/t fit relative
+  // errors. A run's iterations come as often as they occur: unweighted, the
+  // fit keeps their total time.
+  const Eigen::VectorXd weight = from_run ? Eigen::VectorXd::Ones(n) : Eigen::VectorXd(y.cwiseInverse());
   const Eigen::VectorXd beta = non_negative_fit(weight.asDiagonal() * x, weight.asDiagonal() * y);
   const Eigen::VectorXd fitted = x * beta;
   const double mean = y.mean();
@@ -164,19 +226,19 @@ void calibrate_verb(const CalibrateOptions& o, const nk::RunEnv& env) {
   const double max_error = ((fitted - y).array() / y.array()).abs().maxCoeff();
   std::ostringstream toml;
   toml.precision(6);
-  toml << "# sagesched calibrate: nk-lm " << o.model << ", " << c.parameter_count() << " parameters, " << env.threads
-       << " thread(s), " << points.size() << " timed steps (fastest of " << o.repeats << ")\n";
+  toml << "# sagesched calibrate: " << about << "\n";
   toml << "# fit: R^2 " << r2 << ", max relative error " << max_error << "; " << nk::run_context().command << "\n";
   toml << "kind = \"linear\"\nname = \"" << o.name << "\"\n";
   toml << "t0 = " << beta(0) << "\ncp = " << beta(1) << "\nca = " << beta(2) << "\ncc = " << beta(3) << "\ncs = " << beta(4)
        << "\n";
-  if (o.kv_tokens > 0) toml << "kv_tokens = " << o.kv_tokens << "\n";
+  if (kv_tokens > 0) toml << "kv_tokens = " << kv_tokens << "\n";
   const std::string text = toml.str();
   nk::write_output_bytes(o.output, std::vector<unsigned char>(text.begin(), text.end()), o.no_clobber);
   nk::Table::print(o.output == "-" ? stderr : stdout, {"t0_s", "cp_s", "ca_s", "cc_s", "cs_s", "r2", "max_rel_error", "steps"},
                    {{nk::cell(beta(0), "%.3e"), nk::cell(beta(1), "%.3e"), nk::cell(beta(2), "%.3e"), nk::cell(beta(3), "%.3e"),
                      nk::cell(beta(4), "%.3e"), nk::cell(r2, "%.4f"), nk::cell(max_error, "%.3f"),
                      nk::cell(static_cast<long long>(points.size()))}});
+  spdlog::info("calibrate: {}", about);
 }
 
 }  // namespace sage

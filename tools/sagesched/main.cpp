@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
   trace_verb->add_option("--prompts", trace.prompts, "synthetic, or debian (fortunes and WordNet text)")
       ->check(CLI::IsMember({"synthetic", "debian"}));
   trace_verb->add_option("--from-csv", trace.from_csv, "Import a real trace (BurstGPT, Azure, or arrival,prompt_tokens,output_tokens)");
+  trace_verb->add_option("--max-context", trace.max_context, "Redraw lengths until prompt + output fits (the testbed model's context; 0: none)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   add_profile(*trace_verb, trace.profile, &trace.iter_cost);
   add_server(*trace_verb, trace.server, false);
 
@@ -60,6 +62,23 @@ int main(int argc, char** argv) {
   sim_verb->add_flag("--no-iterations", [&](int64_t) { sim.sim.record_iterations = false; }, "Do not write /iterations");
   sim_verb->add_option("--bins-per-octave", sim.sim.per_octave, "Resolution of the predicted length pmf")
       ->check(CLI::Range(1, 16));
+
+  sage::TestbedOptions bed;
+  CLI::App* bed_verb = cli.add_verb("testbed", "Serve the trace for real: nk-lm, continuous batching, paged KV, a client at trace times",
+                                    nk::cli::Randomness::seeded);
+  nk::cli::App::add_input(*bed_verb, bed.input, "trace file");
+  nk::cli::App::add_output(*bed_verb, bed.output, bed.no_clobber);
+  bed_verb->add_option("--policy", bed.sim.policy, "fcfs, sjf-pred, ltr, mlfq, srpt-oracle, sagesched, sagesched-nomem, sagesched-point");
+  bed_verb->add_option("-m,--model", bed.model, "Causal nk-lm checkpoint (default: the shipped data/lm/causal.h5)");
+  bed_verb->add_option("--profile", bed.profile, "The profile the policies price with (default: the shipped data/sagesched/cpu-nklm.toml)");
+  bed_verb->add_option("--iter-cost", bed.iter_cost, "linear:t0,cp,ca,cc,cs: instead of --profile");
+  add_server(*bed_verb, bed.sim.server, false);
+  bed_verb->add_option("--time-scale", bed.time_scale, "Wall seconds per trace second (2: arrivals twice as far apart)")
+      ->check(CLI::Range(1e-6, 1e6));
+  bed_verb->add_option("--temperature", bed.temperature, "Sampling temperature (0: greedy); EOS never stops a request")
+      ->check(CLI::Range(0.0, 100.0));
+  bed_verb->add_flag("--no-iterations", [&](int64_t) { bed.sim.record_iterations = false; }, "Do not write /iterations");
+  bed_verb->add_option("--bins-per-octave", bed.sim.per_octave, "Resolution of the predicted length pmf")->check(CLI::Range(1, 16));
 
   sage::PredictOptions pred;
   CLI::App* pred_verb = cli.add_verb("predict", "Replay the online length predictor: pmfs, CRPS, pinball, MAE vs baselines",
@@ -87,8 +106,9 @@ int main(int argc, char** argv) {
   nk::cli::App::add_no_clobber(*plot_verb, plot.no_clobber);
 
   sage::CalibrateOptions cal;
-  CLI::App* cal_verb = cli.add_verb("calibrate", "Time nk-lm's batched steps over a (P, C, S) grid; fit and write the linear profile (TOML)");
-  cal_verb->add_option("-m,--model", cal.model, "Causal nk-lm checkpoint (e.g. data/lm/causal.h5)")->required();
+  CLI::App* cal_verb = cli.add_verb("calibrate", "Fit the linear profile (TOML) to nk-lm steps timed over a (P, C, S) grid, or to a testbed run's iterations");
+  cal_verb->add_option("-m,--model", cal.model, "Causal nk-lm checkpoint timed over the grid (default: the shipped data/lm/causal.h5)");
+  cal_verb->add_option("--from", cal.from, "Fit the iterations a testbed run measured instead of timing a grid");
   cal_verb->add_option("-o,--output", cal.output, "Profile file (TOML; '-': standard output)")->required();
   cal_verb->add_option("--repeats", cal.repeats, "Timed runs per step; the fastest counts")->check(CLI::Range(1, 1000));
   cal_verb->add_option("--name", cal.name, "The profile's name");
@@ -103,6 +123,7 @@ int main(int argc, char** argv) {
     if (*plot_verb) sage::plot_verb(plot);
     if (*trace_verb) sage::trace(trace, cli.env());
     if (*sim_verb) sage::simulate_verb(sim, cli.env());
+    if (*bed_verb) sage::testbed_verb(bed, cli.env());
     if (*pred_verb) sage::predict_verb(pred, cli.env());
     if (*gittins_verb) sage::gittins_verb(gittins);
   });

@@ -200,6 +200,7 @@ struct TraceOptions {
   std::string from_csv;
   std::string profile = "h200-llama3-8b", iter_cost;
   Server server;
+  int64_t max_context = 0;  ///< > 0: every request's prompt + output fits (lengths redrawn)
 };
 void trace(const TraceOptions& o, const nk::RunEnv& env);
 /// Requests/s the server sustains for these requests when never idle
@@ -223,6 +224,17 @@ struct PredictOptions {
 };
 void predict_verb(const PredictOptions& o, const nk::RunEnv& env);
 
+struct TestbedOptions {
+  std::string input, output;
+  std::string model;                 ///< empty: the shipped data/lm/causal.h5
+  std::string profile, iter_cost;    ///< empty: the shipped data/sagesched/cpu-nklm.toml
+  bool no_clobber = false;
+  double time_scale = 1;             ///< wall seconds per trace second
+  double temperature = 1;            ///< sampling temperature (0: greedy)
+  SimOptions sim;
+};
+void testbed_verb(const TestbedOptions& o, const nk::RunEnv& env);
+
 struct GittinsOptions {
   std::string input, output;
   bool no_clobber = false;
@@ -230,7 +242,9 @@ struct GittinsOptions {
 void gittins_verb(const GittinsOptions& o);
 
 struct CalibrateOptions {
-  std::string model, output, name = "cpu-nklm";
+  std::string model;  ///< empty: the shipped data/lm/causal.h5 (unless 'from')
+  std::string from;   ///< a testbed run whose measured iterations are fitted instead of a grid
+  std::string output, name = "cpu-nklm";
   bool no_clobber = false;
   int repeats = 5;
   int64_t kv_tokens = 16384;

@@ -12,7 +12,7 @@
 #include "nk/error.hpp"
 #include "nk/progress.hpp"
 #include "nk/timer.hpp"
-#include "sagesched/policy.hpp"
+#include "sagesched/engine.hpp"
 
 namespace sage {
 
@@ -34,15 +34,10 @@ struct Request {
   Queue::iterator in_active, in_holders;  ///< valid while active / while holding blocks
 };
 
-struct Member {
-  int64_t id;
-  int64_t chunk;  ///< prefill tokens this iteration; 0 for a decode
-};
-
 class Engine {
  public:
-  Engine(const Trace& trace, const Profile& profile, const SimOptions& options, uint64_t seed)
-      : trace_(trace), profile_(profile), server_(options.server), record_(options.record_iterations) {
+  Engine(const Trace& trace, const Profile& profile, const SimOptions& options, uint64_t seed, Backend& backend)
+      : trace_(trace), profile_(profile), server_(options.server), record_(options.record_iterations), backend_(backend) {
     const int64_t capacity = server_.kv_tokens > 0 ? server_.kv_tokens : profile.kv_tokens;
     if (server_.block < 1) throw nk::usage_error("--block must be >= 1");
     if (server_.max_batch < 1 || server_.max_tokens < 1) throw nk::usage_error("--max-batch and --max-tokens must be >= 1");
@@ -82,13 +77,14 @@ class Engine {
     double now = trace_.arrival.front();
     int64_t turns = 0;
     while (finished_ < n) {
+      now = backend_.start(now);
       admit(now);
       if (active_.empty()) {
-        now = std::max(now, trace_.arrival[next_arrival_]);
+        now = backend_.idle(trace_, now, next_arrival_);
         continue;
       }
       now = iteration(now);
-      now = fast_forward(now);
+      if (backend_.closed_form()) now = fast_forward(now);
       if ((++turns & 1023) == 0) progress.update(static_cast<int64_t>(finished_));
     }
     progress.finish();
@@ -125,7 +121,7 @@ class Engine {
   }
 
   void admit(double now) {
-    while (next_arrival_ < trace_.size() && trace_.arrival[next_arrival_] <= now) {
+    while (next_arrival_ < trace_.size() && backend_.arrived(trace_, next_arrival_, now)) {
       const auto id = static_cast<int64_t>(next_arrival_);
       if (policy_->predicts()) {
         // The predictor sees only results finished strictly before this arrival.
@@ -185,6 +181,7 @@ class Engine {
       s.target = s.prompt + s.generated;
       s.prefilled = 0;
       r.swapped = 0;
+      backend_.released(s.id);
     }
     r.blocks = 0;
     ++result_.preemptions[static_cast<size_t>(s.id)];
@@ -230,7 +227,7 @@ class Engine {
           r.swapped = 0;
           all_decode_ = false;
         }
-        batch_.push_back({here.id, 0});
+        batch_.push_back({here.id, 0, &s});
         tokens_left -= 1;
         w.sequences += 1;
         w.context += static_cast<double>(s.prompt + s.generated);
@@ -245,7 +242,7 @@ class Engine {
         }
         const int64_t chunk = std::min(s.target - s.prefilled, tokens_left);
         if (chunk <= 0) return;
-        batch_.push_back({here.id, chunk});
+        batch_.push_back({here.id, chunk, &s});
         tokens_left -= chunk;
         w.prefill += static_cast<double>(chunk);
         w.attn += static_cast<double>(chunk) * static_cast<double>(s.prefilled + chunk);
@@ -291,7 +288,7 @@ class Engine {
 
   /// The iteration's duration and progress: emitted tokens, finished requests, new keys.
   double apply(double now, const Work& w) {
-    const double duration = profile_.iteration_time(w);
+    const double duration = backend_.execute(now, batch_, w);
     const double end = now + duration;
     int64_t emitted = 0;
     finished_now_ = false;
@@ -327,6 +324,7 @@ class Engine {
     free_blocks_ += r.blocks;
     used_blocks_ -= r.blocks;
     r.blocks = 0;
+    backend_.released(s.id);
     policy_->finished(s);
     if (policy_->predicts()) results_.emplace_back(end, s.id);
     ++finished_;
@@ -402,6 +400,7 @@ class Engine {
   const Profile& profile_;
   Server server_;
   bool record_;
+  Backend& backend_;
   int64_t total_blocks_ = 0, free_blocks_ = 0, used_blocks_ = 0;
   std::unique_ptr<Policy> policy_;
   std::vector<Request> requests_;
@@ -417,9 +416,30 @@ class Engine {
 
 }  // namespace
 
-SimResult simulate(const Trace& trace, const Profile& profile, const SimOptions& options, uint64_t seed) {
-  Engine engine(trace, profile, options, seed);
+namespace {
+
+/// The simulator's backend: an iteration lasts what the profile says.
+class ProfileBackend final : public Backend {
+ public:
+  explicit ProfileBackend(const Profile& profile) : profile_(profile) {}
+  double execute(double /*now*/, const std::vector<Member>& /*batch*/, const Work& w) override {
+    return profile_.iteration_time(w);
+  }
+
+ private:
+  const Profile& profile_;
+};
+
+}  // namespace
+
+SimResult run_engine(const Trace& trace, const Profile& profile, const SimOptions& options, uint64_t seed, Backend& backend) {
+  Engine engine(trace, profile, options, seed, backend);
   return engine.run();
+}
+
+SimResult simulate(const Trace& trace, const Profile& profile, const SimOptions& options, uint64_t seed) {
+  ProfileBackend backend(profile);
+  return run_engine(trace, profile, options, seed, backend);
 }
 
 Summary summarise(const Trace& trace, const SimResult& r) {

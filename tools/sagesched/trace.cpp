@@ -157,6 +157,7 @@ void trace(const TraceOptions& o, const nk::RunEnv& env) {
   } else {
     if (o.requests < 1 || o.requests > (int64_t{1} << 28)) throw nk::usage_error("--requests must be 1 to 2^28");
     if (!(o.load > 0) || o.load > 100) throw nk::usage_error("--load must be in (0, 100]");
+    if (o.max_context != 0 && o.max_context < 2) throw nk::usage_error("--max-context must be 0 (none) or >= 2");
     const std::vector<double> weights = mix_weights(o.mix);
     if (o.prompts != "synthetic" && o.prompts != "debian") throw nk::usage_error("--prompts must be synthetic or debian");
     std::vector<nk::lm::Document> texts;
@@ -180,8 +181,21 @@ void trace(const TraceOptions& o, const nk::RunEnv& env) {
       while (weights[c] == 0) --c;  // rounding past the last weighted category
       const Category& cat = categories()[c];
       double z = 0;
-      t.prompt_tokens.push_back(lognormal_length(lengths, cat.prompt_median, cat.prompt_sigma, cat.prompt_cap));
-      t.output_tokens.push_back(lognormal_length(lengths, cat.output_median, cat.output_sigma, cat.output_cap, &z));
+      int64_t prompt = lognormal_length(lengths, cat.prompt_median, cat.prompt_sigma, cat.prompt_cap);
+      int64_t output = lognormal_length(lengths, cat.output_median, cat.output_sigma, cat.output_cap, &z);
+      // --max-context: redraw until prompt + output fits (the shape conditioned
+      // on fitting); past 10^5 tries, cut the prompt to half the context.
+      for (int tries = 0; o.max_context > 0 && prompt + output > o.max_context; ++tries) {
+        if (tries == 100000) {
+          prompt = std::min(prompt, o.max_context / 2);
+          output = std::min(output, o.max_context - prompt);
+          break;
+        }
+        prompt = lognormal_length(lengths, cat.prompt_median, cat.prompt_sigma, cat.prompt_cap);
+        output = lognormal_length(lengths, cat.output_median, cat.output_sigma, cat.output_cap, &z);
+      }
+      t.prompt_tokens.push_back(prompt);
+      t.output_tokens.push_back(output);
       t.category.push_back(static_cast<int32_t>(c));
       const double cue_z = z + kCueNoise * words.normal();
       const int level = std::clamp(static_cast<int>(std::floor(cue_z + 2.5)), 0, 4);
@@ -215,6 +229,7 @@ void trace(const TraceOptions& o, const nk::RunEnv& env) {
     out.attr("/", "rate", rate);
     out.attr("/", "saturated_rate", saturated);
     out.attr("/", "profile", profile.name);
+    if (o.max_context > 0) out.attr("/", "max_context", o.max_context);
     out.commit();
     spdlog::info("wrote {} requests over {:.1f} s", n, t.arrival.back());
     return;

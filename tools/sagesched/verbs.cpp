@@ -1,6 +1,8 @@
-// verbs.cpp - simulate and predict: read a trace, run, write HDF5 and a summary.
+// verbs.cpp - simulate and predict: read a trace, run, write HDF5 and a summary
+// (write_run: the schema simulate and testbed share).
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 
 #include "nk/error.hpp"
@@ -8,9 +10,59 @@
 #include "nk/log.hpp"
 #include "nk/table.hpp"
 #include "nk/timer.hpp"
-#include "sagesched/sagesched.hpp"
+#include "sagesched/engine.hpp"
 
 namespace sage {
+
+void write_run(const std::string& output, bool no_clobber, const Trace& trace, const SimResult& r, const SimOptions& sim,
+               const Profile& profile, const std::function<void(nk::h5::Writer&)>& extra, bool measured) {
+  const Summary s = summarise(trace, r);
+  const auto n = static_cast<int64_t>(trace.size());
+  std::vector<double> ttft(trace.size()), ttlt(trace.size());
+  for (size_t i = 0; i < trace.size(); ++i) {
+    ttft[i] = r.first_token[i] - trace.arrival[i];
+    ttlt[i] = r.finish[i] - trace.arrival[i];
+  }
+  nk::h5::Writer out(output, kSimSchema, no_clobber);
+  out.write("/per_request/first_token", r.first_token.data(), {n}, "N", "s");
+  out.write("/per_request/finish", r.finish.data(), {n}, "N", "s");
+  out.write("/per_request/ttft", ttft.data(), {n}, "N", "s");
+  out.write("/per_request/ttlt", ttlt.data(), {n}, "N", "s");
+  out.write("/per_request/preemptions", r.preemptions.data(), {n}, "N");
+  if (sim.record_iterations) {
+    const auto m = static_cast<int64_t>(r.start.size());
+    out.write("/iterations/start", r.start.data(), {m}, "I", "s");
+    out.write("/iterations/duration", r.duration.data(), {m}, "I", "s");
+    out.write("/iterations/batch", r.batch.data(), {m}, "I");
+    out.write("/iterations/prefill_tokens", r.prefill_tokens.data(), {m}, "I", "tokens");
+    out.write("/iterations/attn_work", r.attn_work.data(), {m}, "I", "tokens^2");
+    out.write("/iterations/context_tokens", r.context_tokens.data(), {m}, "I", "tokens");
+    out.write("/iterations/emitted", r.emitted.data(), {m}, "I", "tokens");
+    out.write("/iterations/kv_used", r.kv_used.data(), {m}, "I", "tokens");
+  }
+  out.attr("/", "policy", sim.policy);
+  if (std::isfinite(trace.load)) out.attr("/", "trace_load", trace.load);
+  out.attr("/", "profile", profile.name);
+  out.attr("/", "profile_description", profile.description);
+  out.attr("/", "max_batch", sim.server.max_batch);
+  out.attr("/", "max_tokens", sim.server.max_tokens);
+  out.attr("/", "kv_tokens", r.kv_capacity);
+  out.attr("/", "block", sim.server.block);
+  out.attr("/", "preemption", sim.server.swap ? "swap" : "recompute");
+  out.attr("/", "iterations", r.iterations);
+  out.attr("/", "mean_ttlt", s.mean_ttlt);
+  out.attr("/", "p99_ttlt", s.p99_ttlt);
+  out.attr("/", "mean_ttft", s.mean_ttft);
+  out.attr("/", "throughput", s.throughput);
+  out.attr("/", "preemptions", s.preemptions);
+  out.attr("/", "requests_per_s", r.seconds > 0 ? static_cast<double>(n) / r.seconds : 0.0);
+  extra(out);
+  out.commit();
+  spdlog::info("{}{}: mean TTLT {:.3f} s, P99 {:.3f} s, mean TTFT {:.3f} s, {:.0f} tokens/s, {} preemptions; {} iterations, "
+               "{:.0f} requests/s {}",
+               sim.policy, measured ? " (measured)" : "", s.mean_ttlt, s.p99_ttlt, s.mean_ttft, s.throughput, s.preemptions, r.iterations,
+               r.seconds > 0 ? static_cast<double>(n) / r.seconds : 0.0, measured ? "served" : "simulated");
+}
 
 void simulate_verb(const SimulateOptions& o, const nk::RunEnv& env) {
   const Trace trace = read_trace(o.input);
@@ -23,51 +75,7 @@ void simulate_verb(const SimulateOptions& o, const nk::RunEnv& env) {
     if (e.code() == nk::Exit::input) throw nk::Error(nk::Exit::input, "input '" + nk::display_name(o.input) + "': " + e.what());
     throw;
   }
-  const Summary s = summarise(trace, r);
-  const auto n = static_cast<int64_t>(trace.size());
-  std::vector<double> ttft(trace.size()), ttlt(trace.size());
-  for (size_t i = 0; i < trace.size(); ++i) {
-    ttft[i] = r.first_token[i] - trace.arrival[i];
-    ttlt[i] = r.finish[i] - trace.arrival[i];
-  }
-  nk::h5::Writer out(o.output, kSimSchema, o.no_clobber);
-  out.write("/per_request/first_token", r.first_token.data(), {n}, "N", "s");
-  out.write("/per_request/finish", r.finish.data(), {n}, "N", "s");
-  out.write("/per_request/ttft", ttft.data(), {n}, "N", "s");
-  out.write("/per_request/ttlt", ttlt.data(), {n}, "N", "s");
-  out.write("/per_request/preemptions", r.preemptions.data(), {n}, "N");
-  if (o.sim.record_iterations) {
-    const auto m = static_cast<int64_t>(r.start.size());
-    out.write("/iterations/start", r.start.data(), {m}, "I", "s");
-    out.write("/iterations/duration", r.duration.data(), {m}, "I", "s");
-    out.write("/iterations/batch", r.batch.data(), {m}, "I");
-    out.write("/iterations/prefill_tokens", r.prefill_tokens.data(), {m}, "I", "tokens");
-    out.write("/iterations/attn_work", r.attn_work.data(), {m}, "I", "tokens^2");
-    out.write("/iterations/context_tokens", r.context_tokens.data(), {m}, "I", "tokens");
-    out.write("/iterations/emitted", r.emitted.data(), {m}, "I", "tokens");
-    out.write("/iterations/kv_used", r.kv_used.data(), {m}, "I", "tokens");
-  }
-  out.attr("/", "policy", o.sim.policy);
-  if (std::isfinite(trace.load)) out.attr("/", "trace_load", trace.load);
-  out.attr("/", "profile", profile.name);
-  out.attr("/", "profile_description", profile.description);
-  out.attr("/", "max_batch", o.sim.server.max_batch);
-  out.attr("/", "max_tokens", o.sim.server.max_tokens);
-  out.attr("/", "kv_tokens", r.kv_capacity);
-  out.attr("/", "block", o.sim.server.block);
-  out.attr("/", "preemption", o.sim.server.swap ? "swap" : "recompute");
-  out.attr("/", "iterations", r.iterations);
-  out.attr("/", "mean_ttlt", s.mean_ttlt);
-  out.attr("/", "p99_ttlt", s.p99_ttlt);
-  out.attr("/", "mean_ttft", s.mean_ttft);
-  out.attr("/", "throughput", s.throughput);
-  out.attr("/", "preemptions", s.preemptions);
-  out.attr("/", "requests_per_s", r.seconds > 0 ? static_cast<double>(n) / r.seconds : 0.0);
-  out.commit();
-  spdlog::info("{}: mean TTLT {:.3f} s, P99 {:.3f} s, mean TTFT {:.3f} s, {:.0f} tokens/s, {} preemptions; {} iterations, "
-               "{:.0f} requests/s simulated",
-               o.sim.policy, s.mean_ttlt, s.p99_ttlt, s.mean_ttft, s.throughput, s.preemptions, r.iterations,
-               r.seconds > 0 ? static_cast<double>(n) / r.seconds : 0.0);
+  write_run(o.output, o.no_clobber, trace, r, o.sim, profile, [](nk::h5::Writer&) {}, false);
 }
 
 void predict_verb(const PredictOptions& o, const nk::RunEnv& env) {
