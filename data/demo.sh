@@ -135,5 +135,12 @@ for p in fcfs sjf-pred srpt-oracle sagesched; do
 done
 sagesched -q plot -i "$out"/sched-{fcfs,sjf-pred,srpt-oracle,sagesched}.h5 -o "$out/sched-ttlt.svg"
 
+step "sagesched: the same scheduler serving the shipped nk-lm for real, 40 requests with Debian prompts (arrivals 5x faster), then the simulator on that trace" \
+     "sagesched trace --prompts debian --max-context 256 -o bed.h5; sagesched testbed -i bed.h5 --time-scale 0.2; sagesched simulate"
+sagesched -q trace --requests 40 --prompts debian --max-context 256 --profile "$here/sagesched/cpu-nklm.toml" --seed 1 -o "$out/bed-trace.h5"
+sagesched testbed -i "$out/bed-trace.h5" --time-scale 0.2 --threads 1 -o "$out/bed-measured.h5"
+sagesched -q trace --requests 40 --prompts debian --max-context 256 --profile "$here/sagesched/cpu-nklm.toml" --seed 1 -o - |
+  sagesched simulate -i - --profile "$here/sagesched/cpu-nklm.toml" -o "$out/bed-simulated.h5"
+
 echo
 echo "demo: outputs in $out"

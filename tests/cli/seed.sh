@@ -27,6 +27,7 @@ teacher-limits -q data -i tl1.h5 --n 60 --test 20 -o tl1d.h5
 aldrift -q gen-exact --length 6 --target 010110 -o alp.h5
 $PY -c 'import h5py, numpy; h5py.File("alx.h5", "w")["/x"] = numpy.zeros((3, 2))'
 sagesched -q trace --requests 20 --seed 1 -o sst.h5
+sagesched -q trace --requests 8 --max-context 256 --seed 1 -o sstb.h5
 
 # recipe TOOL VERB: the verb's arguments (with --seed 7); outputs are every out*.h5
 recipe() {
@@ -67,6 +68,7 @@ recipe() {
     "sagesched trace") echo "trace --requests 20 -o out.h5" ;;
     "sagesched simulate") echo "simulate -i sst.h5 --policy ltr -o out.h5" ;;
     "sagesched predict") echo "predict -i sst.h5 -o out.h5" ;;
+    "sagesched testbed") echo "testbed -i sstb.h5 --time-scale 0.01 --threads 1 -o out.h5" ;;
     "aldrift lm") echo "lm --prior $NK_SOURCE/data/lm/causal.h5 --length 4 --stages 1 --chains 4 --steps 2 --kl-samples 8 --reference 16 -o out.h5" ;;
     *) return 1 ;;
   esac

@@ -1,6 +1,7 @@
 // test_helpers.cpp - the small helpers every tool shares (neurkit(7) SHARED
 // HELPERS): timing, shuffles, tables, sizes, distributions, the cosine rate,
-// Adam over caller-kept float moments, GPU timing attributes, float64 attention.
+// Adam over caller-kept float moments, GPU timing attributes, float64 attention,
+// the shipped data folder.
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -18,6 +19,8 @@
 #include <vector>
 
 #include "nk/distribution.hpp"
+#include "nk/error.hpp"
+#include "nk/shipped.hpp"
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
 #include "nk/image.hpp"
@@ -276,5 +279,24 @@ TEST_SUITE("helpers") {
     const double lse = nk::kernels::softmax_combine(big, 2, v.data(), dv, nullptr, out.data());
     CHECK(lse == doctest::Approx(1000.0 + std::log(2.0)));
     CHECK(out[0] == doctest::Approx(0.5 * (v[0] + v[dv])));
+  }
+
+  TEST_CASE("shipped_data: NK_DATA first, then the source tree; a missing file is exit 4 naming the places") {
+    nk::test::ScratchDir dir;
+    std::filesystem::create_directories(dir.file("lm"));
+    { std::FILE* f = std::fopen(dir.file("lm/causal.h5").c_str(), "w"); std::fclose(f); }
+    ::setenv("NK_DATA", dir.file("").c_str(), 1);
+    CHECK(std::filesystem::equivalent(nk::shipped_data("lm/causal.h5"), dir.file("lm/causal.h5")));
+    ::unsetenv("NK_DATA");
+    // The build's own source tree ships it.
+    CHECK(std::filesystem::is_regular_file(nk::shipped_data("lm/causal.h5")));
+    try {
+      nk::shipped_data("no/such.file");
+      FAIL("a missing shipped file must throw");
+    } catch (const nk::Error& e) {
+      CHECK(e.code() == nk::Exit::io);
+      CHECK(std::string(e.what()).find("data/no/such.file") != std::string::npos);
+      CHECK(std::string(e.what()).find("NK_DATA") != std::string::npos);
+    }
   }
 }

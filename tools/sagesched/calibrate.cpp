@@ -57,7 +57,7 @@ Eigen::VectorXd non_negative_fit(const Eigen::MatrixXd& x, const Eigen::VectorXd
   }
 }
 
-/// Times the grid's steps on the model; the fastest of o.repeats counts.
+/// Times the grid's steps on the model; the median of o.repeats counts.
 std::vector<Point> time_grid(const CalibrateOptions& o, const std::string& model_path, int threads, std::string* about) {
   nk::lm::Checkpoint ck = nk::lm::load_checkpoint(model_path);
   const nk::lm::Config& c = ck.weights.config();
@@ -70,7 +70,7 @@ std::vector<Point> time_grid(const CalibrateOptions& o, const std::string& model
   // prefill chunk of P tokens after x cached ones.
   std::vector<int64_t> batches, contexts = {16, max_seq / 4, max_seq / 2, max_seq - 1};
   std::vector<int64_t> chunks = {0, 16, 64, std::min<int64_t>(192, max_seq / 2)}, prior = {0, max_seq / 4};
-  for (int64_t b : {0, 1, 4, 16, 32, 64}) {
+  for (int64_t b : {0, 1, 2, 4, 8, 16, 32, 64}) {
     if (b <= o.grid_batch) batches.push_back(b);
   }
   for (int64_t& v : contexts) v = std::clamp<int64_t>(v, 2, max_seq - 1);
@@ -130,21 +130,24 @@ std::vector<Point> time_grid(const CalibrateOptions& o, const std::string& model
             for (int64_t k = 0; k < s; ++k) set_length(slot_ids[static_cast<size_t>(k)], ctx - 1);
             if (p > 0) set_length(slot_ids.back(), x);
           };
-          double best = INFINITY;
+          std::vector<double> times;
           for (int r = 0; r < o.repeats; ++r) {
             reset();
             nk::Stopwatch watch;
             model.forward({tokens, offsets, {}, ids}, ws, {nk::lm::LogitRows::last, &cache});
             // A server's iteration also draws each sequence's next token (testbed: temperature 1).
             for (size_t k = 0; k < ids.size(); ++k) drawn += nk::lm::sample(ws.logits() + static_cast<int64_t>(k) * c.vocab, c.vocab, {}, 0.5);
-            best = std::min(best, watch.seconds());
+            times.push_back(watch.seconds());
           }
+          std::sort(times.begin(), times.end());
+          // The median, not the fastest: a server's steps are not its luckiest.
+          const double step = times[times.size() / 2];
           Point pt;
           pt.work.prefill = static_cast<double>(chunk_tokens);
           pt.work.attn = static_cast<double>(chunk_tokens) * static_cast<double>(x + chunk_tokens);
           pt.work.context = static_cast<double>(s * ctx);
           pt.work.sequences = static_cast<double>(s + (p > 0 ? 1 : 0));
-          pt.seconds = best;
+          pt.seconds = step;
           points.push_back(pt);
           progress.update(static_cast<int64_t>(points.size()));
         }
@@ -154,7 +157,7 @@ std::vector<Point> time_grid(const CalibrateOptions& o, const std::string& model
   progress.finish();
   spdlog::debug("calibrate: sampled-id checksum {}", drawn);
   *about = "nk-lm " + model_path + ", " + std::to_string(c.parameter_count()) + " parameters, " + std::to_string(points.size()) +
-           " timed steps (fastest of " + std::to_string(o.repeats) + "), " + std::to_string(threads) + " thread(s)";
+           " timed steps (median of " + std::to_string(o.repeats) + "), " + std::to_string(threads) + " thread(s)";
   return points;
 }
 

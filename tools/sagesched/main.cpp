@@ -110,11 +110,11 @@ int main(int argc, char** argv) {
   cal_verb->add_option("-m,--model", cal.model, "Causal nk-lm checkpoint timed over the grid (default: the shipped data/lm/causal.h5)");
   cal_verb->add_option("--from", cal.from, "Fit the iterations a testbed run measured instead of timing a grid");
   cal_verb->add_option("-o,--output", cal.output, "Profile file (TOML; '-': standard output)")->required();
-  cal_verb->add_option("--repeats", cal.repeats, "Timed runs per step; the fastest counts")->check(CLI::Range(1, 1000));
+  cal_verb->add_option("--repeats", cal.repeats, "Timed runs per step; the median counts")->check(CLI::Range(1, 1000));
   cal_verb->add_option("--name", cal.name, "The profile's name");
   cal_verb->add_option("--kv-tokens", cal.kv_tokens, "KV capacity written into the profile (0: none)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
-  cal_verb->add_option("--grid-batch", cal.grid_batch, "Largest decode batch timed (the grid's S are 1, 4, 16, 32, 64 up to it)")
+  cal_verb->add_option("--grid-batch", cal.grid_batch, "Largest decode batch timed (the grid's S are 1, 2, 4, 8, 16, 32, 64 up to it)")
       ->check(CLI::Range(int64_t{1}, int64_t{64}));
   nk::cli::App::add_no_clobber(*cal_verb, cal.no_clobber);
 

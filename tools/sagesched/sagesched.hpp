@@ -248,7 +248,7 @@ struct CalibrateOptions {
   bool no_clobber = false;
   int repeats = 5;
   int64_t kv_tokens = 16384;
-  int64_t grid_batch = 64;  ///< the largest decode batch of the grid (of 1, 4, 16, 32, 64)
+  int64_t grid_batch = 64;  ///< the largest decode batch of the grid (of 1, 2, 4, 8, 16, 32, 64)
 };
 void calibrate_verb(const CalibrateOptions& o, const nk::RunEnv& env);
 

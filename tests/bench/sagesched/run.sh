@@ -9,13 +9,16 @@
 # 2. the length predictor against a global histogram and a category mean on
 #    each workload's trace at load 0.9;
 # 3. the simulator's speed on SPEED_REQUESTS (1M) requests on one core.
-# SHARD=I/N runs the I-th of N slices of part 1 (its tables need all slices).
+# 4. the testbed: nk-lm served for real against the simulator.
+# SHARD=I/N runs the I-th of N slices of part 1 (its tables need all slices);
+# PARTS (default 1234) picks parts.
 . "$(dirname "$0")/../lib.sh" "$1" sagesched-bench
 requests=${REQUESTS:-20000}
 kv_pressure=${KV_PRESSURE:-65536}
 speed_requests=${SPEED_REQUESTS:-1000000}
 out=${OUT:-build/bench/sagesched}
 shard=${SHARD:-0/1}
+parts=${PARTS:-1234}
 mkdir -p "$out"
 policies="fcfs sjf-pred ltr mlfq srpt-oracle sagesched sagesched-nomem sagesched-point"
 workload_args() {
@@ -26,6 +29,7 @@ workload_args() {
   esac
 }
 
+if [[ $parts == *1* ]]; then
 echo "== part 1: every policy, $requests requests per trace (shard $shard)"
 index=0
 for workload in sharegpt-poisson sharegpt-bursty mixed; do
@@ -55,7 +59,9 @@ for workload in sharegpt-poisson sharegpt-bursty mixed; do
   sagesched -q plot -i "$out/$workload-kv$kv_pressure-1.0".{fcfs,sjf-pred,mlfq,srpt-oracle,sagesched}.h5 \
     --title "$workload at load 1.0, KV $kv_pressure tokens" -o "$out/cdf-$workload.svg"
 done
+fi
 
+if [[ $parts == *2* ]]; then
 echo
 echo "== part 2: the length predictor (replayed online; results known at their solo finish)"
 for workload in sharegpt-poisson sharegpt-bursty mixed; do
@@ -63,7 +69,9 @@ for workload in sharegpt-poisson sharegpt-bursty mixed; do
   sagesched predict -i "$out/$workload-kv0-0.9.trace.h5" -o "$work/pred.h5"
   echo "   $(attr "$work/pred.h5" us_per_request) us per prediction"
 done
+fi
 
+if [[ $parts == *3* ]]; then
 echo
 echo "== part 3: simulator speed, $speed_requests requests (sharegpt, load 0.9), one core"
 sagesched -q trace --requests "$speed_requests" --load 0.9 --seed 2 -o "$work/speed.h5"
@@ -74,3 +82,36 @@ for policy in fcfs srpt-oracle sagesched; do
   awk -v p="$policy" -v r="$rps" -v t="$(tail -1 "$work/time.txt")" 'BEGIN {
     printf "%-12s %10.0f requests/s (%.2fM per minute; goal 1M): %s\n", p, r, r * 60 / 1e6, t }'
 done
+echo "(fcfs keys never change: its rate is the event loop's own ceiling on this core, the limit for any policy)"
+fi
+
+[[ $parts == *4* ]] || exit 0
+echo
+echo "== part 4: the testbed (nk-lm served for real, one thread) against the simulator"
+# The grid profile (calibrate), and one fitted to a testbed run of a held-out
+# trace (seed 2), and in-sample one fitted to the compared run itself; the
+# comparison trace (seed 1) has TESTBED_REQUESTS (500)
+# Debian-prompt requests at load 0.7 of the fitted profile's saturation.
+bed_requests=${TESTBED_REQUESTS:-500}
+bed_args="--requests $bed_requests --mix sharegpt --prompts debian --max-context 256 --load 0.7"
+taskset -c 0 sagesched -q calibrate --threads 1 -o "$out/grid.toml" > /dev/null
+# shellcheck disable=SC2086
+sagesched -q trace $bed_args --profile "$out/grid.toml" --seed 2 -o "$out/bed-heldout.trace.h5"
+taskset -c 0 sagesched -q testbed -i "$out/bed-heldout.trace.h5" --policy fcfs --profile "$out/grid.toml" --threads 1 \
+  -o "$out/bed-heldout.fcfs.measured.h5"
+sagesched -q calibrate --from "$out/bed-heldout.fcfs.measured.h5" -o "$out/fitted.toml" > /dev/null
+# shellcheck disable=SC2086
+sagesched -q trace $bed_args --profile "$out/fitted.toml" --seed 1 -o "$out/bed.trace.h5"
+for policy in fcfs sagesched; do
+  taskset -c 0 sagesched -q testbed -i "$out/bed.trace.h5" --policy "$policy" --profile "$out/fitted.toml" --threads 1 \
+    -o "$out/bed.$policy.measured.h5"
+  # In-sample: the profile fitted to this very run (the machine's speed drifts between runs).
+  sagesched -q calibrate --from "$out/bed.$policy.measured.h5" -o "$out/insample-$policy.toml" > /dev/null
+  for prof in grid fitted "insample-$policy"; do
+    sagesched -q simulate -i "$out/bed.trace.h5" --policy "$policy" --profile "$out/$prof.toml" -o "$out/bed.$policy.sim-${prof%-*}.h5"
+  done
+done
+# The noise floor: the same trace and policy served again.
+taskset -c 0 sagesched -q testbed -i "$out/bed.trace.h5" --policy fcfs --profile "$out/fitted.toml" --threads 1 \
+  -o "$out/bed.fcfs.again.h5"
+/usr/bin/python3 "$(dirname "$0")/testbed.py" "$out" | tee "$out/testbed.md"
