@@ -2,7 +2,8 @@
 # nk-lm: with every request there at time 0 its iterations equal the
 # simulator's one for one (the same scheduler, the real paged KV cache
 # agreeing with the simulated one under pressure and preemption); a timed
-# trace keeps the invariants; calibrate --from fits its iterations; bad input.
+# trace keeps the invariants; calibrate --from fits its iterations; the GPU
+# probe (or its refusal without a GPU); bad input.
 . "$(dirname "$0")/lib.sh"
 
 LIN=linear:0.002,2e-5,1e-9,3e-7,1e-4
@@ -82,6 +83,13 @@ expect_fail "calibrate --from a simulation" 3 "timed_sim.h5.*not a testbed run" 
 expect_fail "calibrate --from and --model" 2 "give one" sagesched calibrate --from timed_bed.h5 -m "$MODEL" -o x.toml
 head -c 2000 timed_bed.h5 > truncated_bed.h5
 expect_fail "calibrate --from a truncated run" 3 "truncated_bed.h5" sagesched calibrate --from truncated_bed.h5 -o x.toml
+# The GPU probe: a roofline with measured derating where a GPU is, else exit 1 and nothing written.
+if nvidia-smi -L >/dev/null 2>&1; then
+  check "probe the GPU (3 s)" sagesched -q probe --seconds 3 -o probed.toml
+  check "the probed roofline drives a simulation" sh -c 'grep -q "^kind = \"roofline\"" probed.toml && grep -q "^# sagesched probe on" probed.toml && sagesched -q simulate -i burst0.h5 --profile probed.toml -o probed.h5'
+else
+  expect_fail "probe without a GPU" 1 "sagesched probe.*--device cuda: " sagesched probe --seconds 1 -o x.toml
+fi
 check "no partial output after the failures" sh -c 'test ! -e x.h5 && test ! -e x.toml'
 no_temp_files "no temp files left" .
 finish

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 #include "nk/rng.hpp"
@@ -235,6 +236,40 @@ TEST_SUITE("sagesched") {
       }
       CHECK(p.solo_decode_time(100, 5000) == doctest::Approx(direct).epsilon(1e-10));
     }
+  }
+
+  TEST_CASE("roofline_toml: the preset written out loads back as the preset; a probe's derating replaces its own") {
+    const std::string path = "sagesched_unit_roofline.toml";
+    auto load_text = [&](const std::string& text) {
+      std::FILE* f = std::fopen(path.c_str(), "w");
+      std::fputs(text.c_str(), f);
+      std::fclose(f);
+      Profile p = load_profile(path, "");
+      std::remove(path.c_str());
+      return p;
+    };
+    const Profile preset = load_profile("h200-llama3-8b", "");
+    RooflineOverride same;
+    same.name = "copy";
+    const Profile copy = load_text(roofline_toml("h200-llama3-8b", same));
+    CHECK(copy.name == "copy");
+    CHECK(copy.kv_tokens == preset.kv_tokens);
+    Work w;
+    w.sequences = 64;
+    w.context = 64 * 2000;
+    w.prefill = 512;
+    w.attn = 512.0 * 1500;
+    CHECK(copy.iteration_time(w) == doctest::Approx(preset.iteration_time(w)).epsilon(1e-7));
+    RooflineOverride probed;
+    probed.name = "probed";
+    probed.compute_efficiency = 0.7;
+    probed.bandwidth_efficiency = 0.9;
+    const Profile faster = load_text(roofline_toml("h200-llama3-8b", probed));
+    Work one;
+    one.sequences = 1;
+    one.context = 1000;
+    // Memory-bound decode: the time scales with 1 / bandwidth efficiency.
+    CHECK(faster.iteration_time(one) - 1e-3 == doctest::Approx((preset.iteration_time(one) - 1e-3) * 0.8 / 0.9).epsilon(1e-7));
   }
 
   TEST_CASE("pmf losses: CRPS of a one-bin pmf, quantiles and mean") {

@@ -96,6 +96,19 @@ int main(int argc, char** argv) {
   nk::cli::App::add_input(*gittins_verb, gittins.input, "/support [M,n], /prob [M,n], /attained [M]");
   nk::cli::App::add_output(*gittins_verb, gittins.output, gittins.no_clobber);
 
+  sage::ProbeOptions probe;
+  CLI::App* probe_verb = cli.add_verb("probe", "Measure the GPU's copy bandwidth and BF16 GEMM rate; write the preset's roofline with that derating (TOML)");
+  probe_verb->add_option("-o,--output", probe.output, "Profile file (TOML; '-': standard output)")->required();
+  probe_verb->add_option("--seconds", probe.seconds, "The probe's time budget")->check(CLI::Range(0.1, 3600.0));
+  probe_verb->add_option("--preset", probe.preset, "The preset whose model and server numbers are kept")
+      ->check(CLI::IsMember({"h100-llama3-8b", "h200-llama3-8b"}));
+  probe_verb->add_option("--name", probe.name, "The profile's name");
+  probe_verb->add_option("--nominal-flops", probe.nominal_flops, "The GPU's data-sheet dense BF16 FLOP/s (H200, H100 SXM: 989e12)")
+      ->check(CLI::Range(1e9, 1e18));
+  probe_verb->add_option("--nominal-bandwidth", probe.nominal_bandwidth, "The GPU's data-sheet memory bandwidth in bytes/s (H200: 4.8e12; H100 SXM: 3.35e12)")
+      ->check(CLI::Range(1e9, 1e15));
+  nk::cli::App::add_no_clobber(*probe_verb, probe.no_clobber);
+
   sage::PlotOptions plot;
   CLI::App* plot_verb = cli.add_verb("plot", "SVG: TTLT CDFs of simulations, or mean TTLT against the trace's load per policy");
   plot_verb->add_option("-i,--input", plot.inputs, "Simulation files (sagesched simulate)")->required()->expected(1, -1);
@@ -121,6 +134,7 @@ int main(int argc, char** argv) {
   return cli.run(argc, argv, [&] {
     if (*cal_verb) sage::calibrate_verb(cal, cli.env());
     if (*plot_verb) sage::plot_verb(plot);
+    if (*probe_verb) sage::probe_verb(probe);
     if (*trace_verb) sage::trace(trace, cli.env());
     if (*sim_verb) sage::simulate_verb(sim, cli.env());
     if (*bed_verb) sage::testbed_verb(bed, cli.env());

@@ -182,6 +182,25 @@ double line_sum(double a, double b, int64_t lo, int64_t hi) {
 
 std::vector<std::string> profile_presets() { return {"h100-llama3-8b", "h200-llama3-8b"}; }
 
+std::string roofline_toml(const std::string& preset_name, const RooflineOverride& o) {
+  Roofline r = preset(preset_name);
+  if (o.peak_flops > 0) r.peak_flops = o.peak_flops;
+  if (o.bandwidth > 0) r.bandwidth = o.bandwidth;
+  if (o.compute_efficiency > 0) r.compute_efficiency = o.compute_efficiency;
+  if (o.bandwidth_efficiency > 0) r.bandwidth_efficiency = o.bandwidth_efficiency;
+  if (o.memory_bytes > 0) r.memory_bytes = o.memory_bytes;
+  std::ostringstream t;
+  t.precision(8);
+  t << o.comment << "kind = \"roofline\"\nname = \"" << o.name << "\"\n"
+    << "t0 = " << r.t0 << "\npeak_flops = " << r.peak_flops << "\nbandwidth = " << r.bandwidth
+    << "\ncompute_efficiency = " << r.compute_efficiency << "\nbandwidth_efficiency = " << r.bandwidth_efficiency
+    << "\nweight_bytes = " << r.weight_bytes << "\nflops_per_token = " << r.flops_per_token << "\nattn_flops = " << r.attn_flops
+    << "\nkv_bytes_per_token = " << r.kv_bytes_per_token << "\nmemory_bytes = " << r.memory_bytes
+    << "\nmemory_utilization = " << r.memory_utilization << "\nactivation_bytes = " << r.activation_bytes
+    << "\npcie_bandwidth = " << r.pcie_bandwidth << "\n";
+  return t.str();
+}
+
 Profile load_profile(const std::string& profile, const std::string& iter_cost) {
   if (!iter_cost.empty()) {
     const nk::Spec s = nk::parse_spec("--iter-cost", iter_cost);

@@ -82,6 +82,13 @@ struct Profile {
 Profile load_profile(const std::string& profile, const std::string& iter_cost);
 /// Names of the built-in presets.
 std::vector<std::string> profile_presets();
+/// A preset's numbers with some replaced (values <= 0 keep the preset's).
+struct RooflineOverride {
+  std::string name, comment;  ///< comment: '#' lines written first
+  double peak_flops = 0, bandwidth = 0, compute_efficiency = 0, bandwidth_efficiency = 0, memory_bytes = 0;
+};
+/// The roofline TOML (sagesched(1) PROFILES) of a preset with overrides.
+std::string roofline_toml(const std::string& preset, const RooflineOverride& o);
 
 /// The server: batch limits and paged KV.
 struct Server {
@@ -251,6 +258,17 @@ struct CalibrateOptions {
   int64_t grid_batch = 64;  ///< the largest decode batch of the grid (of 1, 2, 4, 8, 16, 32, 64)
 };
 void calibrate_verb(const CalibrateOptions& o, const nk::RunEnv& env);
+
+struct ProbeOptions {
+  std::string output, name = "h200-llama3-8b-probed", preset = "h200-llama3-8b";
+  bool no_clobber = false;
+  double seconds = 60;                 ///< the probe's budget
+  double nominal_flops = 989e12;       ///< the device's dense BF16 peak (data sheet)
+  double nominal_bandwidth = 4.8e12;   ///< its memory bandwidth (data sheet)
+};
+/// Measures the GPU's copy bandwidth and BF16 GEMM rate and writes the
+/// preset's roofline TOML with its derating set from them.
+void probe_verb(const ProbeOptions& o);
 
 struct PlotOptions {
   std::vector<std::string> inputs;

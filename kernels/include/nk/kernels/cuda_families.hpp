@@ -169,7 +169,30 @@ struct nk_cuda_committee {
   int (*destroy)(void* state, char* error, size_t error_size);
 };
 
+/// What the device sustains (the probe family): best runs over the budget.
+struct nk_device_limits {
+  double copy_bytes_per_s;  ///< device-to-device copy: bytes read plus written per second
+  double bf16_flops;        ///< cuBLAS BF16 GEMM (FP32 accumulation): FLOP/s
+  double memory_bytes;      ///< the device's memory
+  long copy_bytes;          ///< bytes per timed copy
+  long gemm_size;           ///< m = n = k of the timed GEMM
+  int copy_runs, gemm_runs; ///< timed runs of each
+  char device[128];         ///< the device's name
+};
+
+/// Machine limits of the device (sagesched probe: the roofline's derating).
+/// kernels/cuda/probe/.
+struct nk_cuda_probe {
+  static constexpr const char* family = "probe";
+  static constexpr int version = 1;
+  nk_cuda_family_header header;
+  /// Times 1 GiB device-to-device copies and 8192^3 BF16 GEMMs (half the
+  /// budget each, at least 3 runs, at most 1000) after a warm-up; the best
+  /// run of each counts. No CPU twin: it measures the device itself.
+  int (*device_limits)(double seconds, nk_device_limits* out, char* error, size_t error_size);
+};
+
 /// Every family of the module, X(type): the module's lookup and the test that
 /// loads each family and checks that every entry is set both iterate it.
 #define NK_CUDA_FAMILIES(X) X(nk_cuda_core) X(nk_cuda_blas) X(nk_cuda_fft) X(nk_cuda_attention) X(nk_cuda_conv) X(nk_cuda_louver) \
-  X(nk_cuda_committee)
+  X(nk_cuda_committee) X(nk_cuda_probe)
