@@ -11,7 +11,8 @@
 # 3. the simulator's speed on SPEED_REQUESTS (1M) requests on one core.
 # 4. the testbed: nk-lm served for real against the simulator.
 # SHARD=I/N runs the I-th of N slices of part 1 (its tables need all slices);
-# PARTS (default 1234) picks parts.
+# 5. (PARTS=5, a GPU) the GPU's measured limits as the roofline's derating.
+# PARTS (default 1234; 5 needs part 1's traces) picks parts.
 . "$(dirname "$0")/../lib.sh" "$1" sagesched-bench
 requests=${REQUESTS:-20000}
 kv_pressure=${KV_PRESSURE:-65536}
@@ -85,6 +86,22 @@ done
 echo "(fcfs keys never change: its rate is the event loop's own ceiling on this core, the limit for any policy)"
 fi
 
+if [[ $parts == *5* ]]; then
+echo
+echo "== part 5: the GPU's limits (sagesched probe) and the H200 rows with the probed derating"
+if nvidia-smi -L >/dev/null 2>&1; then
+  sagesched probe --seconds "${PROBE_SECONDS:-60}" -o "$out/h200-probed.toml"
+  for workload in sharegpt-poisson mixed; do
+    for policy in fcfs sagesched srpt-oracle; do
+      sagesched -q simulate -i "$out/$workload-kv0-0.9.trace.h5" --policy "$policy" --profile "$out/h200-probed.toml" \
+        --no-iterations -o "$work/probed.h5"
+      echo "  $workload load 0.9 (trace of the preset) $policy: mean TTLT $(attr "$work/probed.h5" mean_ttlt) s"
+    done
+  done
+else
+  echo "  no GPU here: the probe runs where nvidia-smi lists one (PARTS=5)"
+fi
+fi
 [[ $parts == *4* ]] || exit 0
 echo
 echo "== part 4: the testbed (nk-lm served for real, one thread) against the simulator"
