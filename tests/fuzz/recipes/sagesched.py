@@ -1,0 +1,45 @@
+"""sagesched: every verb that reads a file (tests/fuzz/fuzz.py)."""
+
+LIN = "linear:0.002,2e-5,1e-9,3e-7,1e-4"
+
+RECIPES = [
+    {"tool": "sagesched", "verb": "simulate",
+     "setup": ["sagesched -q trace --requests 60 --seed 1 -o {w}/trace.h5"],
+     "inputs": {"trace": "{w}/trace.h5"},
+     "run": "sagesched -q simulate -i {trace} --iter-cost " + LIN + " --kv-tokens 4096 -o {out}"},
+    {"tool": "sagesched", "verb": "simulate --profile",
+     "setup": ["printf 'kind = \"linear\"\\nname = \"mine\"\\nt0 = 0.002\\ncp = 2e-5\\nca = 1e-9\\ncc = 3e-7\\ncs = 1e-4\\nkv_tokens = 8192\\n' > {w}/lin.toml",
+               "sagesched -q trace --requests 40 --seed 2 -o {w}/trace.h5"],
+     "inputs": {"profile": "{w}/lin.toml"}, "text": {"profile": True},
+     "run": "sagesched -q simulate -i {w}/trace.h5 --profile {profile} -o {out}"},
+    {"tool": "sagesched", "verb": "predict",
+     "setup": ["sagesched -q trace --requests 60 --seed 1 -o {w}/trace.h5",
+               "sagesched -q simulate -i {w}/trace.h5 -o {w}/sim.h5"],
+     "inputs": {"trace": "{w}/trace.h5", "sim": "{w}/sim.h5"},
+     "run": "sagesched -q predict -i {trace} --sim {sim} -o {out}"},
+    {"tool": "sagesched", "verb": "gittins",
+     "setup": ["/usr/bin/python3 -c \"import h5py; f = h5py.File('{w}/dist.h5', 'w'); "
+               "f['support'] = [[1.0, 2.0, 4.0], [1.0, 3.0, 9.0]]; f['prob'] = [[0.5, 0.25, 0.25], [0.2, 0.3, 0.5]]; "
+               "f['attained'] = [0.0, 1.5]\""],
+     "inputs": {"dist": "{w}/dist.h5"},
+     "run": "sagesched -q gittins -i {dist} -o {out}"},
+    {"tool": "sagesched", "verb": "trace --from-csv",
+     "setup": ["printf 'arrival,prompt_tokens,output_tokens,prompt\\n0,10,5,\"a b\"\\n0.5,20,7,\"c, d\"\\n1.25,8,30,e\\n' > {w}/t.csv"],
+     "inputs": {"csv": "{w}/t.csv"}, "text": {"csv": True},
+     "run": "sagesched -q trace --from-csv {csv} -o {out}"},
+    {"tool": "sagesched", "verb": "plot",
+     "setup": ["sagesched -q trace --requests 40 --seed 1 -o {w}/trace.h5",
+               "sagesched -q simulate -i {w}/trace.h5 --policy fcfs -o {w}/a.h5",
+               "sagesched -q simulate -i {w}/trace.h5 -o {w}/b.h5"],
+     "inputs": {"a": "{w}/a.h5", "b": "{w}/b.h5"},
+     "run": "sagesched -q plot -i {a} {b} -o {out}"},
+    {"tool": "sagesched", "verb": "calibrate --from",
+     "setup": ["sagesched -q trace --requests 6 --max-context 256 --seed 1 -o {w}/trace.h5",
+               "sagesched -q testbed -i {w}/trace.h5 --time-scale 0.01 --threads 1 -o {w}/measured.h5"],
+     "inputs": {"run": "{w}/measured.h5"},
+     "run": "sagesched -q calibrate --from {run} -o {out}"},
+    {"tool": "sagesched", "verb": "testbed",
+     "setup": ["sagesched -q trace --requests 6 --max-context 256 --seed 1 -o {w}/trace.h5"],
+     "inputs": {"trace": "{w}/trace.h5"},
+     "run": "sagesched -q testbed -i {trace} --time-scale 0.01 --threads 1 -o {out}"},
+]
