@@ -137,4 +137,32 @@ TEST_SUITE("h5") {
       CHECK(std::string(e.what()).find("truncated.h5") != std::string::npos);
     }
   }
+
+  TEST_CASE("a corrupted global heap (variable-length strings) is exit 3 before the library reads it") {
+    nk::test::ScratchDir dir;
+    const std::string good = dir.file("strings.h5");
+    {
+      h5::Writer out(good, "test/1");
+      out.write_strings("/names", {"alpha", "beta", "gamma"}, "N");
+      out.attr("/", "note", std::string("a variable-length string attribute"));
+      out.commit();
+    }
+    CHECK(h5::File::open(good).read_strings("/names").size() == 3);
+    std::ifstream source(good, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(source)), std::istreambuf_iterator<char>());
+    const size_t heap = bytes.find("GCOL");
+    REQUIRE(heap != std::string::npos);
+    // The first object's size field (after the 16-byte collection header and
+    // the object's index, references and reserved bytes) claims 2^40 bytes.
+    for (int i = 0; i < 8; ++i) bytes[heap + 16 + 8 + i] = i == 5 ? 1 : 0;
+    std::ofstream(dir.file("heap.h5"), std::ios::binary) << bytes;
+    try {
+      h5::File::open(dir.file("heap.h5"));
+      FAIL("a corrupted global heap was opened");
+    } catch (const nk::Error& e) {
+      CHECK(e.code() == Exit::input);
+      CHECK(std::string(e.what()).find("heap.h5") != std::string::npos);
+      CHECK(std::string(e.what()).find("global heap") != std::string::npos);
+    }
+  }
 }

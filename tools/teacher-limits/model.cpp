@@ -95,6 +95,18 @@ Teacher read_teacher(const nk::h5::File& f, const std::optional<std::string>& ac
   }
   if (!(t.noise > 0) || !std::isfinite(t.noise))
     throw nk::input_error(f.path(), "attribute noise", "must be a finite Delta > 0, not " + std::to_string(t.noise));
+  // A teacher's weights are O(1); beyond +-1e6 the SNR grid (v^2 / Delta) and
+  // the pre-activations (w.x / sqrt d, cubed by he3) overflow.
+  for (int64_t i = 0; i < t.v.size(); ++i) {
+    if (std::abs(t.v[i]) > 1e6 || !std::isfinite(t.v[i] * t.v[i] / t.noise)) {
+      throw nk::input_error(f.path(), "/teacher/v", "readout " + std::to_string(i) + " = " + std::to_string(t.v[i]) +
+                                                        " (readouts must be within +-1e6, v^2 / Delta finite)");
+    }
+  }
+  if (t.W.cwiseAbs().maxCoeff() > 1e6) {
+    throw nk::input_error(f.path(), "/teacher/W", "an entry of magnitude " + std::to_string(t.W.cwiseAbs().maxCoeff()) +
+                                                      " (weights must be within +-1e6)");
+  }
   if (const auto b = f.attr_number("/", "beta")) t.beta = *b;
   return t;
 }

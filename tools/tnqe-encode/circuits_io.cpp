@@ -35,11 +35,21 @@ std::string join(const std::vector<int>& v) {
   return s;
 }
 
-std::vector<int> split_ints(const std::string& s) {
+std::vector<int> split_ints(const std::string& s, const std::string& file, const std::string& where) {
   std::vector<int> out;
   std::stringstream ss(s);
-  for (std::string t; std::getline(ss, t, ',');)
-    if (!t.empty()) out.push_back(std::stoi(t));
+  for (std::string t; std::getline(ss, t, ',');) {
+    if (t.empty()) continue;
+    size_t used = 0;
+    int v = 0;
+    try {
+      v = std::stoi(t, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != t.size()) throw nk::input_error(file, where, "expected comma-separated integers, found '" + s + "'");
+    out.push_back(v);
+  }
   return out;
 }
 
@@ -181,10 +191,10 @@ Loaded load_circuit(const nk::h5::File& f, int64_t index) {
     else
       l.enc.circuit.u3(q0, row[3], row[4], row[5]);
   }
-  l.enc.readout = split_ints(f.attr_string(g, "readout").value_or(""));
-  l.enc.postselect = split_ints(f.attr_string(g, "postselect").value_or(""));
+  l.enc.readout = split_ints(f.attr_string(g, "readout").value_or(""), f.path(), g + " attribute readout");
+  l.enc.postselect = split_ints(f.attr_string(g, "postselect").value_or(""), f.path(), g + " attribute postselect");
   if (f.has(g + "/target")) {
-    const auto shape = split_ints(f.attr_string(g, "shape").value_or("0,0,0"));
+    const auto shape = split_ints(f.attr_string(g, "shape").value_or("0,0,0"), f.path(), g + " attribute shape");
     auto target = f.read<float>(g + "/target");
     nk::h5::require_finite(f.path(), g + "/target", target);
     const bool image = f.attr_string(g, "kind").value_or("image") == "image";
@@ -194,8 +204,8 @@ Loaded load_circuit(const nk::h5::File& f, int64_t index) {
     l.has_item = true;
   }
   if (l.enc.strategy == "parallel") {
-    l.enc.left_bits = split_ints(f.attr_string(g, "left_bits").value_or(""));
-    l.enc.right_bits = split_ints(f.attr_string(g, "right_bits").value_or(""));
+    l.enc.left_bits = split_ints(f.attr_string(g, "left_bits").value_or(""), f.path(), g + " attribute left_bits");
+    l.enc.right_bits = split_ints(f.attr_string(g, "right_bits").value_or(""), f.path(), g + " attribute right_bits");
     const int64_t reg_gates = static_cast<int64_t>(f.attr_number(g, "register_gates").value_or(-1));
     if (!l.has_item || l.enc.left_bits.size() != l.enc.right_bits.size() || reg_gates < 0 ||
         reg_gates > static_cast<int64_t>(l.enc.circuit.gates.size()))

@@ -21,7 +21,8 @@ bool power_of_two(int64_t v);
 std::string item_group(int64_t index);
 /// "0,1,2" and back (qubit lists in attributes).
 std::string join(const std::vector<int>& v);
-std::vector<int> split_ints(const std::string& s);
+/// "1,2,3" -> {1, 2, 3}; anything else is exit 3 naming the file and where the text came from.
+std::vector<int> split_ints(const std::string& s, const std::string& file, const std::string& where);
 
 /// An item from values in the input's own shape: padded, laid out on qubits,
 /// checked (square power-of-two images unless pad, at most kMaxQubits, not all zero).

@@ -89,7 +89,12 @@ class Expr {
     }
     if (i_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[i_])) || s_[i_] == '.')) {
       size_t used = 0;
-      const double v = std::stod(s_.substr(i_), &used);
+      double v = 0;
+      try {
+        v = std::stod(s_.substr(i_), &used);
+      } catch (const std::exception&) {  // out of range (1e400) or no digits ('.')
+        fail(name_, line_, "bad number in '" + s_ + "'");
+      }
       i_ += used;
       return v;
     }

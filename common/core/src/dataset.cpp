@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "nk/error.hpp"
@@ -19,6 +20,9 @@ constexpr char kSignature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'}
 // block). An unreadable path counts as HDF5, so that h5::File::open reports why.
 bool looks_like_hdf5(const std::string& path) {
   if (path == "-") return true;
+  // Not a regular file (missing, a directory): h5::File::open names the problem.
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) return true;
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return true;
   const std::streamoff size = in.tellg();

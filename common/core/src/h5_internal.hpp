@@ -1,6 +1,7 @@
 // h5_internal.hpp - pieces shared by the HDF5 reader and writer.
 #pragma once
 #include <complex>
+#include <functional>
 #include <string>
 
 #include "nk/h5.hpp"
@@ -26,6 +27,17 @@ Handle memory_type();
 
 DType classify(hid_t type);
 std::string type_text(hid_t type);
+
+/// Opens the file with 'open' in a forked child and reads all its metadata,
+/// attributes and variable-length or chunked data there (h5_survey.cpp);
+/// returns why the file is corrupt ("" when the child survived and
+/// finished within 30 s plus 1 s per 20 MB of 'bytes').
+std::string survey_in_child(const std::function<hid_t()>& open, double bytes);
+
+/// Walks every global heap collection of a file's bytes (where HDF5 keeps
+/// variable-length strings, unchecksummed): "" when every object fits its
+/// collection, else why the file is corrupt.
+std::string check_global_heaps(const unsigned char* bytes, size_t n);
 
 /// Fails with exit 3 when the file cannot give 'bytes' more of memory.
 void check_allocation(const std::string& file, const std::string& dataset, double bytes);

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <sstream>
 
 #include "h5_internal.hpp"
@@ -63,6 +64,12 @@ File File::open(const std::string& path) {
     if (H5Pset_file_image(fapl.get(), bytes.data(), bytes.size()) < 0) {
       throw Error(Exit::runtime, detail::with_reason("cannot hold standard input in memory"));
     }
+    std::string corrupt = detail::check_global_heaps(bytes.data(), bytes.size());
+    if (corrupt.empty()) {
+      corrupt = detail::survey_in_child([&] { return H5Fopen("standard-input", H5F_ACC_RDONLY, fapl.get()); },
+                                        static_cast<double>(bytes.size()));
+    }
+    if (!corrupt.empty()) throw input_error(path, "", corrupt);
     Handle file(H5Fopen("standard-input", H5F_ACC_RDONLY, fapl.get()));
     if (!file.valid()) throw input_error(path, "", detail::with_reason("not a readable HDF5 file"));
     return File(path, std::move(file));
@@ -78,6 +85,19 @@ File File::open(const std::string& path) {
     detail::innermost_error();
     throw input_error(path, "", "not an HDF5 file (no HDF5 signature)");
   }
+  std::string corrupt;
+  if (info.st_size <= (int64_t{256} << 20)) {  // larger files: the child's survey alone
+    std::ifstream in(path, std::ios::binary);
+    std::vector<unsigned char> bytes(static_cast<size_t>(info.st_size));
+    if (in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()))) {
+      corrupt = detail::check_global_heaps(bytes.data(), bytes.size());
+    }
+  }
+  if (corrupt.empty()) {
+    corrupt = detail::survey_in_child([&] { return H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT); },
+                                      static_cast<double>(info.st_size));
+  }
+  if (!corrupt.empty()) throw input_error(path, "", corrupt);
   Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
   if (!file.valid()) throw input_error(path, "", detail::with_reason("not a readable HDF5 file"));
   return File(path, std::move(file));

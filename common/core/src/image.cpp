@@ -23,6 +23,8 @@ namespace nk {
 
 namespace {
 std::vector<unsigned char> read_bytes(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) throw io_error(path, "cannot open: is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw io_error(path, std::string("cannot open: ") + std::strerror(errno));
   std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -39,6 +41,9 @@ Image decode_image(const std::vector<unsigned char>& bytes, const std::string& n
   int width = 0, height = 0, channels = 0;
   if (!stbi_info_from_memory(data, length, &width, &height, &channels)) {
     throw input_error(name, "", std::string("not a supported image (") + stbi_failure_reason() + ")");
+  }
+  if (width < 1 || height < 1) {
+    throw input_error(name, "", "image of " + std::to_string(width) + "x" + std::to_string(height) + " pixels (a header cut or corrupt)");
   }
   if (static_cast<double>(width) * height > 1.0e9) {
     throw input_error(name, "", "image of " + std::to_string(width) + "x" + std::to_string(height) +
@@ -71,12 +76,18 @@ Image decode_image(const std::vector<unsigned char>& bytes, const std::string& n
 ImageShape probe_image(const std::string& path) {
   ImageShape shape;
   if (::access(path.c_str(), R_OK) != 0) throw io_error(path, std::string("cannot open: ") + std::strerror(errno));
+  std::error_code is_dir_error;
+  if (std::filesystem::is_directory(path, is_dir_error)) throw io_error(path, "cannot open: is a directory");
   if (!stbi_info(path.c_str(), &shape.width, &shape.height, &shape.channels)) {
     std::error_code error;
     const bool empty = std::filesystem::is_regular_file(path, error) ? std::filesystem::file_size(path, error) == 0
                                                                      : std::filesystem::is_character_file(path, error);
     throw input_error(path, "", empty ? "file is empty (expected an image)"
                                       : std::string("not a supported image (") + stbi_failure_reason() + ")");
+  }
+  if (shape.width < 1 || shape.height < 1) {
+    throw input_error(path, "", "image of " + std::to_string(shape.width) + "x" + std::to_string(shape.height) +
+                                    " pixels (a header cut or corrupt)");
   }
   shape.channels = shape.channels >= 3 ? 3 : 1;
   return shape;
@@ -119,6 +130,10 @@ Image convert_channels(const Image& image, int channels) {
 }
 
 std::vector<unsigned char> encode_png(const Image& image) {
+  if (image.width < 1 || image.height < 1) {
+    throw Error(Exit::input, "cannot write a PNG of " + std::to_string(image.width) + "x" + std::to_string(image.height) +
+                                 " pixels (the image is empty)");
+  }
   std::vector<unsigned char> eight(image.pixels.size());
   for (size_t i = 0; i < eight.size(); ++i) {
     const float v = std::isfinite(image.pixels[i]) ? std::clamp(image.pixels[i], 0.0f, 1.0f) : 0.0f;

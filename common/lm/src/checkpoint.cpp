@@ -72,8 +72,11 @@ void read_tensor(const h5::File& in, const std::string& dataset, const TensorInf
   } else {
     throw input_error(in.path(), dataset, "type " + info.type_text + "; weights are float32 or bfloat16");
   }
+  // Beyond +-1e6 no trained model has weights, and float32 activations overflow.
   for (int64_t i = 0; i < t.size; ++i)
-    if (!std::isfinite(out[i])) throw input_error(in.path(), dataset, "non-finite weight at index " + std::to_string(i));
+    if (!std::isfinite(out[i]) || std::abs(out[i]) > 1e6f)
+      throw input_error(in.path(), dataset, "weight " + std::to_string(out[i]) + " at index " + std::to_string(i) +
+                                                " (weights must be finite, within +-1e6)");
 }
 
 }  // namespace
