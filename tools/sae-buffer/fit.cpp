@@ -75,8 +75,11 @@ GridFile read_grid(const std::string& path) {
   const auto& ev = c.ev;
   const auto& latents = c.latents;
   for (int64_t i = 0; i < G; ++i) {
-    if (!(U[i] > 0) || !(B[i] > 0))
-      throw nk::input_error(path, "/grid/U", "point " + std::to_string(i) + ": U and B must be positive");
+    if (!(U[i] > 0) || !(B[i] > 0) || U[i] > 1e15 || B[i] > 1e15)
+      throw nk::input_error(path, "/grid/U", "point " + std::to_string(i) + ": U and B must be positive (at most 1e15)");
+    if (!std::isfinite(latents[i]) || latents[i] < 0 || latents[i] > 1e12)
+      throw nk::input_error(path, "/grid/latents", "point " + std::to_string(i) + " is " + std::to_string(latents[i]) +
+                                                       " (expected a latent count up to 1e12, or 0: unknown)");
     if (B[i] < U[i])
       throw nk::input_error(path, "/grid/B", "point " + std::to_string(i) + ": B < U (a buffer is never cut)");
     if (!std::isfinite(ev[i]) || ev[i] >= 1)

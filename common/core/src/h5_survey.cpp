@@ -5,6 +5,7 @@
 // child walks every object, reads every attribute and every variable-length
 // or chunked dataset, and closes the file; a child that dies or does not
 // finish marks the file corrupt, so the tool exits 3 instead of crashing.
+#include <malloc.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -105,6 +106,10 @@ herr_t survey_link(hid_t group, const char* name, const H5L_info_t* info, void* 
 /// The child: open, walk, close, exit 0 (any library failure short of a crash is the reader's to report).
 [[noreturn]] void survey_child(const std::function<hid_t()>& open) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  // Freed and fresh heap memory filled with a pattern: the library's reads of
+  // stale or uninitialised memory on a corrupt file then fail here, in the
+  // child, rather than by chance later in the tool.
+  mallopt(M_PERTURB, 0xa5);
   const hid_t file = open();
   if (file >= 0) {
     const hid_t root = H5Oopen(file, "/", H5P_DEFAULT);
