@@ -257,7 +257,7 @@ def main():
     ap.add_argument("--cases", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=30)
-    ap.add_argument("--time-limit", type=float, default=0, help="stop starting cases after this many seconds (0: none)")
+    ap.add_argument("--time-limit", type=float, default=0, help="stop starting cases after this many seconds of cases (0: none)")
     ap.add_argument("--only", default="", help="tools, comma-separated")
     ap.add_argument("--verbs", default="", help="TOOL:VERB pairs, comma-separated")
     ap.add_argument("--mutators", default="", help="only these mutators: " + ",".join(MUTATOR_NAMES))
@@ -321,8 +321,9 @@ def main():
                 print(f"fuzz: {r['tool']} {r['verb']} fails on valid input (exit {status}):\n{err.decode(errors='replace')}",
                       file=sys.stderr)
                 return 2
+        cases_started = time.time()  # the time limit counts the cases, not the set-up
         for n in range(a.cases):
-            if a.time_limit and time.time() - started > a.time_limit:
+            if a.time_limit and time.time() - cases_started > a.time_limit:
                 break
             r = chosen[n % len(chosen)]
             key = f"{r['tool']} {r['verb']}"
