@@ -269,6 +269,14 @@ expect_fail "pickit --calibrate of an unknown kind" 2 "calibrate" spike-sft pick
 expect_fail "pickit --trim 0" 2 "trim" spike-sft pickit -i spe.h5 spe2.h5 --method ties --trim 0 -o bad.h5
 "$PY" -c "
 import h5py, shutil
+shutil.copy('spe.h5', 'noindices.h5')
+with h5py.File('noindices.h5', 'r+') as f:
+    layers = [k for k in f['delta'].keys() if 'indices' in f['delta'][k]]
+    del f['delta'][layers[0]]['indices']
+"
+expect_fail "an adapted model whose delta layer lost /indices" 3 "noindices.h5.*/delta/layer[0-9]+/indices.*needs both" spike-sft eval -i noindices.h5 --task tasks.h5:invert
+"$PY" -c "
+import h5py, shutil
 shutil.copy('base.h5', 'nanmodel.h5')
 with h5py.File('nanmodel.h5', 'r+') as f:
     w = f['/model/weight0']; a = w[...]; a[0, 0] = float('nan'); w[...] = a

@@ -181,8 +181,15 @@ snn::Network read_model(const std::string& path, bool apply_delta) {
     net.weight.push_back(Eigen::Map<const snn::Matrix>(weight.data.data(), out, in));
     net.bias.push_back(Eigen::Map<const snn::Vector>(bias.data.data(), out));
     // An adapted model: the base plus its sparse delta.
-    if (adapted && apply_delta && file.has("/delta/layer" + std::to_string(l) + "/indices"))
-      add_delta(file, l, net.weight.back(), net.bias.back());
+    if (adapted && apply_delta) {
+      const std::string d = "/delta/layer" + std::to_string(l);
+      const bool indices = file.has(d + "/indices"), values = file.has(d + "/values"), bias_delta = file.has(d + "/bias");
+      if (indices != values || (bias_delta && !indices)) {
+        throw nk::input_error(name, d + (indices ? "/values" : "/indices"),
+                              "missing (a delta layer needs both /indices and /values)");
+      }
+      if (indices) add_delta(file, l, net.weight.back(), net.bias.back());
+    }
   }
   return net;
 }
