@@ -213,6 +213,10 @@ expect_fail "plot --kind load needs the trace's load" 3 "burst_sim.h5.*trace_loa
 check "calibrate the shipped model (small grid)" sagesched -q calibrate -m "$NK_SOURCE/data/lm/causal.h5" --grid-batch 4 --repeats 1 --threads 1 -o cal.toml
 check "the calibrated profile fits and drives a simulation" sh -c 'grep -q "^kind = \"linear\"" cal.toml && grep -q "^# fit: R^2" cal.toml && sagesched -q simulate -i share.h5 --profile cal.toml --kv-tokens 16384 -o calsim.h5'
 check "the shipped cpu-nklm profile loads" sagesched -q simulate -i share.h5 --profile "$NK_SOURCE/data/sagesched/cpu-nklm.toml" -o shipsim.h5
+check "shipped profiles by name: h200-probed is faster than the h200 preset it derates" sh -c 'sagesched -q simulate -i share.h5 --profile h200-probed -o probed.h5 && sagesched -q simulate -i share.h5 --profile cpu-nklm -o shipname.h5 && h5diff shipname.h5 shipsim.h5 /per_request/finish /per_request/finish && nk-data info probed.h5 --format tsv | grep -q "h200-llama3-8b-probed" && /usr/bin/python3 -c "
+import h5py, sys
+a, b = h5py.File(\"probed.h5\").attrs[\"mean_ttlt\"], h5py.File(\"r2.h5\").attrs[\"mean_ttlt\"]
+sys.exit(0 if a < b else 1)"'
 
 # Bad input.
 "$PY" - <<'PYEOF'

@@ -6,7 +6,7 @@
 namespace {
 
 void add_profile(CLI::App& verb, std::string& profile, std::string* iter_cost) {
-  verb.add_option("--profile", profile, "Iteration cost: h100-llama3-8b, h200-llama3-8b or a TOML file (sagesched(1) PROFILES)");
+  verb.add_option("--profile", profile, "Iteration cost: h100-llama3-8b, h200-llama3-8b, h200-probed, cpu-nklm or a TOML file (sagesched(1) PROFILES)");
   if (iter_cost) {
     verb.add_option("--iter-cost", *iter_cost, "linear:t0,cp,ca,cc,cs[,cw]: t0 + cp P + ca A + cc C + cs S (+ cw W) seconds");
   }

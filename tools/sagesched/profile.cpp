@@ -8,6 +8,7 @@
 
 #include "nk/distribution.hpp"
 #include "nk/error.hpp"
+#include "nk/shipped.hpp"
 #include "sagesched/sagesched.hpp"
 
 namespace sage {
@@ -66,7 +67,9 @@ Roofline preset(const std::string& name) {
     r.bandwidth = 3.35e12;
     r.memory_bytes = 80e9;
   } else if (name != "h200-llama3-8b") {
-    throw nk::usage_error("--profile '" + name + "': not a preset (h100-llama3-8b, h200-llama3-8b) nor a readable file");
+    throw nk::usage_error("--profile '" + name +
+                          "': not a preset (h100-llama3-8b, h200-llama3-8b), a shipped profile (h200-probed, cpu-nklm) "
+                          "nor a readable file");
   }
   return r;
 }
@@ -181,6 +184,7 @@ double line_sum(double a, double b, int64_t lo, int64_t hi) {
 }  // namespace
 
 std::vector<std::string> profile_presets() { return {"h100-llama3-8b", "h200-llama3-8b"}; }
+std::vector<std::string> shipped_profiles() { return {"h200-probed", "cpu-nklm"}; }
 
 std::string roofline_toml(const std::string& preset_name, const RooflineOverride& o) {
   Roofline r = preset(preset_name);
@@ -226,6 +230,9 @@ Profile load_profile(const std::string& profile, const std::string& iter_cost) {
   const std::vector<std::string> presets = profile_presets();
   if (std::find(presets.begin(), presets.end(), profile) != presets.end()) {
     return from_roofline(profile, preset(profile), profile);
+  }
+  for (const std::string& shipped : shipped_profiles()) {
+    if (profile == shipped) return from_toml(nk::shipped_data("sagesched/" + shipped + ".toml"));
   }
   if (std::ifstream(profile).good()) return from_toml(profile);
   preset(profile);  // throws the usage error naming the presets

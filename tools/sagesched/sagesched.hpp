@@ -77,11 +77,14 @@ struct Profile {
   double solo_decode_time(int64_t c_lo, int64_t c_hi) const;
 };
 
-/// --profile NAME|FILE (h100-llama3-8b, h200-llama3-8b, or a TOML file) or
+/// --profile NAME|FILE (h100-llama3-8b, h200-llama3-8b, a shipped profile's
+/// name: data/sagesched/NAME.toml, or a TOML file) or
 /// --iter-cost linear:t0,cp,ca,cc,cs[,cw]. 'iter_cost' wins when non-empty.
 Profile load_profile(const std::string& profile, const std::string& iter_cost);
 /// Names of the built-in presets.
 std::vector<std::string> profile_presets();
+/// Names of the profiles shipped in data/sagesched/ (NAME.toml).
+std::vector<std::string> shipped_profiles();
 /// A preset's numbers with some replaced (values <= 0 keep the preset's).
 struct RooflineOverride {
   std::string name, comment;  ///< comment: '#' lines written first

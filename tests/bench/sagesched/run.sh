@@ -11,7 +11,9 @@
 # 3. the simulator's speed on SPEED_REQUESTS (1M) requests on one core.
 # 4. the testbed: nk-lm served for real against the simulator.
 # SHARD=I/N runs the I-th of N slices of part 1 (its tables need all slices);
-# 5. (PARTS=5, a GPU) the GPU's measured limits as the roofline's derating.
+# 5. (PARTS=5) the H200 profile with the derating `sagesched probe` measured
+#    (a fresh probe where a GPU exists, else the shipped one): every policy
+#    at loads 0.9 and 1.2 of that profile's throughput.
 # PARTS (default 1234; 5 needs part 1's traces) picks parts.
 . "$(dirname "$0")/../lib.sh" "$1" sagesched-bench
 requests=${REQUESTS:-20000}
@@ -88,19 +90,30 @@ fi
 
 if [[ $parts == *5* ]]; then
 echo
-echo "== part 5: the GPU's limits (sagesched probe) and the H200 rows with the probed derating"
-if nvidia-smi -L >/dev/null 2>&1; then
-  sagesched probe --seconds "${PROBE_SECONDS:-60}" -o "$out/h200-probed.toml"
-  for workload in sharegpt-poisson mixed; do
-    for policy in fcfs sagesched srpt-oracle; do
-      sagesched -q simulate -i "$out/$workload-kv0-0.9.trace.h5" --policy "$policy" --profile "$out/h200-probed.toml" \
-        --no-iterations -o "$work/probed.h5"
-      echo "  $workload load 0.9 (trace of the preset) $policy: mean TTLT $(attr "$work/probed.h5" mean_ttlt) s"
+echo "== part 5: the H200 with its measured derating (sagesched probe), every policy"
+# The profile: PROBED=FILE, else a fresh probe where nvidia-smi lists a GPU,
+# else the one shipped (data/sagesched/h200-probed.toml, probed on an H200).
+probed=${PROBED:-}
+if [ -z "$probed" ] && nvidia-smi -L >/dev/null 2>&1; then
+  probed="$out/h200-probed.toml"
+  sagesched probe --seconds "${PROBE_SECONDS:-60}" -o "$probed"
+fi
+probed=${probed:-"$(dirname "$0")/../../../data/sagesched/h200-probed.toml"}
+head -n 1 "$probed"
+mkdir -p "$out/probed"
+for workload in sharegpt-poisson mixed; do
+  for load in 0.9 1.2; do
+    name="$workload-kv0-$load"
+    # shellcheck disable=SC2046
+    sagesched -q trace --requests "$requests" --load "$load" --profile "$probed" $(workload_args "$workload") \
+      --seed 1 -o "$out/probed/$name.trace.h5"
+    for policy in $policies; do
+      sagesched -q simulate -i "$out/probed/$name.trace.h5" --policy "$policy" --profile "$probed" --no-iterations \
+        -o "$out/probed/$name.$policy.h5"
     done
   done
-else
-  echo "  no GPU here: the probe runs where nvidia-smi lists one (PARTS=5)"
-fi
+done
+/usr/bin/python3 "$(dirname "$0")/table.py" "$out/probed" | tee "$out/probed/table.md"
 fi
 [[ $parts == *4* ]] || exit 0
 echo

@@ -98,7 +98,7 @@ if [[ $PARTS == *4* ]]; then
   echo
   $TL teacher --d 64 --k 64 --beta 1 --activation he3 --noise 0.1 --seed 1 -o "$OUT/t64.h5"
   $TL data -i "$OUT/t64.h5" --n 16384 --test 1000 --seed 2 -o "$OUT/d16k.h5"
-  $TL hmc -i "$OUT/d16k.h5" --chains 1 --samples 100 --warmup 50 --leapfrog 10 -o "$OUT/hmc16k.h5"
+  $TL --device cpu hmc -i "$OUT/d16k.h5" --chains 1 --samples 100 --warmup 50 --leapfrog 10 -o "$OUT/hmc16k.h5"
   read -r ours step < <($PY -c "import h5py; h = h5py.File('$OUT/hmc16k.h5')['/hmc']; print(h['gradients'][0] / h['gradient_seconds'][0], h['step'][0])")
   flops=$($PY -c "print(4 * 16384 * 64 * 64)")
   echo "| system | gradients/s | GFLOP/s | GEMM rate at [n,d]x[d,k] / [k,n]x[n,d] (GFLOP/s) |"
