@@ -4,7 +4,10 @@
 Every recipe (tests/fuzz/recipes/TOOL.py, one file per tool) names a verb
 that reads files, how to make valid inputs for it, and its command line. Each case copies one input,
 mutates it (truncation, byte flips, h5py-crafted structural changes, text
-edits, an empty file, a directory) and runs the verb. A case FAILS on:
+edits, an empty file, a directory) and runs the verb; or, one case in four
+where the command has numeric options, keeps the inputs valid and gives one
+numeric option an absurd value (nan, inf, -1, 0, 1e18, 2^64, 1e-300, text).
+A case FAILS on:
 
   crash      killed by a signal (SIGSEGV, SIGABRT, ...)
   hang       no exit within --timeout seconds
@@ -12,10 +15,11 @@ edits, an empty file, a directory) and runs the verb. A case FAILS on:
   partial    a failed run (exit != 0) that left an output file
   temp       a temporary file (*.tmp.*) left in the case's folder
   message    a failed run whose stderr is not exactly one 'error:' line
+  accepted   exit 0 with an option value of nan (an option is never NaN)
 
 Usage: fuzz.py --bin BUILD/bin --source SRC [--cases N] [--seed S]
                [--timeout T] [--only TOOL[,TOOL] | --verbs TOOL:VERB,...]
-               [--mutators NAME,...] [--keep DIR] [--time-limit S]
+               [--mutators NAME,...] [--keep DIR] [--time-limit S] [--verbose]
 
 A recipe is a dict: tool, verb (a label), setup (shell commands making
 valid inputs in {w}, the recipe's folder; {src} is the source tree),
@@ -28,6 +32,7 @@ command that reproduces each, are kept under --keep).
 import argparse
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -206,7 +211,63 @@ HDF5_MUTATORS = [mut_truncate, mut_flip, mut_flip, mut_structure, mut_structure,
                  mut_empty, mut_directory]
 TEXT_MUTATORS = [mut_text, mut_text, mut_text, mut_truncate, mut_flip, mut_empty, mut_directory]
 MUTATOR_NAMES = {"truncate": mut_truncate, "flip": mut_flip, "structure": mut_structure, "attribute": mut_attribute,
-                 "empty": mut_empty, "directory": mut_directory, "text": mut_text}
+                 "empty": mut_empty, "directory": mut_directory, "text": mut_text, "option": None}
+
+# A numeric option in a recipe's command: --name VALUE or --name=VALUE, VALUE a
+# number or a comma-separated list of numbers.
+NUMBER = r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[-+]?[0-9]+)?"
+OPTION_RE = re.compile(r"(--[a-z][a-z0-9-]*)([ =])(" + NUMBER + r"(?:[,:x]" + NUMBER + r")*)(?=\s|$)")
+OPTION_VALUES = ["nan", "inf", "-inf", "-1", "0", "1e18", "-1e18", "18446744073709551616", "1e-300", "abc", "''"]
+
+
+GLOBAL_WITH_VALUE = {"--threads", "--device", "--seed", "--config"}
+HELP_OPTION_RE = re.compile(r"^\s+(?:-[a-zA-Z],)?(--[a-z][a-z0-9-]*) (?:INT|UINT|FLOAT)\b", re.M)
+_help_cache = {}
+
+
+def verb_of(template, tool):
+    """The verb a recipe's command runs: the first word after the tool that is not a global option."""
+    words = template.split()
+    if tool not in words:
+        return None
+    i = words.index(tool) + 1
+    while i < len(words) and words[i].startswith("-"):
+        i += 2 if words[i] in GLOBAL_WITH_VALUE else 1
+    return words[i] if i < len(words) else None
+
+
+def help_options(tool, verb, env):
+    """The numeric options (INT, UINT, FLOAT) the verb's --help lists."""
+    key = (tool, verb)
+    if key not in _help_cache:
+        text = subprocess.run([tool, verb, "--help"], env=env, capture_output=True, text=True).stdout if verb else ""
+        _help_cache[key] = sorted(set(HELP_OPTION_RE.findall(text)) - {"--threads"})
+    return _help_cache[key]
+
+
+def numeric_options(template):
+    return list(OPTION_RE.finditer(template))
+
+
+def mut_option(template, tool, env, rng):
+    """The template with one numeric option given an absurd value: one already in
+    the command, or any the verb's --help lists (inserted after the verb);
+    returns (template, description, value)."""
+    value = rng.choice(OPTION_VALUES)
+    present = numeric_options(template)
+    verb = verb_of(template, tool)
+    listed = help_options(tool, verb, env)
+    if listed and (not present or rng.random() < 0.7):
+        name = rng.choice(listed)
+        for m in present:
+            if m.group(1) == name:
+                return template[: m.start(3)] + value + template[m.end(3):], f"option {name} {m.group(3)} -> {value}", value
+        at = template.split(tool, 1)
+        head, rest = at[0] + tool, at[1]
+        i = rest.index(" " + verb) + len(verb) + 1
+        return head + rest[:i] + f" {name} {value}" + rest[i:], f"option {name} {value} (added)", value
+    m = rng.choice(present)
+    return template[: m.start(3)] + value + template[m.end(3):], f"option {m.group(1)} {m.group(3)} -> {value}", value
 
 
 # ----------------------------------------------------------------- running
@@ -226,10 +287,12 @@ def run_case(cmd, cwd, env, timeout):
     return status, out, err, time.time() - start
 
 
-def judge(status, err, outputs, case_dir):
+def judge(status, err, outputs, case_dir, option_value=None):
     """The failure class of a finished case, or None."""
     if status is None:
         return "hang"
+    if status == 0 and option_value == "nan":
+        return "accepted (exit 0 with a nan option value)"
     if status < 0 or status >= 128:
         sig = -status if status < 0 else status - 128
         return f"crash ({signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else sig})"
@@ -263,6 +326,7 @@ def main():
     ap.add_argument("--mutators", default="", help="only these mutators: " + ",".join(MUTATOR_NAMES))
     ap.add_argument("--keep", default="", help="folder for the failing cases (mutant and command)")
     ap.add_argument("--list", action="store_true", help="print the recipes and exit")
+    ap.add_argument("--verbose", action="store_true", help="print every case: verb, mutation, exit status")
     a = ap.parse_args()
 
     chosen = load_recipes()
@@ -293,7 +357,8 @@ def main():
     env.pop("NK_PROGRESS", None)
     # Under the sanitizers a memory error still fails a case (exit 1); what a
     # run that exits on bad input leaves unfreed is not the fuzzer's concern.
-    env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":detect_leaks=0").lstrip(":")
+    # Absurd sizes must fail as C++ allocation failures do (std::bad_alloc), not as ASan reports.
+    env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":detect_leaks=0:allocator_may_return_null=1").lstrip(":")
     root = tempfile.mkdtemp(prefix="nk-fuzz-")
     rng = random.Random(a.seed)
     started = time.time()
@@ -330,21 +395,30 @@ def main():
             counts[key] = counts.get(key, 0) + 1
             case = os.path.join(root, f"case{n}")
             os.makedirs(case)
-            name = rng.choice(sorted(r["inputs"]))
-            valid = r["inputs"][name].format(w=r["_dir"], src=env["NK_SOURCE"])
-            mutant = os.path.join(case, "in_" + os.path.basename(valid))
-            mutators = TEXT_MUTATORS if r.get("text", {}).get(name) else HDF5_MUTATORS
-            if allowed is not None:
-                mutators = [m for m in mutators if m in allowed] or [mut_empty]
-            what = rng.choice(mutators)(valid, mutant, rng)
             subst = {k: v.format(w=r["_dir"], src=env["NK_SOURCE"]) for k, v in r["inputs"].items()}
-            subst[name] = mutant
+            template, option_value = r["run"], None
+            options_allowed = allowed is None or None in allowed
+            files_allowed = allowed is None or allowed - {None}
+            has_options = numeric_options(template) or help_options(r["tool"], verb_of(template, r["tool"]), env)
+            if has_options and options_allowed and (not files_allowed or rng.random() < 0.25):
+                template, what, option_value = mut_option(template, r["tool"], env, rng)
+            else:
+                name = rng.choice(sorted(r["inputs"]))
+                valid = r["inputs"][name].format(w=r["_dir"], src=env["NK_SOURCE"])
+                mutant = os.path.join(case, "in_" + os.path.basename(valid))
+                mutators = TEXT_MUTATORS if r.get("text", {}).get(name) else HDF5_MUTATORS
+                if allowed is not None:
+                    mutators = [m for m in mutators if m in allowed] or [mut_empty]
+                what = rng.choice(mutators)(valid, mutant, rng)
+                subst[name] = mutant
             outputs = [os.path.join(case, "out.h5"), os.path.join(case, "out2.h5")]
             subst.update(out=outputs[0], out2=outputs[1], src=env["NK_SOURCE"], w=r["_dir"])
-            cmd = r["run"].format(**subst)
+            cmd = template.format(**subst)
             outputs += [os.path.join(case, o) for o in r.get("also", [])]
             status, out, err, seconds = run_case(cmd, case, env, a.timeout)
-            verdict = judge(status, err, outputs, case)
+            verdict = judge(status, err, outputs, case, option_value)
+            if a.verbose:
+                print(f"case {n}: {key}: {what}: exit {status}{' FAIL ' + verdict if verdict else ''}", flush=True)
             if verdict:
                 failures.append((key, verdict, what, cmd, err.decode(errors="replace").strip()[-400:]))
                 if a.keep:

@@ -41,6 +41,35 @@ TEST_SUITE("cli") {
     CHECK(run_with({"nk-test"}, [] { throw std::runtime_error("boom"); }) == 1);
   }
 
+  TEST_CASE("every numeric option takes a number: finite FLOATs, non-negative UINTs, never empty (exit 2)") {
+    auto run_numbers = [](std::vector<std::string> args) {
+      nk::cli::App cli("nk-test", "test tool");
+      CLI::App* verb = cli.add_verb("fit", "has numeric options", nk::cli::Randomness::seeded);
+      double rate = 0;
+      std::vector<double> grid;
+      int count = 0;
+      verb->add_option("--rate", rate)->check(CLI::Range(0.0, 1.0));
+      verb->add_option("--grid", grid)->delimiter(',');
+      verb->add_option("--count", count);
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      return cli.run(static_cast<int>(argv.size()), argv.data(), [] {});
+    };
+    CHECK(run_numbers({"nk-test", "fit", "--rate", "0.5", "--grid", "1,2.5", "--count", "-3", "--seed", "7"}) == 0);
+    for (const char* bad : {"nan", "NaN", "inf", "-inf", "", " "}) {
+      CAPTURE(bad);
+      CHECK(run_numbers({"nk-test", "fit", "--rate", bad}) == 2);  // CLI11's Range alone lets NaN through
+      CHECK(run_numbers({"nk-test", "fit", "--grid", std::string("1,") + bad}) == (std::string(bad).empty() ? 0 : 2));  // "1," is the list {1}
+    }
+    CHECK(run_numbers({"nk-test", "fit", "--count", ""}) == 2);
+    CHECK(run_numbers({"nk-test", "fit", "--seed", "-1"}) == 2);  // strtoull would wrap it to 2^64 - 1
+    CHECK(run_numbers({"nk-test", "--seed", "-1", "fit"}) == 2);
+    CHECK(run_numbers({"nk-test", "fit", "--seed", "18446744073709551616"}) == 2);  // 2^64
+    CHECK(run_numbers({"nk-test", "fit", "--seed", "18446744073709551615"}) == 0);
+    CHECK(run_numbers({"nk-test", "fit", "--count", "99999999999999999999"}) == 2);
+    CHECK(run_numbers({"nk-test", "fit", "--rate", "1e400"}) == 2);
+  }
+
   TEST_CASE("the run context records the tool and the command line") {
     run_with({"nk-test", "--value", "3", "--seed", "9"});
     CHECK(nk::run_context().tool == "nk-test");

@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
   lm_verb->add_option("--reference", lmo.reference, "Prior draws of the importance-sampling reference point (0: none)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 26));
   lm_verb->add_option("--batch", lmo.batch, "Sequences per forward pass")->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
-  lm_verb->add_option("--save-model", lmo.save_model, "Also write ALDRIFT's final fine-tuned model (nk-lm checkpoint, float32)");
+  nk::cli::App::output(lm_verb->add_option("--save-model", lmo.save_model, "Also write ALDRIFT's final fine-tuned model (nk-lm checkpoint, float32)"));
 
   ald::PlotOptions pl;
   CLI::App* plot_verb = cli.add_verb("plot", "SVG of one or more outputs of one kind: exact (tv_law, coverage per stage), global (evals vs ln(1/eps)), lm (cost vs KL per stage)");

@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   train_verb->add_option("--init", train.init, "Fine-tune this model (its shape and mode; the corpus must use its tokenizer)")
       ->check(CLI::ExistingFile);
   train_verb->add_option("--resume", train.resume, "Continue a --checkpoint file exactly where it stopped")->check(CLI::ExistingFile);
-  train_verb->add_option("--checkpoint", train.checkpoint, "Write float32 weights + optimiser state here (atomically) for --resume");
+  nk::cli::App::output(train_verb->add_option("--checkpoint", train.checkpoint, "Write float32 weights + optimiser state here (atomically) for --resume"));
   train_verb->add_option("--checkpoint-every", train.checkpoint_every, "Steps between checkpoints (0: only at the end)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   train_verb->add_option("--layers", train.layers, "Transformer blocks")->check(CLI::Range(int64_t{1}, int64_t{1024}));
@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
   train_verb->add_option("--eval-every", train.eval_every, "Steps between validation losses (0: none)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   train_verb->add_option("--eval-batches", train.eval_batches, "Validation batches per evaluation")->check(positive);
-  train_verb->add_option("--log", train.log, "Write step, tokens, loss, lr, grad_norm, tokens_per_s, val_loss here (TSV)");
+  nk::cli::App::output(train_verb->add_option("--log", train.log, "Write step, tokens, loss, lr, grad_norm, tokens_per_s, val_loss here (TSV)"));
   train_verb->add_option("--log-every", train.log_every, "Steps between log lines")->check(positive);
   train_verb->add_option("--dtype", train.dtype, "Weights of the output file: float32 or bfloat16")
       ->check(CLI::IsMember({"float32", "bfloat16"}));

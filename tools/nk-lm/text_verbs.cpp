@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "nk-lm/nk_lm.hpp"
+#include "nk/atomic_file.hpp"
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
 #include "nk/lm/corpus.hpp"
@@ -92,7 +93,11 @@ void corpus(const CorpusOptions& o) {
   for (const auto& s : o.input.text) sources += (sources.empty() ? "" : ",") + s;
   if (sources.empty()) sources = "fortunes,wordnet,gcide";
   nk::Stopwatch clock;
-  nk::lm::write_corpus(o.output, docs, tok, options, sources);
+  {
+    // The verb's one output, read back below for its summary: published now.
+    const nk::PublishNow now;
+    nk::lm::write_corpus(o.output, docs, tok, options, sources);
+  }
   const nk::lm::Corpus c = nk::lm::Corpus::open(o.output);
   using nk::lm::Split;
   spdlog::info("corpus {}: {} documents; train {} tokens ({:.2f} bytes/token), validation {} tokens ({:.1f} s)", o.output,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "nk-lm/nk_lm.hpp"
+#include "nk/atomic_file.hpp"
 #include "nk/context.hpp"
 #include "nk/error.hpp"
 #include "nk/lm/corpus.hpp"
@@ -212,7 +213,10 @@ void train(const TrainOptions& o, const nk::RunEnv& env) {
       since_log.restart();
       tokens_since_log = 0;
     }
-    if (!o.checkpoint.empty() && o.checkpoint_every > 0 && (step + 1) % o.checkpoint_every == 0 && !last) save_state(o.checkpoint);
+    if (!o.checkpoint.empty() && o.checkpoint_every > 0 && (step + 1) % o.checkpoint_every == 0 && !last) {
+      const nk::PublishNow now;  // there to resume from if the run dies before its end
+      save_state(o.checkpoint);
+    }
   }
   progress.finish();
   if (!o.checkpoint.empty()) save_state(o.checkpoint);

@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
   CLI::App* fit_verb = cli.add_verb("fit", "Fit the data-constrained law and two power laws to a grid");
   nk::cli::App::add_input(*fit_verb, fit.input, "grid file (grid, or any file with /grid/{U,B,heldout_ev,heldout})");
   nk::cli::App::add_output(*fit_verb, fit.output, fit.no_clobber);
-  fit_verb->add_option("--plot", fit.plot, "SVG of held-out EV vs U per B, with the law's curves");
+  nk::cli::App::output(fit_verb->add_option("--plot", fit.plot, "SVG of held-out EV vs U per B, with the law's curves"));
 
   sb::SizeOptions size;
   CLI::App* size_verb = cli.add_verb("size", "The buffer-sizing rule: the smallest U within --tolerance of fresh data at B");

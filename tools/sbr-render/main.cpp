@@ -44,10 +44,10 @@ int main(int argc, char** argv) {
   paint->add_option("--max-colour-error", pt.config.rule.max_colour_error, "Audit: largest RMS colour error on the footprint")
       ->check(CLI::Range(0.0, 2.0));
   paint->add_option("--min-area", pt.config.rule.min_area, "Audit: least coverage, in canvas pixels")->check(CLI::Range(0.0, 1e9));
-  paint->add_option("--png", pt.png, "Also write the rendering as PNG");
-  paint->add_option("--svg", pt.svg, "Also write the strokes as SVG (quadratic paths)");
+  nk::cli::App::output(paint->add_option("--png", pt.png, "Also write the rendering as PNG"));
+  nk::cli::App::output(paint->add_option("--svg", pt.svg, "Also write the strokes as SVG (quadratic paths)"));
   paint->add_option("--size", pt.size, "Size WxH of the PNG, SVG and frames (default: the image's)");
-  paint->add_option("--frames", pt.frames, "Also write the painting order as PNG frames into this folder");
+  nk::cli::App::output(paint->add_option("--frames", pt.frames, "Also write the painting order as PNG frames into this folder"), nk::cli::App::OutputKind::folder);
   paint->add_option("--frame-count", pt.frame_count, "Number of frames for --frames")->check(CLI::Range(1, 100000));
   paint->add_option("--index", pt.index, "Paint image K of a stack only")->check(CLI::NonNegativeNumber);
   cli.add_shard(*paint);
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   nk::cli::App::add_input(*render, rd.input, "strokes file written by paint")->required();
   render->add_option("-o,--output", rd.output, "PNG file ('-' = standard output)");
   nk::cli::App::add_no_clobber(*render, rd.no_clobber);
-  render->add_option("--svg", rd.svg, "SVG file");
+  nk::cli::App::output(render->add_option("--svg", rd.svg, "SVG file"));
   render->add_option("--size", rd.size, "Output size WxH (default: the canvas)");
   render->add_option("--index", rd.index, "Painting K of the file")->check(CLI::NonNegativeNumber);
 

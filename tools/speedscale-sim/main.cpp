@@ -68,8 +68,8 @@ int main(int argc, char** argv) {
   eval_verb->add_option("--algo", eval.algos, "Comma-separated algorithms (as for solve)");
   eval_verb->add_option("--noise", eval.noise, "Comma-separated noise levels of the oracle prediction");
   eval_verb->add_option("--eps-list", eval.eps, "Comma-separated eps values");
-  eval_verb->add_option("--plot", eval.plot, "SVG: mean energy ratio vs prediction error, one line per algorithm");
-  eval_verb->add_option("--profile-plot", eval.profile_plot, "SVG: speed profiles of the first instance");
+  nk::cli::App::output(eval_verb->add_option("--plot", eval.plot, "SVG: mean energy ratio vs prediction error, one line per algorithm"));
+  nk::cli::App::output(eval_verb->add_option("--profile-plot", eval.profile_plot, "SVG: speed profiles of the first instance"));
   add_params(*eval_verb, eval.params);
 
   return cli.run(argc, argv, [&] {

@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
   stats_verb->add_option("--data", stats.data, "Labelled data for the silencing curve")->required();
   stats_verb->add_option("--fractions", stats.fractions, "Shares of each layer's smallest weights to silence, in [0, 1)")->delimiter(',');
   stats_verb->add_option("--bins", stats.bins, "Histogram bins")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  stats_verb->add_option("--plot", stats.plot, "Also write the silencing curve as SVG");
+  nk::cli::App::output(stats_verb->add_option("--plot", stats.plot, "Also write the silencing curve as SVG"));
 
   spike::EvalOptions eval;
   CLI::App* eval_verb = cli.add_verb("eval", "Accuracy, loss and firing rates of a model on labelled data",

@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
   nk::cli::App::add_input(*report_verb, report.input, "theory file")->required();
   report_verb->add_option("results", report.results, "hmc and adam outputs (any number, in any order)");
   nk::cli::App::add_optional_output(*report_verb, report.output, report.no_clobber, "the fits as /fit/* (HDF5; the table then goes to stderr when this is '-')");
-  report_verb->add_option("--svg", report.svg, "Write PREFIX-eps.svg, -overlap.svg, -kc.svg, -onset.svg, -width.svg");
+  nk::cli::App::output(report_verb->add_option("--svg", report.svg, "Write PREFIX-eps.svg, -overlap.svg, -kc.svg, -onset.svg, -width.svg"), nk::cli::App::OutputKind::prefix);
 
   return cli.run(argc, argv, [&] {
     if (*teacher_verb) tl::teacher(teacher, cli.env());

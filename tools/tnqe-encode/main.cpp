@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000));
   encode->add_option("--iterations", enc.iterations, "Adam iterations for --train")->check(CLI::Range(0, 1000000));
   encode->add_option("--lr", enc.learning_rate, "Adam learning rate for --train")->check(CLI::Range(1e-9, 10.0));
-  encode->add_option("--qasm", enc.qasm_dir, "Also write one OpenQASM 2.0 file per item into this folder");
+  nk::cli::App::output(encode->add_option("--qasm", enc.qasm_dir, "Also write one OpenQASM 2.0 file per item into this folder"), nk::cli::App::OutputKind::folder);
   encode->add_flag("--pad", enc.pad, "Pad images to a square power-of-two side with zeros instead of refusing");
   encode->add_flag("!--no-verify", enc.verify, "Skip the state-vector check (fidelity, PSNR, SSIM are then NaN)");
   cli.add_shard(*encode);
@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   nk::cli::App::add_output(*baseline, base.output, base.no_clobber);
   CLI::Option* base_index = baseline->add_option("--index", base.index, "Encode item K only")->check(CLI::NonNegativeNumber);
   baseline->add_flag("--all", all_items, "Encode every item (the default; --shard splits them)")->excludes(base_index);
-  baseline->add_option("--qasm", base.qasm_dir, "Also write one OpenQASM 2.0 file per item into this folder");
+  nk::cli::App::output(baseline->add_option("--qasm", base.qasm_dir, "Also write one OpenQASM 2.0 file per item into this folder"), nk::cli::App::OutputKind::folder);
   baseline->add_flag("--pad", base.pad, "Pad images to a square power-of-two side with zeros instead of refusing");
   baseline->add_option("--verify-qubits", base.verify_qubits, "Simulate to verify only up to this many qubits")
       ->check(CLI::Range(0, 30));
@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
   simulate->add_option("--noise", sim.noise, "Depolarising probability per CNOT (Monte Carlo trajectories)")
       ->check(CLI::Range(0.0, 1.0));
   simulate->add_option("--trajectories", sim.trajectories, "Trajectories for --noise")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
-  simulate->add_option("--decode", sim.decode, "Write the decoded image as PNG");
+  nk::cli::App::output(simulate->add_option("--decode", sim.decode, "Write the decoded image as PNG"));
   nk::cli::App::add_optional_output(*simulate, sim.output, sim.no_clobber, "the results as HDF5");
 
   tnqe::SweepOptions swp;
@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
   sweep->add_option("--lr", swp.learning_rate, "Adam learning rate for the trained points")->check(CLI::Range(1e-9, 10.0));
   sweep->add_option("--verify-qubits", swp.verify_qubits, "Simulate the amplitude encoding only up to this many qubits")
       ->check(CLI::Range(0, 30));
-  sweep->add_option("--plot", swp.plot, "Write the depth-versus-PSNR (vectors: fidelity) plot as SVG");
+  nk::cli::App::output(sweep->add_option("--plot", swp.plot, "Write the depth-versus-PSNR (vectors: fidelity) plot as SVG"));
   sweep->add_flag("--pad", swp.pad, "Pad images to a square power-of-two side with zeros instead of refusing");
 
   return cli.run(argc, argv, [&] {

@@ -6,10 +6,16 @@
 #include <unistd.h>
 
 #include <Eigen/Core>
+#include <cerrno>
+#include <cmath>
 #include <csignal>
+#include <filesystem>
+#include <map>
+#include <cstdlib>
 #include <cstdio>
 #include <new>
 
+#include "nk/atomic_file.hpp"
 #include "nk/context.hpp"
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
@@ -77,14 +83,49 @@ CLI::Option* App::add_input(CLI::App& on, std::string& path, const std::string& 
   return on.add_option("-i,--input", path, "The " + what + " ('-' = standard input)");
 }
 
+namespace {
+std::map<const CLI::Option*, App::OutputKind>& output_options() {
+  static std::map<const CLI::Option*, App::OutputKind> options;
+  return options;
+}
+
+// The folder an output will be created in must exist (exit 4 before any work).
+void check_output_folders(const CLI::App& app) {
+  for (const CLI::Option* option : app.get_options()) {
+    const auto kind = output_options().find(option);
+    if (kind == output_options().end() || option->count() == 0) continue;
+    for (const std::string& value : option->results()) {
+      if (value.empty() || value == "-") continue;
+      std::filesystem::path parent = std::filesystem::path(value).parent_path();
+      if (kind->second == App::OutputKind::folder && std::filesystem::path(value).filename().empty()) {
+        parent = std::filesystem::path(value).parent_path().parent_path();  // "frames/" names the folder frames
+      }
+      if (parent.empty()) continue;
+      std::error_code error;
+      if (std::filesystem::is_directory(parent, error)) continue;
+      if (std::filesystem::exists(parent, error)) {
+        throw io_error(value, "cannot create output: '" + parent.string() + "' is not a folder");
+      }
+      throw io_error(value, "cannot create output: folder '" + parent.string() + "' does not exist");
+    }
+  }
+  for (const CLI::App* sub : app.get_subcommands()) check_output_folders(*sub);
+}
+}  // namespace
+
+CLI::Option* App::output(CLI::Option* option, OutputKind kind) {
+  output_options()[option] = kind;
+  return option;
+}
+
 CLI::Option* App::add_output(CLI::App& on, std::string& path, bool& no_clobber, const std::string& what) {
   add_no_clobber(on, no_clobber);
-  return on.add_option("-o,--output", path, "The " + what + " ('-' = standard output)");
+  return output(on.add_option("-o,--output", path, "The " + what + " ('-' = standard output)"));
 }
 
 CLI::Option* App::add_optional_output(CLI::App& on, std::string& path, bool& no_clobber, const std::string& what) {
   add_no_clobber(on, no_clobber);
-  return on.add_option("-o,--output", path, "Also write " + what + " to this file ('-' = standard output)");
+  return output(on.add_option("-o,--output", path, "Also write " + what + " to this file ('-' = standard output)"));
 }
 
 CLI::Option* App::add_no_clobber(CLI::App& on, bool& no_clobber) {
@@ -110,6 +151,47 @@ int default_threads() {
   return omp_get_num_procs();
 }
 
+// Every numeric option (lists too, element by element) takes a number: not an
+// empty word (CLI11 would keep the default), not a negative UINT (strtoull
+// wraps -1 to 2^64 - 1), and for FLOAT a finite one: no option of any verb
+// means anything by NaN or infinity, and CLI11's Range lets NaN through
+// (every comparison with it is false).
+const CLI::Validator& number_check(bool finite, bool unsigned_) {
+  static const auto make = [](bool f, bool u) {
+    return CLI::Validator(
+        [f, u](std::string& text) -> std::string {
+          if (text.find_first_not_of(" \t") == std::string::npos) return "an empty value is not a number";
+          if (u && text.find('-') != std::string::npos) return "Value " + text + " is negative";
+          if (!f) {  // CLI11 2.1 takes an out-of-range integer as the type's largest value
+            char* end = nullptr;
+            errno = 0;
+            if (u) (void)std::strtoull(text.c_str(), &end, 0);
+            else (void)std::strtoll(text.c_str(), &end, 0);
+            if (errno == ERANGE) return "Value " + text + " is out of the integer's range";
+          }
+          if (f) {
+            char* end = nullptr;
+            const double value = std::strtod(text.c_str(), &end);
+            if (end != text.c_str() && !std::isfinite(value)) return "Value " + text + " is not a finite number";
+          }
+          return {};
+        },
+        "", "number");
+  };
+  static const CLI::Validator for_float = make(true, false), for_uint = make(false, true), for_int = make(false, false);
+  return finite ? for_float : unsigned_ ? for_uint : for_int;
+}
+
+void check_numbers(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    const std::string type = option->get_type_name();
+    if (type.rfind("FLOAT", 0) == 0) option->check(number_check(true, false));
+    else if (type.rfind("UINT", 0) == 0) option->check(number_check(false, true));
+    else if (type.rfind("INT", 0) == 0) option->check(number_check(false, false));
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) check_numbers(*sub);
+}
+
 void report(const std::string& tool, const std::string& message) {
   std::fflush(stdout);
   std::fprintf(stderr, "%s: error: %s\n", tool.c_str(), message.c_str());
@@ -120,11 +202,14 @@ int App::run(int argc, char** argv, const std::function<void()>& body) {
   RunContext& context = run_context();
   context.tool = tool_;
   context.command = join_command(argc, argv);
+  install_signal_handlers(tool_);
   // Set below from the verb that runs; nothing carries over from an earlier run.
   context.seed.reset();
   context.shard.clear();
   try {
     try {
+      if (!numbers_checked_) check_numbers(app_);
+      numbers_checked_ = true;
       app_.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
       const int code = app_.exit(e);
@@ -132,6 +217,7 @@ int App::run(int argc, char** argv, const std::function<void()>& body) {
       return code == 0 ? 0 : static_cast<int>(Exit::usage);
     }
     log::init(tool_, common_.quiet ? -1 : common_.verbose);
+    check_output_folders(app_);
     const int threads = common_.threads > 0 ? common_.threads : default_threads();
     omp_set_num_threads(threads);
     Eigen::setNbThreads(threads);
@@ -147,10 +233,17 @@ int App::run(int argc, char** argv, const std::function<void()>& body) {
         if (!env_.shard.whole()) context.shard = env_.shard.text();
       }
     }
+    // Every output of the verb publishes together once the whole run has
+    // succeeded (nk/atomic_file.hpp); any failure removes them all.
+    struct Outputs {
+      Outputs() { begin_outputs(); }
+      ~Outputs() { abort_outputs(); }
+    } outputs;
     body();
     if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
       throw io_error("-", "cannot write standard output");
     }
+    commit_outputs();
     return 0;
   } catch (const Error& e) {
     report(tool_, e.what());

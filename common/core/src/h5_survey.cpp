@@ -105,6 +105,9 @@ herr_t survey_link(hid_t group, const char* name, const H5L_info_t* info, void* 
 
 /// The child: open, walk, close, exit 0 (any library failure short of a crash is the reader's to report).
 [[noreturn]] void survey_child(const std::function<hid_t()>& open) {
+  // A crash here is the parent's finding, not the tool's: the child dies by
+  // its signal quietly (no "fatal signal" line from the run's handlers).
+  for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::signal(s, SIG_DFL);
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   // Freed and fresh heap memory filled with a pattern: the library's reads of
   // stale or uninitialised memory on a corrupt file then fail here, in the

@@ -168,7 +168,7 @@ void Writer::commit() {
     std::vector<unsigned char> image(static_cast<size_t>(size));
     H5Fget_file_image(file_.get(), image.data(), image.size());
     file_.reset();
-    write_stdout(image.data(), image.size());
+    queue_stdout(std::move(image));
   } else {
     if (H5Fclose(file_.get()) < 0) {
       throw io_error(path_, detail::with_reason("cannot finish HDF5 file"));

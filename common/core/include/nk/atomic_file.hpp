@@ -29,8 +29,43 @@ class AtomicFile {
   bool no_clobber_ = false;
   bool committed_ = false;
   bool special_ = false;  ///< 'path' is a device, pipe or socket
-  void copy_into_special();
 };
+
+/// A run's outputs publish together. Between begin_outputs() and
+/// commit_outputs() (nk::cli::App::run brackets every verb with them), a
+/// commit() only finishes its file (fsync) and queues it, and a binary image
+/// for standard output is queued too; commit_outputs() then checks every
+/// --no-clobber target first and publishes them all (rename, or the image to
+/// stdout), in the order they were committed. abort_outputs() (any failure)
+/// removes every queued temporary file: a run that fails after writing one of
+/// its outputs replaces no existing file and leaves none behind. Outside
+/// such a bracket (library use, unit tests) commit() publishes at once.
+void begin_outputs();
+/// Signal handlers for the whole run (nk::cli::App::run installs them): on
+/// SIGINT, SIGTERM, SIGHUP and SIGPIPE every temporary output is removed and
+/// the signal ends the process as usual; on SIGSEGV, SIGBUS, SIGFPE, SIGILL and
+/// SIGABRT one "TOOL: error: fatal signal ..." line is printed first (not in
+/// sanitizer builds, whose own handlers report these).
+void install_signal_handlers(const std::string& tool);
+void commit_outputs();
+void abort_outputs();
+
+/// While one is alive, commit() publishes at once even inside a run: for
+/// files that must exist before the run ends (a training checkpoint written
+/// every K steps, there to resume from if the run dies).
+class PublishNow {
+ public:
+  PublishNow();
+  ~PublishNow();
+  PublishNow(const PublishNow&) = delete;
+  PublishNow& operator=(const PublishNow&) = delete;
+
+ private:
+  bool was_deferring_;
+};
+
+/// Binary output for standard output ('-'): written now, or queued inside a run.
+void queue_stdout(std::vector<unsigned char> bytes);
 
 /// Writes 'bytes' to 'path' atomically, or to stdout when path is '-'.
 void write_output_bytes(const std::string& path, const std::vector<unsigned char>& bytes, bool no_clobber);

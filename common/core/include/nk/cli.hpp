@@ -52,6 +52,14 @@ class App {
   /// --no-clobber alone, for verbs with several or differently named outputs
   /// (it covers every file the verb writes).
   static CLI::Option* add_no_clobber(CLI::App& on, bool& no_clobber);
+  /// What an output option names: a file, a folder the verb creates (one
+  /// file per item in it), or a prefix PREFIX-NAME.svg.
+  enum class OutputKind { file, folder, prefix };
+  /// Marks an option as an output (-o/--output is marked by add_output and
+  /// add_optional_output): before the verb starts, its folder must exist and
+  /// be a folder (exit 4 otherwise), so a run never fails on a mistyped
+  /// output path after doing its work.
+  static CLI::Option* output(CLI::Option* option, OutputKind kind = OutputKind::file);
   /// --repeats N (1 to 1000): run the timed part N times, report the fastest.
   static CLI::Option* add_repeats(CLI::App& on, int& repeats);
   /// --shard I/N on a verb, defaulting from SLURM_ARRAY_TASK_ID/COUNT;
@@ -74,6 +82,7 @@ class App {
   DeviceChoice device_;
   RunEnv env_;
   std::set<const CLI::App*> seeded_verbs_;
+  bool numbers_checked_ = false;  ///< every numeric option given its number check (once)
   std::map<const CLI::App*, std::string> shard_of_verb_;
 };
 

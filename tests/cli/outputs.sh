@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# outputs.sh - a run's outputs publish together or not at all (neurkit(7)
+# FILES): a verb with two outputs that fails on the second leaves neither and
+# replaces no existing file; a run stopped by SIGTERM or SIGPIPE leaves no
+# temporary file; an output into a missing folder or under a plain file is
+# exit 4 before any work.
+. "$(dirname "$0")/lib.sh"
+
+# Valid inputs: a painting (sbr-render), a spiking model and its data (spike-sft).
+IMG="$SKIMAGE_DATA/camera.png"
+nk-data -q import "$IMG" --resize 32x32 -o cam.h5
+sbr-render -q paint -i cam.h5 --strokes 10 --iterations 5 -o strokes.h5
+nk-data -q import-idx "$FMNIST/t10k-images-idx3-ubyte.gz" "$FMNIST/t10k-labels-idx1-ubyte.gz" --limit 100 -o fm.h5
+spike-sft -q --seed 1 pretrain -i fm.h5 --hidden 16 --steps 2 --epochs 1 --batch 50 -o base.h5
+
+echo old > old.png
+echo old > old.h5
+unchanged() { [ "$(cat "$1")" = old ]; }
+no_temps() { ! find . -name '.*.tmp.*' | grep -q .; }
+
+expect_fail "render: the PNG's SVG twin into a missing folder" 4 "missing/x.svg" \
+  sbr-render render -i strokes.h5 -o old.png --svg missing/x.svg
+check "  ... leaves the existing PNG as it was" unchanged old.png
+expect_fail "render: a new PNG, its SVG into a missing folder" 4 "missing" \
+  sbr-render render -i strokes.h5 -o new.png --svg missing/x.svg
+check "  ... leaves no new PNG" test ! -e new.png
+expect_fail "stats: the plot into a missing folder" 4 "missing/p.svg" \
+  spike-sft -q stats -i base.h5 --data fm.h5 --fractions 0.5 --plot missing/p.svg -o old.h5
+check "  ... leaves the existing HDF5 output as it was" unchanged old.h5
+mkdir -p plots
+check "stats with both outputs writable writes both" sh -c \
+  'spike-sft -q stats -i base.h5 --data fm.h5 --fractions 0.5 --plot plots/p.svg -o stats.h5 >/dev/null && test -s plots/p.svg && test -s stats.h5'
+echo old > keep.svg
+expect_fail "--no-clobber on the second output refuses before anything is published" 4 "keep.svg" \
+  sbr-render render -i strokes.h5 -o fresh.png --svg keep.svg --no-clobber
+check "  ... leaves neither output" sh -c 'test ! -e fresh.png && test "$(cat keep.svg)" = old'
+touch plainfile
+expect_fail "an output under a plain file" 4 "plainfile/x.h5.*not a folder" spike-sft -q stats -i base.h5 --data fm.h5 --fractions 0.5 -o plainfile/x.h5
+check "no temporary file after the failures" no_temps
+
+# Signals: a long run stopped by SIGTERM, and a writer whose reader went away.
+spike-sft -q --seed 1 pretrain -i fm.h5 --hidden 256 --steps 8 --epochs 1000 --batch 10 -o long.h5 2>/dev/null &
+pid=$!
+sleep 1.5
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+check "SIGTERM ends the run by the signal (exit 143)" test "$rc" -eq 143
+check "  ... with no output and no temporary file" sh -c 'test ! -e long.h5 && ! find . -name ".long.h5.tmp.*" | grep -q .'
+check "SIGPIPE: a reader that stops early leaves no temporary output behind" sh -c \
+  'sbr-render -q render -i strokes.h5 -o - --svg piped.svg | head -c 10 >/dev/null; ! find . -name ".piped.svg.tmp.*" | grep -q .'
+
+finish
