@@ -365,6 +365,7 @@ def main():
     counts, failures = {}, []
     try:
         # Valid inputs, made once per recipe.
+        broken_recipes = 0
         for i, r in enumerate(chosen):
             w = os.path.join(root, f"valid{i}")
             os.makedirs(w)
@@ -385,7 +386,9 @@ def main():
             if status != 0:
                 print(f"fuzz: {r['tool']} {r['verb']} fails on valid input (exit {status}):\n{err.decode(errors='replace')}",
                       file=sys.stderr)
-                return 2
+                broken_recipes += 1
+        if broken_recipes:
+            return 2
         cases_started = time.time()  # the time limit counts the cases, not the set-up
         for n in range(a.cases):
             if a.time_limit and time.time() - cases_started > a.time_limit:

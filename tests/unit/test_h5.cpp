@@ -1,6 +1,8 @@
 // test_h5.cpp - typed HDF5 round trips, provenance, schema and bad-input errors.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+
 #include <fstream>
 
 #include "nk/context.hpp"
@@ -84,12 +86,39 @@ TEST_SUITE("h5") {
     CHECK_FALSE(in.has("/missing/child"));
   }
 
+  TEST_CASE("a NaN or Inf in a written result is exit 1 naming file, dataset and index; nothing is published") {
+    nk::test::ScratchDir dir;
+    const std::string path = dir.file("bad.h5");
+    const std::vector<double> values{1, 2, INFINITY, 4};
+    try {
+      h5::Writer out(path, "test.bad/1");
+      out.write("/y", values.data(), {2, 2}, "A,B");
+      out.commit();
+      FAIL("a non-finite result was written");
+    } catch (const nk::Error& e) {
+      CHECK(e.code() == nk::Exit::runtime);
+      const std::string what = e.what();
+      CHECK(what.find("bad.h5") != std::string::npos);
+      CHECK(what.find("/y") != std::string::npos);
+      CHECK(what.find("Inf at index [1,0]") != std::string::npos);
+    }
+    CHECK_FALSE(std::filesystem::exists(path));
+    const std::vector<int64_t> ints{1, 2};
+    h5::Writer ok(path, "test.bad/1");
+    ok.allow_nonfinite("/y");
+    ok.write("/y", values.data(), {2, 2}, "A,B");
+    ok.write("/n", ints.data(), {2}, "N");  // integers are never checked
+    ok.commit();
+    CHECK(std::filesystem::exists(path));
+  }
+
   TEST_CASE("reading checks dtype kind, rank, presence and finiteness") {
     nk::test::ScratchDir dir;
     const std::string path = dir.file("checks.h5");
     {
       h5::Writer out(path, "test.checks/1");
       const std::vector<float> values{1, NAN, 3};
+      out.allow_nonfinite("/x");
       out.write("/x", values.data(), {3}, "N");
       const std::vector<int64_t> ints{1, 2};
       out.write("/n", ints.data(), {2}, "N");

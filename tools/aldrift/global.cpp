@@ -149,6 +149,7 @@ void global(const GlobalOptions& o, const nk::RunEnv& env) {
   out.write("/items/evals", evals.data(), {count}, "item");
   out.write("/items/best_d", best_d.data(), {count}, "item");
   out.write("/items/curve_evals", reach.data(), {count, kCurvePoints}, "item,eps");
+  out.allow_nonfinite("/items/fit");  // NaN: no fit (too few points)
   out.write("/items/fit", fits.data(), {count, 3}, "item,a_b_r2");
   if (single) {
     out.write("/best/x", best_x.data(), {static_cast<int64_t>(best_x.size())}, "n");

@@ -99,10 +99,13 @@ void score(const ScoreOptions& o, const nk::RunEnv& env) {
   const double ppl = scored ? std::exp(nats / static_cast<double>(scored)) : std::nan("");
   nk::h5::Writer out(o.output, kScoreSchema, o.no_clobber);
   out.write("/tokens", pad_rows(rows, width).data(), {B, width}, "B,T");
+  out.allow_nonfinite("/logprob");  // NaN past each sequence's end
   out.write("/logprob", logprob.data(), {B, width}, "B,T", "nats");
+  out.allow_nonfinite("/logits");  // NaN past each sequence's end
   if (o.logits) out.write("/logits", logits.data(), {B, width, V}, "B,T,V");
   if (K > 0) {
     out.write("/topk/ids", topi.data(), {B, width, K}, "B,T,K");
+    out.allow_nonfinite("/topk/logits");  // NaN past each sequence's end
     out.write("/topk/logits", topv.data(), {B, width, K}, "B,T,K");
   }
   out.attr("/", "perplexity", ppl);

@@ -143,8 +143,11 @@ void grid(const GridOptions& o, const nk::RunEnv& env) {
   out.write("/grid/mse", mse.data(), {mine}, "G");
   out.write("/grid/l0", l0.data(), {mine}, "G");
   out.write("/grid/dead_fraction", dead.data(), {mine}, "G");
+  out.allow_nonfinite("/grid/mmcs");  // NaN: no --truth
   out.write("/grid/mmcs", mmcs.data(), {mine}, "G");
+  out.allow_nonfinite("/grid/probe_f1");  // NaN: no probe for this run
   out.write("/grid/probe_f1", f1.data(), {mine}, "G");
+  out.allow_nonfinite("/grid/absorption");  // NaN: no probe for this run
   out.write("/grid/absorption", absorption.data(), {mine}, "G");
   out.write("/grid/heldout", col_held.data(), {mine}, "G");
   out.attr("/", "dim", source.dim());

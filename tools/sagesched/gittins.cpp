@@ -83,6 +83,7 @@ void gittins_verb(const GittinsOptions& o) {
     best_delta[static_cast<size_t>(r)] = g.best_delta;
   }
   nk::h5::Writer out(o.output, kGittinsSchema, o.no_clobber);
+  out.allow_nonfinite("/index");  // inf where P(S > a) = 0
   out.write("/index", index.data(), {m}, "M");
   out.write("/best_delta", best_delta.data(), {m}, "M");
   out.commit();

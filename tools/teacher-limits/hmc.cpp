@@ -46,6 +46,7 @@ void hmc(const HmcOptions& o, const nk::RunEnv& env) {
   write_teacher(out, work.teacher());
   write_items(out, "/hmc", items, first, last);
   out.write("/hmc/eps_bo", eps_bo.data(), {count}, "item");
+  out.allow_nonfinite("/hmc/eps_bo_se");  // NaN: fewer than two batch means
   out.write("/hmc/eps_bo_se", eps_se.data(), {count}, "item");
   out.write("/hmc/eps_gibbs", eps_gibbs.data(), {count}, "item");
   out.write("/hmc/overlap", overlap.data(), {count, k}, "item,k");

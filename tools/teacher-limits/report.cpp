@@ -337,8 +337,12 @@ void report(const ReportOptions& o, const nk::RunEnv&) {
     out.emplace(o.output, kReportSchema, o.no_clobber);
     const int64_t F = static_cast<int64_t>(fits.name.size());
     out->write_strings("/fit/name", fits.name, "fit");
+    out->allow_nonfinite("/fit/value");  // NaN: a fit without enough points
     out->write("/fit/value", fits.value.data(), {F}, "fit");
+    out->allow_nonfinite("/fit/law");  // NaN: a law without its exponent
     out->write("/fit/law", fits.expected.data(), {F}, "fit");
+    out->allow_nonfinite("/fit/n_from");  // NaN: no points for that fit
+    out->allow_nonfinite("/fit/n_to");
     out->write("/fit/n_from", fits.lo.data(), {F}, "fit");
     out->write("/fit/n_to", fits.hi.data(), {F}, "fit");
     out->write("/fit/points", fits.points.data(), {F}, "fit");

@@ -210,6 +210,8 @@ void theory(const TheoryOptions& o, const nk::RunEnv&) {
   out.write("/theory/k_c", r.k_c.data(), {m}, "m");
   out.write("/theory/overlap", r.overlap.data(), {m, k}, "m,k");
   out.write("/theory/overlap_uninformed", r.overlap_uninformed.data(), {m, k}, "m,k");
+  out.allow_nonfinite("/theory/onset_n");  // NaN: no onset in the range
+  out.allow_nonfinite("/theory/spinodal_n");
   out.write("/theory/onset_n", r.onset_n.data(), {k}, "k");
   out.write("/theory/spinodal_n", r.spinodal_n.data(), {k}, "k");
   out.write("/theory/widths", r.widths.data(), {w}, "w");

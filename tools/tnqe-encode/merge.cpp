@@ -61,6 +61,8 @@ void merge(const MergeOptions& o) {
       out.attr("/", a.name, a.text);
   }
   const int64_t n = static_cast<int64_t>(order.size());
+  out.allow_nonfinite("/metrics/psnr");  // Inf: an exact reproduction
+  out.allow_nonfinite("/metrics/ssim");  // NaN: vectors have none
   out.write("/metrics/index", order.data(), {n}, "N");
   for (const char* col : columns) {
     const std::string name = col;

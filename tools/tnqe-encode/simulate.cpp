@@ -109,6 +109,8 @@ void write_rows(const std::vector<Row>& rows, const SimulateOptions& o) {
     for (int64_t i = 0; i < n; ++i) v[i] = rows[i].*field;
     out.write(name, v.data(), {n}, "N", units);
   };
+  // NaN without --noise (not measured); PSNR Inf for an exact state; SSIM NaN for vectors.
+  for (const char* d : {"/noisy_fidelity", "/noisy_fidelity_stderr", "/psnr", "/ssim"}) out.allow_nonfinite(d);
   column("/fidelity", &Row::fidelity);
   column("/noisy_fidelity", &Row::noisy);
   column("/noisy_fidelity_stderr", &Row::noisy_se);

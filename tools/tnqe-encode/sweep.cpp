@@ -115,6 +115,8 @@ void write_h5(const SweepOptions& o, const std::vector<Row>& rows, const Item& i
   std::vector<std::string> names(n);
   for (int64_t i = 0; i < n; ++i) names[i] = rows[i].config.name;
   out.write_strings("/sweep/configuration", names, "R");
+  out.allow_nonfinite("/sweep/psnr");  // Inf: an exact reproduction
+  out.allow_nonfinite("/sweep/ssim");  // NaN: vectors have none
   auto column = [&](const std::string& name, auto get, const std::string& units = "") {
     std::vector<double> v(n);
     for (int64_t i = 0; i < n; ++i) v[i] = get(rows[i]);

@@ -1,6 +1,9 @@
 // h5_write.cpp - nk::h5::Writer: build an HDF5 file and publish it atomically.
 #include <unistd.h>
 
+#include <cmath>
+#include <type_traits>
+
 #include "h5_internal.hpp"
 #include "nk/context.hpp"
 
@@ -57,9 +60,37 @@ void Writer::create_parent_groups(const std::string& dataset) {
 
 Handle Writer::dataset_create_plist() const { return untimed(H5P_DATASET_CREATE); }
 
+namespace {
+
+template <class T>
+void require_finite_result(const std::string& path, const std::string& dataset, const T* data,
+                           const std::vector<int64_t>& shape) {
+  if constexpr (std::is_floating_point_v<T>) {
+    int64_t count = 1;
+    for (int64_t e : shape) count *= e;
+    for (int64_t i = 0; i < count; ++i) {
+      if (std::isfinite(data[i])) continue;
+      std::string index;
+      int64_t rest = i;
+      std::vector<int64_t> position(shape.size());
+      for (size_t axis = shape.size(); axis-- > 0;) {
+        position[axis] = shape[axis] ? rest % shape[axis] : 0;
+        rest = shape[axis] ? rest / shape[axis] : 0;
+      }
+      for (size_t axis = 0; axis < position.size(); ++axis) index += (axis ? "," : "") + std::to_string(position[axis]);
+      throw Error(Exit::runtime, "output " + display_name(path, true) + ": result " + dataset + " is not finite (" +
+                                     (std::isnan(data[i]) ? "NaN" : "Inf") + " at index [" + index +
+                                     "]); nothing was written");
+    }
+  }
+}
+
+}  // namespace
+
 template <class T>
 void Writer::write(const std::string& dataset, const T* data, const std::vector<int64_t>& shape,
                    const std::string& dims, const std::string& units) {
+  if (!nonfinite_ok_.count(dataset)) require_finite_result(path_, dataset, data, shape);
   create_parent_groups(dataset);
   const std::vector<hsize_t> extent(shape.begin(), shape.end());
   Handle space(H5Screate_simple(static_cast<int>(extent.size()), extent.data(), nullptr));

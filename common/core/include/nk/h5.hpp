@@ -8,6 +8,7 @@
 #include <complex>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -186,11 +187,18 @@ class Writer {
   /// Finishes the file and publishes it. Safe to call once.
   void commit();
 
+  /// Every float dataset written is checked: a NaN or infinity in a result
+  /// is a runtime error (exit 1) naming the file, dataset and index, and the
+  /// run publishes nothing. A dataset where non-finite values mean something
+  /// (an infinite threshold, a NaN for "undefined") is named here first.
+  void allow_nonfinite(const std::string& dataset) { nonfinite_ok_.insert(dataset); }
+
  private:
   void create_parent_groups(const std::string& dataset);
   Handle dataset_create_plist() const;
   std::string path_;
   std::unique_ptr<AtomicFile> target_;  ///< null when writing to stdout
+  std::set<std::string> nonfinite_ok_;
   bool committed_ = false;
   Handle file_;
 };
