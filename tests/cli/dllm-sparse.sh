@@ -92,6 +92,11 @@ expect_fail "d > 256" 3 "bigd.h5.*/q.*d = 300" dllm-sparse attend -i bigd.h5 --d
 expect_fail "L = 0" 3 "empty.h5.*L = 0" dllm-sparse attend -i empty.h5 --dense -o out.h5
 expect_fail "NaN in /q" 3 "nan.h5.*dataset /q.*NaN" dllm-sparse attend -i nan.h5 --dense -o out.h5
 expect_fail "K shorter than Q" 3 "mismatch.h5.*/k.*does not fit" dllm-sparse attend -i mismatch.h5 --dense -o out.h5
+$PY -c "
+import h5py, shutil
+shutil.copy('plan_step.h5', 'block0.h5')
+h5py.File('block0.h5', 'r+').attrs['block'] = 0"
+expect_fail "a plan whose block attribute is 0 (was SIGFPE)" 3 "block0.h5.*block.*1..65536" dllm-sparse eval -i traj.h5 --plan block0.h5 -o out.h5
 expect_fail "KV heads that do not divide the heads" 3 "3 KV heads do not divide 4" dllm-sparse attend -i gqa3.h5 --dense -o out.h5
 expect_fail "a mask that does not fit the block grid" 3 "badmask.h5.*/mask.*block grid" dllm-sparse attend -i ok.h5 --mask badmask.h5 -o out.h5
 expect_fail "a mask with an empty query block" 3 "head 1, query block 1 keeps no key block" dllm-sparse attend -i ok.h5 --mask holemask.h5 -o out.h5

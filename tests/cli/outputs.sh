@@ -38,6 +38,15 @@ touch plainfile
 expect_fail "an output under a plain file" 4 "plainfile/x.h5.*not a folder" spike-sft -q stats -i base.h5 --data fm.h5 --fractions 0.5 -o plainfile/x.h5
 check "no temporary file after the failures" no_temps
 
+# Standard input and the terminal.
+expect_fail "standard input named twice is a usage error" 2 "more than one input" \
+  sh -c 'spike-sft eval -i - --data - < base.h5'
+check "spike-sft eval reads its model from standard input when -i is not given (the documented default)" \
+  sh -c 'spike-sft -q eval --data fm.h5 < base.h5 > /dev/null'
+on_tty() { $PY -c "import os, pty, sys; sys.exit(os.waitstatus_to_exitcode(pty.spawn(sys.argv[1:])))" "$@"; }
+check "a PNG to a terminal is refused (exit 2), as HDF5 is" sh -c \
+  'out=$('"$(declare -f on_tty)"'; PY='"$PY"' on_tty sbr-render -q render -i strokes.h5 -o - < /dev/null); rc=$?; [ $rc -eq 2 ] && echo "$out" | grep -q "PNG to a terminal"'
+
 # Signals: a long run stopped by SIGTERM, and a writer whose reader went away.
 spike-sft -q --seed 1 pretrain -i fm.h5 --hidden 256 --steps 8 --epochs 1000 --batch 10 -o long.h5 2>/dev/null &
 pid=$!

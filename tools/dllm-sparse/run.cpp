@@ -127,7 +127,11 @@ void eval(const EvalOptions& o) {
   if (file.attr_string("/", "nk_schema")) file.require_schema("dllm-sparse.trajectory/");
   const nk::h5::File plan_file = nk::h5::File::open(o.plan);
   plan_file.require_schema(kPlanSchema);
-  const int64_t block = static_cast<int64_t>(plan_file.attr_number("/", "block").value_or(64));
+  const double block_attr = plan_file.attr_number("/", "block").value_or(64);
+  if (!(block_attr >= 1 && block_attr <= 65536) || block_attr != std::floor(block_attr)) {
+    throw nk::input_error(o.plan, "", "attribute block: expected a whole number in 1..65536, got " + std::to_string(block_attr));
+  }
+  const int64_t block = static_cast<int64_t>(block_attr);
   const std::string policy = plan_file.attr_string("/", "policy").value_or("?");
   const std::vector<StepRef> steps = trajectory_steps(file);
   nk::h5::Writer out(o.output, kEvalSchema, o.no_clobber);

@@ -47,14 +47,14 @@ struct TrainOptions {
 void pretrain(const TrainOptions& options, const nk::RunEnv& env);
 
 struct EvalOptions {
-  std::string input, data, task, output;
+  std::string input = "-", data, task, output;
   bool no_clobber = false;
   int64_t batch = 256;
 };
 void eval(const EvalOptions& options, const nk::RunEnv& env);
 
 struct SpeOptions {
-  std::string input, task, output = "-";
+  std::string input = "-", task, output = "-";
   bool no_clobber = false;
   std::string method = "spe";  ///< spe (smallest |w|) | random | large (largest |w|) | full
   double fraction = 0.05;      ///< q: trainable share of each weight layer

@@ -320,6 +320,10 @@ void AtomicFile::commit() {
 }
 
 std::vector<unsigned char> read_stdin() {
+  // One run reads standard input once: a second input named '-' gets nothing.
+  static bool consumed = false;
+  if (consumed) throw usage_error("standard input is named as more than one input; give files for all but one");
+  consumed = true;
   std::vector<unsigned char> bytes;
   unsigned char chunk[1 << 16];
   for (;;) {
@@ -348,6 +352,10 @@ void write_stdout(const unsigned char* bytes, size_t size) {
 
 void write_output_bytes(const std::string& path, const std::vector<unsigned char>& bytes, bool no_clobber) {
   if (path == "-") {
+    static const unsigned char png[] = {0x89, 'P', 'N', 'G'};
+    if (bytes.size() >= 4 && std::memcmp(bytes.data(), png, 4) == 0 && ::isatty(STDOUT_FILENO)) {
+      throw usage_error("refusing to write a PNG to a terminal: redirect standard output or give a file name");
+    }
     queue_stdout(bytes);
     return;
   }
