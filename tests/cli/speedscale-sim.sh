@@ -195,4 +195,5 @@ expect_fail "bad --work" 2 "work" speedscale-sim gen --work lognormal:1 -o out.h
 expect_fail "absurd --jobs x --instances" 2 "memory" speedscale-sim gen --jobs 4000000000 --instances 4000000000 -o out.h5
 if [ -e out.h5 ]; then fail "a failed run left out.h5"; else pass "no output file after failures"; fi
 no_temp_files "no temp files left" .
+expect_fail "a --dt that would re-evaluate qOA more than 2^26 times (refused before any work)" 2 "at most 2\^26" speedscale-sim -q solve -i bursty.h5 --algo yds,qoa --dt 1e-300 -o dt.h5
 finish

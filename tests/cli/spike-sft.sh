@@ -284,4 +284,6 @@ with h5py.File('nanmodel.h5', 'r+') as f:
 expect_fail "NaN weights" 3 "dataset /model/weight0: NaN" spike-sft eval -i nanmodel.h5 --data fm.h5
 [ ! -e bad.h5 ] && pass "no output file from failed runs" || fail "a failed run left bad.h5"
 no_temp_files "no temp files" "$WORK"
+$PY -c "import h5py, shutil; shutil.copy('base.h5', 'slope.h5'); f = h5py.File('slope.h5', 'r+'); f['/model'].attrs['slope'] = float('nan')"
+expect_fail "a model whose surrogate slope is NaN" 3 "slope.h5.*/model.*slope" spike-sft -q eval -i slope.h5 --data fm.h5
 finish

@@ -80,6 +80,7 @@ write("act.h5", W, np.ones(4), act="swish")
 PYEOF
 expect_fail "k mismatch between /teacher/W and /teacher/v" 3 "kmismatch.h5.*/teacher/v.*k must match" $TL data -i kmismatch.h5 -o o.h5
 expect_fail "NaN in /teacher/W" 3 "nan.h5.*/teacher/W" $TL theory -i nan.h5 --n 10 -o o.h5
+expect_fail "theory with Delta 1e-300 (its solve would not end)" 2 "Delta >= 1e-3" $TL theory --d 8 --k 3 --noise 1e-300 --n 10 -o o.h5
 expect_fail "k = 0" 3 "empty.h5.*/teacher/W.*empty" $TL data -i empty.h5 -o o.h5
 expect_fail "Delta <= 0 in the file" 3 "noise0.h5.*noise.*Delta > 0" $TL theory -i noise0.h5 --n 10 -o o.h5
 expect_fail "unknown activation in the file" 3 "act.h5.*unknown activation 'swish'" $TL data -i act.h5 -o o.h5

@@ -121,6 +121,18 @@ void solve(const SolveOptions& o, const nk::RunEnv& env) {
   const auto [begin, end] = nk::shard_range(shard, static_cast<int64_t>(all_names.size()));
   std::vector<Instance> instances;
   for (int64_t i = begin; i < end; ++i) instances.push_back(read_instance(input, all_names[static_cast<size_t>(i)]));
+  // qOA and BKP re-evaluate every --dt and may add a profile piece each time:
+  // refuse a step that would make an absurd number of them, before any work.
+  const bool stepped = std::count(algos.begin(), algos.end(), "qoa") + std::count(algos.begin(), algos.end(), "bkp") > 0;
+  for (const Instance& inst : instances) {
+    if (!stepped || !(o.params.dt > 0) || inst.size() == 0) continue;
+    const double horizon = *std::max_element(inst.deadline.begin(), inst.deadline.end()) -
+                           *std::min_element(inst.release.begin(), inst.release.end());
+    if (!(horizon / o.params.dt <= 67108864.0)) {
+      throw nk::usage_error("--dt " + nk::cell(o.params.dt, "%g") + " re-evaluates qOA/BKP " + nk::cell(horizon / o.params.dt, "%.3g") +
+                            " times over a horizon of " + nk::cell(horizon, "%g") + ": at most 2^26 (raise --dt)");
+    }
+  }
   bool need_pred = false;
   for (const std::string& a : algos) need_pred |= algorithm_needs_prediction(a);
   std::optional<PredictionFile> preds;

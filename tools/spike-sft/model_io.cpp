@@ -33,9 +33,14 @@ nk::data::Options labelled(const std::string& group) {
 /// The neuron attributes of /model (steps, beta, threshold, slope, reset, surrogate, coding) into c.
 void read_neurons(const nk::h5::File& file, snn::Config& c) {
   const std::string& name = file.path();
-  auto number = [&](const char* key) {
+  // The ranges pretrain's options accept (a NaN or 1e300 here would only fail later, mid-training).
+  auto number = [&](const char* key, double lo, double hi) {
     const auto v = file.attr_number("/model", key);
     if (!v) throw nk::input_error(name, "/model", std::string("attribute ") + key + " is missing");
+    if (!(*v >= lo && *v <= hi)) {
+      throw nk::input_error(name, "/model", std::string("attribute ") + key + " = " + std::to_string(*v) + " (expected " +
+                                                std::to_string(lo) + " to " + std::to_string(hi) + ")");
+    }
     return *v;
   };
   auto text = [&](const char* key) {
@@ -43,10 +48,10 @@ void read_neurons(const nk::h5::File& file, snn::Config& c) {
     if (!v) throw nk::input_error(name, "/model", std::string("attribute ") + key + " is missing");
     return *v;
   };
-  c.steps = static_cast<int64_t>(number("steps"));
-  c.beta = static_cast<float>(number("beta"));
-  c.threshold = static_cast<float>(number("threshold"));
-  c.slope = static_cast<float>(number("slope"));
+  c.steps = static_cast<int64_t>(number("steps", 1, 100000));
+  c.beta = static_cast<float>(number("beta", 0, 1));
+  c.threshold = static_cast<float>(number("threshold", 1e-6, 1e6));
+  c.slope = static_cast<float>(number("slope", 1e-6, 1e6));
   try {
     c.reset = snn::parse_reset(text("reset"));
     c.surrogate = snn::parse_surrogate(text("surrogate"));
@@ -54,8 +59,6 @@ void read_neurons(const nk::h5::File& file, snn::Config& c) {
   } catch (const std::invalid_argument& e) {
     throw nk::input_error(name, "/model", e.what());
   }
-  if (c.steps < 1 || c.steps > 100000)
-    throw nk::input_error(name, "/model", "attribute steps = " + std::to_string(c.steps) + " (T >= 1)");
 }
 
 /// A conv network's /model/channels and /model/image into c, checked against /model/sizes.

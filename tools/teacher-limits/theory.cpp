@@ -11,6 +11,7 @@
 #include "nk/h5.hpp"
 #include "nk/log.hpp"
 #include "nk/progress.hpp"
+#include "nk/table.hpp"
 #include "teacher-limits/teacher_limits.hpp"
 
 namespace tl {
@@ -168,6 +169,14 @@ void theory(const TheoryOptions& o, const nk::RunEnv&) {
     spec.v = power_readouts(k, *beta);
     spec.activation = parse_activation(o.activation.value_or("he3"));
     spec.noise = o.noise.value_or(0.1);
+  }
+  // The readouts have unit norm, so Delta is the inverse SNR; the state
+  // evolution's iterations and channel table grow without bound as Delta -> 0
+  // (1e-3 takes seconds at small k, 1e-6 minutes).
+  if (!(spec.noise >= 1e-3)) {
+    throw nk::usage_error("theory: Delta = " + nk::cell(spec.noise, "%g") +
+                          " (from " + std::string(o.noise ? "--noise" : "the teacher file") +
+                          "): the equations are solved for Delta >= 1e-3 (readouts of unit norm)");
   }
   std::vector<double> n = o.n;
   if (!o.n_range.empty()) {
