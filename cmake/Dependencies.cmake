@@ -27,6 +27,10 @@ if(NOT CLI11_FOUND)
 endif()
 nk_require(CLI11_FOUND libcli11-dev "CLI11")
 
+# Boost.Math (header-only): the Beta, binomial and normal distributions of proxy-certify.
+find_path(BOOST_MATH_INCLUDE_DIR boost/math/distributions/beta.hpp)
+nk_require(BOOST_MATH_INCLUDE_DIR libboost-dev "Boost.Math (headers)")
+
 find_path(DOCTEST_INCLUDE_DIR doctest/doctest.h)
 if(NK_BUILD_TESTS)
   nk_require(DOCTEST_INCLUDE_DIR doctest-dev "doctest")

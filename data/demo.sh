@@ -142,5 +142,16 @@ sagesched testbed -i "$out/bed-trace.h5" --time-scale 0.2 --threads 1 -o "$out/b
 sagesched -q trace --requests 40 --prompts debian --max-context 256 --profile "$here/sagesched/cpu-nklm.toml" --seed 1 -o - |
   sagesched simulate -i - --profile "$here/sagesched/cpu-nklm.toml" -o "$out/bed-simulated.h5"
 
+step "proxy-certify: randomized-smoothing CERTIFY (n = 1000) on 400 Fashion-MNIST images, then a one-forward margin proxy calibrated by CRC (FA <= 0.1), every method side by side" \
+     "nk-data import-idx ... | proxy-certify train --arch mlp --sigma 0.25; certify --n 1000; calibrate --recipe heavy; approve; eval --splits 20"
+nk-data -q import-idx "$fmnist/train-images-idx3-ubyte.gz" "$fmnist/train-labels-idx1-ubyte.gz" --limit 5000 -o - |
+  proxy-certify -q train -i - --arch mlp --sigma 0.25 --epochs 5 --seed 1 -o "$out/pc-mlp.h5"
+nk-data -q import-idx "$fmnist/t10k-images-idx3-ubyte.gz" "$fmnist/t10k-labels-idx1-ubyte.gz" --limit 400 -o "$out/pc-pool.h5"
+proxy-certify certify -i "$out/pc-pool.h5" --model "$out/pc-mlp.h5" --n 1000 --seed 1 -o "$out/pc-cert.h5"
+proxy-certify calibrate -i "$out/pc-pool.h5" --model "$out/pc-mlp.h5" --recipe heavy --n 1000 --radii 0.25,0.5 --target 0.1 -o "$out/pc-proxy.h5"
+proxy-certify approve -i "$out/pc-pool.h5" --model "$out/pc-mlp.h5" --proxy "$out/pc-proxy.h5" -o "$out/pc-approved.h5"
+proxy-certify eval -i "$out/pc-pool.h5" --model "$out/pc-mlp.h5" --reference "$out/pc-cert.h5" --calibration 200 --splits 20 \
+  --target 0.1 --radii 0.25,0.5 --svg "$out/pc-curve.svg"
+
 echo
 echo "demo: outputs in $out"

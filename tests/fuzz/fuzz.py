@@ -25,7 +25,8 @@ A recipe is a dict: tool, verb (a label), setup (shell commands making
 valid inputs in {w}, the recipe's folder; {src} is the source tree),
 inputs (name -> path), run (the command: {name} for each input, {out} and
 {out2} for output files in the case's folder), optional text (name ->
-True for text inputs: CSV, TOML, QASM) and also (further output names).
+True for text inputs: CSV, TOML, QASM), binary (name -> True for raw
+binary inputs, mutated by bytes only) and also (further output names).
 Exit 0 when no case failed; 1 otherwise (failures, with the mutant and the
 command that reproduces each, are kept under --keep).
 """
@@ -210,6 +211,8 @@ def mut_text(src, dst, rng):
 HDF5_MUTATORS = [mut_truncate, mut_flip, mut_flip, mut_structure, mut_structure, mut_structure, mut_attribute,
                  mut_empty, mut_directory]
 TEXT_MUTATORS = [mut_text, mut_text, mut_text, mut_truncate, mut_flip, mut_empty, mut_directory]
+# Raw binary inputs (binary=True: frames of a model command): bytes only.
+BINARY_MUTATORS = [mut_truncate, mut_truncate, mut_flip, mut_flip, mut_empty, mut_directory]
 MUTATOR_NAMES = {"truncate": mut_truncate, "flip": mut_flip, "structure": mut_structure, "attribute": mut_attribute,
                  "empty": mut_empty, "directory": mut_directory, "text": mut_text, "option": None}
 
@@ -409,7 +412,8 @@ def main():
                 name = rng.choice(sorted(r["inputs"]))
                 valid = r["inputs"][name].format(w=r["_dir"], src=env["NK_SOURCE"])
                 mutant = os.path.join(case, "in_" + os.path.basename(valid))
-                mutators = TEXT_MUTATORS if r.get("text", {}).get(name) else HDF5_MUTATORS
+                mutators = (TEXT_MUTATORS if r.get("text", {}).get(name) else
+                            BINARY_MUTATORS if r.get("binary", {}).get(name) else HDF5_MUTATORS)
                 if allowed is not None:
                     mutators = [m for m in mutators if m in allowed] or [mut_empty]
                 what = rng.choice(mutators)(valid, mutant, rng)

@@ -14,6 +14,7 @@
 #include "nk/kernels/fft.hpp"
 #include "nk/kernels/gemm.hpp"
 #include "nk/kernels/spectral.hpp"
+#include "nk/kernels/vector.hpp"
 #include "nk/rng.hpp"
 
 namespace {
@@ -168,5 +169,44 @@ TEST_SUITE("kernels") {
     std::vector<float> back(signal.size());
     nk::fft::inverse(s_gpu.data(), back.data(), length, rows, nk::DeviceKind::cuda);
     CHECK(max_relative_error(back.data(), signal.data(), signal.size()) < 1e-5);
+  }
+
+  TEST_CASE("fill_normal: N(0, scale^2) moments and tails, odd lengths, the draw count it documents") {
+    const int64_t n = 1000001;
+    std::vector<float> z(n + 1, 99.0f);
+    nk::Rng rng(3);
+    nk::kernels::fill_normal(rng, z.data(), n, 2.0f);
+    CHECK(z[n] == 99.0f);
+    double mean = 0, var = 0, kurt = 0;
+    int64_t beyond3 = 0;
+    for (int64_t i = 0; i < n; ++i) mean += z[i] / n;
+    for (int64_t i = 0; i < n; ++i) {
+      const double d = (z[i] - mean) / 2.0;
+      var += d * d / n;
+      kurt += d * d * d * d / n;
+      beyond3 += std::abs(d) > 3;
+    }
+    CHECK(std::abs(mean) < 0.01);
+    CHECK(std::abs(var - 1) < 0.01);
+    CHECK(std::abs(kurt - 3) < 0.05);
+    CHECK(std::abs(beyond3 / double(n) - 0.0027) < 0.0004);  // P(|Z| > 3) = 0.0027
+    // Against Box-Muller with the C library's log, cos and sin on the same draws.
+    nk::Rng again(3), replay(3);
+    std::vector<float> mine(1001);
+    nk::kernels::fill_normal(again, mine.data(), 1001);
+    double worst = 0;
+    for (int j = 0; j < 501; ++j) {
+      const uint64_t r = replay();
+      const double u = ((r >> 40) + 1.0) * 0x1.0p-24, v = ((r >> 8) & 0xffffff) * 0x1.0p-24;
+      const double radius = std::sqrt(-2 * std::log(u));
+      worst = std::max(worst, std::abs(mine[2 * j] - radius * std::cos(2 * M_PI * v)));
+      if (2 * j + 1 < 1001) worst = std::max(worst, std::abs(mine[2 * j + 1] - radius * std::sin(2 * M_PI * v)));
+    }
+    CHECK(worst < 5e-6);
+    nk::Rng a(4), b(4);
+    std::vector<float> buffer(7);
+    nk::kernels::fill_normal(a, buffer.data(), 7);
+    for (int i = 0; i < 4; ++i) b();
+    CHECK(a() == b());
   }
 }

@@ -149,6 +149,29 @@ TEST_SUITE("nn") {
     CHECK(std::system(command.c_str()) == 0);
   }
 
+  TEST_CASE("inference pass: fused conv2d + relu (+ maxpool) equals the layer-by-layer forward") {
+    for (const auto& lines : std::vector<std::vector<std::string>>{
+             {"conv2d 1 8 3 1 1", "relu", "maxpool 2", "conv2d 8 16 3 1 1", "relu", "maxpool 2", "flatten", "linear 256 5"},
+             {"conv2d 2 12 3 2 1", "relu", "conv2d 12 4 2 1 0", "relu", "maxpool 3", "flatten", "linear 4 3"},
+             {"conv2d 2 32 3 1 0", "relu", "flatten", "linear 1152 2"}}) {
+      const nk::nn::Shape input = lines[0] == "conv2d 1 8 3 1 1" ? nk::nn::Shape{17, 18, 1} : nk::nn::Shape{8, 8, 2};
+      const Network<float> net = random_network<float>(lines, input, 41);
+      const int64_t batch = 7;
+      const std::vector<float> x = randn<float>(static_cast<size_t>(batch * input.size()), 42);
+      nk::nn::Workspace<float> a(net, batch), b(net, batch);
+      nk::nn::forward(net, x.data(), batch, a, nk::nn::Pass::training);
+      nk::nn::forward(net, x.data(), batch, b, nk::nn::Pass::inference);
+      const int64_t n = batch * net.output().size();
+      double worst = 0, scale = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        worst = std::max(worst, static_cast<double>(std::abs(a.output()[j] - b.output()[j])));
+        scale = std::max(scale, static_cast<double>(std::abs(a.output()[j])));
+      }
+      INFO(lines[0] << ": " << worst << " of " << scale);
+      CHECK(worst <= 1e-5 * scale);
+    }
+  }
+
   TEST_CASE("model file: round trip, and every malformed file is exit 3 naming the dataset") {
     nk::test::ScratchDir dir;
     const Network<float> net = random_network<float>(kEveryLayer, {8, 8, 2}, 31);

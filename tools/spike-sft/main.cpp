@@ -107,7 +107,13 @@ int main(int argc, char** argv) {
   nk::cli::App::add_optional_output(*eval_verb, eval.output, eval.no_clobber, "the figures as HDF5");
   eval_verb->add_option("--batch", eval.batch, "Examples per forward pass")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
 
+  spike::ServeOptions serve;
+  CLI::App* serve_verb = cli.add_verb("serve", "The model as a program: float32 frames in, log-probabilities out (proxy-certify --model-cmd)",
+                                       nk::cli::Randomness::seeded);
+  serve_verb->add_option("-i,--input", serve.input, "model file (frames come on standard input)")->required();
+
   return cli.run(argc, argv, [&] {
+    if (*serve_verb) spike::serve(serve, cli.env());
     if (*pretrain) spike::pretrain(train, cli.env());
     if (*tasks_verb) spike::tasks(tasks, cli.env());
     if (*spe_verb) spike::spe(spe, cli.env());

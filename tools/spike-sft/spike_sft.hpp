@@ -53,6 +53,13 @@ struct EvalOptions {
 };
 void eval(const EvalOptions& options, const nk::RunEnv& env);
 
+struct ServeOptions {
+  std::string input;
+};
+/// The model as a program for proxy-certify --model-cmd: frames of float32
+/// items on standard input, log-probabilities on standard output.
+void serve(const ServeOptions& options, const nk::RunEnv& env);
+
 struct SpeOptions {
   std::string input = "-", task, output = "-";
   bool no_clobber = false;

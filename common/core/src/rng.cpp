@@ -1,7 +1,6 @@
 // rng.cpp - xoshiro256** with SplitMix64 seeding.
 #include "nk/rng.hpp"
 
-#include <algorithm>
 #include <cmath>
 
 namespace nk {
@@ -58,27 +57,6 @@ uint64_t Rng::below(uint64_t bound) {
   for (;;) {
     const uint64_t r = (*this)();
     if (r >= threshold) return r % bound;
-  }
-}
-
-void fill_normal(Rng& rng, float* out, int64_t n, float scale) {
-  constexpr int64_t kBlock = 256;
-  float radius[kBlock], angle[kBlock];
-  for (int64_t start = 0; start < n; start += 2 * kBlock) {
-    const int64_t pairs = std::min<int64_t>(kBlock, (n - start + 1) / 2);
-    for (int64_t j = 0; j < pairs; ++j) {
-      const uint64_t r = rng();
-      // u in (0, 1] (never 0: log), v in [0, 1), 24 bits each.
-      radius[j] = (static_cast<float>(r >> 40) + 1.0f) * 0x1.0p-24f;
-      angle[j] = static_cast<float>((r >> 8) & 0xffffffu) * 0x1.0p-24f * 6.28318530717958647692f;
-    }
-    for (int64_t j = 0; j < pairs; ++j) radius[j] = scale * std::sqrt(-2.0f * std::log(radius[j]));
-    float* o = out + start;
-    const int64_t left = n - start;
-    for (int64_t j = 0; j < pairs; ++j) {
-      o[2 * j] = radius[j] * std::cos(angle[j]);
-      if (2 * j + 1 < left) o[2 * j + 1] = radius[j] * std::sin(angle[j]);
-    }
   }
 }
 

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "nk/kernels/gemm.hpp"
+#include "nk/kernels/vector.hpp"
 #include "nk/nn/network.hpp"
 
 namespace nk::nn {
@@ -99,6 +100,41 @@ void col2im(const Layer<T>& L, const T* col, int64_t batch, T* dx) {
       }
     }
   }
+}
+
+// Layers with few taps per output (the small image networks of the tools)
+// run as a direct convolution in float (nk/kernels/vector.hpp): no column
+// matrix is written in the forward; the backward builds the columns.
+template <class T>
+bool direct_conv(const Layer<T>& L) {
+  return std::is_same_v<T, float> && L.spec.in * L.spec.k * L.spec.k <= kernels::kDirectConvMaxTaps &&
+         L.spec.out <= kernels::kDirectConvMaxOut;
+}
+
+void conv_direct(const Layer<float>& L, const float* x, int64_t batch, float* packed, float* y,
+                 const kernels::ConvEpilogue& epilogue = {}) {
+  const int64_t K = L.spec.k, C = L.in.c, O = L.spec.out;
+  for (int64_t o = 0; o < O; ++o)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t ky = 0; ky < K; ++ky)
+        for (int64_t kx = 0; kx < K; ++kx) packed[((ky * K + kx) * C + c) * O + o] = L.weight[((o * C + c) * K + ky) * K + kx];
+  const kernels::ConvShape shape{batch, L.in.h, L.in.w, C, O, L.out.h, L.out.w, K, L.spec.stride, L.spec.pad};
+  kernels::conv2d_direct(shape, x, packed, L.bias.data(), y, epilogue);
+}
+
+// How many layers from i run as one fused direct convolution in an inference
+// pass: 3 for conv2d, relu, maxpool K (4 to 64 channels in steps of 2x), 2 for
+// conv2d, relu; 0 for none.
+template <class T>
+size_t fusable(const Network<T>& net, size_t i) {
+  const auto& layers = net.layers;
+  if (layers[i].spec.op != Op::conv2d || !direct_conv(layers[i]) || i + 1 >= layers.size() ||
+      layers[i + 1].spec.op != Op::relu) {
+    return 0;
+  }
+  const int64_t o = layers[i].spec.out;
+  const bool fixed = o == 4 || o == 8 || o == 16 || o == 32 || o == 64;
+  return fixed && i + 2 < layers.size() && layers[i + 2].spec.op == Op::maxpool ? 3 : 2;
 }
 
 template <class T>
@@ -208,6 +244,7 @@ void Workspace<T>::reserve(const Network<T>& net, int64_t capacity) {
   act_.assign(n, {});
   aux_.assign(n, {});
   argmax_.assign(n, {});
+  packed_.assign(n, {});
   int64_t widest = net.input().size(), widest_columns = 0;
   for (size_t i = 0; i < n; ++i) {
     const Layer<T>& L = net.layers[i];
@@ -217,6 +254,7 @@ void Workspace<T>::reserve(const Network<T>& net, int64_t capacity) {
       const int64_t columns = capacity * L.out.h * L.out.w * L.spec.in * L.spec.k * L.spec.k;
       aux_[i].assign(static_cast<size_t>(columns), T(0));
       widest_columns = std::max(widest_columns, columns);
+      packed_[i].assign(static_cast<size_t>(L.spec.out * L.spec.in * L.spec.k * L.spec.k), T(0));
     }
     if (L.spec.op == Op::groupnorm) aux_[i].assign(static_cast<size_t>(capacity * 2 * L.spec.in), T(0));
     if (L.spec.op == Op::layernorm) aux_[i].assign(static_cast<size_t>(capacity * 2), T(0));
@@ -228,10 +266,23 @@ void Workspace<T>::reserve(const Network<T>& net, int64_t capacity) {
 }
 
 template <class T>
-void forward(const Network<T>& net, const T* x, int64_t batch, Workspace<T>& ws) {
+void forward(const Network<T>& net, const T* x, int64_t batch, Workspace<T>& ws, Pass pass) {
   ws.input_ = x;
   const T* in = x;
   for (size_t i = 0; i < net.layers.size(); ++i) {
+    if constexpr (std::is_same_v<T, float>) {
+      const size_t fused = pass == Pass::inference ? fusable(net, i) : 0;
+      if (fused > 0) {
+        const Layer<float>& L = net.layers[i];
+        kernels::ConvEpilogue epilogue;
+        epilogue.relu = true;
+        epilogue.pool = fused == 3 ? net.layers[i + 2].spec.k : 1;
+        conv_direct(L, in, batch, ws.packed_[i].data(), ws.act_[i + fused - 1].data(), epilogue);
+        i += fused - 1;
+        in = ws.act_[i].data();
+        continue;
+      }
+    }
     const Layer<T>& L = net.layers[i];
     T* y = ws.act_[i].data();
     const int64_t n_in = L.in.size(), n_out = L.out.size();
@@ -240,8 +291,11 @@ void forward(const Network<T>& net, const T* x, int64_t batch, Workspace<T>& ws)
         const int64_t H = L.in.h, W = L.in.w, C = L.in.c;
 #pragma omp parallel for schedule(static)
         for (int64_t b = 0; b < batch; ++b)
-          for (int64_t p = 0; p < H * W; ++p)
-            for (int64_t c = 0; c < C; ++c) y[b * n_out + c * H * W + p] = in[b * n_in + p * C + c];
+          for (int64_t c = 0; c < C; ++c) {
+            T* to = y + b * n_out + c * H * W;
+            const T* from = in + b * n_in + c;
+            for (int64_t p = 0; p < H * W; ++p) to[p] = from[p * C];
+          }
         break;
       }
       case Op::linear:
@@ -250,6 +304,12 @@ void forward(const Network<T>& net, const T* x, int64_t batch, Workspace<T>& ws)
         const int64_t rows = conv ? batch * L.out.h * L.out.w : batch;
         const int64_t depth = conv ? L.spec.in * L.spec.k * L.spec.k : L.spec.in;
         const T* a = in;
+        if constexpr (std::is_same_v<T, float>) {
+          if (conv && direct_conv(L)) {
+            conv_direct(L, in, batch, ws.packed_[i].data(), y);
+            break;
+          }
+        }
         if (conv) {
           im2col(L, in, batch, ws.aux_[i].data());
           a = ws.aux_[i].data();
@@ -279,27 +339,35 @@ void forward(const Network<T>& net, const T* x, int64_t batch, Workspace<T>& ws)
       }
       case Op::maxpool:
       case Op::avgpool: {
+        // Window positions outer, channels inner: the channel loops vectorise.
         const int64_t K = L.spec.k, W = L.in.w, C = L.in.c, Ho = L.out.h, Wo = L.out.w;
         const bool max = L.spec.op == Op::maxpool;
         int32_t* arg = max ? ws.argmax_[i].data() : nullptr;
+        const T scale = T(1) / static_cast<T>(K * K);
 #pragma omp parallel for collapse(2) schedule(static)
         for (int64_t b = 0; b < batch; ++b)
           for (int64_t oy = 0; oy < Ho; ++oy)
-            for (int64_t ox = 0; ox < Wo; ++ox)
-              for (int64_t c = 0; c < C; ++c) {
-                T best = T(0), sum = T(0);
-                int64_t best_at = -1;
-                for (int64_t ky = 0; ky < K; ++ky)
-                  for (int64_t kx = 0; kx < K; ++kx) {
-                    const int64_t at = ((oy * K + ky) * W + ox * K + kx) * C + c;
-                    const T v = in[b * n_in + at];
-                    sum += v;
-                    if (best_at < 0 || v > best) best = v, best_at = at;
+            for (int64_t ox = 0; ox < Wo; ++ox) {
+              T* out = y + b * n_out + (oy * Wo + ox) * C;
+              int32_t* at = max ? arg + b * n_out + (oy * Wo + ox) * C : nullptr;
+              for (int64_t ky = 0; ky < K; ++ky)
+                for (int64_t kx = 0; kx < K; ++kx) {
+                  const int64_t base = ((oy * K + ky) * W + ox * K + kx) * C;
+                  const T* v = in + b * n_in + base;
+                  const bool first = ky == 0 && kx == 0;
+                  if (max) {
+#pragma omp simd
+                    for (int64_t c = 0; c < C; ++c) {
+                      const bool take = first || v[c] > out[c];
+                      out[c] = take ? v[c] : out[c];
+                      at[c] = take ? static_cast<int32_t>(base + c) : at[c];
+                    }
+                  } else {
+#pragma omp simd
+                    for (int64_t c = 0; c < C; ++c) out[c] = (first ? T(0) : out[c]) + v[c] * scale;
                   }
-                const int64_t o = ((oy * Wo) + ox) * C + c;
-                y[b * n_out + o] = max ? best : sum / static_cast<T>(K * K);
-                if (max) arg[b * n_out + o] = static_cast<int32_t>(best_at);
-              }
+                }
+            }
         break;
       }
       case Op::upsample: {
@@ -359,6 +427,7 @@ void backward(const Network<T>& net, const T* output_grad, int64_t batch, Worksp
         const bool conv = L.spec.op == Op::conv2d;
         const int64_t rows = conv ? batch * L.out.h * L.out.w : batch;
         const int64_t depth = conv ? L.spec.in * L.spec.k * L.spec.k : L.spec.in, out = L.spec.out;
+        if (conv && direct_conv(L) && dw) im2col(L, x, batch, ws.aux_[i].data());
         const T* a = conv ? ws.aux_[i].data() : x;
         if (dw) {
           product_tn(dy, a, dw, out, depth, rows);
@@ -470,8 +539,8 @@ void backward(const Network<T>& net, const T* output_grad, int64_t batch, Worksp
 
 template class Workspace<float>;
 template class Workspace<double>;
-template void forward<float>(const Network<float>&, const float*, int64_t, Workspace<float>&);
-template void forward<double>(const Network<double>&, const double*, int64_t, Workspace<double>&);
+template void forward<float>(const Network<float>&, const float*, int64_t, Workspace<float>&, Pass);
+template void forward<double>(const Network<double>&, const double*, int64_t, Workspace<double>&, Pass);
 template void backward<float>(const Network<float>&, const float*, int64_t, Workspace<float>&, Gradients<float>*, float*);
 template void backward<double>(const Network<double>&, const double*, int64_t, Workspace<double>&, Gradients<double>*,
                                double*);

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "nk/kernels/vector.hpp"
 #include "nk/nn/optim.hpp"
 #include "nk/rng.hpp"
 #include "nk/timer.hpp"
@@ -50,7 +51,7 @@ void train_classifier(Network<float>& network, const float* x, const int64_t* la
       }
       if (config.noise_sigma > 0) {
         Rng noise_rng = root.split(2 * static_cast<uint64_t>(step) + 1);
-        fill_normal(noise_rng, noise.data(), batch * values, static_cast<float>(config.noise_sigma));
+        kernels::fill_normal(noise_rng, noise.data(), batch * values, static_cast<float>(config.noise_sigma));
         for (int64_t j = 0; j < batch * values; ++j) inputs[j] += noise[j];
       }
       forward(network, inputs.data(), batch, ws);
@@ -88,7 +89,7 @@ std::vector<int64_t> predict_classes(const Network<float>& network, const float*
   std::vector<int64_t> predictions(static_cast<size_t>(n));
   for (int64_t start = 0; start < n; start += batch) {
     const int64_t rows = std::min(batch, n - start);
-    forward(network, x + start * values, rows, ws);
+    forward(network, x + start * values, rows, ws, Pass::inference);
     const float* logits = ws.output();
     for (int64_t b = 0; b < rows; ++b) {
       predictions[start + b] = std::max_element(logits + b * classes, logits + (b + 1) * classes) - (logits + b * classes);

@@ -46,6 +46,12 @@ RECIPES = [
                "lr = 0.01\\nbeta = 0.8\\nreset = \"zero\"\\nsurrogate = \"atan\"\\nholdout = 0.2\\n' > {w}/opts.toml"],
      "inputs": {"config": "{w}/opts.toml"}, "text": {"config": True},
      "run": "spike-sft -q --threads 1 --config {config} pretrain -i {w}/data.h5 -o {out}"},
+    {"tool": "spike-sft", "verb": "serve",
+     "setup": [data("data.h5"), PRETRAIN,
+               "/usr/bin/python3 -c \"import struct, numpy as np, sys; open('{w}/frames.bin', 'wb').write("
+               "struct.pack('<q', 3) + np.random.default_rng(1).random(3 * 64, dtype=np.float32).tobytes())\""],
+     "inputs": {"model": "{w}/base.h5", "frames": "{w}/frames.bin"}, "binary": {"frames": True},
+     "run": SFT + " serve -i {model} < {frames} > /dev/null"},
     {"tool": "spike-sft", "verb": "tasks",
      "setup": [data("data.h5")],
      "inputs": {"data": "{w}/data.h5"},

@@ -33,12 +33,6 @@ class Rng {
   double spare_ = 0;
 };
 
-/// out[0..n) = scale * N(0, 1) draws in float: Box-Muller over blocks of
-/// uniforms (two 32-bit uniforms per 64-bit draw), written so that the
-/// transcendental loop vectorises; consumes ceil(n / 2) draws of 'rng'.
-/// For noise in batched loops (randomized smoothing's n noisy copies).
-void fill_normal(Rng& rng, float* out, int64_t n, float scale = 1.0f);
-
 /// Fisher-Yates: a uniform permutation of v in place (the draws are
 /// below(i + 1) for i = n-1 down to 1, so a seed gives the same order on
 /// every platform, unlike std::shuffle).

@@ -192,7 +192,41 @@ struct nk_cuda_probe {
   int (*device_limits)(double seconds, nk_device_limits* out, char* error, size_t error_size);
 };
 
+/// One layer of an nk::nn network for the smoothing family: op 0 flatten
+/// (NHWC to torch's C,H,W), 1 linear, 2 conv2d, 3 relu, 4 maxpool (window =
+/// stride = kernel); the item shapes around it; weight and bias in torch's
+/// layout (host pointers; null for layers without them).
+struct nk_nn_layer {
+  int op;
+  long in_h, in_w, in_c, out_h, out_w, out_c;
+  long kernel, stride, pad;
+  const float* weight;
+  const float* bias;
+};
+
+/// Randomized smoothing's class counts on the device (proxy-certify's
+/// CERTIFY, PREDICT and calibration draws). kernels/cuda/smoothing/.
+struct nk_cuda_smoothing {
+  static constexpr const char* family = "smoothing";
+  static constexpr int version = 1;
+  nk_cuda_family_header header;
+  /// Uploads the network (layers[0..count), the last giving 'classes'
+  /// logits) and sizes buffers for 'batch' noisy copies per forward.
+  int (*create)(const nk_nn_layer* layers, long count, long batch, void** state, char* error, size_t error_size);
+  /// counts [items, classes] (int64): for each item i, the arg-max classes of
+  /// n copies x_i + sigma eps_j, x [items, values] (NHWC pixels); eps_j from
+  /// the stream Rng(seed).split(index[i]).split(phase).split(j) with the
+  /// Box-Muller of nk::kernels::fill_normal (the CPU's noise, up to float
+  /// rounding). Convolutions by im2col and cuBLAS SGEMM, linear by SGEMM.
+  /// CPU twin: tools/proxy-certify/smoothing.cpp (pc::Smoother::counts).
+  int (*counts)(void* state, const float* x, const long* index, long items, long values, float sigma,
+                unsigned long long seed, unsigned long long phase, long n, long long* counts, nk_cuda_timing* timing,
+                char* error, size_t error_size);
+  /// Frees the state (null: nothing to do).
+  int (*destroy)(void* state, char* error, size_t error_size);
+};
+
 /// Every family of the module, X(type): the module's lookup and the test that
 /// loads each family and checks that every entry is set both iterate it.
 #define NK_CUDA_FAMILIES(X) X(nk_cuda_core) X(nk_cuda_blas) X(nk_cuda_fft) X(nk_cuda_attention) X(nk_cuda_conv) X(nk_cuda_louver) \
-  X(nk_cuda_committee) X(nk_cuda_probe)
+  X(nk_cuda_committee) X(nk_cuda_probe) X(nk_cuda_smoothing)

@@ -91,6 +91,11 @@ struct Gradients {
   void resize(const Network<T>& net);
 };
 
+/// training: every layer's output is kept for backward(). inference: no
+/// backward follows, so a conv2d + relu (+ maxpool) chain may run fused in
+/// float (only the last fused layer's activation() is then written).
+enum class Pass { training, inference };
+
 /// Buffers of one forward/backward for batches of up to 'capacity' items,
 /// allocated once (no allocation inside a step).
 template <class T>
@@ -106,7 +111,7 @@ class Workspace {
 
  private:
   template <class U>
-  friend void forward(const Network<U>&, const U*, int64_t, Workspace<U>&);
+  friend void forward(const Network<U>&, const U*, int64_t, Workspace<U>&, Pass);
   template <class U>
   friend void backward(const Network<U>&, const U*, int64_t, Workspace<U>&, Gradients<U>*, U*);
   int64_t capacity_ = 0;
@@ -114,6 +119,7 @@ class Workspace {
   std::vector<std::vector<T>> act_;    ///< per layer output
   std::vector<std::vector<T>> aux_;    ///< per layer: im2col columns, or per-group mean and 1/std
   std::vector<std::vector<int32_t>> argmax_;  ///< maxpool: the input index each output took
+  std::vector<std::vector<T>> packed_;        ///< conv2d: weights as [K, K, IN, OUT] (direct convolution)
   std::vector<T> grad_a_, grad_b_;     ///< ping-pong gradients of activations
   std::vector<T> dcol_;                ///< gradient of a conv2d layer's columns
 };
@@ -122,7 +128,7 @@ class Workspace {
 /// stay alive until backward(). Threads: OpenMP over the batch (and inside
 /// the products).
 template <class T>
-void forward(const Network<T>& net, const T* x, int64_t batch, Workspace<T>& ws);
+void forward(const Network<T>& net, const T* x, int64_t batch, Workspace<T>& ws, Pass pass = Pass::training);
 
 /// Back-propagates d(loss)/d(output) [batch, output] through the last
 /// forward(): writes the parameter gradients (overwritten, not accumulated)
