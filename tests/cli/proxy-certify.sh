@@ -19,8 +19,8 @@ with h5py.File('sharp.h5', 'r+') as f:
     for k in ('weight', 'bias'): f['/model/params/005/' + k][...] *= 20
 "
 check "pool of 300 test items, calibration and head splits" sh -c "nk-data -q import-idx $FMNIST/t10k-images-idx3-ubyte.gz $FMNIST/t10k-labels-idx1-ubyte.gz --limit 300 -o pool.h5 && nk-data -q import-idx $IMG --offset 5000 --limit 100 -o head.h5"
-check "certify the pool (n = 1000)" $PC certify -i pool.h5 --model mlp.h5 --n 1000 --seed 3 -o ref.h5
-check "certify in two shards, merged" sh -c "$PC certify -i pool.h5 --model mlp.h5 --n 1000 --seed 3 --shard 0/2 -o s0.h5 && $PC certify -i pool.h5 --model mlp.h5 --n 1000 --seed 3 --shard 1/2 --threads 1 -o s1.h5 && nk-data -q merge s0.h5 s1.h5 -o merged.h5"
+check "certify the pool (n = 600)" $PC certify -i pool.h5 --model mlp.h5 --n 600 --seed 3 -o ref.h5
+check "certify in two shards, merged" sh -c "$PC certify -i pool.h5 --model mlp.h5 --n 600 --seed 3 --shard 0/2 -o s0.h5 && $PC certify -i pool.h5 --model mlp.h5 --n 600 --seed 3 --shard 1/2 --threads 1 -o s1.h5 && nk-data -q merge s0.h5 s1.h5 -o merged.h5"
 check "certify the CNN" sh -c "$PC certify -i pool.h5 --model cnn.h5 --n 200 -o cnn_cert.h5"
 check "predict" $PC predict -i pool.h5 --model mlp.h5 --n 500 -o pred.h5
 check "calibrate: margin single, margin heavy, head heavy" sh -c "$PC calibrate -i pool.h5 --model mlp.h5 --radii 0.25,0.5 --target 0.1 -o px1.h5 && $PC calibrate -i pool.h5 --model mlp.h5 --recipe heavy --n 500 --radii 0.25,0.5 --target 0.1 -o px2.h5 && $PC calibrate -i pool.h5 --model mlp.h5 --proxy head --head-data head.h5 --head-n 300 --recipe heavy --n 500 --radii 0.25,0.5 --target 0.1 -o px3.h5"
@@ -51,12 +51,12 @@ from nk_check import report, finish
 ref, pool = h5py.File("ref.h5"), h5py.File("pool.h5")
 c = ref["/certify"]
 pred, radius, count, labels = c["pred"][()], c["radius"][()], c["count"][()], pool["/labels"][()]
-report(c.attrs["n"] == 1000 and c.attrs["n0"] == 100 and c.attrs["sigma"] == 0.25 and c.attrs["alpha"] == 0.001, "certify: attributes n, n0, sigma (the model's), alpha")
+report(c.attrs["n"] == 600 and c.attrs["n0"] == 100 and c.attrs["sigma"] == 0.25 and c.attrs["alpha"] == 0.001, "certify: attributes n, n0, sigma (the model's), alpha")
 report(pred.dtype == np.int64 and count.dtype == np.int64 and radius.shape == (300,), "certify: /certify/pred, /count int64 [N], /radius [N]")
-pa = np.where(count > 0, stats.beta.ppf(0.001, np.maximum(count, 1), 1000 - count + 1), 0)
+pa = np.where(count > 0, stats.beta.ppf(0.001, np.maximum(count, 1), 600 - count + 1), 0)
 want = np.where(pa >= 0.5, 0.25 * stats.norm.ppf(np.clip(pa, 1e-300, 1)), 0)
 report(np.allclose(np.where(pred >= 0, radius, 0), want, atol=1e-9) and np.all((pred < 0) == (pa < 0.5)), "certify: radius = sigma Phi^-1(Beta(alpha; nA, n - nA + 1)) recomputed in scipy; abstains where pA < 1/2")
-report(np.all(radius <= 0.25 * stats.norm.ppf(0.001 ** (1 / 1000)) + 1e-12), "certify: no radius above sigma Phi^-1(alpha^(1/n)) = 2.46 sigma")
+report(np.all(radius <= 0.25 * stats.norm.ppf(0.001 ** (1 / 600)) + 1e-12), "certify: no radius above sigma Phi^-1(alpha^(1/n))")
 acc = np.mean(pred == labels)
 report(acc > 0.6, f"certify: smoothed accuracy {acc:.3f} > 0.6 (MLP, 2000 training items)")
 m = h5py.File("merged.h5")
@@ -99,7 +99,7 @@ uncal, heavy = sfa[sn.index("uncalibrated")], sfa[sn.index("margin-heavy")]
 report(np.all(heavy <= 0.11) and np.any(uncal > 0.11), f"eval, over-confident model: margin-heavy FA {np.round(heavy, 3)} holds the target, the uncalibrated proxy's {np.round(uncal, 3)} does not")
 acc = ev["certified_accuracy"][()]
 report(acc[names.index("margin-heavy"), 0] >= 0.8 * acc[0, 0], "eval: margin-heavy certified accuracy >= 80% of CERTIFY's at r = 0.25")
-report(np.isclose(ev["forwards"][()][0, 0], 1100) and np.isclose(ev["forwards"][()][names.index("margin-heavy"), 0], 1), "eval: forwards 1100 for CERTIFY, 1 for the proxy")
+report(np.isclose(ev["forwards"][()][0, 0], 700) and np.isclose(ev["forwards"][()][names.index("margin-heavy"), 0], 1), "eval: forwards n0 + n = 700 for CERTIFY, 1 for the proxy")
 report(open("curve.svg").read().startswith("<svg") or "<svg" in open("curve.svg").read()[:200], "eval: --svg writes an SVG")
 t = open("table.tsv").read().splitlines()
 report(t[0].split("\t")[:4] == ["method", "radius", "cert_acc", "FA"] and len(t) == 1 + len(names) * 2, "eval: the table on stdout, one row per method and radius")
