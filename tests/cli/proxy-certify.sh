@@ -21,10 +21,10 @@ with h5py.File('sharp.h5', 'r+') as f:
 check "pool of 300 test items, calibration and head splits" sh -c "nk-data -q import-idx $FMNIST/t10k-images-idx3-ubyte.gz $FMNIST/t10k-labels-idx1-ubyte.gz --limit 300 -o pool.h5 && nk-data -q import-idx $IMG --offset 5000 --limit 100 -o head.h5"
 check "certify the pool (n = 600)" $PC certify -i pool.h5 --model mlp.h5 --n 600 --seed 3 -o ref.h5
 check "certify in two shards, merged" sh -c "$PC certify -i pool.h5 --model mlp.h5 --n 600 --seed 3 --shard 0/2 -o s0.h5 && $PC certify -i pool.h5 --model mlp.h5 --n 600 --seed 3 --shard 1/2 --threads 1 -o s1.h5 && nk-data -q merge s0.h5 s1.h5 -o merged.h5"
-check "certify the CNN" sh -c "$PC certify -i pool.h5 --model cnn.h5 --n 200 -o cnn_cert.h5"
-check "predict" $PC predict -i pool.h5 --model mlp.h5 --n 500 -o pred.h5
-check "calibrate: margin single, margin heavy, head heavy" sh -c "$PC calibrate -i pool.h5 --model mlp.h5 --radii 0.25,0.5 --target 0.1 -o px1.h5 && $PC calibrate -i pool.h5 --model mlp.h5 --recipe heavy --n 500 --radii 0.25,0.5 --target 0.1 -o px2.h5 && $PC calibrate -i pool.h5 --model mlp.h5 --proxy head --head-data head.h5 --head-n 300 --recipe heavy --n 500 --radii 0.25,0.5 --target 0.1 -o px3.h5"
-check "approve standalone and fallback" sh -c "$PC approve -i pool.h5 --model mlp.h5 --proxy px2.h5 -o ap.h5 && $PC approve -i pool.h5 --model mlp.h5 --proxy px3.h5 --mode fallback --n 500 -o apf.h5"
+check "certify the CNN" sh -c "$PC certify -i pool.h5 --model cnn.h5 --n 100 --n0 20 -o cnn_cert.h5"
+check "predict" $PC predict -i pool.h5 --model mlp.h5 --n 200 -o pred.h5
+check "calibrate: margin single, margin heavy, head heavy" sh -c "$PC calibrate -i pool.h5 --model mlp.h5 --radii 0.25,0.5 --target 0.1 -o px1.h5 && $PC calibrate -i pool.h5 --model mlp.h5 --recipe heavy --n 300 --radii 0.25,0.5 --target 0.1 -o px2.h5 && $PC calibrate -i pool.h5 --model mlp.h5 --proxy head --head-data head.h5 --head-n 300 --recipe heavy --n 300 --radii 0.25,0.5 --target 0.1 -o px3.h5"
+check "approve standalone and fallback" sh -c "$PC approve -i pool.h5 --model mlp.h5 --proxy px2.h5 -o ap.h5 && $PC approve -i pool.h5 --model mlp.h5 --proxy px3.h5 --mode fallback --n 300 -o apf.h5"
 check "eval: 200 splits (mlp), 200 splits (over-confident)" sh -c "$PC eval -i pool.h5 --model mlp.h5 --reference ref.h5 --calibration 150 --splits 200 --target 0.1 --radii 0.25,0.5 --cheap-n 200 --head-data head.h5 --head-n 300 --svg curve.svg -o ev.h5 > table.tsv && $PC eval -i pool.h5 --model sharp.h5 --reference ref.h5 --calibration 150 --splits 200 --target 0.1 --radii 0.25,0.5 --cheap-n 200 -o ev_sharp.h5 > /dev/null"
 check "a torch CNN exported to nk-nn.model/1" "$PY" - <<'PYEOF'
 import os, sys, torch, torch.nn as nn
@@ -84,7 +84,7 @@ a = h5py.File("ap.h5")["/approve"]
 report(np.array_equal(a["approved"][()], (a["score"][()][:, None] >= lam[None, :]).astype(np.uint8)) and np.all(a["forwards"][()] == 1), "approve: approved = score >= lambda(r), one forward each")
 f = h5py.File("apf.h5")["/approve"]
 used = f["used_certify"][()].astype(bool)
-report(np.all(used == (f["approved"][()][:, 0] == 0)) and np.all(f["forwards"][()] == np.where(used, 601, 1)) and np.all(f["count"][()][~used] == -1), "approve fallback: CERTIFY exactly where the proxy rejects r, forwards 1 or 1 + n0 + n")
+report(np.all(used == (f["approved"][()][:, 0] == 0)) and np.all(f["forwards"][()] == np.where(used, 401, 1)) and np.all(f["count"][()][~used] == -1), "approve fallback: CERTIFY exactly where the proxy rejects r, forwards 1 or 1 + n0 + n")
 report(np.all(f["final_radius"][()][~used] >= 0.25), "approve fallback: final radius >= r where the proxy approved")
 
 ev, sharp = h5py.File("ev.h5")["/eval"], h5py.File("ev_sharp.h5")["/eval"]
