@@ -11,10 +11,10 @@ namespace nk::nn {
 
 namespace {
 
-std::string layer_group(size_t index) {
+std::string layer_group(const std::string& group, size_t index) {
   char name[32];
-  std::snprintf(name, sizeof name, "/model/params/%03zu/", index);
-  return name;
+  std::snprintf(name, sizeof name, "/params/%03zu/", index);
+  return group + name;
 }
 
 std::string shape_text(const std::vector<int64_t>& shape) {
@@ -23,12 +23,12 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-Shape parse_input(const std::string& path, const std::string& text) {
+Shape parse_input(const std::string& path, const std::string& group, const std::string& text) {
   Shape shape;
   char tail = 0;
   long long h = 0, w = 0, c = 0;
   if (std::sscanf(text.c_str(), "%lld,%lld,%lld%c", &h, &w, &c, &tail) != 3 || h <= 0 || w <= 0 || c <= 0) {
-    throw input_error(path, "/model", "attribute input is '" + text + "', expected \"H,W,C\" with positive sizes");
+    throw input_error(path, group, "attribute input is '" + text + "', expected \"H,W,C\" with positive sizes");
   }
   shape.h = h, shape.w = w, shape.c = c;
   return shape;
@@ -41,33 +41,33 @@ ModelFile read_model(const std::string& path) {
   return read_model(file);
 }
 
-ModelFile read_model(const h5::File& file) {
+Network<float> read_network(const h5::File& file, const std::string& group) {
   const std::string& path = file.path();
-  file.require_schema(kModelSchema);
-  file.require("/model/arch");
-  const std::vector<std::string> lines = file.read_strings("/model/arch");
+  const std::string arch = group + "/arch";
+  file.require(arch);
+  const std::vector<std::string> lines = file.read_strings(arch);
   std::vector<LayerSpec> specs;
   for (size_t i = 0; i < lines.size(); ++i) {
     try {
       specs.push_back(LayerSpec::parse(lines[i]));
     } catch (const std::invalid_argument& e) {
-      throw input_error(path, "/model/arch", "line " + std::to_string(i) + ": " + e.what());
+      throw input_error(path, arch, "line " + std::to_string(i) + ": " + e.what());
     }
   }
-  if (specs.empty()) throw input_error(path, "/model/arch", "holds no layers");
-  const auto input = file.attr_string("/model", "input");
-  if (!input) throw input_error(path, "/model", "attribute input (\"H,W,C\") is missing");
-  ModelFile model;
+  if (specs.empty()) throw input_error(path, arch, "holds no layers");
+  const auto input = file.attr_string(group, "input");
+  if (!input) throw input_error(path, group, "attribute input (\"H,W,C\") is missing");
+  Network<float> network;
   try {
-    model.network = Network<float>::build(specs, parse_input(path, *input));
+    network = Network<float>::build(specs, parse_input(path, group, *input));
   } catch (const std::invalid_argument& e) {
-    throw input_error(path, "/model/arch", e.what());
+    throw input_error(path, arch, e.what());
   }
-  for (size_t i = 0; i < model.network.layers.size(); ++i) {
-    Layer<float>& layer = model.network.layers[i];
+  for (size_t i = 0; i < network.layers.size(); ++i) {
+    Layer<float>& layer = network.layers[i];
     auto load = [&](const std::string& name, const std::vector<int64_t>& shape, std::vector<float>& into) {
       if (shape.empty()) return;
-      const std::string dataset = layer_group(i) + name;
+      const std::string dataset = layer_group(group, i) + name;
       file.require(dataset);
       const h5::Array<float> a = file.read<float>(dataset);
       if (a.shape != shape) {
@@ -85,10 +85,18 @@ ModelFile read_model(const h5::File& file) {
       load("running_mean", layer.bias_shape(), layer.running_mean);
       load("running_var", layer.bias_shape(), layer.running_var);
       for (float v : layer.running_var) {
-        if (!(v >= 0)) throw input_error(path, layer_group(i) + "running_var", "a variance is negative");
+        if (!(v >= 0)) throw input_error(path, layer_group(group, i) + "running_var", "a variance is negative");
       }
     }
   }
+  return network;
+}
+
+ModelFile read_model(const h5::File& file) {
+  file.require_schema(kModelSchema);
+  ModelFile model;
+  model.network = read_network(file, "/model");
+  const std::string& path = file.path();
   const Shape out = model.network.output();
   if (const auto classes = file.attr_number("/model", "classes")) {
     if (!(*classes >= 2) || *classes != std::floor(*classes) || *classes != static_cast<double>(out.size())) {
@@ -107,16 +115,20 @@ ModelFile read_model(const h5::File& file) {
 }
 
 void write_model(h5::Writer& out, const Network<float>& network, int64_t classes, std::optional<double> sigma) {
-  out.write_strings("/model/arch", network.arch(), "L");
-  out.attr("/model", "input", network.input().text());
+  write_network(out, network, "/model");
   if (classes > 0) out.attr("/model", "classes", classes);
   if (sigma) out.attr("/model", "sigma", *sigma);
+}
+
+void write_network(h5::Writer& out, const Network<float>& network, const std::string& group) {
+  out.write_strings(group + "/arch", network.arch(), "L");
+  out.attr(group, "input", network.input().text());
   for (size_t i = 0; i < network.layers.size(); ++i) {
     const Layer<float>& layer = network.layers[i];
     auto save = [&](const std::string& name, const std::vector<int64_t>& shape, const std::vector<float>& values) {
       if (shape.empty()) return;
       std::string dims = shape.size() == 4 ? "OUT,IN,K,K" : shape.size() == 2 ? "OUT,IN" : "OUT";
-      out.write(layer_group(i) + name, values.data(), shape, dims);
+      out.write(layer_group(group, i) + name, values.data(), shape, dims);
     };
     save("weight", layer.weight_shape(), layer.weight);
     save("bias", layer.bias_shape(), layer.bias);

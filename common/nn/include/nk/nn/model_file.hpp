@@ -36,6 +36,12 @@ struct ModelFile {
 ModelFile read_model(const std::string& path);
 ModelFile read_model(const h5::File& file);
 
+/// One network stored as /model is (GROUP/arch, GROUP's input attribute,
+/// GROUP/params/NNN/...) from any group: the parts of larger models (the
+/// U-Net of a flow prior). The same checks and exit 3 as read_model.
+Network<float> read_network(const h5::File& file, const std::string& group);
+void write_network(h5::Writer& out, const Network<float>& network, const std::string& group);
+
 /// Writes /model into 'out' (the caller made it with kModelSchema, or its own
 /// schema when the model is one part of a larger file).
 void write_model(h5::Writer& out, const Network<float>& network, int64_t classes, std::optional<double> sigma);
