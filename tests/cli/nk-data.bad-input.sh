@@ -53,6 +53,11 @@ head -c 3000 "$FMNIST/t10k-images-idx3-ubyte.gz" | gzip -dc 2>/dev/null > short.
 expect_fail "truncated IDX" 3 "IDX data is truncated" nk-data import-idx short.idx -o out.h5
 expect_fail "IDX label count mismatch" 3 "10000 labels for 60000 images" nk-data import-idx "$FMNIST/train-images-idx3-ubyte.gz" "$FMNIST/t10k-labels-idx1-ubyte.gz" --limit 5 -o out.h5
 expect_fail "not IDX" 3 "not an IDX file" nk-data import-idx text.h5 -o out.h5
+head -c 3000 "$FMNIST/t10k-images-idx3-ubyte.gz" > cut.gz
+expect_fail "a gzip stream cut short" 3 "cut.gz.*truncated gzip" nk-data import-idx cut.gz -o out.h5
+expect_fail "IDX images and labels both on stdin" 2 "both come from standard input" nk-data import-idx - - -o out.h5
+check "IDX images on standard input, labels from a file" sh -c "nk-data -q import-idx - \"$FMNIST/t10k-labels-idx1-ubyte.gz\" --limit 5 -o stdin_idx.h5 < \"$FMNIST/t10k-images-idx3-ubyte.gz\""
+check "a CSV table on standard input" sh -c "printf 'a,b\\n1,2\\n3,4\\n' | nk-data -q import-csv - -o stdin_csv.h5 && nk-data info stdin_csv.h5 | grep -q '2'"
 printf '1,2\n3,nan\n' > nan.csv
 expect_fail "NaN in CSV" 3 "line 2 column 2 is not finite" nk-data import-csv nan.csv -o out.h5
 printf '1,2\n3\n' > ragged.csv

@@ -251,6 +251,7 @@ expect_fail "negative label" 3 "dataset /labels: entry 0 is -1" spike-sft pretra
 expect_fail "eval on data of another shape" 3 "examples have 16 values, the model takes 784" spike-sft eval -i base.h5 --data small.h5
 expect_fail "--steps 0" 2 "steps" spike-sft pretrain -i fm.h5 --steps 0 -o bad.h5
 expect_fail "--conv with --hidden" 2 "excludes" spike-sft pretrain -i fm.h5 --conv 4 --hidden 8 -o bad.h5
+expect_fail "tasks: a kind given twice" 2 "invert.*given twice" spike-sft tasks -i fm.h5 --kinds invert,invert -o bad.h5
 expect_fail "--conv on an image that does not halve evenly" 3 "small.h5.*does not halve evenly" spike-sft pretrain -i small.h5 --conv 2,2,2 --batch 10 -o bad.h5
 expect_fail "--batch larger than the data" 2 "larger than the" spike-sft pretrain -i small.h5 --batch 64 -o bad.h5
 expect_fail "empty stdin" 3 "standard input" sh -c 'spike-sft pretrain -i - -o bad.h5 < /dev/null'

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "nk/error.hpp"
@@ -18,10 +19,17 @@ namespace nk::data {
 
 namespace {
 
-/// Reads a whole file, inflating it when gzip'd (zlib passes raw files through).
+/// Reads a whole file ('-': standard input), inflating it when gzip'd (zlib
+/// passes raw files through); a gzip stream cut short is refused.
 std::vector<unsigned char> read_maybe_gzip(const std::string& path) {
-  if (::access(path.c_str(), R_OK) != 0) throw io_error(path, std::string("cannot open: ") + std::strerror(errno));
-  gzFile file = gzopen(path.c_str(), "rb");
+  gzFile file = nullptr;
+  if (path == "-") {
+    const int fd = ::dup(0);
+    file = fd >= 0 ? gzdopen(fd, "rb") : nullptr;
+  } else {
+    if (::access(path.c_str(), R_OK) != 0) throw io_error(path, std::string("cannot open: ") + std::strerror(errno));
+    file = gzopen(path.c_str(), "rb");
+  }
   if (!file) throw io_error(path, "cannot open");
   std::vector<unsigned char> bytes;
   unsigned char chunk[1 << 16];
@@ -33,7 +41,15 @@ std::vector<unsigned char> read_maybe_gzip(const std::string& path) {
       gzclose(file);
       throw input_error(path, "", "corrupt gzip stream (" + reason + ")");
     }
-    if (got == 0) break;
+    if (got == 0) {
+      int code = 0;
+      const std::string reason = gzerror(file, &code);
+      if (code != Z_OK) {
+        gzclose(file);
+        throw input_error(path, "", "corrupt or truncated gzip stream (" + reason + ")");
+      }
+      break;
+    }
     bytes.insert(bytes.end(), chunk, chunk + got);
     if (bytes.size() > (size_t{1} << 34)) {
       gzclose(file);
@@ -82,6 +98,9 @@ Idx parse_idx(const std::vector<unsigned char>& bytes, const std::string& path, 
 }  // namespace
 
 void import_idx(const ImportIdxOptions& options) {
+  if (options.images == "-" && options.labels == "-") {
+    throw usage_error("import-idx: the images and the labels cannot both come from standard input");
+  }
   const std::vector<unsigned char> image_bytes = read_maybe_gzip(options.images);
   const Idx images = parse_idx(image_bytes, options.images, 3);
   const int64_t total = images.dims[0], rows = images.dims[1], cols = images.dims[2];
@@ -117,8 +136,12 @@ void import_idx(const ImportIdxOptions& options) {
 }
 
 void import_csv(const ImportCsvOptions& options) {
-  std::ifstream in(options.input);
-  if (!in) throw io_error(options.input, std::string("cannot open: ") + std::strerror(errno));
+  std::ifstream file;
+  if (options.input != "-") {
+    file.open(options.input);
+    if (!file) throw io_error(options.input, std::string("cannot open: ") + std::strerror(errno));
+  }
+  std::istream& in = options.input == "-" ? std::cin : file;
   std::vector<std::string> columns;
   std::vector<float> values;
   int64_t width = -1, rows = 0;

@@ -17,15 +17,15 @@ int main(int argc, char** argv) {
 
   nk::data::ImportIdxOptions idx;
   CLI::App* import_idx = cli.add_verb("import-idx", "MNIST/Fashion-MNIST IDX files -> /images and /labels");
-  import_idx->add_option("images", idx.images, "IDX image file (gzip or raw)")->required();
-  import_idx->add_option("labels", idx.labels, "IDX label file (gzip or raw)");
+  import_idx->add_option("images", idx.images, "IDX image file (gzip or raw; '-' = standard input)")->required();
+  import_idx->add_option("labels", idx.labels, "IDX label file (gzip or raw; '-' = standard input)");
   nk::cli::App::add_output(*import_idx, idx.output, idx.no_clobber);
   import_idx->add_option("--offset", idx.offset, "First item to import")->check(CLI::NonNegativeNumber);
   import_idx->add_option("--limit", idx.limit, "Import at most this many items (-1 = all)");
 
   nk::data::ImportCsvOptions csv;
   CLI::App* import_csv = cli.add_verb("import-csv", "A numeric CSV table -> /vectors [N,D] float32");
-  import_csv->add_option("table", csv.input, "CSV file; a first row of names becomes the 'columns' attribute")
+  import_csv->add_option("table", csv.input, "CSV file ('-' = standard input); a first row of names becomes the 'columns' attribute")
       ->required();
   nk::cli::App::add_output(*import_csv, csv.output, csv.no_clobber);
   import_csv->add_option("--dataset", csv.dataset, "Dataset to write");

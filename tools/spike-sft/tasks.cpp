@@ -67,6 +67,9 @@ void tasks(const TasksOptions& o, const nk::RunEnv& env) {
     if (std::find(kKinds.begin(), kKinds.end(), kind) == kKinds.end()) {
       throw nk::usage_error("--kinds: unknown task '" + kind + "' (identity, rotate90, invert, permute, noise, relabel, shift, contrast, blur)");
     }
+    if (std::count(o.kinds.begin(), o.kinds.end(), kind) > 1) {
+      throw nk::usage_error("--kinds: task '" + kind + "' is given twice (each kind is one group of the tasks file)");
+    }
   }
   const Dataset all = read_dataset(o.input);
   if (std::find(o.kinds.begin(), o.kinds.end(), "rotate90") != o.kinds.end() &&
