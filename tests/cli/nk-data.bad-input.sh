@@ -59,6 +59,8 @@ expect_fail "IDX images and labels both on stdin" 2 "both come from standard inp
 check "IDX images on standard input, labels from a file" sh -c "nk-data -q import-idx - \"$FMNIST/t10k-labels-idx1-ubyte.gz\" --limit 5 -o stdin_idx.h5 < \"$FMNIST/t10k-images-idx3-ubyte.gz\""
 check "a CSV table on standard input" sh -c "printf 'a,b\\n1,2\\n3,4\\n' | nk-data -q import-csv - -o stdin_csv.h5 && nk-data info stdin_csv.h5 | grep -q '2'"
 printf '1,2\n3,nan\n' > nan.csv
+expect_fail "import-csv --dataset /" 2 "not a dataset path" nk-data import-csv nan.csv --dataset / -o out.h5
+expect_fail "import-csv --dataset /a/../b" 2 "not a dataset path" nk-data import-csv nan.csv --dataset /a/../b -o out.h5
 expect_fail "NaN in CSV" 3 "line 2 column 2 is not finite" nk-data import-csv nan.csv -o out.h5
 printf '1,2\n3\n' > ragged.csv
 expect_fail "ragged CSV" 3 "line 2 has 1 columns, expected 2" nk-data import-csv ragged.csv -o out.h5

@@ -2,6 +2,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -136,6 +137,16 @@ void import_idx(const ImportIdxOptions& options) {
 }
 
 void import_csv(const ImportCsvOptions& options) {
+  // A dataset path: '/'-separated names, none empty, '.' or '..'.
+  const std::string& name = options.dataset;
+  bool valid = name.size() > 1 && name[0] == '/' && name.back() != '/';
+  for (size_t at = 1; valid && at < name.size();) {
+    const size_t end = std::min(name.find('/', at), name.size());
+    const std::string part = name.substr(at, end - at);
+    valid = !part.empty() && part != "." && part != "..";
+    at = end + 1;
+  }
+  if (!valid) throw usage_error("--dataset '" + name + "' is not a dataset path (/NAME or /GROUP/NAME)");
   std::ifstream file;
   if (options.input != "-") {
     file.open(options.input);
