@@ -53,6 +53,13 @@ head -c 3000 "$FMNIST/t10k-images-idx3-ubyte.gz" | gzip -dc 2>/dev/null > short.
 expect_fail "truncated IDX" 3 "IDX data is truncated" nk-data import-idx short.idx -o out.h5
 expect_fail "IDX label count mismatch" 3 "10000 labels for 60000 images" nk-data import-idx "$FMNIST/train-images-idx3-ubyte.gz" "$FMNIST/t10k-labels-idx1-ubyte.gz" --limit 5 -o out.h5
 expect_fail "not IDX" 3 "not an IDX file" nk-data import-idx text.h5 -o out.h5
+"$PY" -c "
+import struct
+open('zero.idx', 'wb').write(bytes([0, 0, 8, 3]) + struct.pack('>III', 0, 8, 8))
+open('long.idx', 'wb').write(bytes([0, 0, 8, 3]) + struct.pack('>III', 1, 2, 2) + bytes(4) + b'extra')
+"
+expect_fail "IDX of zero items" 3 "zero.idx.*zero" nk-data import-idx zero.idx -o out.h5
+expect_fail "IDX with bytes after its data" 3 "long.idx.*5 bytes after" nk-data import-idx long.idx -o out.h5
 head -c 3000 "$FMNIST/t10k-images-idx3-ubyte.gz" > cut.gz
 expect_fail "a gzip stream cut short" 3 "cut.gz.*truncated gzip" nk-data import-idx cut.gz -o out.h5
 expect_fail "IDX images and labels both on stdin" 2 "both come from standard input" nk-data import-idx - - -o out.h5

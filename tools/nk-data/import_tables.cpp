@@ -87,10 +87,17 @@ Idx parse_idx(const std::vector<unsigned char>& bytes, const std::string& path, 
     const unsigned char* p = &bytes[4 + 4 * axis];
     idx.dims.push_back((int64_t{p[0]} << 24) | (int64_t{p[1]} << 16) | (int64_t{p[2]} << 8) | int64_t{p[3]});
   }
+  for (int64_t d : idx.dims) {
+    if (d == 0) throw input_error(path, "", "IDX dimensions hold a zero: no items to import");
+  }
   const size_t header = 4 + 4 * static_cast<size_t>(rank);
   if (bytes.size() - header < static_cast<size_t>(idx.count())) {
     throw input_error(path, "", "IDX data is truncated: header promises " + std::to_string(idx.count()) +
                                     " bytes, file has " + std::to_string(bytes.size() - header));
+  }
+  if (bytes.size() - header > static_cast<size_t>(idx.count())) {
+    throw input_error(path, "", "IDX file has " + std::to_string(bytes.size() - header - static_cast<size_t>(idx.count())) +
+                                    " bytes after the " + std::to_string(idx.count()) + " its header promises (not an IDX file of these dimensions)");
   }
   idx.data = bytes.data() + header;
   return idx;
