@@ -60,6 +60,20 @@ open('long.idx', 'wb').write(bytes([0, 0, 8, 3]) + struct.pack('>III', 1, 2, 2) 
 "
 expect_fail "IDX of zero items" 3 "zero.idx.*zero" nk-data import-idx zero.idx -o out.h5
 expect_fail "IDX with bytes after its data" 3 "long.idx.*5 bytes after" nk-data import-idx long.idx -o out.h5
+"$PY" -c "
+b = bytearray(open('$NK_SOURCE/data/images/camera-64.png', 'rb').read())
+b[40] ^= 0xff
+open('crc.png', 'wb').write(b)
+open('cut.png', 'wb').write(bytes(b[:200]))
+open('short.pgm', 'wb').write(b'P5 4 4 255\\n' + bytes(8))
+open('max0.pgm', 'wb').write(b'P5 2 2 0\\n' + bytes(4))
+open('max100.pgm', 'wb').write(b'P5\\n# a comment\\n2 1\\n100\\n' + bytes([100, 50]))
+"
+expect_fail "PNG with a bad chunk CRC" 3 "crc.png.*bad CRC" nk-data import crc.png -o out.h5
+expect_fail "PNG cut short" 3 "cut.png.*(past the end|IEND)" nk-data import cut.png -o out.h5
+expect_fail "PGM with its pixels cut short" 3 "short.pgm.*truncated: 16 bytes needed, 8 present" nk-data import short.pgm -o out.h5
+expect_fail "PGM of maxval 0" 3 "max0.pgm.*maxval is 0" nk-data import max0.pgm -o out.h5
+check "PGM of maxval 100 scales by maxval" sh -c "nk-data -q import max100.pgm -o max100.h5 && $PY -c \"import h5py, numpy as np, sys; sys.exit(0 if np.allclose(h5py.File('max100.h5')['/images'][()].ravel(), [1.0, 0.5]) else 1)\""
 head -c 3000 "$FMNIST/t10k-images-idx3-ubyte.gz" > cut.gz
 expect_fail "a gzip stream cut short" 3 "cut.gz.*truncated gzip" nk-data import-idx cut.gz -o out.h5
 expect_fail "IDX images and labels both on stdin" 2 "both come from standard input" nk-data import-idx - - -o out.h5

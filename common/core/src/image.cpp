@@ -6,6 +6,9 @@
 #include <stb_image_write.h>
 
 #include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdint>
 #include <unistd.h>
 
 #include <cerrno>
@@ -31,6 +34,77 @@ std::vector<unsigned char> read_bytes(const std::string& path) {
   if (in.bad()) throw io_error(path, "cannot read");
   return bytes;
 }
+uint32_t crc32(const unsigned char* p, size_t n) {
+  static const auto table = [] {
+    std::array<uint32_t, 256> t{};
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; ++i) c = table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+uint32_t big_endian(const unsigned char* p) {
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+}
+
+// stb_image checks no PNG CRC: every chunk's is checked here, up to IEND,
+// which must be there.
+void check_png(const std::vector<unsigned char>& b, const std::string& name) {
+  size_t at = 8;
+  while (at + 12 <= b.size()) {
+    const uint32_t length = big_endian(&b[at]);
+    if (length > b.size() - at - 12) throw input_error(name, "", "PNG chunk at byte " + std::to_string(at) + " runs past the end of the file");
+    std::string type(reinterpret_cast<const char*>(&b[at + 4]), 4);
+    if (!std::all_of(type.begin(), type.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; })) {
+      type = "(unnamed)";
+    }
+    if (crc32(&b[at + 4], length + 4) != big_endian(&b[at + 8 + length])) {
+      throw input_error(name, "", "PNG chunk " + type + " at byte " + std::to_string(at) + " has a bad CRC (a corrupt file)");
+    }
+    if (type == "IEND") return;
+    at += 12 + length;
+  }
+  throw input_error(name, "", "PNG ends without its IEND chunk (a truncated file)");
+}
+
+// Binary PGM/PPM (P5/P6), which stb_image reads without checking the data's
+// length and without scaling by maxval: the header's maxval (1..65535) and
+// the number of bytes the pixels need. Returns maxval.
+int check_pnm(const std::vector<unsigned char>& b, const std::string& name) {
+  size_t at = 2;
+  auto field = [&]() {
+    for (;;) {
+      while (at < b.size() && std::isspace(b[at])) ++at;
+      if (at < b.size() && b[at] == '#') {
+        while (at < b.size() && b[at] != '\n') ++at;
+        continue;
+      }
+      break;
+    }
+    long long v = 0;
+    size_t digits = 0;
+    while (at < b.size() && std::isdigit(b[at]) && digits < 12) v = v * 10 + (b[at++] - '0'), ++digits;
+    if (digits == 0) throw input_error(name, "", "PNM header is cut or malformed");
+    return v;
+  };
+  const long long width = field(), height = field(), maxval = field();
+  if (maxval < 1 || maxval > 65535) throw input_error(name, "", "PNM maxval is " + std::to_string(maxval) + " (expected 1 to 65535)");
+  ++at;  // the single whitespace after maxval
+  const long long channels = b[1] == '6' ? 3 : 1, bytes = maxval > 255 ? 2 : 1;
+  const long long need = width * height * channels * bytes;
+  if (width > 0 && height > 0 && width * height <= 1000000000LL && (at > b.size() || static_cast<long long>(b.size() - at) < need)) {
+    throw input_error(name, "", "PNM pixel data is truncated: " + std::to_string(need) + " bytes needed, " +
+                                    std::to_string(at > b.size() ? 0 : b.size() - at) + " present");
+  }
+  return static_cast<int>(maxval);
+}
+
 }  // namespace
 
 Image decode_image(const std::vector<unsigned char>& bytes, const std::string& name) {
@@ -38,6 +112,10 @@ Image decode_image(const std::vector<unsigned char>& bytes, const std::string& n
   if (bytes.size() > static_cast<size_t>(INT32_MAX)) throw input_error(name, "", "image file larger than 2 GiB");
   const auto* data = bytes.data();
   const int length = static_cast<int>(bytes.size());
+  static const unsigned char kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  if (bytes.size() >= 8 && std::equal(kPng, kPng + 8, bytes.begin())) check_png(bytes, name);
+  int maxval = 0;
+  if (bytes.size() >= 2 && bytes[0] == 'P' && (bytes[1] == '5' || bytes[1] == '6')) maxval = check_pnm(bytes, name);
   int width = 0, height = 0, channels = 0;
   if (!stbi_info_from_memory(data, length, &width, &height, &channels)) {
     throw input_error(name, "", std::string("not a supported image (") + stbi_failure_reason() + ")");
@@ -60,7 +138,8 @@ Image decode_image(const std::vector<unsigned char>& bytes, const std::string& n
   image.channels = kept;
   image.pixels.resize(static_cast<size_t>(width) * height * kept);
   // Divide (not multiply by a reciprocal) so that values equal numpy's x / 255.
-  const float full_scale = sixteen ? 65535.0f : 255.0f;
+  // A PGM/PPM's full scale is its maxval (stb_image returns the raw values).
+  const float full_scale = maxval > 0 ? static_cast<float>(maxval) : sixteen ? 65535.0f : 255.0f;
   const size_t pixels = static_cast<size_t>(width) * height;
   for (size_t p = 0; p < pixels; ++p) {
     for (int c = 0; c < kept; ++c) {
