@@ -40,6 +40,22 @@ expect_fail "NaN pixel" 3 "/images.*(NaN|finite)" tnqe-encode encode -i nan.h5 -
 expect_fail "more than 30 qubits: refused before allocating" 3 "qubits.*refused" tnqe-encode encode -i huge.h5 -o bad.h5
 expect_fail "two channels" 3 "C = 1 or 3" tnqe-encode encode -i shape.h5 -o bad.h5
 expect_fail "QASM with an unsupported gate" 3 "line 4.*ccx" tnqe-encode simulate --qasm ccx.qasm
+printf 'OPENQASM 2.0;\nqreg q[2];\ncx q[1x],q[0];\n' > badindex.qasm
+printf 'OPENQASM 2.0;\nqreg q[2x];\n' > badsize.qasm
+"$PY" -c "
+import h5py, shutil
+shutil.copy('seq.h5', 'kind99.h5')
+with h5py.File('kind99.h5', 'r+') as f:
+    names = []
+    f.visit(names.append)
+    g = [n for n in names if n.endswith('/gates')][0]
+    d = f[g][()]
+    d[0, 0] = 99
+    f[g][...] = d
+"
+expect_fail "a circuits file with gate kind 99" 3 "kind99.h5.*gates.*kind must be 0" tnqe-encode simulate -i kind99.h5
+expect_fail "QASM index '1x'" 3 "line 3.*bad index" tnqe-encode simulate --qasm badindex.qasm
+expect_fail "QASM register size '2x'" 3 "line 2.*bad register size" tnqe-encode simulate --qasm badsize.qasm
 expect_fail "truncated HDF5" 3 "seq_cut.h5" sh -c 'head -c 3000 seq.h5 > seq_cut.h5; tnqe-encode simulate -i seq_cut.h5'
 expect_fail "empty stdin" 3 "standard input" sh -c 'tnqe-encode encode -i - -o bad.h5 < /dev/null'
 expect_fail "parallel and --train" 2 "sequential" tnqe-encode encode -i cam.h5 --strategy parallel --train -o bad.h5

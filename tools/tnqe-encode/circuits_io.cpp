@@ -184,6 +184,11 @@ Loaded load_circuit(const nk::h5::File& f, int64_t index) {
     const double* row = &gates.data[i * 6];
     for (int k = 0; k < 6; ++k)
       if (!std::isfinite(row[k])) throw nk::input_error(f.path(), g + "/gates", "row " + std::to_string(i) + " is not finite");
+    if ((row[0] != 0 && row[0] != 1) || row[1] != std::floor(row[1]) || row[2] != std::floor(row[2]) ||
+        std::abs(row[1]) > 64 || std::abs(row[2]) > 64) {
+      throw nk::input_error(f.path(), g + "/gates", "row " + std::to_string(i) + ": kind must be 0 (u3) or 1 (cx) and the qubits integers, found " +
+                                                        std::to_string(row[0]) + ", " + std::to_string(row[1]) + ", " + std::to_string(row[2]));
+    }
     const int q0 = static_cast<int>(row[1]), q1 = static_cast<int>(row[2]);
     const bool cx = row[0] == 1;
     if (q0 < 0 || q0 >= qubits || (cx && (q1 < 0 || q1 >= qubits || q1 == q0)))

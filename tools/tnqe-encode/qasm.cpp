@@ -1,4 +1,5 @@
 // qasm.cpp - OpenQASM 2.0 export and import (the subset in circuit.hpp).
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -182,6 +183,13 @@ Circuit parse_qasm(const std::string& text, const std::string& name) {
   Circuit c;
   bool header = false;
   size_t start = 0;
+  // A register index or size: decimal digits only ("1x", "+1", "1e3" are refused).
+  auto integer = [](const std::string& text, int& value) {
+    const std::string t = trim(text);
+    if (t.empty() || t.size() > 9 || !std::all_of(t.begin(), t.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) return false;
+    value = std::stoi(t);
+    return true;
+  };
   auto qubit_list = [&](const std::string& arg, int ln) {
     std::vector<int> out;
     const auto lb = arg.find('[');
@@ -195,9 +203,7 @@ Circuit parse_qasm(const std::string& text, const std::string& name) {
     const auto rb = arg.find(']', lb);
     if (rb == std::string::npos) fail(name, ln, "missing ']' in '" + arg + "'");
     int index = -1;
-    try {
-      index = std::stoi(arg.substr(lb + 1, rb - lb - 1));
-    } catch (...) {
+    if (!integer(arg.substr(lb + 1, rb - lb - 1), index) || !trim(arg.substr(rb + 1)).empty()) {
       fail(name, ln, "bad index in '" + arg + "'");
     }
     if (index < 0 || index >= it->second.second)
@@ -235,9 +241,7 @@ Circuit parse_qasm(const std::string& text, const std::string& name) {
       const auto lb = decl.find('['), rb = decl.find(']');
       if (lb == std::string::npos || rb == std::string::npos) fail(name, ln, "bad register declaration '" + st + "'");
       int size = 0;
-      try {
-        size = std::stoi(decl.substr(lb + 1, rb - lb - 1));
-      } catch (...) {
+      if (!integer(decl.substr(lb + 1, rb - lb - 1), size) || !trim(decl.substr(rb + 1)).empty()) {
         fail(name, ln, "bad register size in '" + st + "'");
       }
       if (size <= 0 || size > 64) fail(name, ln, "register size " + std::to_string(size) + " outside 1..64");

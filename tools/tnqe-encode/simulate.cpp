@@ -77,6 +77,10 @@ Row simulate_job(const Loaded& l, const SimulateOptions& o, uint64_t seed) {
   if (p.state.size() != target.size())
     throw nk::input_error(source, "", "the circuit's data qubits do not match the target");
   row.fidelity = fidelity(target, p.state);
+  if (!std::isfinite(row.fidelity) || !target.allFinite() || !p.state.allFinite()) {
+    throw nk::input_error(source, "", "the simulated state or the target holds NaN or Inf (fidelity " + std::to_string(row.fidelity) +
+                                          "): a gate angle or target value the simulator cannot use");
+  }
   quality(l.item, p.state, row.psnr, row.ssim);
   if (o.noise > 0) {
     const NoisyFidelity nf = l.enc.strategy == "parallel"
