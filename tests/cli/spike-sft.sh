@@ -260,6 +260,7 @@ expect_fail "truncated model" 3 "truncated.h5" spike-sft eval -i truncated.h5 --
 expect_fail "a foreign file as model" 3 "schema" spike-sft eval -i fm.h5 --data fm.h5
 expect_fail "spe --fraction 1" 2 "fraction" spike-sft spe -i base.h5 --task tasks.h5:invert --fraction 1 -o bad.h5
 expect_fail "spe on a task of another input size" 3 "the base model takes 784" sh -c 'spike-sft -q tasks -i small.h5 --kinds invert --train 10 --test 5 -o small_tasks.h5 && spike-sft spe -i base.h5 --task small_tasks.h5:invert -o bad.h5'
+expect_fail "pickit --tasks of another image size" 3 "small_tasks.h5.*/tasks/invert/train/images.*the models take 784" spike-sft -q pickit -i spe.h5 spe2.h5 --tasks small_tasks.h5 --calibration 8 -o bad.h5
 expect_fail "a task the file does not hold" 3 "no such task" spike-sft spe -i base.h5 --task tasks.h5:nope -o bad.h5
 expect_fail "a --task without a name" 2 "FILE:NAME" spike-sft spe -i base.h5 --task tasks.h5 -o bad.h5
 expect_fail "eval with neither --data nor --task" 2 "give --data" spike-sft eval -i base.h5

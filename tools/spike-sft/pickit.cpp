@@ -388,6 +388,11 @@ CalibrationSet calibration_set(const PickitOptions& o, const Models& in, uint64_
                             "has no task attribute (not written by spike-sft spe)");
     }
     const Task task = read_task(o.tasks + ":" + name);
+    if (task.train.x.cols() != in.base.config.sizes.front()) {
+      throw nk::input_error(o.tasks, "/tasks/" + name + "/train/images",
+                            "examples have " + std::to_string(task.train.x.cols()) + " values, the models take " +
+                                std::to_string(in.base.config.sizes.front()));
+    }
     const int64_t take = std::min<int64_t>(o.calibration, task.train.size());
     set.own.push_back(task.train.x.topRows(take));
     rows += take;
