@@ -54,6 +54,8 @@ with h5py.File('kind99.h5', 'r+') as f:
     f[g][...] = d
 "
 expect_fail "a circuits file with gate kind 99" 3 "kind99.h5.*gates.*kind must be 0" tnqe-encode simulate -i kind99.h5
+"$PY" -c "open('deep.qasm', 'w').write('OPENQASM 2.0;\\nqreg q[1];\\nu3(' + '(' * 100000 + '1' + ')' * 100000 + ',0,0) q[0];\\n')"
+expect_fail "QASM angle nested 100000 deep" 3 "line 3.*nested deeper than 200" tnqe-encode simulate --qasm deep.qasm
 expect_fail "QASM index '1x'" 3 "line 3.*bad index" tnqe-encode simulate --qasm badindex.qasm
 expect_fail "QASM register size '2x'" 3 "line 2.*bad register size" tnqe-encode simulate --qasm badsize.qasm
 expect_fail "truncated HDF5" 3 "seq_cut.h5" sh -c 'head -c 3000 seq.h5 > seq_cut.h5; tnqe-encode simulate -i seq_cut.h5'

@@ -71,19 +71,39 @@ class Expr {
         return v;
     }
   }
+  // Nesting (parentheses, unary signs, right-associative powers) is bounded:
+  // a file of a million '(' would otherwise overflow the stack.
+  struct Nest {
+    explicit Nest(Expr& e) : e_(e) {
+      if (++e_.depth_ > kMaxDepth) fail(e_.name_, e_.line_, "expression nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    }
+    ~Nest() { --e_.depth_; }
+    Expr& e_;
+  };
+  static constexpr int kMaxDepth = 200;
   double power() {
     const double base = unary();
-    if (eat('^')) return std::pow(base, power());
+    if (eat('^')) {
+      Nest nest(*this);
+      return std::pow(base, power());
+    }
     return base;
   }
   double unary() {
-    if (eat('-')) return -unary();
-    if (eat('+')) return unary();
+    if (eat('-')) {
+      Nest nest(*this);
+      return -unary();
+    }
+    if (eat('+')) {
+      Nest nest(*this);
+      return unary();
+    }
     return atom();
   }
   double atom() {
     skip();
     if (eat('(')) {
+      Nest nest(*this);
       const double v = sum();
       if (!eat(')')) fail(name_, line_, "missing ')' in '" + s_ + "'");
       return v;
@@ -109,6 +129,7 @@ class Expr {
     const auto f = fns.find(word);
     if (f != fns.end()) {
       if (!eat('(')) fail(name_, line_, "expected '(' after " + word);
+      Nest nest(*this);
       const double v = sum();
       if (!eat(')')) fail(name_, line_, "missing ')' after " + word);
       return f->second(v);
@@ -116,6 +137,7 @@ class Expr {
     fail(name_, line_, "cannot read the expression '" + s_ + "'");
   }
   std::string s_, name_;
+  int depth_ = 0;
   int line_;
   size_t i_ = 0;
 };
