@@ -140,4 +140,6 @@ expect_fail "bad --size" 2 "WxH" sbr-render render -i cam.h5 --size 12 -o bad.pn
 expect_fail "absurd --size: refused before allocating" 2 "GB" sbr-render render -i cam.h5 --size 65536x65536 -o bad.png
 check "no partial outputs" sh -c '! ls bad.h5 bad.png 2>/dev/null'
 no_temp_files "no temp files left" .
+"$PY" -c "import h5py; h5py.File('huge.h5', 'w').create_dataset('images', shape=(2**40, 8, 8, 1), dtype='f4', chunks=(1, 8, 8, 1))"
+expect_fail "a file declaring 2^40 images (1 KB on disk)" 3 "huge.h5.*/images.*more than 2\\^24" sbr-render -q paint -i huge.h5 --strokes 10 --iterations 1 -o out_huge.h5
 finish

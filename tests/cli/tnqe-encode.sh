@@ -178,4 +178,6 @@ check(f"sweep of a vector: 3 rows, no PSNR, fidelity axis, bond 8 exact ({vs[-1]
 sys.exit(1 if fails else 0)
 PYEOF
 then pass "python reference checks"; else fail "python reference checks"; fi
+"$PY" -c "import h5py; h5py.File('huge.h5', 'w').create_dataset('images', shape=(2**40, 8, 8, 1), dtype='f4', chunks=(1, 8, 8, 1))"
+expect_fail "a file declaring 2^40 images (1 KB on disk)" 3 "huge.h5.*/images.*more than 2\\^24" tnqe-encode -q encode -i huge.h5 -o out_huge.h5
 finish

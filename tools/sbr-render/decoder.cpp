@@ -12,6 +12,7 @@
 
 #include "sbr-render/io.hpp"
 #include "nk/context.hpp"
+#include "nk/dataset.hpp"
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
 #include "nk/log.hpp"
@@ -362,6 +363,8 @@ std::vector<Target> training_images(const std::string& path) {
   std::vector<Target> out;
   if (path.empty()) return out;
   const TargetSource source(path);
+  // Every picture is kept in memory: a few thousand at most.
+  nk::data::check_run_items(path, "/images", source.count(), 4096);
   for (int64_t i = 0; i < source.count(); ++i) out.push_back(source.read(i));
   return out;
 }

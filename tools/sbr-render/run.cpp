@@ -8,6 +8,7 @@
 #include "sbr-render/decoder.hpp"
 #include "sbr-render/io.hpp"
 #include "nk/context.hpp"
+#include "nk/dataset.hpp"
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
 #include "nk/log.hpp"
@@ -90,6 +91,7 @@ void paint(PaintOptions o, const nk::RunEnv& env) {
     items.push_back(o.index);
   } else {
     const auto [lo, hi] = nk::shard_range(env.shard, source.count());
+    nk::data::check_run_items(o.input, "/images", hi - lo);
     for (int64_t i = lo; i < hi; ++i) items.push_back(i);
   }
   Decoder decoder;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "nk/dataset.hpp"
 #include "nk/error.hpp"
 #include "nk/metrics.hpp"
 #include "nk/shard.hpp"
@@ -84,6 +85,8 @@ std::vector<int64_t> select_items(const Source& s, int64_t index, const nk::Shar
     return {index};
   }
   const auto [begin, end] = nk::shard_range(shard, s.count());
+  // One circuit per item, each kept until the output is written.
+  nk::data::check_run_items(s.path(), s.dataset(), end - begin);
   std::vector<int64_t> v;
   for (int64_t i = begin; i < end; ++i) v.push_back(i);
   return v;

@@ -218,4 +218,14 @@ Image Source::read_image(int64_t index) const {
   return image;
 }
 
+void check_run_items(const std::string& path, const std::string& dataset, int64_t items, int64_t limit) {
+  if (items <= limit) return;
+  int bits = 0;
+  while ((int64_t{1} << (bits + 1)) <= limit && bits < 62) ++bits;
+  const bool power = limit == (int64_t{1} << bits);
+  throw input_error(path, dataset, std::to_string(items) + " items for one run: more than " +
+                                       (power ? "2^" + std::to_string(bits) : std::to_string(limit)) +
+                                       " (split it with --shard I/N)");
+}
+
 }  // namespace nk::data

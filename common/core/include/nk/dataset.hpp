@@ -133,4 +133,11 @@ class Source {
   int64_t classes_ = 0;
 };
 
+/// Tools that keep a result per item refuse a run over more than 'limit'
+/// items before listing them (exit 3 naming the file and dataset, "... items
+/// for one run: more than 2^24 (split it with --shard I/N)"): an HDF5 file of
+/// 2^40 declared items costs a few bytes on disk.
+inline constexpr int64_t kMaxRunItems = int64_t{1} << 24;
+void check_run_items(const std::string& path, const std::string& dataset, int64_t items, int64_t limit = kMaxRunItems);
+
 }  // namespace nk::data
