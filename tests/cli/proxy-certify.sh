@@ -144,6 +144,8 @@ expect_fail "head without --head-data" 2 "head-data" $PC calibrate -i pool.h5 --
 expect_fail "a model command that dies" 1 "model-cmd.*ended" $PC certify -i four.h5 --model-cmd "head -c 0" --sigma 0.25 -o out.h5
 "$PY" -c "import struct, sys; sys.stdout.buffer.write(struct.pack('<q', 2) + b'\\0' * 100)" > short.bin
 expect_fail "spike-sft serve: a frame that ends early" 3 "frame 0: ends before" sh -c "spike-sft -q serve -i snn.h5 < short.bin > /dev/null"
+"$PY" -c "import h5py; h5py.File('huge.h5', 'w').create_dataset('images', shape=(2**40, 28, 28, 1), dtype='f4', chunks=(1, 28, 28, 1))"
+expect_fail "a file declaring 2^40 images" 3 "huge.h5.*/images.*more than 2\\^24" $PC certify -i huge.h5 --model mlp.h5 --n 10 -o out.h5
 expect_fail "empty stdin" 3 "standard input" $PC certify -i - --model mlp.h5 -o out.h5 < /dev/null
 [ -e out.h5 ] && fail "a failed run left out.h5" || pass "no output left by the failures"
 no_temp_files "no temporary files" .

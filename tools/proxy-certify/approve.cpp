@@ -71,6 +71,7 @@ void approve(const ApproveOptions& o, const nk::RunEnv& env) {
   if (fallback && where == proxy.radii.end()) throw nk::usage_error("--radius must be one of the proxy's radii");
   const size_t at_index = static_cast<size_t>(where - proxy.radii.begin());
   const auto [begin, end] = nk::shard_range(env.shard, data.count());
+  nk::data::check_run_items(data.path(), data.dataset(), end - begin);
   const int64_t count = end - begin, radii = static_cast<int64_t>(proxy.radii.size());
   nk::Stopwatch clock;
   const CleanPass pass = clean_pass(*model, data, begin, end, proxy.kind == "head");

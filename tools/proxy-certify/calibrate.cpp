@@ -48,6 +48,7 @@ void calibrate(const CalibrateOptions& o, const nk::RunEnv& env) {
                  head.forwards, head.seconds);
   }
   const int64_t count = data.count(), radii = static_cast<int64_t>(o.radii.size());
+  nk::data::check_run_items(data.path(), data.dataset(), count);
   const CleanPass pass = clean_pass(*model, data, 0, count, o.proxy == "head");
   const std::vector<double> scores = proxy_scores(o.proxy, pass, head);
   // F_i(r): an upper bound in expectation on 1{sigma Phi^-1(p_c(x_i)) < r}.

@@ -37,6 +37,7 @@ Run open_run(const std::string& input, const ModelOptions& model, std::optional<
   require_same_shape(*run.model, run.data);
   run.sigma = resolve_sigma(sigma, *run.model);
   std::tie(run.begin, run.end) = nk::shard_range(env.shard, run.data.count());
+  nk::data::check_run_items(run.data.path(), run.data.dataset(), run.end - run.begin);
   return run;
 }
 

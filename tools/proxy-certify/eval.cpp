@@ -78,6 +78,7 @@ void eval(const EvalOptions& o, const nk::RunEnv& env) {
   accept.labels = nk::data::Labels::required;
   const nk::data::Source pool = nk::data::Source::open(o.input, accept);
   const int64_t count = pool.count();
+  nk::data::check_run_items(pool.path(), pool.dataset(), count);
   if (o.calibration < 1 || o.calibration >= count) {
     throw nk::usage_error("--calibration must leave test items: 1 <= " + std::to_string(o.calibration) + " < " + std::to_string(count));
   }
