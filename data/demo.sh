@@ -153,5 +153,12 @@ proxy-certify approve -i "$out/pc-pool.h5" --model "$out/pc-mlp.h5" --proxy "$ou
 proxy-certify eval -i "$out/pc-pool.h5" --model "$out/pc-mlp.h5" --reference "$out/pc-cert.h5" --calibration 200 --splits 20 \
   --target 0.1 --radii 0.25,0.5 --svg "$out/pc-curve.svg"
 
+step "invariance-audit: the fiber of planted:mask-left (right half fixed, left half free) for one Fashion-MNIST test image, 4 samples of the shipped prior guided by NDTM" \
+     "nk-data import-idx t10k-images-idx3-ubyte.gz --limit 8 -o - | invariance-audit sample --query - --index 3 --extractor planted:mask-left --samples 4 --grid fiber.png"
+nk-data -q import-idx "$fmnist/t10k-images-idx3-ubyte.gz" --limit 8 -o - |
+  invariance-audit sample --query - --index 3 --extractor planted:mask-left --samples 4 --seed 1 \
+    --grid "$out/ia-fiber.png" -o "$out/ia-fiber.h5"
+echo "grid (query, samples, variance): $out/ia-fiber.png"
+
 echo
 echo "demo: outputs in $out"

@@ -31,6 +31,7 @@ proxy-certify -q train -i fm.h5 --arch mlp --epochs 1 -o pcm.h5
 proxy-certify -q certify -i fm.h5 --model pcm.h5 --n 20 -o pcref.h5
 proxy-certify -q calibrate -i fm.h5 --model pcm.h5 -o pcpx.h5
 sagesched -q trace --requests 8 --max-context 256 --seed 1 -o sstb.h5
+invariance-audit -q train-prior -i fm.h5 --channels 4,8 --groups 2 --time-dim 8 --steps 2 --batch 4 -o iap.h5
 
 # recipe TOOL VERB: the verb's arguments (with --seed 7); outputs are every out*.h5
 recipe() {
@@ -80,6 +81,9 @@ recipe() {
     "proxy-certify calibrate") echo "calibrate -i fm.h5 --model pcm.h5 -o out.h5" ;;
     "proxy-certify approve") echo "approve -i fm.h5 --model pcm.h5 --proxy pcpx.h5 -o out.h5" ;;
     "proxy-certify eval") echo "eval -i fm.h5 --model pcm.h5 --reference pcref.h5 --calibration 100 --cheap-n 10 -o out.h5" ;;
+    "invariance-audit train-prior") echo "train-prior -i fm.h5 --channels 4,8 --groups 2 --time-dim 8 --steps 2 --batch 4 -o out.h5" ;;
+    "invariance-audit train-extractor") echo "train-extractor -i fm.h5 --kind random-features --components 4 -o out.h5" ;;
+    "invariance-audit sample") echo "sample --query fm.h5 --index 0 --extractor planted:mask-left --prior iap.h5 --samples 2 --steps 2 -o out.h5" ;;
     *) return 1 ;;
   esac
 }

@@ -1,0 +1,114 @@
+# invariance-audit.sh - Fashion-MNIST (Debian) through import-idx |
+# train-prior, train-extractor (cnn, mlp, pca, random-features), features
+# (the fiber loss and its gradient against numpy), sample with every guide on
+# planted and trained extractors (mismatch recomputed from the samples, the
+# planted fibers revealed by ndtm, shards that merge into the whole), bad input.
+. "$(dirname "$0")/lib.sh"
+
+IA="invariance-audit -q"
+IMG=$FMNIST/train-images-idx3-ubyte.gz LAB=$FMNIST/train-labels-idx1-ubyte.gz
+check "import-idx | train-prior (tiny U-Net, 40 steps) through a pipe" sh -c "nk-data -q import-idx $IMG $LAB --limit 1000 -o - | $IA train-prior -i - --channels 8,16 --groups 4 --time-dim 16 --steps 40 --batch 16 --lr 2e-3 -o prior.h5"
+check "train-extractor: cnn, mlp, pca, random-features" sh -c "nk-data -q import-idx $IMG $LAB --limit 1000 -o train.h5 && $IA train-extractor -i train.h5 --kind cnn --epochs 1 -o cnn.h5 && $IA train-extractor -i train.h5 --kind mlp --epochs 1 -o mlp.h5 && $IA train-extractor -i train.h5 --kind pca --components 8 -o pca.h5 && $IA train-extractor -i train.h5 --kind random-features --components 16 -o rf.h5"
+check "queries: 3 test images" nk-data -q import-idx $FMNIST/t10k-images-idx3-ubyte.gz --limit 3 -o q.h5
+check "features of 20 images against query 1 (pca, cnn:penultimate)" sh -c "nk-data -q import-idx $IMG --offset 2000 --limit 20 -o x.h5 && $IA features -i x.h5 --extractor pca.h5 --query q.h5 --index 1 -o fpca.h5 && $IA features -i q.h5 --extractor pca.h5 -o fq.h5 && $IA features -i x.h5 --extractor cnn.h5:penultimate --query q.h5 --index 1 -o fcnn.h5"
+check "sample ndtm, planted:mask-left, 3 queries x 3 samples (--all, --grid)" $IA sample --query q.h5 --all --extractor planted:mask-left --prior prior.h5 --samples 3 --steps 40 --grid grid.png -o ml.h5
+check "sample ndtm, planted:down4" $IA sample --query q.h5 --index 2 --extractor planted:down4 --prior prior.h5 --samples 3 --steps 40 -o d4.h5
+check "sample none, dps, invert (mask-left)" sh -c "for g in none dps invert; do $IA sample --query q.h5 --all --extractor planted:mask-left --prior prior.h5 --samples 3 --steps 40 --guidance \$g -o ml_\$g.h5 || exit 1; done"
+check "sample ndtm on cnn.h5:penultimate and rf.h5" sh -c "$IA sample --query q.h5 --index 0 --extractor cnn.h5:penultimate --prior prior.h5 --samples 2 --steps 10 -o cnn_f.h5 && $IA sample --query q.h5 --index 0 --extractor rf.h5 --prior prior.h5 --samples 2 --steps 10 --threads 1 -o rf_f.h5"
+check "sample in two shards, merged" sh -c "$IA sample --query q.h5 --all --extractor planted:mask-left --prior prior.h5 --samples 3 --steps 40 --shard 0/2 -o s0.h5 && $IA sample --query q.h5 --all --extractor planted:mask-left --prior prior.h5 --samples 3 --steps 40 --shard 1/2 --threads 1 -o s1.h5 && nk-data -q merge s1.h5 s0.h5 -o merged.h5"
+
+"$PY" - <<'PYEOF'
+import h5py, numpy as np, os, sys
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
+p = h5py.File("prior.h5")
+report(p.attrs["nk_schema"] == "invariance-audit.prior/1" and p["/prior"].attrs["steps"] == 40 and "/prior/parts/time.mlp/arch" in p
+       and p["/prior"].attrs["seconds"] > 0, "train-prior: schema, U-Net parts, steps and wall time")
+q = h5py.File("q.h5")["/images"][()]
+# features: pca is f = V (x - mean), one linear layer; the loss and gradient in numpy.
+m = h5py.File("pca.h5")
+W, b = m["/model/params/001/weight"][()].astype(np.float64), m["/model/params/001/bias"][()].astype(np.float64)
+x = h5py.File("x.h5")["/images"][()].astype(np.float64)
+f = x.reshape(20, -1) @ W.T + b
+fq = q[1].reshape(-1).astype(np.float64) @ W.T + b
+F = h5py.File("fpca.h5")
+report(np.allclose(F["/features"][()], f, atol=1e-4) and np.allclose(h5py.File("fq.h5")["/features"][()][1], fq, atol=1e-4),
+       "features: pca features = V (x - mean) from the model file")
+loss = ((f - fq) ** 2).sum(1)
+report(np.allclose(F["/fiber_loss"][()], loss, rtol=1e-4, atol=1e-6), "features: /fiber_loss = ||f(x) - f(x_q)||^2")
+grad = (2 * (f - fq) @ W).reshape(20, 28, 28, 1)
+report(np.allclose(F["/fiber_grad"][()], grad, rtol=1e-3, atol=1e-5), "features: /fiber_grad = 2 J^T (f - f_q) (J = V)")
+fc = h5py.File("fcnn.h5")
+report(fc["/features"].shape == (20, 64) and fc["/fiber_grad"].shape == (20, 28, 28, 1), "features: cnn.h5:penultimate gives 64 features and a gradient per pixel")
+
+def right(a):
+    return a[..., 14:, :].reshape(a.shape[:-3] + (-1,))
+ml = h5py.File("ml.h5")
+s, qq, mm = ml["/samples"][()], ml["/query"][()], ml["/metrics/mismatch"][()]
+report(s.shape == (3, 3, 28, 28, 1) and s.dtype == np.float32 and ml["/variance"].shape == (3, 28, 28) and np.array_equal(qq, q)
+       and list(ml["/index"][()]) == [0, 1, 2] and s.min() >= 0 and s.max() <= 1, "sample: /query, /samples [Q,S,H,W,C] in [0,1], /variance, /index")
+rel = np.linalg.norm(right(s) - right(qq)[:, None], axis=-1) / np.linalg.norm(right(qq), axis=-1)[:, None]
+report(np.allclose(rel, mm, rtol=1e-3, atol=1e-6), "sample: /metrics/mismatch recomputed from the samples (mask-left: the right half)")
+left = lambda a: a[..., :14, :].reshape(a.shape[:-3] + (-1,))
+free = np.linalg.norm(left(s) - left(qq)[:, None], axis=-1) / np.maximum(np.linalg.norm(left(qq), axis=-1)[:, None], 1e-9)
+revealed = (rel <= 0.02) & (free >= 0.2)
+report(revealed.mean() >= 0.9, f"sample ndtm mask-left: fixed half within 2%, free half >= 20% off in {revealed.mean():.0%} of samples (median mismatch {np.median(mm):.4f})")
+v = ml["/variance"][()]
+report(v[:, :, :14].mean() > 10 * v[:, :, 14:].mean(), "sample: the variance lies in the free half")
+d4 = h5py.File("d4.h5")
+ds, dq = d4["/samples"][()][0], d4["/query"][()][0]
+blocks = lambda a: a.reshape(-1, 7, 4, 7, 4).mean(axis=(2, 4))
+brel = np.linalg.norm((blocks(ds) - blocks(dq[None])).reshape(3, -1), axis=1) / np.linalg.norm(blocks(dq[None]))
+report(np.all(brel <= 0.02) and np.allclose(brel, d4["/metrics/mismatch"][()][0], rtol=1e-3, atol=1e-6), f"sample ndtm down4: block means within 2% ({np.round(brel, 4)})")
+med = {g: np.median(h5py.File(f"ml_{g}.h5")["/metrics/mismatch"][()]) for g in ["none", "dps", "invert"]}
+report(med["none"] > 0.3 and med["none"] > 10 * np.median(mm), f"sample none: the prior alone misses the fiber (median {med['none']:.3f}; ndtm {np.median(mm):.4f})")
+n = h5py.File("ml_none.h5")["/metrics"]
+a = ml["/metrics"]
+report(np.all(a["prior_forwards"][()] == 40 * 5) and np.all(a["prior_backwards"][()] == 40 * 4) and np.all(a["extractor_backwards"][()] == 40 * 4)
+       and np.all(n["prior_backwards"][()] == 0) and np.all(n["prior_forwards"][()] == 40),
+       "sample: passes per query counted (ndtm 5 prior forwards and 4 backwards a step, none 1 forward)")
+inv = h5py.File("ml_invert.h5")["/metrics"]
+report(np.all(inv["prior_forwards"][()] == 0) and np.all(inv["extractor_backwards"][()] == 160), "sample invert: no prior, steps x inner extractor backwards per query")
+mg = h5py.File("merged.h5")
+report(np.array_equal(mg["/samples"][()], s) and np.array_equal(mg["/index"][()], [0, 1, 2]), "sample: two shards (one on 1 thread) merge into the unsharded samples")
+cf = h5py.File("cnn_f.h5")
+report(cf["/samples"].shape == (1, 2, 28, 28, 1) and np.isfinite(cf["/metrics/mismatch"][()]).all(), "sample: a trained extractor cut at its penultimate layer")
+import struct, zlib
+with open("grid.png", "rb") as g:
+    head = g.read(24)
+w, h = struct.unpack(">II", head[16:24])
+report(head[:8] == b"\x89PNG\r\n\x1a\n" and (w, h) == (28 * 5, 28 * 3), f"--grid: a PNG of 3 rows of query, 3 samples, variance ({w}x{h})")
+finish()
+PYEOF
+[ $? -eq 0 ] || fail "the numpy checks above"
+
+# Bad input.
+"$PY" -c "
+import h5py, numpy as np
+x = h5py.File('q.h5')['/images'][()].copy()
+x[1, 3, 4] = np.nan
+with h5py.File('nan.h5', 'w') as f: f['/images'] = x
+with h5py.File('small.h5', 'w') as f: f['/images'] = np.random.default_rng(0).random((20, 8, 8, 1)).astype(np.float32)
+with h5py.File('wide.h5', 'w') as f:
+    f.attrs['nk_schema'] = 'nk-nn.model/1'; f['/model/arch'] = [b'flatten', b'linear 400 3']; f['/model'].attrs['input'] = '20,20,1'
+    f['/model/params/001/weight'] = np.zeros((3, 400), np.float32); f['/model/params/001/bias'] = np.zeros(3, np.float32)
+"
+check "  a prior of 8x8 images" $IA train-prior -i small.h5 --channels 8,16 --groups 4 --time-dim 16 --steps 2 --batch 4 -o prior8.h5
+expect_fail "NaN in a query" 3 "nan.h5.*/images.*NaN" $IA sample --query nan.h5 --index 1 --extractor planted:mask-left --prior prior.h5 -o out.h5
+expect_fail "an extractor of another input shape" 3 "wide.h5.*/model.*20,20,1" $IA sample --query q.h5 --extractor wide.h5 --prior prior.h5 -o out.h5
+expect_fail "a prior of another image shape" 3 "prior8.h5.*/prior.*8,8,1" $IA sample --query q.h5 --extractor planted:mask-left --prior prior8.h5 -o out.h5
+expect_fail "--index out of range" 3 "q.h5.*/images.*--index 7" $IA sample --query q.h5 --index 7 --extractor planted:mask-left --prior prior.h5 -o out.h5
+expect_fail "features: --index out of range" 3 "q.h5.*--index 3" $IA features -i q.h5 --extractor pca.h5 --query q.h5 --index 3 -o out.h5
+expect_fail "samples 0" 2 "samples" $IA sample --query q.h5 --extractor planted:mask-left --prior prior.h5 --samples 0 -o out.h5
+expect_fail "steps 0" 2 "steps" $IA sample --query q.h5 --extractor planted:mask-left --prior prior.h5 --steps 0 -o out.h5
+expect_fail "an unknown planted extractor" 2 "planted" $IA sample --query q.h5 --extractor planted:flip3 --prior prior.h5 -o out.h5
+expect_fail "a layer the network does not have" 2 "layer 40" $IA sample --query q.h5 --extractor cnn.h5:40 --prior prior.h5 -o out.h5
+expect_fail "a U-Net that does not fit the images" 2 "divisible" $IA train-prior -i q.h5 --channels 8,16,16,16 --groups 4 --steps 1 -o out.h5
+expect_fail "cnn without labels" 3 "labels" $IA train-extractor -i q.h5 --kind cnn -o out.h5
+"$PY" -c "import h5py; h5py.File('huge.h5', 'w').create_dataset('images', shape=(2**40, 28, 28, 1), dtype='f4', chunks=(1, 28, 28, 1))"
+expect_fail "--all over a file declaring 2^40 images" 3 "huge.h5.*/images.*more than 2\\^24" $IA sample --query huge.h5 --all --extractor planted:mask-left --prior prior.h5 -o out.h5
+check "  --index 5 of it reads one query" $IA sample --query huge.h5 --index 5 --samples 2 --steps 2 --extractor planted:mask-left --prior prior.h5 -o one_of_huge.h5
+expect_fail "empty stdin" 3 "standard input" $IA sample --query - --extractor planted:mask-left --prior prior.h5 -o out.h5 < /dev/null
+[ -e out.h5 ] && fail "a failed run left out.h5" || pass "no output left by the failures"
+no_temp_files "no temporary files" .
+finish

@@ -1,0 +1,159 @@
+// extractor.cpp - network and planted feature extractors (extractor.hpp).
+#include "invariance-audit/extractor.hpp"
+
+#include <algorithm>
+
+#include "nk/error.hpp"
+#include "nk/nn/model_file.hpp"
+
+namespace ia {
+
+namespace {
+
+using nk::nn::Shape;
+
+// A network, possibly cut: forward in training mode (its activations kept),
+// backward to the input.
+class NetworkExtractor : public Extractor {
+ public:
+  NetworkExtractor(nk::nn::Network<float> net, std::string name, int64_t capacity)
+      : net_(std::move(net)), name_(std::move(name)), ws_(net_, capacity) {}
+  Shape input() const override { return net_.input(); }
+  int64_t dim() const override { return net_.output().size(); }
+  std::string name() const override { return name_; }
+  void features(const float* x, int64_t batch, float* f) override {
+    nk::nn::forward(net_, x, batch, ws_);
+    std::copy(ws_.output(), ws_.output() + batch * dim(), f);
+    batch_ = batch;
+    ++forwards;
+  }
+  void vjp(const float* g, int64_t batch, float* dx) override {
+    if (batch != batch_) throw std::logic_error("extractor: vjp batch differs from the last features batch");
+    nk::nn::backward(net_, g, batch, ws_, static_cast<nk::nn::Gradients<float>*>(nullptr), dx);
+    ++backwards;
+  }
+
+ private:
+  nk::nn::Network<float> net_;
+  std::string name_;
+  nk::nn::Workspace<float> ws_;
+  int64_t batch_ = 0;
+};
+
+// mask-left: f = the pixels of columns W/2.. (all rows, all channels).
+class MaskLeft : public Extractor {
+ public:
+  explicit MaskLeft(Shape s) : s_(s), half_(s.w / 2) {}
+  Shape input() const override { return s_; }
+  int64_t dim() const override { return s_.h * (s_.w - half_) * s_.c; }
+  std::string name() const override { return "planted:mask-left"; }
+  void features(const float* x, int64_t batch, float* f) override {
+    const int64_t kept = (s_.w - half_) * s_.c;
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t y = 0; y < s_.h; ++y) {
+        const float* row = x + (b * s_.h + y) * s_.w * s_.c + half_ * s_.c;
+        std::copy(row, row + kept, f + (b * s_.h + y) * kept);
+      }
+    ++forwards;
+  }
+  void vjp(const float* g, int64_t batch, float* dx) override {
+    const int64_t kept = (s_.w - half_) * s_.c;
+    std::fill(dx, dx + batch * s_.size(), 0.0f);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t y = 0; y < s_.h; ++y)
+        std::copy(g + (b * s_.h + y) * kept, g + (b * s_.h + y + 1) * kept, dx + (b * s_.h + y) * s_.w * s_.c + half_ * s_.c);
+    ++backwards;
+  }
+
+ private:
+  Shape s_;
+  int64_t half_;
+};
+
+// down4: f = means of 4x4 pixel blocks, per channel ([H/4, W/4, C]).
+class Down4 : public Extractor {
+ public:
+  explicit Down4(Shape s) : s_(s) {}
+  Shape input() const override { return s_; }
+  int64_t dim() const override { return (s_.h / 4) * (s_.w / 4) * s_.c; }
+  std::string name() const override { return "planted:down4"; }
+  void features(const float* x, int64_t batch, float* f) override {
+    const int64_t H = s_.h / 4, W = s_.w / 4, C = s_.c;
+    std::fill(f, f + batch * dim(), 0.0f);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t y = 0; y < s_.h; ++y)
+        for (int64_t xx = 0; xx < s_.w; ++xx)
+          for (int64_t c = 0; c < C; ++c)
+            f[((b * H + y / 4) * W + xx / 4) * C + c] += x[((b * s_.h + y) * s_.w + xx) * C + c] / 16.0f;
+    ++forwards;
+  }
+  void vjp(const float* g, int64_t batch, float* dx) override {
+    const int64_t H = s_.h / 4, W = s_.w / 4, C = s_.c;
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t y = 0; y < s_.h; ++y)
+        for (int64_t xx = 0; xx < s_.w; ++xx)
+          for (int64_t c = 0; c < C; ++c)
+            dx[((b * s_.h + y) * s_.w + xx) * C + c] = g[((b * H + y / 4) * W + xx / 4) * C + c] / 16.0f;
+    ++backwards;
+  }
+
+ private:
+  Shape s_;
+};
+
+}  // namespace
+
+std::unique_ptr<Extractor> open_extractor(const std::string& spec, Shape image, int64_t capacity) {
+  if (spec.rfind("planted:", 0) == 0) {
+    const std::string kind = spec.substr(8);
+    if (kind == "mask-left") {
+      if (image.w < 2) throw nk::usage_error("--extractor planted:mask-left needs images at least 2 pixels wide");
+      return std::make_unique<MaskLeft>(image);
+    }
+    if (kind == "down4") {
+      if (image.h % 4 != 0 || image.w % 4 != 0) {
+        throw nk::usage_error("--extractor planted:down4 needs image sides divisible by 4, found " + image.text());
+      }
+      return std::make_unique<Down4>(image);
+    }
+    throw nk::usage_error("--extractor: unknown planted extractor '" + kind + "' (mask-left or down4)");
+  }
+  std::string path = spec, cut;
+  const auto colon = spec.rfind(':');
+  if (colon != std::string::npos && colon > 0) {
+    const std::string tail = spec.substr(colon + 1);
+    const bool numeric = !tail.empty() && std::all_of(tail.begin(), tail.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (numeric || tail == "penultimate") path = spec.substr(0, colon), cut = tail;
+  }
+  nk::nn::ModelFile model = nk::nn::read_model(path);
+  auto& layers = model.network.layers;
+  size_t keep = layers.size();
+  if (cut == "penultimate") {
+    size_t last = layers.size();
+    for (size_t i = layers.size(); i-- > 0;) {
+      if (layers[i].spec.op == nk::nn::Op::linear || layers[i].spec.op == nk::nn::Op::conv2d) {
+        last = i;
+        break;
+      }
+    }
+    if (last == 0 || last == layers.size()) {
+      throw nk::input_error(path, "/model/arch", "has no layer before its last linear/conv2d layer: nothing is penultimate");
+    }
+    keep = last;
+  } else if (!cut.empty()) {
+    const long long at = std::stoll(cut.size() > 9 ? std::string("999999999") : cut);
+    if (at < 0 || static_cast<size_t>(at) >= layers.size()) {
+      throw nk::usage_error("--extractor " + spec + ": layer " + cut + " is not one of the " + std::to_string(layers.size()) +
+                            " layers (0-based)");
+    }
+    keep = static_cast<size_t>(at) + 1;
+  }
+  layers.resize(keep);
+  if (!(model.network.input() == image)) {
+    throw nk::input_error(path, "/model", "the extractor takes images of " + model.network.input().text() +
+                                              ", the queries are " + image.text());
+  }
+  return std::make_unique<NetworkExtractor>(std::move(model.network), spec, capacity);
+}
+
+}  // namespace ia

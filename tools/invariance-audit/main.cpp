@@ -1,0 +1,80 @@
+// main.cpp - invariance-audit: diverse inputs in a query's feature fiber,
+// sampled by a flow-matching prior guided with the fiber loss.
+#include "invariance-audit/invariance_audit.hpp"
+#include "nk/cli.hpp"
+
+namespace {
+
+const int64_t kMaxSteps = 1000000;
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  nk::cli::App cli("invariance-audit", "Inputs a feature extractor cannot tell from a query, by a guided flow-matching prior");
+  cli.app().require_subcommand(1);
+
+  ia::TrainPriorOptions tp;
+  CLI::App* tp_verb = cli.add_verb("train-prior", "Train the flow-matching prior (a U-Net velocity model) on images",
+                                   nk::cli::Randomness::seeded);
+  nk::cli::App::add_input(*tp_verb, tp.input, "nk-data images (/images, values in [0,1])")->required();
+  nk::cli::App::add_output(*tp_verb, tp.output, tp.no_clobber, "prior file (invariance-audit.prior/1)");
+  tp_verb->add_option("--channels", tp.channels, "U-Net widths per level, comma separated (level l at image / 2^l)");
+  tp_verb->add_option("--groups", tp.groups, "GroupNorm groups")->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  tp_verb->add_option("--time-dim", tp.time_dim, "Width of the time embedding")->check(CLI::Range(int64_t{2}, int64_t{65536}));
+  tp_verb->add_option("--steps", tp.steps, "Optimiser steps")->check(CLI::Range(int64_t{1}, int64_t{100000000}));
+  tp_verb->add_option("--batch", tp.batch, "Images per step")->check(CLI::Range(int64_t{1}, int64_t{65536}));
+  tp_verb->add_option("--lr", tp.learning_rate, "Peak AdamW learning rate (warm-up, cosine decay to 10%)")->check(CLI::Range(1e-8, 1.0));
+  tp_verb->add_option("--ema", tp.ema, "Decay of the parameter average the file keeps")->check(CLI::Range(0.0, 0.999999));
+
+  ia::TrainExtractorOptions te;
+  CLI::App* te_verb = cli.add_verb("train-extractor", "Train a feature extractor to audit: cnn, mlp, pca or random-features",
+                                   nk::cli::Randomness::seeded);
+  nk::cli::App::add_input(*te_verb, te.input, "nk-data images (labelled for cnn and mlp)")->required();
+  nk::cli::App::add_output(*te_verb, te.output, te.no_clobber, "extractor (nk-nn.model/1)");
+  te_verb->add_option("--kind", te.kind, "cnn, mlp (classifiers), pca (top components) or random-features (relu(R x))")
+      ->check(CLI::IsMember({"cnn", "mlp", "pca", "random-features"}));
+  te_verb->add_option("--components", te.components, "pca and random-features: number of features")
+      ->check(CLI::Range(int64_t{1}, int64_t{65536}));
+  te_verb->add_option("--epochs", te.epochs, "cnn and mlp: passes over the data")->check(CLI::Range(int64_t{1}, int64_t{100000}));
+  te_verb->add_option("--batch", te.batch, "cnn and mlp: mini-batch size")->check(CLI::Range(int64_t{1}, int64_t{65536}));
+  te_verb->add_option("--lr", te.learning_rate, "cnn and mlp: peak AdamW learning rate")->check(CLI::Range(1e-8, 10.0));
+
+  ia::FeaturesOptions fe;
+  CLI::App* fe_verb = cli.add_verb("features", "Features of images; with a query, the fiber loss and its gradient");
+  nk::cli::App::add_input(*fe_verb, fe.input, "nk-data images")->required();
+  nk::cli::App::add_output(*fe_verb, fe.output, fe.no_clobber);
+  fe_verb->add_option("--extractor", fe.extractor, "FILE[:LAYER|:penultimate], planted:mask-left or planted:down4")->required();
+  fe_verb->add_option("--query", fe.query, "nk-data images holding the query");
+  fe_verb->add_option("--index", fe.index, "The query's item in --query (0-based)")->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+
+  ia::SampleOptions sa;
+  CLI::App* sa_verb = cli.add_verb("sample", "Samples in each query's fiber: guided prior (ndtm, dps), prior alone, or inversion",
+                                   nk::cli::Randomness::seeded);
+  sa_verb->add_option("--query", sa.query, "nk-data images holding the queries ('-': standard input)")->required();
+  nk::cli::App::add_output(*sa_verb, sa.output, sa.no_clobber, "fiber file (invariance-audit.fiber/1)");
+  sa_verb->add_option("--extractor", sa.extractor, "FILE[:LAYER|:penultimate], planted:mask-left or planted:down4")->required();
+  sa_verb->add_option("--prior", sa.prior, "prior file (default: the shipped Fashion-MNIST prior)");
+  auto* index = sa_verb->add_option("--index", sa.index, "The query's item (0-based)")->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  auto* all = sa_verb->add_flag("--all", sa.all, "Every item of --query is a query");
+  index->excludes(all);
+  sa_verb->add_option("--samples", sa.samples, "Samples per query")->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  sa_verb->add_option("--guidance", sa.guidance, "ndtm, dps, none (the prior alone) or invert (no prior)")
+      ->check(CLI::IsMember({"ndtm", "dps", "none", "invert"}));
+  sa_verb->add_option("--steps", sa.steps, "Flow steps (invert: steps x inner gradient steps)")->check(CLI::Range(int64_t{1}, kMaxSteps));
+  sa_verb->add_option("--inner", sa.inner, "ndtm: Adam steps on the control per flow step")->check(CLI::Range(int64_t{1}, int64_t{1000}));
+  sa_verb->add_option("--lambda", sa.lambda, "ndtm: weight of the relative fiber loss")->check(CLI::Range(1e-9, 1e12));
+  sa_verb->add_option("--kappa", sa.kappa, "ndtm: control scale s_t = kappa (1 - t) + kappa-min")->check(CLI::Range(1e-9, 1e6));
+  sa_verb->add_option("--kappa-min", sa.kappa_min, "ndtm: floor of the control scale")->check(CLI::Range(0.0, 1e6));
+  sa_verb->add_option("--eta", sa.eta, "ndtm: Adam rate as a fraction of s_t")->check(CLI::Range(1e-9, 100.0));
+  sa_verb->add_option("--zeta", sa.zeta, "dps: step on the gradient of the relative residual")->check(CLI::Range(0.0, 1e6));
+  sa_verb->add_option("--invert-rate", sa.invert_rate, "invert: Adam rate on the pixels")->check(CLI::Range(1e-9, 10.0));
+  nk::cli::App::output(sa_verb->add_option("--grid", sa.grid, "PNG: per query a row of the query, its samples and their variance"));
+  cli.add_shard(*sa_verb);
+
+  return cli.run(argc, argv, [&] {
+    if (*tp_verb) ia::train_prior(tp, cli.env());
+    if (*te_verb) ia::train_extractor(te, cli.env());
+    if (*fe_verb) ia::features(fe, cli.env());
+    if (*sa_verb) ia::sample(sa, cli.env());
+  });
+}

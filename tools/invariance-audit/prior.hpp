@@ -1,0 +1,20 @@
+// prior.hpp - the flow-matching prior of an audit: a U-Net velocity model
+// over images mapped from [0,1] pixels to x = 2 p - 1, stored as
+// invariance-audit.prior/1 (the U-Net's parts under /prior, nk/nn/unet.hpp).
+#pragma once
+#include <string>
+
+#include "nk/nn/unet.hpp"
+
+namespace ia {
+
+/// The shipped prior (data/invariance-audit/prior.h5) when 'path' is empty.
+/// Exit 3 naming the file and dataset for another schema, a malformed
+/// U-Net, or a conditional one; exit 4 when unreadable.
+nk::nn::UNet<float> read_prior(const std::string& path);
+std::string prior_path(const std::string& path);
+
+inline float to_prior(float pixel) { return 2.0f * pixel - 1.0f; }
+inline float to_pixel(float x) { return 0.5f * (x + 1.0f); }
+
+}  // namespace ia
