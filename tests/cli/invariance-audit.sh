@@ -13,9 +13,9 @@ check "queries: 3 test images" nk-data -q import-idx $FMNIST/t10k-images-idx3-ub
 check "features of 20 images against query 1 (pca, cnn:penultimate)" sh -c "nk-data -q import-idx $IMG --offset 2000 --limit 20 -o x.h5 && $IA features -i x.h5 --extractor pca.h5 --query q.h5 --index 1 -o fpca.h5 && $IA features -i q.h5 --extractor pca.h5 -o fq.h5 && $IA features -i x.h5 --extractor cnn.h5:penultimate --query q.h5 --index 1 -o fcnn.h5"
 check "sample ndtm, planted:mask-left, 3 queries x 3 samples (--all, --grid)" $IA sample --query q.h5 --all --extractor planted:mask-left --prior prior.h5 --samples 3 --steps 40 --grid grid.png -o ml.h5
 check "sample ndtm, planted:down4" $IA sample --query q.h5 --index 2 --extractor planted:down4 --prior prior.h5 --samples 3 --steps 40 -o d4.h5
-check "sample none, dps, invert (mask-left)" sh -c "for g in none dps invert; do $IA sample --query q.h5 --all --extractor planted:mask-left --prior prior.h5 --samples 3 --steps 40 --guidance \$g -o ml_\$g.h5 || exit 1; done"
+check "sample none, dps, invert (mask-left, 2 queries)" sh -c "for g in none dps invert; do $IA sample --query q.h5 --all --shard 0/2 --extractor planted:mask-left --prior prior.h5 --samples 3 --steps 40 --guidance \$g -o ml_\$g.h5 || exit 1; done"
 check "sample ndtm on cnn.h5:penultimate and rf.h5" sh -c "$IA sample --query q.h5 --index 0 --extractor cnn.h5:penultimate --prior prior.h5 --samples 2 --steps 10 -o cnn_f.h5 && $IA sample --query q.h5 --index 0 --extractor rf.h5 --prior prior.h5 --samples 2 --steps 10 --threads 1 -o rf_f.h5"
-check "sample in two shards, merged" sh -c "$IA sample --query q.h5 --all --extractor planted:mask-left --prior prior.h5 --samples 3 --steps 40 --shard 0/2 -o s0.h5 && $IA sample --query q.h5 --all --extractor planted:mask-left --prior prior.h5 --samples 3 --steps 40 --shard 1/2 --threads 1 -o s1.h5 && nk-data -q merge s1.h5 s0.h5 -o merged.h5"
+check "sample in two shards, merged, and whole (8 steps)" sh -c "$IA sample --query q.h5 --all --extractor planted:mask-left --prior prior.h5 --samples 2 --steps 8 --shard 0/2 -o s0.h5 && $IA sample --query q.h5 --all --extractor planted:mask-left --prior prior.h5 --samples 2 --steps 8 --shard 1/2 --threads 1 -o s1.h5 && nk-data -q merge s1.h5 s0.h5 -o merged.h5 && $IA sample --query q.h5 --all --extractor planted:mask-left --prior prior.h5 --samples 2 --steps 8 -o whole.h5"
 
 "$PY" - <<'PYEOF'
 import h5py, numpy as np, os, sys
@@ -70,7 +70,8 @@ report(np.all(a["prior_forwards"][()] == 40 * 5) and np.all(a["prior_backwards"]
 inv = h5py.File("ml_invert.h5")["/metrics"]
 report(np.all(inv["prior_forwards"][()] == 0) and np.all(inv["extractor_backwards"][()] == 160), "sample invert: no prior, steps x inner extractor backwards per query")
 mg = h5py.File("merged.h5")
-report(np.array_equal(mg["/samples"][()], s) and np.array_equal(mg["/index"][()], [0, 1, 2]), "sample: two shards (one on 1 thread) merge into the unsharded samples")
+wh = h5py.File("whole.h5")
+report(np.array_equal(mg["/samples"][()], wh["/samples"][()]) and np.array_equal(mg["/index"][()], [0, 1, 2]), "sample: two shards (one on 1 thread) merge into the unsharded samples")
 cf = h5py.File("cnn_f.h5")
 report(cf["/samples"].shape == (1, 2, 28, 28, 1) and np.isfinite(cf["/metrics/mismatch"][()]).all(), "sample: a trained extractor cut at its penultimate layer")
 import struct, zlib
