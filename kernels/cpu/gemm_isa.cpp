@@ -1,14 +1,20 @@
 // gemm_isa.cpp - the CPU matrix products, compiled once per instruction set
 // (gemm_avx2.cpp and gemm_avx512.cpp include this file with Eigen renamed, so
 // the copies never share a symbol); gemm.cpp picks one per process.
-#include <Eigen/Core>
-
-#include "gemm_isa.hpp"
-
 #ifndef NK_GEMM_NAMESPACE
 #define NK_GEMM_NAMESPACE gemm_generic
 #define NK_GEMM_ISA "generic"
+// The sanitizer build compiles this copy optimised and uninstrumented (see
+// CMakeLists.txt); its Eigen is renamed too, so no other file's -O1 instantiation
+// of the same templates can take its place at link time.
+#ifdef NK_GEMM_RENAME_EIGEN
+#define Eigen EigenKernelsGeneric
 #endif
+#endif
+
+#include <Eigen/Core>
+
+#include "gemm_isa.hpp"
 
 namespace nk::kernels::NK_GEMM_NAMESPACE {
 
