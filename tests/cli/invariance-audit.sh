@@ -16,6 +16,16 @@ check "sample ndtm, planted:down4" $IA sample --query q.h5 --index 2 --extractor
 check "sample none, dps, invert (mask-left, 2 queries)" sh -c "for g in none dps invert; do $IA sample --query q.h5 --all --shard 0/2 --extractor planted:mask-left --prior prior.h5 --samples 3 --steps 40 --guidance \$g -o ml_\$g.h5 || exit 1; done"
 check "sample ndtm on cnn.h5:penultimate and rf.h5" sh -c "$IA sample --query q.h5 --index 0 --extractor cnn.h5:penultimate --prior prior.h5 --samples 2 --steps 10 -o cnn_f.h5 && $IA sample --query q.h5 --index 0 --extractor rf.h5 --prior prior.h5 --samples 2 --steps 10 --threads 1 -o rf_f.h5"
 check "sample in two shards, merged, and whole (8 steps)" sh -c "$IA sample --query q.h5 --all --extractor planted:mask-left --prior prior.h5 --samples 2 --steps 8 --shard 0/2 -o s0.h5 && $IA sample --query q.h5 --all --extractor planted:mask-left --prior prior.h5 --samples 2 --steps 8 --shard 1/2 --threads 1 -o s1.h5 && nk-data -q merge s1.h5 s0.h5 -o merged.h5 && $IA sample --query q.h5 --all --extractor planted:mask-left --prior prior.h5 --samples 2 --steps 8 -o whole.h5"
+check "train-dedicated on planted:down4 (tiny U-Net, 20 steps)" $IA train-dedicated -i train.h5 --extractor planted:down4 --channels 8,16 --groups 4 --time-dim 16 --steps 20 --batch 16 -o ded.h5
+check "sample dedicated, planted:pca32 (shipped), planted:flip:cnn" sh -c "$IA sample --query q.h5 --index 0 --extractor planted:down4 --guidance dedicated --dedicated ded.h5 --samples 2 --steps 5 -o dd.h5 && $IA sample --query q.h5 --index 1 --extractor planted:pca32 --prior prior.h5 --samples 2 --steps 10 -o pc.h5 && $IA sample --query q.h5 --index 1 --extractor planted:flip:cnn.h5:penultimate --prior prior.h5 --samples 2 --steps 4 --inner 2 -o fl.h5"
+"$PY" -c "
+import h5py, numpy as np
+x = h5py.File('x.h5')['/images'][()]
+with h5py.File('xm.h5', 'w') as f: f.attrs['nk_schema'] = 'nk-data.images/1'; f['/images'] = x[:, :, ::-1, :]
+"
+check "features through planted:flip of 20 images and of their mirror images" sh -c "$IA features -i x.h5 --extractor planted:flip:cnn.h5:penultimate -o ff.h5 && $IA features -i xm.h5 --extractor planted:flip:cnn.h5:penultimate -o ffm.h5"
+check "test images for eval" nk-data -q import-idx $FMNIST/t10k-images-idx3-ubyte.gz --offset 100 --limit 40 -o ref.h5
+check "eval: ndtm, none, invert, dedicated on mask-left and down4 (2 queries x 3 samples, --grid-dir)" sh -c "mkdir -p grids && $IA eval --queries q.h5 --count 2 --reference ref.h5 --samples 3 --steps 40 --methods ndtm,none,invert,dedicated --extractors planted:mask-left,planted:down4 --dedicated planted:down4=ded.h5 --prior prior.h5 --evaluator cnn.h5:penultimate --bits-steps 4 --grid-dir grids -o ev.h5"
 
 "$PY" - <<'PYEOF'
 import h5py, numpy as np, os, sys
@@ -79,6 +89,43 @@ with open("grid.png", "rb") as g:
     head = g.read(24)
 w, h = struct.unpack(">II", head[16:24])
 report(head[:8] == b"\x89PNG\r\n\x1a\n" and (w, h) == (28 * 5, 28 * 3), f"--grid: a PNG of 3 rows of query, 3 samples, variance ({w}x{h})")
+# train-dedicated, sample dedicated, pca32, flip, eval.
+dd = h5py.File("ded.h5")
+fm = dd["/dedicated/feature_mean"][()]
+report(dd.attrs["nk_schema"] == "invariance-audit.dedicated/1" and fm.shape == (49,) and dd["/dedicated/feature_scale"][()].min() > 0
+       and dd["/dedicated"].attrs["seconds"] > 0 and "cond_dim=49" in dd["/dedicated"].attrs["unet"] and dd["/dedicated"].attrs["extractor"] == "planted:down4",
+       "train-dedicated: a U-Net conditioned on the 49 block means, their normalisation, its wall time")
+tr = h5py.File("train.h5")["/images"][()]
+report(np.allclose(fm, tr.reshape(-1, 7, 4, 7, 4).mean(axis=(2, 4)).reshape(len(tr), -1).mean(axis=0), atol=1e-4),
+       "train-dedicated: feature means = the training images' block means (numpy)")
+dm = h5py.File("dd.h5")["/metrics"]
+report(dm.attrs["guidance"] == "dedicated" and np.all(dm["prior_forwards"][()] == 5) and np.all(dm["prior_backwards"][()] == 0)
+       and np.isfinite(dm["mismatch"][()]).all(), "sample dedicated: 5 conditional Euler steps, no backward passes")
+pc = h5py.File("pc.h5")
+P = h5py.File(os.environ["NK_SOURCE"] + "/data/invariance-audit/pca32.h5")
+V, c = P["/model/params/001/weight"][()].astype(np.float64), P["/model/params/001/bias"][()].astype(np.float64)
+fs = pc["/samples"][()][0].reshape(2, -1) @ V.T + c
+fqq = q[1].reshape(-1) @ V.T + c
+report(V.shape == (32, 784) and np.allclose(V @ V.T, np.eye(32), atol=1e-4) and P["/pca/mean"].shape == (28, 28, 1)
+       and np.allclose(np.linalg.norm(fs - fqq, axis=1) / np.linalg.norm(fqq), pc["/metrics/mismatch"][()][0], rtol=1e-3, atol=1e-6),
+       f"sample planted:pca32: the shipped 32 orthonormal components; mismatch recomputed ({np.round(pc['/metrics/mismatch'][()][0], 4)})")
+ffa, ffb = h5py.File("ff.h5")["/features"][()], h5py.File("ffm.h5")["/features"][()]
+report(ffa.shape == (20, 64) and np.allclose(ffa, ffb, rtol=1e-4, atol=1e-5), "planted:flip: the same features for every image and its mirror image")
+report(h5py.File("fl.h5")["/metrics"].attrs["extractor"] == "planted:flip:cnn.h5:penultimate", "sample planted:flip:SPEC names its inner extractor")
+ev = h5py.File("ev.h5")["/table"]
+rows = list(zip([s.decode() for s in ev["extractor"][()]], [s.decode() for s in ev["method"][()]]))
+report(rows == [("-", "test")] + [(e, m) for e in ["planted:mask-left", "planted:down4"] for m in ["ndtm", "none", "invert"]
+                                   + (["dedicated"] if e == "planted:down4" else [])],
+       f"eval: a test row, then every method per extractor (dedicated where a model is given): {len(rows)} rows")
+mm_e, rv, fr = ev["median_mismatch"][()], ev["revealed"][()], ev["frechet"][()]
+report(np.isnan(mm_e[0]) and np.isnan(rv[0]) and np.all((rv[1:] >= 0) & (rv[1:] <= 1)) and np.all(fr >= 0)
+       and np.all(np.isfinite(ev["bits_per_dim"][()])) and np.all((ev["coverage"][()] >= 0) & (ev["coverage"][()] <= 1)),
+       "eval: NaN where a measure does not apply; revealed and coverage in [0,1], Frechet >= 0, bits/dim finite")
+ts = ev["training_seconds"][()]
+report(np.isnan(ts[1]) and abs(ts[-1] - dd["/dedicated"].attrs["seconds"]) < 1e-9, "eval: the dedicated row carries its training time")
+report(mm_e[2] > 5 * mm_e[1] and mm_e[5] > 5 * mm_e[4], f"eval: none misses the fiber that ndtm hits (mask-left {mm_e[1]:.4f} vs {mm_e[2]:.3f})")
+report(sorted(os.listdir("grids")) == sorted([f"planted_{e}-{m}.png" for e in ["mask-left", "down4"] for m in ["ndtm", "none", "invert"]] + ["planted_down4-dedicated.png"]),
+       "eval --grid-dir: one PNG per extractor and method")
 finish()
 PYEOF
 [ $? -eq 0 ] || fail "the numpy checks above"
@@ -102,13 +149,19 @@ expect_fail "--index out of range" 3 "q.h5.*/images.*--index 7" $IA sample --que
 expect_fail "features: --index out of range" 3 "q.h5.*--index 3" $IA features -i q.h5 --extractor pca.h5 --query q.h5 --index 3 -o out.h5
 expect_fail "samples 0" 2 "samples" $IA sample --query q.h5 --extractor planted:mask-left --prior prior.h5 --samples 0 -o out.h5
 expect_fail "steps 0" 2 "steps" $IA sample --query q.h5 --extractor planted:mask-left --prior prior.h5 --steps 0 -o out.h5
-expect_fail "an unknown planted extractor" 2 "planted" $IA sample --query q.h5 --extractor planted:flip3 --prior prior.h5 -o out.h5
+expect_fail "an unknown planted extractor" 2 "planted" $IA sample --query q.h5 --extractor planted:mirror --prior prior.h5 -o out.h5
 expect_fail "a layer the network does not have" 2 "layer 40" $IA sample --query q.h5 --extractor cnn.h5:40 --prior prior.h5 -o out.h5
 expect_fail "a U-Net that does not fit the images" 2 "divisible" $IA train-prior -i q.h5 --channels 8,16,16,16 --groups 4 --steps 1 -o out.h5
 expect_fail "cnn without labels" 3 "labels" $IA train-extractor -i q.h5 --kind cnn -o out.h5
 "$PY" -c "import h5py; h5py.File('huge.h5', 'w').create_dataset('images', shape=(2**40, 28, 28, 1), dtype='f4', chunks=(1, 28, 28, 1))"
 expect_fail "--all over a file declaring 2^40 images" 3 "huge.h5.*/images.*more than 2\\^24" $IA sample --query huge.h5 --all --extractor planted:mask-left --prior prior.h5 -o out.h5
 check "  --index 5 of it reads one query" $IA sample --query huge.h5 --index 5 --samples 2 --steps 2 --extractor planted:mask-left --prior prior.h5 -o one_of_huge.h5
+expect_fail "dedicated without --dedicated" 2 "dedicated" $IA sample --query q.h5 --extractor planted:down4 --guidance dedicated -o out.h5
+expect_fail "a dedicated model of other features" 3 "ded.h5.*/dedicated.*49 features" $IA sample --query q.h5 --extractor planted:mask-left --guidance dedicated --dedicated ded.h5 -o out.h5
+expect_fail "a prior given as the dedicated model" 3 "prior.h5.*schema" $IA sample --query q.h5 --extractor planted:down4 --guidance dedicated --dedicated prior.h5 -o out.h5
+expect_fail "eval: an unknown method" 2 "bogus" $IA eval --queries q.h5 --reference ref.h5 --methods ndtm,bogus --prior prior.h5 -o out.h5
+expect_fail "eval: --dedicated for an extractor not evaluated" 2 "not one of --extractors" $IA eval --queries q.h5 --reference ref.h5 --extractors planted:mask-left --dedicated planted:down4=ded.h5 --prior prior.h5 -o out.h5
+expect_fail "eval: a reference set smaller than the samples" 3 "q.h5.*/images.*holds 3" $IA eval --queries q.h5 --reference q.h5 --samples 4 --prior prior.h5 -o out.h5
 expect_fail "empty stdin" 3 "standard input" $IA sample --query - --extractor planted:mask-left --prior prior.h5 -o out.h5 < /dev/null
 [ -e out.h5 ] && fail "a failed run left out.h5" || pass "no output left by the failures"
 no_temp_files "no temporary files" .

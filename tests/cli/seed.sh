@@ -83,6 +83,8 @@ recipe() {
     "proxy-certify eval") echo "eval -i fm.h5 --model pcm.h5 --reference pcref.h5 --calibration 100 --cheap-n 10 -o out.h5" ;;
     "invariance-audit train-prior") echo "train-prior -i fm.h5 --channels 4,8 --groups 2 --time-dim 8 --steps 2 --batch 4 -o out.h5" ;;
     "invariance-audit train-extractor") echo "train-extractor -i fm.h5 --kind random-features --components 4 -o out.h5" ;;
+    "invariance-audit train-dedicated") echo "train-dedicated -i fm.h5 --extractor planted:down4 --channels 4,8 --groups 2 --time-dim 8 --steps 2 --batch 4 -o out.h5" ;;
+    "invariance-audit eval") echo "eval --queries fm.h5 --count 1 --reference fm.h5 --samples 2 --steps 2 --methods ndtm,none --extractors planted:down4 --bits-steps 1 --prior iap.h5 --evaluator pcm.h5 -o out.h5" ;;
     "invariance-audit sample") echo "sample --query fm.h5 --index 0 --extractor planted:mask-left --prior iap.h5 --samples 2 --steps 2 -o out.h5" ;;
     *) return 1 ;;
   esac

@@ -8,6 +8,8 @@
 
 #include "invariance-audit/extractor.hpp"
 #include "invariance-audit/fiber.hpp"
+#include "invariance-audit/metrics.hpp"
+#include "invariance-audit/planted.hpp"
 #include "nk/h5.hpp"
 #include "nk/nn/model_file.hpp"
 #include "nk/rng.hpp"
@@ -119,5 +121,73 @@ TEST_SUITE("invariance-audit") {
     for (int64_t j = 0; j < 64; ++j) q_prior[j] = 2 * query[j] - 1;
     cost.evaluate(q_prior.data(), 1, c, nullptr);
     CHECK(c[0] < 1e-10);
+  }
+
+  TEST_CASE("planted flip: blind to mirroring, its VJP against central differences; the revealed rules") {
+    const nk::nn::Shape s{8, 12, 1};
+    auto flip = ia::open_extractor("planted:flip:planted:down4", s, 2);
+    CHECK(flip->name() == "planted:flip:planted:down4");
+    CHECK(flip->dim() == 2 * 3);
+    std::vector<float> x(static_cast<size_t>(s.size())), m(x.size()), fx(6), fm(6);
+    nk::Rng rng(8);
+    for (auto& v : x) v = static_cast<float>(rng.uniform());
+    for (int64_t y = 0; y < 8; ++y)
+      for (int64_t c = 0; c < 12; ++c) m[y * 12 + c] = x[y * 12 + 11 - c];
+    flip->features(x.data(), 1, fx.data());
+    flip->features(m.data(), 1, fm.data());
+    for (int j = 0; j < 6; ++j) CHECK(fx[j] == doctest::Approx(fm[j]).epsilon(1e-6));
+    CHECK(vjp_error(*flip, 9) < 1e-4);
+
+    // mask-left: the right half kept within 2%, the left half 20% off.
+    auto ml = ia::open_revealer("planted:mask-left", s);
+    REQUIRE(ml);
+    std::vector<float> q(x), sample(x);
+    for (int64_t y = 0; y < 8; ++y)
+      for (int64_t c = 0; c < 6; ++c) sample[y * 12 + c] = 1.0f - q[y * 12 + c];
+    CHECK(ml->revealed(sample.data(), q.data()));
+    CHECK_FALSE(ml->revealed(q.data(), q.data()));  // the query itself: nothing free moved
+    sample[11] += 0.5f;                               // a fixed pixel off
+    CHECK_FALSE(ml->revealed(sample.data(), q.data()));
+    // down4: the same block means, a different residual.
+    auto d4 = ia::open_revealer("planted:down4", s);
+    std::vector<float> swapped(q);
+    for (int64_t y = 0; y < 8; y += 2)
+      for (int64_t c = 0; c < 12; ++c) std::swap(swapped[y * 12 + c], swapped[(y + 1) * 12 + c]);
+    CHECK(d4->revealed(swapped.data(), q.data()));
+    // flip: nearer the mirrored query.
+    auto fr = ia::open_revealer("planted:flip:x.h5", s);
+    CHECK(fr->revealed(m.data(), q.data()));
+    CHECK_FALSE(fr->revealed(q.data(), q.data()));
+    CHECK_FALSE(ia::open_revealer("model.h5:penultimate", s));
+  }
+
+  TEST_CASE("Frechet distance, density and coverage in closed form") {
+    // b = 2 a + c: C_b = 4 C_a commutes with C_a, so the distance is
+    // ||mu_a - mu_b||^2 + tr C_a (1 + 4 - 2 * 2).
+    const int64_t n = 300, F = 5;
+    nk::Rng rng(3);
+    std::vector<float> a(static_cast<size_t>(n * F)), b(a.size());
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t k = 0; k < F; ++k) {
+        a[i * F + k] = static_cast<float>(rng.normal() * (1 + k) + (k == 0 ? 0.5 : 0.0) + 0.3 * (k > 0 ? a[i * F + k - 1] : 0));
+        b[i * F + k] = 2 * a[i * F + k] + static_cast<float>(k);
+      }
+    std::vector<double> ma(F, 0.0), mb(F, 0.0);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t k = 0; k < F; ++k) ma[k] += a[i * F + k] / double(n), mb[k] += b[i * F + k] / double(n);
+    double mean2 = 0, trace = 0;
+    for (int64_t k = 0; k < F; ++k) {
+      mean2 += (ma[k] - mb[k]) * (ma[k] - mb[k]);
+      for (int64_t i = 0; i < n; ++i) trace += std::pow(a[i * F + k] - ma[k], 2) / double(n - 1);
+    }
+    CHECK(ia::frechet_distance(a, n, b, n, F) == doctest::Approx(mean2 + trace).epsilon(1e-6));
+    CHECK(ia::frechet_distance(a, n, a, n, F) == doctest::Approx(0.0).epsilon(1e-6));
+    // Reals at 0..9 on a line, k = 1: every radius is 1. A fake at 0.5 lies in
+    // the balls of 0 and 1, one at 20 in none.
+    std::vector<float> real, fake{0.5f, 20.0f};
+    for (int i = 0; i < 10; ++i) real.push_back(static_cast<float>(i));
+    const ia::DensityCoverage dc = ia::density_coverage(real, 10, fake, 2, 1, 1);
+    CHECK(dc.density == doctest::Approx(2.0 / 2.0));
+    CHECK(dc.coverage == doctest::Approx(2.0 / 10.0));
   }
 }

@@ -13,6 +13,7 @@
 
 #include "nk/nn/flow.hpp"
 #include "nk/nn/guidance.hpp"
+#include "nk/nn/likelihood.hpp"
 #include "nk/rng.hpp"
 
 namespace {
@@ -52,9 +53,100 @@ double smallest_loss() {
   return sum / m;
 }
 
+// The exact Gaussian velocity as a FlowField over D values (its Jacobian is
+// a(t) I: the divergence is D a(t), the density of x1 is N(mu, s^2) per value).
+class ScalarGaussianField : public nk::nn::FlowField {
+ public:
+  void velocity(const float* x, float t, int64_t batch, float* v) override {
+    t_ = t;
+    for (int64_t j = 0; j < batch * dim; ++j) v[j] = static_cast<float>(exact_velocity(x[j], t));
+  }
+  void velocity_vjp(const float* g, int64_t batch, float* dx) override {
+    const double a = (t_ * kS * kS - (1 - t_)) / ((1 - t_) * (1 - t_) + t_ * t_ * kS * kS);
+    for (int64_t j = 0; j < batch * dim; ++j) dx[j] = static_cast<float>(a * g[j]);
+  }
+  int64_t dim = 1;
+
+ private:
+  double t_ = 0;
+};
+
 }  // namespace
 
 TEST_SUITE("nn_flow") {
+  TEST_CASE("probability-flow log-likelihood: the Gaussian's exact density; Hutchinson against the exact trace") {
+    ScalarGaussianField field;
+    field.dim = 6;
+    const int64_t batch = 5, D = field.dim;
+    std::vector<float> x(static_cast<size_t>(batch * D));
+    nk::Rng rng(21);
+    for (auto& v : x) v = static_cast<float>(kMu + kS * rng.normal());
+    auto error = [&](int64_t steps) {
+      const nk::nn::LikelihoodResult r = nk::nn::log_likelihood(field, x.data(), batch, D, steps, 0, 1);
+      double worst = 0;
+      for (int64_t b = 0; b < batch; ++b) {
+        double truth = 0;
+        for (int64_t j = 0; j < D; ++j) {
+          const double z = (x[b * D + j] - kMu) / kS;
+          truth += -0.5 * z * z - std::log(kS) - 0.5 * std::log(2 * M_PI);
+        }
+        worst = std::max(worst, std::abs(r.log_density[b] - truth));
+      }
+      return worst;
+    };
+    const double e32 = error(32), e64 = error(64);
+    INFO("largest log-density error: 32 steps " << e32 << ", 64 steps " << e64);
+    CHECK(e64 < 5e-3);
+    CHECK(e32 / e64 > 3.0);  // Heun: second order
+    const nk::nn::LikelihoodResult exact = nk::nn::log_likelihood(field, x.data(), batch, D, 64, 0, 1);
+    const nk::nn::LikelihoodResult hutch = nk::nn::log_likelihood(field, x.data(), batch, D, 64, 1, 1);
+    for (int64_t b = 0; b < batch; ++b) {
+      // A Jacobian proportional to I: Rademacher probes are exact (eps^T a I eps = a D).
+      CHECK(hutch.log_density[b] == doctest::Approx(exact.log_density[b]).epsilon(1e-9));
+    }
+    CHECK(exact.forwards == 2 * 64);
+    CHECK(exact.backwards == 2 * 64 * D);
+    CHECK(hutch.backwards == 2 * 64);
+
+    // A small U-Net: the exact trace (one VJP per value) against central
+    // differences of the velocity, and Hutchinson's mean against the exact trace.
+    nk::nn::UNetConfig config;
+    config.image = {4, 4, 2};
+    config.channels = {4, 8};
+    config.groups = 2;
+    config.time_dim = 8;
+    nk::nn::UNet<float> net = nk::nn::UNet<float>::build(config);
+    net.init(5, 1.0);
+    const int64_t d = config.image.size();
+    nk::nn::UNetField unet(net, 1);
+    std::vector<float> p(static_cast<size_t>(d)), v(p.size()), up(p.size()), down(p.size());
+    for (auto& value : p) value = static_cast<float>(rng.normal());
+    const float t = 0.4f;
+    const double trace = nk::nn::divergence(unet, p.data(), t, 1, d, 0, 0)[0];
+    double numeric = 0;
+    for (int64_t k = 0; k < d; ++k) {
+      const float saved = p[k], h = 1e-2f;
+      p[k] = saved + h;
+      unet.velocity(p.data(), t, 1, up.data());
+      p[k] = saved - h;
+      unet.velocity(p.data(), t, 1, down.data());
+      p[k] = saved;
+      numeric += (up[k] - down[k]) / (2.0 * h);
+    }
+    INFO("exact trace " << trace << ", central differences " << numeric);
+    CHECK(std::abs(trace - numeric) < 2e-2 * std::max(1.0, std::abs(trace)));
+    const int64_t probes = 4000;
+    std::vector<double> estimates;
+    for (int64_t i = 0; i < probes; ++i) estimates.push_back(nk::nn::divergence(unet, p.data(), t, 1, d, 1, 100 + i)[0]);
+    double mean = 0, var = 0;
+    for (double e : estimates) mean += e / probes;
+    for (double e : estimates) var += (e - mean) * (e - mean) / (probes - 1);
+    const double se = std::sqrt(var / probes);
+    INFO("Hutchinson mean " << mean << " +- " << se << ", exact " << trace);
+    CHECK(std::abs(mean - trace) < 4 * se + 1e-6);
+    CHECK(se > 0);  // a real estimator: its single probes scatter
+  }
+
   TEST_CASE("samplers on the exact Gaussian velocity: Euler first order, Heun second order, the SDE's marginals") {
     const double e40 = map_error(nk::nn::Solver::euler, 40), e80 = map_error(nk::nn::Solver::euler, 80);
     const double h40 = map_error(nk::nn::Solver::heun, 40), h80 = map_error(nk::nn::Solver::heun, 80);

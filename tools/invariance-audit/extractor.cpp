@@ -5,6 +5,7 @@
 
 #include "nk/error.hpp"
 #include "nk/nn/model_file.hpp"
+#include "nk/shipped.hpp"
 
 namespace ia {
 
@@ -21,6 +22,7 @@ class NetworkExtractor : public Extractor {
   Shape input() const override { return net_.input(); }
   int64_t dim() const override { return net_.output().size(); }
   std::string name() const override { return name_; }
+  void rename(std::string name) override { name_ = std::move(name); }
   void features(const float* x, int64_t batch, float* f) override {
     nk::nn::forward(net_, x, batch, ws_);
     std::copy(ws_.output(), ws_.output() + batch * dim(), f);
@@ -101,7 +103,54 @@ class Down4 : public Extractor {
   Shape s_;
 };
 
+// flip: f(x) = h(x) + h(mirror x) for an inner extractor h: blind to
+// left-right mirroring by construction (both orientations pass through h as
+// one batch of 2B).
+class Flip : public Extractor {
+ public:
+  Flip(std::unique_ptr<Extractor> inner, int64_t capacity)
+      : h_(std::move(inner)), s_(h_->input()), both_(static_cast<size_t>(2 * capacity * s_.size())),
+        fb_(static_cast<size_t>(2 * capacity * h_->dim())), gb_(fb_.size()), db_(both_.size()) {}
+  Shape input() const override { return s_; }
+  int64_t dim() const override { return h_->dim(); }
+  std::string name() const override { return "planted:flip:" + h_->name(); }
+  void features(const float* x, int64_t batch, float* f) override {
+    const int64_t d = s_.size(), F = dim();
+    std::copy(x, x + batch * d, both_.begin());
+    for (int64_t b = 0; b < batch; ++b) mirror(x + b * d, both_.data() + (batch + b) * d);
+    h_->features(both_.data(), 2 * batch, fb_.data());
+    for (int64_t j = 0; j < batch * F; ++j) f[j] = fb_[j] + fb_[batch * F + j];
+    batch_ = batch;
+    ++forwards;
+  }
+  void vjp(const float* g, int64_t batch, float* dx) override {
+    if (batch != batch_) throw std::logic_error("extractor: vjp batch differs from the last features batch");
+    const int64_t d = s_.size(), F = dim();
+    std::copy(g, g + batch * F, gb_.begin());
+    std::copy(g, g + batch * F, gb_.begin() + batch * F);
+    h_->vjp(gb_.data(), 2 * batch, db_.data());
+    for (int64_t b = 0; b < batch; ++b) {
+      mirror(db_.data() + (batch + b) * d, dx + b * d);
+      for (int64_t j = 0; j < d; ++j) dx[b * d + j] += db_[b * d + j];
+    }
+    ++backwards;
+  }
+
+ private:
+  void mirror(const float* in, float* out) const {
+    for (int64_t y = 0; y < s_.h; ++y)
+      for (int64_t x = 0; x < s_.w; ++x)
+        for (int64_t c = 0; c < s_.c; ++c) out[(y * s_.w + x) * s_.c + c] = in[(y * s_.w + (s_.w - 1 - x)) * s_.c + c];
+  }
+  std::unique_ptr<Extractor> h_;
+  Shape s_;
+  std::vector<float> both_, fb_, gb_, db_;
+  int64_t batch_ = 0;
+};
+
 }  // namespace
+
+std::string pca32_path() { return nk::shipped_data("invariance-audit/pca32.h5"); }
 
 std::unique_ptr<Extractor> open_extractor(const std::string& spec, Shape image, int64_t capacity) {
   if (spec.rfind("planted:", 0) == 0) {
@@ -116,7 +165,15 @@ std::unique_ptr<Extractor> open_extractor(const std::string& spec, Shape image, 
       }
       return std::make_unique<Down4>(image);
     }
-    throw nk::usage_error("--extractor: unknown planted extractor '" + kind + "' (mask-left or down4)");
+    if (kind == "pca32") {
+      auto e = open_extractor(pca32_path(), image, capacity);
+      e->rename("planted:pca32");
+      return e;
+    }
+    if (kind.rfind("flip:", 0) == 0 && kind.size() > 5) {
+      return std::make_unique<Flip>(open_extractor(kind.substr(5), image, 2 * capacity), capacity);
+    }
+    throw nk::usage_error("--extractor: unknown planted extractor '" + kind + "' (mask-left, down4, pca32 or flip:SPEC)");
   }
   std::string path = spec, cut;
   const auto colon = spec.rfind(':');

@@ -17,6 +17,7 @@ class Extractor {
   virtual nk::nn::Shape input() const = 0;
   virtual int64_t dim() const = 0;
   virtual std::string name() const = 0;
+  virtual void rename(std::string) {}
   /// f [batch, F] of images x [batch, H, W, C]; keeps what vjp() needs
   /// (x must stay alive until then).
   virtual void features(const float* x, int64_t batch, float* f) = 0;
@@ -26,12 +27,17 @@ class Extractor {
 };
 
 /// SPEC: planted:mask-left (the right half's pixels; the left half is
-/// free), planted:down4 (4x4 block means), FILE (an nk-nn.model/1 network,
+/// free), planted:down4 (4x4 block means), planted:pca32 (the top 32
+/// principal components of Fashion-MNIST, the shipped pca32.h5),
+/// planted:flip:SPEC (h(x) + h(mirror x) for the extractor h = SPEC), FILE (an nk-nn.model/1 network,
 /// its output) or FILE:LAYER (its output after layer LAYER, 0-based, or
 /// FILE:penultimate: everything before the last linear/conv2d layer).
 /// 'image' is the shape of the images it will see: a network of another
 /// input shape, or a planted extractor that does not fit it (down4 needs
 /// sides divisible by 4), is exit 3 naming the file and dataset.
 std::unique_ptr<Extractor> open_extractor(const std::string& spec, nk::nn::Shape image, int64_t capacity);
+
+/// The shipped PCA of planted:pca32 (nk-nn.model/1 with /pca/mean).
+std::string pca32_path();
 
 }  // namespace ia

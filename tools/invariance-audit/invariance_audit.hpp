@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "nk/run_env.hpp"
 
@@ -14,6 +15,8 @@ namespace ia {
 inline constexpr const char* kPriorSchema = "invariance-audit.prior/1";
 inline constexpr const char* kFeaturesSchema = "invariance-audit.features/1";
 inline constexpr const char* kFiberSchema = "invariance-audit.fiber/1";
+inline constexpr const char* kEvalSchema = "invariance-audit.eval/1";
+inline constexpr const char* kDedicatedSchema = "invariance-audit.dedicated/1";
 
 struct TrainPriorOptions {
   std::string input, output;
@@ -39,12 +42,34 @@ struct FeaturesOptions {
 };
 void features(const FeaturesOptions& o, const nk::RunEnv& env);
 
+struct TrainDedicatedOptions {
+  std::string input, output, extractor;
+  bool no_clobber = false;
+  std::string channels = "16,32,64";
+  int64_t steps = 4000, batch = 64, time_dim = 64, groups = 8;
+  double learning_rate = 1e-3, ema = 0.999;
+};
+void train_dedicated(const TrainDedicatedOptions& o, const nk::RunEnv& env);
+
 struct SampleOptions {
-  std::string query, output, extractor, prior, guidance = "ndtm", grid;
+  std::string query, output, extractor, prior, guidance = "ndtm", grid, dedicated;
   bool no_clobber = false, all = false;
   int64_t index = 0, samples = 8, steps = 40, inner = 4;
   double lambda = 1e5, kappa = 1.0, kappa_min = 0.05, eta = 0.03, zeta = 0.1, invert_rate = 0.02;
 };
 void sample(const SampleOptions& o, const nk::RunEnv& env);
+
+struct EvalOptions {
+  std::string queries, reference, output, prior, evaluator, grid_dir;
+  std::vector<std::string> dedicated;  ///< SPEC=FILE: the dedicated model of extractor SPEC
+  std::string methods = "ndtm,dps,none,invert", extractors = "planted:mask-left,planted:down4,planted:pca32";
+  bool no_clobber = false;
+  int64_t count = 0, samples = 8, steps = 40, inner = 4, bits_steps = 32, probes = 1, neighbours = 5;
+  double lambda = 1e5;
+};
+void eval(const EvalOptions& o, const nk::RunEnv& env);
+/// The evaluator network's spec: the shipped evaluator CNN's penultimate
+/// features when 'evaluator' is empty.
+std::string evaluator_spec(const std::string& evaluator);
 
 }  // namespace ia

@@ -39,11 +39,25 @@ int main(int argc, char** argv) {
   te_verb->add_option("--batch", te.batch, "cnn and mlp: mini-batch size")->check(CLI::Range(int64_t{1}, int64_t{65536}));
   te_verb->add_option("--lr", te.learning_rate, "cnn and mlp: peak AdamW learning rate")->check(CLI::Range(1e-8, 10.0));
 
+  ia::TrainDedicatedOptions td;
+  CLI::App* td_verb = cli.add_verb("train-dedicated", "Train the baseline: a flow model conditioned on one extractor's features (timed)",
+                                   nk::cli::Randomness::seeded);
+  nk::cli::App::add_input(*td_verb, td.input, "nk-data images (/images, values in [0,1])")->required();
+  nk::cli::App::add_output(*td_verb, td.output, td.no_clobber, "dedicated model (invariance-audit.dedicated/1)");
+  td_verb->add_option("--extractor", td.extractor, "The extractor whose features condition the model (as sample --extractor)")->required();
+  td_verb->add_option("--channels", td.channels, "U-Net widths per level, comma separated");
+  td_verb->add_option("--groups", td.groups, "GroupNorm groups")->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  td_verb->add_option("--time-dim", td.time_dim, "Width of the time (and condition) embedding")->check(CLI::Range(int64_t{2}, int64_t{65536}));
+  td_verb->add_option("--steps", td.steps, "Optimiser steps")->check(CLI::Range(int64_t{1}, int64_t{100000000}));
+  td_verb->add_option("--batch", td.batch, "Images per step")->check(CLI::Range(int64_t{1}, int64_t{65536}));
+  td_verb->add_option("--lr", td.learning_rate, "Peak AdamW learning rate (warm-up, cosine decay to 10%)")->check(CLI::Range(1e-8, 1.0));
+  td_verb->add_option("--ema", td.ema, "Decay of the parameter average the file keeps")->check(CLI::Range(0.0, 0.999999));
+
   ia::FeaturesOptions fe;
   CLI::App* fe_verb = cli.add_verb("features", "Features of images; with a query, the fiber loss and its gradient");
   nk::cli::App::add_input(*fe_verb, fe.input, "nk-data images")->required();
   nk::cli::App::add_output(*fe_verb, fe.output, fe.no_clobber);
-  fe_verb->add_option("--extractor", fe.extractor, "FILE[:LAYER|:penultimate], planted:mask-left or planted:down4")->required();
+  fe_verb->add_option("--extractor", fe.extractor, "FILE[:LAYER|:penultimate], planted:mask-left, planted:down4, planted:pca32 or planted:flip:SPEC")->required();
   fe_verb->add_option("--query", fe.query, "nk-data images holding the query");
   fe_verb->add_option("--index", fe.index, "The query's item in --query (0-based)")->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
 
@@ -52,14 +66,15 @@ int main(int argc, char** argv) {
                                    nk::cli::Randomness::seeded);
   sa_verb->add_option("--query", sa.query, "nk-data images holding the queries ('-': standard input)")->required();
   nk::cli::App::add_output(*sa_verb, sa.output, sa.no_clobber, "fiber file (invariance-audit.fiber/1)");
-  sa_verb->add_option("--extractor", sa.extractor, "FILE[:LAYER|:penultimate], planted:mask-left or planted:down4")->required();
+  sa_verb->add_option("--extractor", sa.extractor, "FILE[:LAYER|:penultimate], planted:mask-left, planted:down4, planted:pca32 or planted:flip:SPEC")->required();
   sa_verb->add_option("--prior", sa.prior, "prior file (default: the shipped Fashion-MNIST prior)");
   auto* index = sa_verb->add_option("--index", sa.index, "The query's item (0-based)")->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   auto* all = sa_verb->add_flag("--all", sa.all, "Every item of --query is a query");
   index->excludes(all);
   sa_verb->add_option("--samples", sa.samples, "Samples per query")->check(CLI::Range(int64_t{1}, int64_t{4096}));
-  sa_verb->add_option("--guidance", sa.guidance, "ndtm, dps, none (the prior alone) or invert (no prior)")
-      ->check(CLI::IsMember({"ndtm", "dps", "none", "invert"}));
+  sa_verb->add_option("--guidance", sa.guidance, "ndtm, dps, none (the prior alone), invert (no prior) or dedicated (--dedicated)")
+      ->check(CLI::IsMember({"ndtm", "dps", "none", "invert", "dedicated"}));
+  sa_verb->add_option("--dedicated", sa.dedicated, "dedicated: the conditional model (train-dedicated) of --extractor");
   sa_verb->add_option("--steps", sa.steps, "Flow steps (invert: steps x inner gradient steps)")->check(CLI::Range(int64_t{1}, kMaxSteps));
   sa_verb->add_option("--inner", sa.inner, "ndtm: Adam steps on the control per flow step")->check(CLI::Range(int64_t{1}, int64_t{1000}));
   sa_verb->add_option("--lambda", sa.lambda, "ndtm: weight of the relative fiber loss")->check(CLI::Range(1e-9, 1e12));
@@ -71,10 +86,34 @@ int main(int argc, char** argv) {
   nk::cli::App::output(sa_verb->add_option("--grid", sa.grid, "PNG: per query a row of the query, its samples and their variance"));
   cli.add_shard(*sa_verb);
 
+  ia::EvalOptions ev;
+  CLI::App* ev_verb = cli.add_verb("eval", "Every method on every extractor over the same queries: mismatch, revealed, realism, diversity",
+                                   nk::cli::Randomness::seeded);
+  ev_verb->add_option("--queries", ev.queries, "nk-data images: the queries (the first --count items)")->required();
+  ev_verb->add_option("--reference", ev.reference, "nk-data test images: the realism and coverage reference")->required();
+  nk::cli::App::add_output(*ev_verb, ev.output, ev.no_clobber, "table (invariance-audit.eval/1)");
+  ev_verb->add_option("--count", ev.count, "Queries (0: every item)")->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  ev_verb->add_option("--methods", ev.methods, "Comma-separated: ndtm, dps, none, invert, dedicated");
+  ev_verb->add_option("--extractors", ev.extractors, "Comma-separated extractor specs (as sample --extractor)");
+  ev_verb->add_option("--dedicated", ev.dedicated, "SPEC=FILE: the dedicated model of extractor SPEC (repeat per extractor)");
+  ev_verb->add_option("--prior", ev.prior, "prior file (default: the shipped Fashion-MNIST prior)");
+  ev_verb->add_option("--evaluator", ev.evaluator, "Realism features: FILE[:LAYER|:penultimate] (default: the shipped evaluator CNN's penultimate)");
+  ev_verb->add_option("--samples", ev.samples, "Samples per query")->check(CLI::Range(int64_t{2}, int64_t{4096}));
+  ev_verb->add_option("--steps", ev.steps, "Flow steps (invert: steps x inner gradient steps)")->check(CLI::Range(int64_t{1}, kMaxSteps));
+  ev_verb->add_option("--inner", ev.inner, "ndtm: Adam steps on the control per flow step")->check(CLI::Range(int64_t{1}, int64_t{1000}));
+  ev_verb->add_option("--lambda", ev.lambda, "ndtm: weight of the relative fiber loss")->check(CLI::Range(1e-9, 1e12));
+  ev_verb->add_option("--bits-steps", ev.bits_steps, "Heun steps of the bits/dim ODE (0: skip bits/dim)")->check(CLI::Range(int64_t{0}, int64_t{100000}));
+  ev_verb->add_option("--probes", ev.probes, "Hutchinson probes per divergence (0: the exact trace, one backward per pixel)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1024}));
+  ev_verb->add_option("--neighbours", ev.neighbours, "k of density and coverage")->check(CLI::Range(int64_t{1}, int64_t{1000}));
+  ev_verb->add_option("--grid-dir", ev.grid_dir, "Folder for one PNG grid per extractor and method")->check(CLI::ExistingDirectory);
+
   return cli.run(argc, argv, [&] {
     if (*tp_verb) ia::train_prior(tp, cli.env());
+    if (*td_verb) ia::train_dedicated(td, cli.env());
     if (*te_verb) ia::train_extractor(te, cli.env());
     if (*fe_verb) ia::features(fe, cli.env());
     if (*sa_verb) ia::sample(sa, cli.env());
+    if (*ev_verb) ia::eval(ev, cli.env());
   });
 }

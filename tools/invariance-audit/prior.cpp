@@ -1,6 +1,8 @@
 // prior.cpp - reading the prior file (prior.hpp).
 #include "invariance-audit/prior.hpp"
 
+#include <cmath>
+
 #include "invariance-audit/invariance_audit.hpp"
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
@@ -22,6 +24,32 @@ nk::nn::UNet<float> read_prior(const std::string& path) {
                                                "): a prior takes no condition");
   }
   return net;
+}
+
+Dedicated read_dedicated(const std::string& path) {
+  const nk::h5::File file = nk::h5::File::open(path);
+  file.require_schema(kDedicatedSchema);
+  Dedicated d;
+  d.net = nk::nn::read_unet(file, "/dedicated");
+  const int64_t F = d.net.config().cond_dim;
+  if (F <= 0) throw nk::input_error(path, "/dedicated", "is an unconditional U-Net: the dedicated model takes the features");
+  d.mean = file.read<float>("/dedicated/feature_mean", 1, "F").data;
+  d.scale = file.read<float>("/dedicated/feature_scale", 1, "F").data;
+  if (static_cast<int64_t>(d.mean.size()) != F) {
+    throw nk::input_error(path, "/dedicated/feature_mean", "holds " + std::to_string(d.mean.size()) + " values, the U-Net takes " +
+                                                               std::to_string(F) + " features");
+  }
+  if (static_cast<int64_t>(d.scale.size()) != F) {
+    throw nk::input_error(path, "/dedicated/feature_scale", "holds " + std::to_string(d.scale.size()) + " values, the U-Net takes " +
+                                                                std::to_string(F) + " features");
+  }
+  for (float v : d.mean)
+    if (!std::isfinite(v)) throw nk::input_error(path, "/dedicated/feature_mean", "holds a value that is not finite");
+  for (float v : d.scale)
+    if (!(std::isfinite(v) && v > 0)) throw nk::input_error(path, "/dedicated/feature_scale", "holds a value that is not finite and positive");
+  d.extractor = file.attr_string("/dedicated", "extractor").value_or("");
+  d.seconds = file.attr_number("/dedicated", "seconds").value_or(0.0);
+  return d;
 }
 
 }  // namespace ia

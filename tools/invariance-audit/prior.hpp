@@ -3,6 +3,7 @@
 // invariance-audit.prior/1 (the U-Net's parts under /prior, nk/nn/unet.hpp).
 #pragma once
 #include <string>
+#include <vector>
 
 #include "nk/nn/unet.hpp"
 
@@ -13,6 +14,18 @@ namespace ia {
 /// U-Net, or a conditional one; exit 4 when unreadable.
 nk::nn::UNet<float> read_prior(const std::string& path);
 std::string prior_path(const std::string& path);
+
+/// The dedicated baseline: a U-Net conditioned on normalised features
+/// c = (f(x) - mean) / scale of one extractor (invariance-audit.dedicated/1,
+/// the U-Net under /dedicated). Exit 3 naming the file and dataset when
+/// malformed or unconditional.
+struct Dedicated {
+  nk::nn::UNet<float> net;
+  std::vector<float> mean, scale;  ///< [F]
+  std::string extractor;           ///< the spec it was trained with
+  double seconds = 0;              ///< training wall time (features included)
+};
+Dedicated read_dedicated(const std::string& path);
 
 inline float to_prior(float pixel) { return 2.0f * pixel - 1.0f; }
 inline float to_pixel(float x) { return 0.5f * (x + 1.0f); }

@@ -39,6 +39,7 @@ void train_extractor(const TrainExtractorOptions& o, const nk::RunEnv& env) {
   nk::h5::Array<float> x = data.read_all();
   nk::nn::Network<float> net;
   int64_t classes = 0;
+  std::vector<float> pca_mean;  // pca: the mean image (NHWC), for the known fiber of planted:pca32
   if (classifier) {
     classes = std::max<int64_t>(2, data.classes());
     const std::string k = std::to_string(classes);
@@ -85,6 +86,8 @@ void train_extractor(const TrainExtractorOptions& o, const nk::RunEnv& env) {
       for (int64_t i = 0; i < n; ++i)
         for (int64_t v = 0; v < d; ++v) centred(i, flat_index(v)) = x.data[i * d + v];
       mean = centred.colwise().mean();
+      pca_mean.resize(static_cast<size_t>(d));
+      for (int64_t v = 0; v < d; ++v) pca_mean[v] = static_cast<float>(mean[flat_index(v)]);
       centred.rowwise() -= mean.transpose();
       const Eigen::MatrixXd cov = centred.transpose() * centred / static_cast<double>(std::max<int64_t>(1, n - 1));
       Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(cov);
@@ -107,6 +110,7 @@ void train_extractor(const TrainExtractorOptions& o, const nk::RunEnv& env) {
   nk::h5::Writer out(o.output, nk::nn::kModelSchema, o.no_clobber);
   nk::nn::write_model(out, net, classes, std::nullopt);
   out.attr("/model", "arch_name", o.kind);
+  if (!pca_mean.empty()) out.write("/pca/mean", pca_mean.data(), {shape.h, shape.w, shape.c}, "H,W,C", "the training images' mean");
   out.commit();
 }
 

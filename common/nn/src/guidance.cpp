@@ -10,8 +10,9 @@ namespace nk::nn {
 
 void UNetField::velocity(const float* x, float t, int64_t batch, float* v) {
   if (batch > ws_.capacity()) throw std::invalid_argument("UNetField: batch above capacity");
+  if (net_.config().cond_dim > 0 && !cond_) throw std::invalid_argument("UNetField: a conditional U-Net without condition()");
   std::fill(t_.begin(), t_.begin() + batch, t);
-  forward(net_, x, t_.data(), static_cast<const float*>(nullptr), batch, ws_);
+  forward(net_, x, t_.data(), net_.config().cond_dim > 0 ? cond_ : static_cast<const float*>(nullptr), batch, ws_);
   const int64_t n = batch * net_.config().image.size();
   std::copy(ws_.output(), ws_.output() + n, v);
 }

@@ -15,6 +15,7 @@ def data(name, seed=1, n=24):
 IA = "invariance-audit -q --threads 1"
 UNET = "--channels 4,8 --groups 2 --time-dim 8 --steps 2 --batch 4"
 PRIOR = IA + " train-prior -i {w}/data.h5 " + UNET + " -o {w}/prior.h5"
+DED = IA + " train-dedicated -i {w}/data.h5 --extractor planted:down4 " + UNET + " -o {w}/ded.h5"
 PCA = IA + " train-extractor -i {w}/data.h5 --kind pca --components 4 -o {w}/pca.h5"
 
 RECIPES = [
@@ -36,4 +37,18 @@ RECIPES = [
      "setup": [data("q.h5", seed=2, n=3), data("data.h5"), PRIOR],
      "inputs": {"query": "{w}/q.h5", "prior": "{w}/prior.h5"},
      "run": IA + " sample --query {query} --index 2 --extractor planted:down4 --prior {prior} --samples 2 --steps 2 --grid {w}/g.png -o {out}"},
+    {"tool": "invariance-audit", "verb": "train-dedicated",
+     "setup": [data("data.h5")], "inputs": {"data": "{w}/data.h5"},
+     "run": IA + " train-dedicated -i {data} --extractor planted:mask-left " + UNET + " -o {out}"},
+    {"tool": "invariance-audit", "verb": "sample (dedicated)",
+     "setup": [data("data.h5"), data("q.h5", seed=2, n=3), DED],
+     "inputs": {"query": "{w}/q.h5", "dedicated": "{w}/ded.h5"},
+     "run": IA + " sample --query {query} --index 1 --extractor planted:down4 --guidance dedicated --dedicated {dedicated} --samples 2 --steps 2 -o {out}"},
+    {"tool": "invariance-audit", "verb": "eval",
+     "setup": [data("data.h5"), data("q.h5", seed=2, n=3), PRIOR, PCA, DED],
+     "inputs": {"query": "{w}/q.h5", "reference": "{w}/data.h5", "prior": "{w}/prior.h5", "model": "{w}/pca.h5",
+                "dedicated": "{w}/ded.h5"},
+     "run": IA + " eval --queries {query} --count 2 --reference {reference} --samples 2 --steps 2 --inner 1 --bits-steps 1"
+                 " --methods ndtm,invert,dedicated --extractors planted:down4,{model} --dedicated planted:down4={dedicated}"
+                 " --prior {prior} --evaluator {model} -o {out}"},
 ]

@@ -38,17 +38,21 @@ class FlowField {
   virtual void velocity_vjp(const float* g, int64_t batch, float* dx) = 0;
 };
 
-/// A U-Net prior (unconditional): its forward and input backward.
+/// A U-Net prior: its forward and input backward. A conditional U-Net
+/// (cond_dim > 0) needs condition() before velocity().
 class UNetField : public FlowField {
  public:
   UNetField(const UNet<float>& net, int64_t capacity) : net_(net), ws_(net, capacity), t_(static_cast<size_t>(capacity)) {}
   void velocity(const float* x, float t, int64_t batch, float* v) override;
   void velocity_vjp(const float* g, int64_t batch, float* dx) override;
+  /// cond [batch, cond_dim] for the following velocity() calls (kept by pointer).
+  void condition(const float* cond) { cond_ = cond; }
 
  private:
   const UNet<float>& net_;
   UNetWorkspace<float> ws_;
   std::vector<float> t_;
+  const float* cond_ = nullptr;
 };
 
 /// c(x) per item and its gradient in x.
