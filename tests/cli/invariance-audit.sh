@@ -24,6 +24,11 @@ x = h5py.File('x.h5')['/images'][()]
 with h5py.File('xm.h5', 'w') as f: f.attrs['nk_schema'] = 'nk-data.images/1'; f['/images'] = x[:, :, ::-1, :]
 "
 check "features through planted:flip of 20 images and of their mirror images" sh -c "$IA features -i x.h5 --extractor planted:flip:cnn.h5:penultimate -o ff.h5 && $IA features -i xm.h5 --extractor planted:flip:cnn.h5:penultimate -o ffm.h5"
+XC="$PY $NK_SOURCE/data/invariance-audit/extractor_cmd.py"
+PC="$PY $NK_SOURCE/data/invariance-audit/prior_cmd.py"
+check "--extractor-cmd (numpy mask-left) beside planted:mask-left, same seed" sh -c "$IA --seed 3 sample --query q.h5 --index 1 --extractor-cmd '$XC mask-left' --prior prior.h5 --samples 2 --steps 10 -o xc.h5 && $IA --seed 3 sample --query q.h5 --index 1 --extractor planted:mask-left --prior prior.h5 --samples 2 --steps 10 -o xp.h5"
+check "features --extractor-cmd (numpy linear pca.h5)" $IA features -i x.h5 --extractor-cmd "$XC linear pca.h5" --query q.h5 --index 1 -o fxc.h5
+check "--prior-cmd (numpy per-pixel Gaussian of the training images): 64 unguided samples, 4 ndtm" sh -c "$IA sample --query q.h5 --index 1 --extractor planted:mask-left --prior-cmd '$PC train.h5' --guidance none --samples 64 --steps 40 -o pcn.h5 && $IA sample --query q.h5 --index 1 --extractor planted:mask-left --prior-cmd '$PC train.h5' --samples 4 --steps 40 -o pcg.h5"
 check "test images for eval" nk-data -q import-idx $FMNIST/t10k-images-idx3-ubyte.gz --offset 100 --limit 40 -o ref.h5
 check "eval: ndtm, none, invert, dedicated on mask-left and down4 (2 queries x 3 samples, --grid-dir)" sh -c "mkdir -p grids && $IA eval --queries q.h5 --count 2 --reference ref.h5 --samples 3 --steps 40 --methods ndtm,none,invert,dedicated --extractors planted:mask-left,planted:down4 --dedicated planted:down4=ded.h5 --prior prior.h5 --evaluator cnn.h5:penultimate --bits-steps 4 --grid-dir grids -o ev.h5"
 
@@ -126,6 +131,22 @@ report(np.isnan(ts[1]) and abs(ts[-1] - dd["/dedicated"].attrs["seconds"]) < 1e-
 report(mm_e[2] > 5 * mm_e[1] and mm_e[5] > 5 * mm_e[4], f"eval: none misses the fiber that ndtm hits (mask-left {mm_e[1]:.4f} vs {mm_e[2]:.3f})")
 report(sorted(os.listdir("grids")) == sorted([f"planted_{e}-{m}.png" for e in ["mask-left", "down4"] for m in ["ndtm", "none", "invert"]] + ["planted_down4-dedicated.png"]),
        "eval --grid-dir: one PNG per extractor and method")
+# --extractor-cmd, --prior-cmd.
+report(np.array_equal(h5py.File("xc.h5")["/samples"][()], h5py.File("xp.h5")["/samples"][()]),
+       "--extractor-cmd: the numpy mask-left gives the very samples of planted:mask-left (features and VJPs over the pipe)")
+fx, fp = h5py.File("fxc.h5"), h5py.File("fpca.h5")
+report(np.allclose(fx["/features"][()], fp["/features"][()], atol=1e-4) and np.allclose(fx["/fiber_grad"][()], fp["/fiber_grad"][()], rtol=1e-3, atol=1e-5),
+       "features --extractor-cmd: the numpy linear model's features and fiber gradient = the pca.h5 network's")
+x1 = 2 * tr.astype(np.float64) - 1
+mu, sd = x1.mean(axis=0), np.maximum(x1.std(axis=0), 1e-3)
+z = np.random.default_rng(0).standard_normal((4000,) + mu.shape)
+expect = (np.clip(mu + sd * z, -1, 1) + 1) / 2          # the clipped Gaussian's pixel means
+got = h5py.File("pcn.h5")["/samples"][()][0].astype(np.float64)
+zscore = np.abs(got.mean(axis=0) - expect.mean(axis=0)) / np.maximum(expect.std(axis=0) / 8, 1e-3)
+report(np.median(zscore) < 1.5, f"--prior-cmd none: 64 samples' pixel means match the Gaussian's (median |z| {np.median(zscore):.2f})")
+pg = h5py.File("pcg.h5")["/metrics"]
+report(np.median(pg["mismatch"][()]) < 0.02 and np.all(pg["prior_backwards"][()] == 160),
+       f"--prior-cmd ndtm: guided through the program's VJPs into the fiber (median mismatch {np.median(pg['mismatch'][()]):.4f})")
 finish()
 PYEOF
 [ $? -eq 0 ] || fail "the numpy checks above"
@@ -162,6 +183,22 @@ expect_fail "a prior given as the dedicated model" 3 "prior.h5.*schema" $IA samp
 expect_fail "eval: an unknown method" 2 "bogus" $IA eval --queries q.h5 --reference ref.h5 --methods ndtm,bogus --prior prior.h5 -o out.h5
 expect_fail "eval: --dedicated for an extractor not evaluated" 2 "not one of --extractors" $IA eval --queries q.h5 --reference ref.h5 --extractors planted:mask-left --dedicated planted:down4=ded.h5 --prior prior.h5 -o out.h5
 expect_fail "eval: a reference set smaller than the samples" 3 "q.h5.*/images.*holds 3" $IA eval --queries q.h5 --reference q.h5 --samples 4 --prior prior.h5 -o out.h5
+cat > badx.py <<'BAD'
+import sys
+sys.stdout.buffer.write(b"features 5\n"); sys.stdout.buffer.flush()
+import numpy as np
+head = sys.stdin.buffer.read(16)
+op, b = np.frombuffer(head, "<i8")
+sys.stdin.buffer.read(int(b) * 784 * 4)
+sys.stdout.buffer.write(np.int64(3).tobytes() + np.zeros(3, "<f4").tobytes()); sys.stdout.buffer.flush()
+try:
+    sys.stdin.buffer.read()
+except OSError:
+    pass
+BAD
+expect_fail "an --extractor-cmd reply of the wrong size" 3 "extractor-cmd.*badx.py.*3 values" $IA sample --query q.h5 --index 0 --extractor-cmd "$PY badx.py" --prior prior.h5 --samples 2 --steps 2 -o out.h5
+expect_fail "a --prior-cmd of another image shape" 3 "prior-cmd.*velocity 28,28,1" $IA sample --query q.h5 --index 0 --extractor planted:mask-left --prior-cmd "echo velocity 8,8,1" --samples 2 --steps 2 -o out.h5
+expect_fail "neither --extractor nor --extractor-cmd" 2 "extractor" $IA sample --query q.h5 --prior prior.h5 -o out.h5
 expect_fail "empty stdin" 3 "standard input" $IA sample --query - --extractor planted:mask-left --prior prior.h5 -o out.h5 < /dev/null
 [ -e out.h5 ] && fail "a failed run left out.h5" || pass "no output left by the failures"
 no_temp_files "no temporary files" .

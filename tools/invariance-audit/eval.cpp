@@ -123,11 +123,7 @@ void eval(const EvalOptions& o, const nk::RunEnv& env) {
   for (int64_t i = 0; i < n; ++i) std::copy_n(ref_all.data.data() + order[i] * d, d, ref.begin() + i * d);
   for (int64_t i = 0; i < held; ++i) std::copy_n(ref_all.data.data() + order[n + i] * d, d, real.begin() + i * d);
 
-  const nk::nn::UNet<float> prior = read_prior(o.prior);
-  if (!(prior.config().image == shape)) {
-    throw nk::input_error(prior_path(o.prior), "/prior", "the prior generates images of " + prior.config().image.text() +
-                                                              ", the queries are " + shape.text());
-  }
+  PriorField prior = open_prior(o.prior, o.prior_cmd, shape, S);
   const int64_t chunk = 256;
   std::unique_ptr<Extractor> evaluator = open_extractor(evaluator_spec(o.evaluator), shape, chunk);
   const int64_t F = evaluator->dim();
@@ -142,7 +138,7 @@ void eval(const EvalOptions& o, const nk::RunEnv& env) {
     const DensityCoverage dc = density_coverage(ref_f, n, f, count, F, std::min(o.neighbours, n - 1));
     r.density = dc.density, r.coverage = dc.coverage;
     if (o.bits_steps > 0) {
-      const BitsPerDim b = bits_per_dim(prior, x.data(), count, o.bits_steps, o.probes, S, env.seed);
+      const BitsPerDim b = bits_per_dim(*prior.field, shape, x.data(), count, o.bits_steps, o.probes, S, env.seed);
       double sum = 0;
       for (double v : b.bits) sum += v;
       r.bits_per_dim = sum / static_cast<double>(count);
@@ -191,7 +187,7 @@ void eval(const EvalOptions& o, const nk::RunEnv& env) {
       mc.guide.steps = o.steps;
       mc.guide.inner = o.inner;
       mc.guide.lambda = o.lambda;
-      Method method(mc, &prior, S, name == "dedicated" ? dedicated.get() : nullptr);
+      Method method(mc, prior.field.get(), S, name == "dedicated" ? dedicated.get() : nullptr);
       std::vector<float> x(static_cast<size_t>(n * d)), variance(static_cast<size_t>(Q * shape.h * shape.w));
       std::vector<double> mismatch;
       Row r;

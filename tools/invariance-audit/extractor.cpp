@@ -1,6 +1,8 @@
 // extractor.cpp - network and planted feature extractors (extractor.hpp).
 #include "invariance-audit/extractor.hpp"
 
+#include "invariance-audit/command.hpp"
+
 #include <algorithm>
 
 #include "nk/error.hpp"
@@ -153,6 +155,10 @@ class Flip : public Extractor {
 std::string pca32_path() { return nk::shipped_data("invariance-audit/pca32.h5"); }
 
 std::unique_ptr<Extractor> open_extractor(const std::string& spec, Shape image, int64_t capacity) {
+  if (spec.rfind("cmd:", 0) == 0) {
+    if (spec.size() == 4) throw nk::usage_error("--extractor-cmd: an empty command");
+    return command_extractor(spec.substr(4), image, capacity);
+  }
   if (spec.rfind("planted:", 0) == 0) {
     const std::string kind = spec.substr(8);
     if (kind == "mask-left") {

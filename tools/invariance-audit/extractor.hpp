@@ -29,7 +29,8 @@ class Extractor {
 /// SPEC: planted:mask-left (the right half's pixels; the left half is
 /// free), planted:down4 (4x4 block means), planted:pca32 (the top 32
 /// principal components of Fashion-MNIST, the shipped pca32.h5),
-/// planted:flip:SPEC (h(x) + h(mirror x) for the extractor h = SPEC), FILE (an nk-nn.model/1 network,
+/// planted:flip:SPEC (h(x) + h(mirror x) for the extractor h = SPEC),
+/// cmd:COMMAND (a program, --extractor-cmd; command.hpp), FILE (an nk-nn.model/1 network,
 /// its output) or FILE:LAYER (its output after layer LAYER, 0-based, or
 /// FILE:penultimate: everything before the last linear/conv2d layer).
 /// 'image' is the shape of the images it will see: a network of another

@@ -19,7 +19,7 @@ void features(const FeaturesOptions& o, const nk::RunEnv& env) {
   const nk::data::Source data = nk::data::Source::open(o.input, accept);
   const nk::nn::Shape shape{data.height(), data.width(), data.channels()};
   const int64_t n = data.count(), d = shape.size(), chunk = 256;
-  std::unique_ptr<Extractor> extractor = open_extractor(o.extractor, shape, std::min(chunk, n));
+  std::unique_ptr<Extractor> extractor = open_extractor(o.extractor_cmd.empty() ? o.extractor : "cmd:" + o.extractor_cmd, shape, std::min(chunk, n));
   const int64_t f = extractor->dim();
   std::vector<float> fq;
   if (!o.query.empty()) {

@@ -36,7 +36,7 @@ struct TrainExtractorOptions {
 void train_extractor(const TrainExtractorOptions& o, const nk::RunEnv& env);
 
 struct FeaturesOptions {
-  std::string input, output, extractor, query;
+  std::string input, output, extractor, extractor_cmd, query;
   bool no_clobber = false;
   int64_t index = 0;
 };
@@ -52,7 +52,7 @@ struct TrainDedicatedOptions {
 void train_dedicated(const TrainDedicatedOptions& o, const nk::RunEnv& env);
 
 struct SampleOptions {
-  std::string query, output, extractor, prior, guidance = "ndtm", grid, dedicated;
+  std::string query, output, extractor, extractor_cmd, prior, prior_cmd, guidance = "ndtm", grid, dedicated;
   bool no_clobber = false, all = false;
   int64_t index = 0, samples = 8, steps = 40, inner = 4;
   double lambda = 1e5, kappa = 1.0, kappa_min = 0.05, eta = 0.03, zeta = 0.1, invert_rate = 0.02;
@@ -60,7 +60,7 @@ struct SampleOptions {
 void sample(const SampleOptions& o, const nk::RunEnv& env);
 
 struct EvalOptions {
-  std::string queries, reference, output, prior, evaluator, grid_dir;
+  std::string queries, reference, output, prior, prior_cmd, evaluator, grid_dir;
   std::vector<std::string> dedicated;  ///< SPEC=FILE: the dedicated model of extractor SPEC
   std::string methods = "ndtm,dps,none,invert", extractors = "planted:mask-left,planted:down4,planted:pca32";
   bool no_clobber = false;

@@ -57,7 +57,12 @@ int main(int argc, char** argv) {
   CLI::App* fe_verb = cli.add_verb("features", "Features of images; with a query, the fiber loss and its gradient");
   nk::cli::App::add_input(*fe_verb, fe.input, "nk-data images")->required();
   nk::cli::App::add_output(*fe_verb, fe.output, fe.no_clobber);
-  fe_verb->add_option("--extractor", fe.extractor, "FILE[:LAYER|:penultimate], planted:mask-left, planted:down4, planted:pca32 or planted:flip:SPEC")->required();
+  auto* fe_ex = fe_verb->add_option("--extractor", fe.extractor, "FILE[:LAYER|:penultimate], planted:mask-left, planted:down4, planted:pca32, planted:flip:SPEC or cmd:COMMAND");
+  auto* fe_cmd = fe_verb->add_option("--extractor-cmd", fe.extractor_cmd, "A program as the extractor (protocol in the man page)");
+  fe_ex->excludes(fe_cmd);
+  fe_verb->callback([fe_ex, fe_cmd] {
+    if (fe_ex->count() + fe_cmd->count() == 0) throw CLI::RequiredError("--extractor or --extractor-cmd");
+  });
   fe_verb->add_option("--query", fe.query, "nk-data images holding the query");
   fe_verb->add_option("--index", fe.index, "The query's item in --query (0-based)")->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
 
@@ -66,8 +71,14 @@ int main(int argc, char** argv) {
                                    nk::cli::Randomness::seeded);
   sa_verb->add_option("--query", sa.query, "nk-data images holding the queries ('-': standard input)")->required();
   nk::cli::App::add_output(*sa_verb, sa.output, sa.no_clobber, "fiber file (invariance-audit.fiber/1)");
-  sa_verb->add_option("--extractor", sa.extractor, "FILE[:LAYER|:penultimate], planted:mask-left, planted:down4, planted:pca32 or planted:flip:SPEC")->required();
-  sa_verb->add_option("--prior", sa.prior, "prior file (default: the shipped Fashion-MNIST prior)");
+  auto* sa_ex = sa_verb->add_option("--extractor", sa.extractor, "FILE[:LAYER|:penultimate], planted:mask-left, planted:down4, planted:pca32, planted:flip:SPEC or cmd:COMMAND");
+  auto* sa_cmd = sa_verb->add_option("--extractor-cmd", sa.extractor_cmd, "A program as the extractor (protocol in the man page)");
+  sa_ex->excludes(sa_cmd);
+  sa_verb->callback([sa_ex, sa_cmd] {
+    if (sa_ex->count() + sa_cmd->count() == 0) throw CLI::RequiredError("--extractor or --extractor-cmd");
+  });
+  auto* sa_prior = sa_verb->add_option("--prior", sa.prior, "prior file (default: the shipped Fashion-MNIST prior)");
+  sa_verb->add_option("--prior-cmd", sa.prior_cmd, "A program as the prior's velocity (protocol in the man page)")->excludes(sa_prior);
   auto* index = sa_verb->add_option("--index", sa.index, "The query's item (0-based)")->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   auto* all = sa_verb->add_flag("--all", sa.all, "Every item of --query is a query");
   index->excludes(all);
@@ -96,7 +107,8 @@ int main(int argc, char** argv) {
   ev_verb->add_option("--methods", ev.methods, "Comma-separated: ndtm, dps, none, invert, dedicated");
   ev_verb->add_option("--extractors", ev.extractors, "Comma-separated extractor specs (as sample --extractor)");
   ev_verb->add_option("--dedicated", ev.dedicated, "SPEC=FILE: the dedicated model of extractor SPEC (repeat per extractor)");
-  ev_verb->add_option("--prior", ev.prior, "prior file (default: the shipped Fashion-MNIST prior)");
+  auto* ev_prior = ev_verb->add_option("--prior", ev.prior, "prior file (default: the shipped Fashion-MNIST prior)");
+  ev_verb->add_option("--prior-cmd", ev.prior_cmd, "A program as the prior's velocity (protocol in the man page)")->excludes(ev_prior);
   ev_verb->add_option("--evaluator", ev.evaluator, "Realism features: FILE[:LAYER|:penultimate] (default: the shipped evaluator CNN's penultimate)");
   ev_verb->add_option("--samples", ev.samples, "Samples per query")->check(CLI::Range(int64_t{2}, int64_t{4096}));
   ev_verb->add_option("--steps", ev.steps, "Flow steps (invert: steps x inner gradient steps)")->check(CLI::Range(int64_t{1}, kMaxSteps));

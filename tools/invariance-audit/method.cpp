@@ -38,17 +38,16 @@ void invert(FiberCost& cost, float* pixels, int64_t batch, int64_t dim, int64_t 
 
 }  // namespace
 
-Method::Method(MethodConfig config, const nk::nn::UNet<float>* prior, int64_t capacity, const Dedicated* dedicated)
-    : config_(std::move(config)), dedicated_(dedicated) {
+Method::Method(MethodConfig config, nk::nn::FlowField* prior, int64_t capacity, const Dedicated* dedicated)
+    : config_(std::move(config)), prior_(prior), dedicated_(dedicated) {
   const std::string& n = config_.name;
   config_.guide.guide = n == "ndtm" ? nk::nn::Guide::ndtm : n == "dps" ? nk::nn::Guide::dps : nk::nn::Guide::none;
   if (n == "dedicated") {
     if (!dedicated) throw std::logic_error("method dedicated needs its model");
     field_ = std::make_unique<nk::nn::UNetField>(dedicated->net, capacity);
     cond_.resize(static_cast<size_t>(capacity * dedicated->net.config().cond_dim));
-  } else if (n != "invert") {
-    if (!prior) throw std::logic_error("method " + n + " needs a prior");
-    field_ = std::make_unique<nk::nn::UNetField>(*prior, capacity);
+  } else if (n != "invert" && !prior) {
+    throw std::logic_error("method " + n + " needs a prior");
   }
 }
 
@@ -79,7 +78,7 @@ MethodRun Method::run(Extractor& extractor, const float* query, float* x, int64_
     for (int64_t j = 0; j < S * d; ++j) x[j] = std::clamp(to_pixel(x[j]), 0.0f, 1.0f);
   } else {
     nk::kernels::fill_normal(rng, x, S * d);
-    const nk::nn::GuideCounts counts = nk::nn::guided_sample(*field_, cost, x, S, d, config_.guide);
+    const nk::nn::GuideCounts counts = nk::nn::guided_sample(*prior_, cost, x, S, d, config_.guide);
     r.prior_forwards = counts.forwards;
     r.prior_backwards = counts.backwards;
     for (int64_t j = 0; j < S * d; ++j) x[j] = std::clamp(to_pixel(x[j]), 0.0f, 1.0f);

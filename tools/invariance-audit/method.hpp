@@ -29,9 +29,10 @@ struct MethodRun {
 
 class Method {
  public:
-  /// 'prior' may be null only for invert; dedicated samples the conditional
-  /// model 'dedicated' instead (Euler, guide.steps); batches of up to 'capacity' samples.
-  Method(MethodConfig config, const nk::nn::UNet<float>* prior, int64_t capacity, const Dedicated* dedicated = nullptr);
+  /// 'prior' (batches of at least S) may be null only for invert and
+  /// dedicated; dedicated samples the conditional model 'dedicated' instead
+  /// (Euler, guide.steps); batches of up to 'capacity' samples.
+  Method(MethodConfig config, nk::nn::FlowField* prior, int64_t capacity, const Dedicated* dedicated = nullptr);
   const MethodConfig& config() const { return config_; }
   /// x [S, H, W, C] <- S pixel images in [0,1] in the fiber of 'query'
   /// [H, W, C] under 'extractor', from the noise of 'rng'.
@@ -39,7 +40,8 @@ class Method {
 
  private:
   MethodConfig config_;
-  std::unique_ptr<nk::nn::UNetField> field_;
+  nk::nn::FlowField* prior_ = nullptr;
+  std::unique_ptr<nk::nn::UNetField> field_;  ///< dedicated
   const Dedicated* dedicated_ = nullptr;
   std::vector<float> cond_;
 };

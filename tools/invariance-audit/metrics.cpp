@@ -80,12 +80,11 @@ DensityCoverage density_coverage(const std::vector<float>& real, int64_t nr, con
   return out;
 }
 
-BitsPerDim bits_per_dim(const nk::nn::UNet<float>& prior, const float* pixels, int64_t n, int64_t steps, int64_t probes,
-                        int64_t batch, uint64_t seed) {
-  const int64_t d = prior.config().image.size();
+BitsPerDim bits_per_dim(nk::nn::FlowField& field, nk::nn::Shape image, const float* pixels, int64_t n, int64_t steps,
+                        int64_t probes, int64_t batch, uint64_t seed) {
+  const int64_t d = image.size();
   BitsPerDim out;
   out.bits.resize(static_cast<size_t>(n));
-  nk::nn::UNetField field(prior, std::min(batch, n));
   std::vector<float> x;
   for (int64_t start = 0; start < n; start += batch) {
     const int64_t rows = std::min(batch, n - start);

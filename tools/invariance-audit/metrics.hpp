@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "nk/nn/unet.hpp"
+#include "nk/nn/guidance.hpp"
 
 namespace ia {
 
@@ -30,8 +30,9 @@ struct BitsPerDim {
 /// -log2 p(x) / D + 7 of pixel images, dequantised to (level + u) / 256, [n, H, W, C] under the prior (x = 2p - 1,
 /// the 8-bit scale: 8 bits per dimension minus the 1 bit of the map's
 /// Jacobian), by the probability-flow ODE ('steps' Heun steps) with
-/// 'probes' Hutchinson vectors; batches of 'batch' images.
-BitsPerDim bits_per_dim(const nk::nn::UNet<float>& prior, const float* pixels, int64_t n, int64_t steps, int64_t probes,
-                        int64_t batch, uint64_t seed);
+/// 'probes' Hutchinson vectors; batches of 'batch' images (at most the
+/// field's capacity).
+BitsPerDim bits_per_dim(nk::nn::FlowField& prior, nk::nn::Shape image, const float* pixels, int64_t n, int64_t steps,
+                        int64_t probes, int64_t batch, uint64_t seed);
 
 }  // namespace ia

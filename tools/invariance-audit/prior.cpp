@@ -3,9 +3,11 @@
 
 #include <cmath>
 
+#include "invariance-audit/command.hpp"
 #include "invariance-audit/invariance_audit.hpp"
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
+#include "nk/log.hpp"
 #include "nk/shipped.hpp"
 
 namespace ia {
@@ -24,6 +26,23 @@ nk::nn::UNet<float> read_prior(const std::string& path) {
                                                "): a prior takes no condition");
   }
   return net;
+}
+
+PriorField open_prior(const std::string& path, const std::string& command, nk::nn::Shape image, int64_t capacity) {
+  PriorField p;
+  if (!command.empty()) {
+    p.field = command_field(command, image, capacity);
+    p.name = "--prior-cmd '" + command + "'";
+    return p;
+  }
+  p.net = std::make_unique<nk::nn::UNet<float>>(read_prior(path));
+  if (!(p.net->config().image == image)) {
+    throw nk::input_error(prior_path(path), "/prior", "the prior generates images of " + p.net->config().image.text() +
+                                                           ", the queries are " + image.text());
+  }
+  p.field = std::make_unique<nk::nn::UNetField>(*p.net, capacity);
+  p.name = nk::display_name(prior_path(path)) + " (" + std::to_string(p.net->parameter_count()) + " parameters)";
+  return p;
 }
 
 Dedicated read_dedicated(const std::string& path) {

@@ -2,9 +2,11 @@
 // over images mapped from [0,1] pixels to x = 2 p - 1, stored as
 // invariance-audit.prior/1 (the U-Net's parts under /prior, nk/nn/unet.hpp).
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "nk/nn/guidance.hpp"
 #include "nk/nn/unet.hpp"
 
 namespace ia {
@@ -26,6 +28,17 @@ struct Dedicated {
   double seconds = 0;              ///< training wall time (features included)
 };
 Dedicated read_dedicated(const std::string& path);
+
+/// The prior's velocity for an audit: the U-Net of 'path' (the shipped prior
+/// when empty), or the program 'command' (--prior-cmd, command.hpp) when not
+/// empty; batches of up to 'capacity'. Exit 3 naming the file when its
+/// images are not 'image'.
+struct PriorField {
+  std::unique_ptr<nk::nn::UNet<float>> net;  ///< null for a command
+  std::unique_ptr<nk::nn::FlowField> field;
+  std::string name;
+};
+PriorField open_prior(const std::string& path, const std::string& command, nk::nn::Shape image, int64_t capacity);
 
 inline float to_prior(float pixel) { return 2.0f * pixel - 1.0f; }
 inline float to_pixel(float x) { return 0.5f * (x + 1.0f); }

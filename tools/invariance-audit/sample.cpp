@@ -40,7 +40,7 @@ void sample(const SampleOptions& o, const nk::RunEnv& env) {
   }
   const nk::h5::Array<float> all = queries.read(first, first + Q);
   const int64_t d = shape.size(), S = o.samples;
-  std::unique_ptr<nk::nn::UNet<float>> prior;
+  PriorField prior;
   std::unique_ptr<Dedicated> dedicated;
   if (o.guidance == "dedicated") {
     if (o.dedicated.empty()) throw nk::usage_error("--guidance dedicated needs --dedicated FILE (from train-dedicated)");
@@ -50,11 +50,7 @@ void sample(const SampleOptions& o, const nk::RunEnv& env) {
                                                            ", the queries are " + shape.text());
     }
   } else if (o.guidance != "invert") {
-    prior = std::make_unique<nk::nn::UNet<float>>(read_prior(o.prior));
-    if (!(prior->config().image == shape)) {
-      throw nk::input_error(prior_path(o.prior), "/prior", "the prior generates images of " + prior->config().image.text() +
-                                                                ", the queries are " + shape.text());
-    }
+    prior = open_prior(o.prior, o.prior_cmd, shape, S);
   }
   MethodConfig mc;
   mc.name = o.guidance;
@@ -66,16 +62,16 @@ void sample(const SampleOptions& o, const nk::RunEnv& env) {
   mc.guide.eta = o.eta;
   mc.guide.zeta = o.zeta;
   mc.invert_rate = o.invert_rate;
-  std::unique_ptr<Extractor> extractor = open_extractor(o.extractor, shape, S);
+  std::unique_ptr<Extractor> extractor = open_extractor(o.extractor_cmd.empty() ? o.extractor : "cmd:" + o.extractor_cmd, shape, S);
   if (dedicated && dedicated->net.config().cond_dim != extractor->dim()) {
     throw nk::input_error(o.dedicated, "/dedicated", "was trained on " + std::to_string(dedicated->net.config().cond_dim) +
                                                          " features (" + dedicated->extractor + "), --extractor " +
                                                          extractor->name() + " gives " + std::to_string(extractor->dim()));
   }
-  Method method(mc, prior.get(), S, dedicated.get());
+  Method method(mc, prior.field.get(), S, dedicated.get());
   spdlog::info("sample: {} queries of {} ({}), {} samples each, guidance {}, extractor {} ({} features){}", Q,
                nk::display_name(o.query), shape.text(), S, o.guidance, extractor->name(), extractor->dim(),
-               prior ? ", prior " + std::to_string(prior->parameter_count()) + " parameters" : std::string());
+               prior.field ? ", prior " + prior.name : std::string());
   std::vector<float> query_out(static_cast<size_t>(Q * d)), samples(static_cast<size_t>(Q * S * d));
   std::vector<float> variance(static_cast<size_t>(Q * shape.h * shape.w)), mismatch(static_cast<size_t>(Q * S));
   std::vector<double> diversity(static_cast<size_t>(Q)), seconds(static_cast<size_t>(Q));

@@ -51,4 +51,9 @@ RECIPES = [
      "run": IA + " eval --queries {query} --count 2 --reference {reference} --samples 2 --steps 2 --inner 1 --bits-steps 1"
                  " --methods ndtm,invert,dedicated --extractors planted:down4,{model} --dedicated planted:down4={dedicated}"
                  " --prior {prior} --evaluator {model} -o {out}"},
+    {"tool": "invariance-audit", "verb": "sample (--extractor-cmd)",
+     "setup": [data("data.h5"), data("q.h5", seed=2, n=3), PRIOR],
+     "inputs": {"query": "{w}/q.h5", "prior": "{w}/prior.h5"},
+     "run": IA + " sample --query {query} --index 0 --extractor-cmd '/usr/bin/python3 {src}/data/invariance-audit/extractor_cmd.py mask-left'"
+                 " --prior {prior} --samples 2 --steps 2 -o {out}"},
 ]
