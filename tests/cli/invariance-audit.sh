@@ -16,6 +16,7 @@ check "sample ndtm, planted:down4" $IA sample --query q.h5 --index 2 --extractor
 check "sample none, dps, invert (mask-left, 2 queries)" sh -c "for g in none dps invert; do $IA sample --query q.h5 --all --shard 0/2 --extractor planted:mask-left --prior prior.h5 --samples 3 --steps 40 --guidance \$g -o ml_\$g.h5 || exit 1; done"
 check "sample ndtm on cnn.h5:penultimate and rf.h5" sh -c "$IA sample --query q.h5 --index 0 --extractor cnn.h5:penultimate --prior prior.h5 --samples 2 --steps 10 -o cnn_f.h5 && $IA sample --query q.h5 --index 0 --extractor rf.h5 --prior prior.h5 --samples 2 --steps 10 --threads 1 -o rf_f.h5"
 check "sample in two shards, merged, and whole (8 steps)" sh -c "$IA sample --query q.h5 --all --extractor planted:mask-left --prior prior.h5 --samples 2 --steps 8 --shard 0/2 -o s0.h5 && $IA sample --query q.h5 --all --extractor planted:mask-left --prior prior.h5 --samples 2 --steps 8 --shard 1/2 --threads 1 -o s1.h5 && nk-data -q merge s1.h5 s0.h5 -o merged.h5 && $IA sample --query q.h5 --all --extractor planted:mask-left --prior prior.h5 --samples 2 --steps 8 -o whole.h5"
+check "train-dedicated --max-seconds 1 stops a 10^6-step run" $IA train-dedicated -i train.h5 --extractor planted:mask-left --channels 8,16 --groups 4 --time-dim 16 --steps 1000000 --batch 8 --max-seconds 1 -o dedt.h5
 check "train-dedicated on planted:down4 (tiny U-Net, 20 steps)" $IA train-dedicated -i train.h5 --extractor planted:down4 --channels 8,16 --groups 4 --time-dim 16 --steps 20 --batch 16 -o ded.h5
 check "sample dedicated, planted:pca32 (shipped), planted:flip:cnn" sh -c "$IA sample --query q.h5 --index 0 --extractor planted:down4 --guidance dedicated --dedicated ded.h5 --samples 2 --steps 5 -o dd.h5 && $IA sample --query q.h5 --index 1 --extractor planted:pca32 --prior prior.h5 --samples 2 --steps 10 -o pc.h5 && $IA sample --query q.h5 --index 1 --extractor planted:flip:cnn.h5:penultimate --prior prior.h5 --samples 2 --steps 4 --inner 2 -o fl.h5"
 "$PY" -c "
@@ -103,6 +104,8 @@ report(dd.attrs["nk_schema"] == "invariance-audit.dedicated/1" and fm.shape == (
 tr = h5py.File("train.h5")["/images"][()]
 report(np.allclose(fm, tr.reshape(-1, 7, 4, 7, 4).mean(axis=(2, 4)).reshape(len(tr), -1).mean(axis=0), atol=1e-4),
        "train-dedicated: feature means = the training images' block means (numpy)")
+dt = h5py.File("dedt.h5")["/dedicated"].attrs
+report(0 < dt["steps"] < 1000000 and dt["seconds"] < 30, f"train-dedicated --max-seconds: {dt['steps']} steps in {dt['seconds']:.1f} s recorded")
 dm = h5py.File("dd.h5")["/metrics"]
 report(dm.attrs["guidance"] == "dedicated" and np.all(dm["prior_forwards"][()] == 5) and np.all(dm["prior_backwards"][()] == 0)
        and np.isfinite(dm["mismatch"][()]).all(), "sample dedicated: 5 conditional Euler steps, no backward passes")

@@ -47,7 +47,7 @@ struct TrainDedicatedOptions {
   bool no_clobber = false;
   std::string channels = "16,32,64";
   int64_t steps = 4000, batch = 64, time_dim = 64, groups = 8;
-  double learning_rate = 1e-3, ema = 0.999;
+  double learning_rate = 1e-3, ema = 0.999, max_seconds = 0;
 };
 void train_dedicated(const TrainDedicatedOptions& o, const nk::RunEnv& env);
 

@@ -51,6 +51,8 @@ int main(int argc, char** argv) {
   td_verb->add_option("--steps", td.steps, "Optimiser steps")->check(CLI::Range(int64_t{1}, int64_t{100000000}));
   td_verb->add_option("--batch", td.batch, "Images per step")->check(CLI::Range(int64_t{1}, int64_t{65536}));
   td_verb->add_option("--lr", td.learning_rate, "Peak AdamW learning rate (warm-up, cosine decay to 10%)")->check(CLI::Range(1e-8, 1.0));
+  td_verb->add_option("--max-seconds", td.max_seconds, "Stop after this wall time (features included; 0: run every step)")
+      ->check(CLI::Range(0.0, 1e9));
   td_verb->add_option("--ema", td.ema, "Decay of the parameter average the file keeps")->check(CLI::Range(0.0, 0.999999));
 
   ia::FeaturesOptions fe;

@@ -1,7 +1,9 @@
 // prior.cpp - reading the prior file (prior.hpp).
 #include "invariance-audit/prior.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "invariance-audit/command.hpp"
 #include "invariance-audit/invariance_audit.hpp"
@@ -26,6 +28,37 @@ nk::nn::UNet<float> read_prior(const std::string& path) {
                                                "): a prior takes no condition");
   }
   return net;
+}
+
+nk::nn::UNet<float> build_unet(const std::string& channels, int64_t groups, int64_t time_dim, int64_t cond_dim,
+                               nk::nn::Shape image, uint64_t seed) {
+  nk::nn::UNetConfig config;
+  try {
+    config = nk::nn::UNetConfig::parse("channels=" + channels + " groups=" + std::to_string(groups) + " time_dim=" +
+                                           std::to_string(time_dim) + " cond_dim=" + std::to_string(cond_dim),
+                                       image);
+  } catch (const std::invalid_argument& e) {
+    throw nk::usage_error(std::string("--channels/--groups/--time-dim: ") + e.what());
+  }
+  nk::nn::UNet<float> net;
+  try {
+    net = nk::nn::UNet<float>::build(config);
+  } catch (const std::invalid_argument& e) {
+    throw nk::usage_error(std::string("the U-Net does not fit ") + image.text() + " images: " + e.what());
+  }
+  net.init(seed, 0.0);
+  return net;
+}
+
+nk::nn::FlowTraining flow_schedule(int64_t steps, int64_t batch, double learning_rate, double ema, uint64_t seed) {
+  nk::nn::FlowTraining training;
+  training.steps = steps;
+  training.batch = batch;
+  training.learning_rate = learning_rate;
+  training.warmup = std::min<int64_t>(500, steps / 10 + 1);
+  training.ema = ema;
+  training.seed = seed;
+  return training;
 }
 
 PriorField open_prior(const std::string& path, const std::string& command, nk::nn::Shape image, int64_t capacity) {

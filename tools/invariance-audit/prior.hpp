@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "nk/nn/flow.hpp"
 #include "nk/nn/guidance.hpp"
 #include "nk/nn/unet.hpp"
 
@@ -39,6 +40,15 @@ struct PriorField {
   std::string name;
 };
 PriorField open_prior(const std::string& path, const std::string& command, nk::nn::Shape image, int64_t capacity);
+
+/// The U-Net of train-prior and train-dedicated: widths 'channels' ("16,32,64"),
+/// GroupNorm 'groups', time embedding 'time_dim', condition width 'cond_dim'
+/// (0: a prior), initialised with 'seed' (the output conv at zero); exit 2
+/// saying what does not fit the images.
+nk::nn::UNet<float> build_unet(const std::string& channels, int64_t groups, int64_t time_dim, int64_t cond_dim,
+                               nk::nn::Shape image, uint64_t seed);
+/// Their schedule: AdamW at 'learning_rate' with warm-up over min(500, steps/10 + 1) steps.
+nk::nn::FlowTraining flow_schedule(int64_t steps, int64_t batch, double learning_rate, double ema, uint64_t seed);
 
 inline float to_prior(float pixel) { return 2.0f * pixel - 1.0f; }
 inline float to_pixel(float x) { return 0.5f * (x + 1.0f); }

@@ -51,51 +51,36 @@ void train_dedicated(const TrainDedicatedOptions& o, const nk::RunEnv& env) {
   for (float v : cond)
     if (!std::isfinite(v)) throw nk::Error(nk::Exit::runtime, "train-dedicated: a feature of " + extractor->name() + " is not finite");
 
-  nk::nn::UNetConfig config;
-  try {
-    config = nk::nn::UNetConfig::parse("channels=" + o.channels + " groups=" + std::to_string(o.groups) +
-                                           " time_dim=" + std::to_string(o.time_dim) + " cond_dim=" + std::to_string(F),
-                                       image);
-  } catch (const std::invalid_argument& e) {
-    throw nk::usage_error(std::string("--channels/--groups/--time-dim: ") + e.what());
-  }
-  nk::nn::UNet<float> net;
-  try {
-    net = nk::nn::UNet<float>::build(config);
-  } catch (const std::invalid_argument& e) {
-    throw nk::usage_error(std::string("the U-Net does not fit ") + image.text() + " images: " + e.what());
-  }
-  net.init(env.seed, 0.0);
+  nk::nn::UNet<float> net = build_unet(o.channels, o.groups, o.time_dim, F, image, env.seed);
+  const nk::nn::UNetConfig& config = net.config();
   for (float& v : x.data) v = to_prior(v);
-  nk::nn::FlowTraining training;
-  training.steps = o.steps;
-  training.batch = o.batch;
-  training.learning_rate = o.learning_rate;
-  training.warmup = std::min<int64_t>(500, o.steps / 10 + 1);
-  training.ema = o.ema;
-  training.seed = env.seed;
+  nk::nn::FlowTraining training = flow_schedule(o.steps, o.batch, o.learning_rate, o.ema, env.seed);
+  training.max_seconds = o.max_seconds > 0 ? std::max(1e-9, o.max_seconds - clock.seconds()) : 0.0;
   spdlog::info("train-dedicated: U-Net {} ({} parameters) conditioned on the {} features of {}, {} images of {}",
                config.text(), net.parameter_count(), F, extractor->name(), n, image.text());
   nk::nn::UNet<float> ema;
   nk::Progress progress("train-dedicated", o.steps);
   double last_loss = 0;
+  int64_t steps_done = 0;
   const int64_t every = std::max<int64_t>(1, std::min<int64_t>(100, o.steps / 20));
   nk::nn::train_flow(net, &ema, x.data.data(), cond.data(), n, training, every, [&](const nk::nn::FlowReport& r) {
     if (!std::isfinite(r.loss)) throw nk::Error(nk::Exit::runtime, "train-dedicated: the loss is not finite at step " + std::to_string(r.step));
     progress.update(r.step);
     spdlog::debug("step {}: loss {:.4f}, gradient norm {:.3f} ({:.1f} s)", r.step, r.loss, r.grad_norm, r.seconds);
     last_loss = r.loss;
+    steps_done = r.step;
   });
   progress.finish();
   const double seconds = clock.seconds();
-  spdlog::info("train-dedicated: {} steps in {:.1f} s (features included), last loss {:.4f}", o.steps, seconds, last_loss);
+  if (steps_done < o.steps) spdlog::info("train-dedicated: --max-seconds {} reached after {} of {} steps", o.max_seconds, steps_done, o.steps);
+  spdlog::info("train-dedicated: {} steps in {:.1f} s (features included), last loss {:.4f}", steps_done, seconds, last_loss);
   nk::h5::Writer out(o.output, kDedicatedSchema, o.no_clobber);
   nk::nn::write_unet(out, ema, "/dedicated");
   out.write("/dedicated/feature_mean", mean_f.data(), {F}, "F");
   out.write("/dedicated/feature_scale", scale_f.data(), {F}, "F");
   out.attr("/dedicated", "extractor", extractor->name());
   out.attr("/dedicated", "seconds", seconds);
-  out.attr("/dedicated", "steps", o.steps);
+  out.attr("/dedicated", "steps", steps_done);
   out.attr("/dedicated", "batch", o.batch);
   out.attr("/dedicated", "learning_rate", o.learning_rate);
   out.attr("/dedicated", "ema", o.ema);

@@ -20,30 +20,11 @@ void train_prior(const TrainPriorOptions& o, const nk::RunEnv& env) {
   accept.labels = nk::data::Labels::ignore;
   const nk::data::Source data = nk::data::Source::open(o.input, accept);
   const nk::nn::Shape image{data.height(), data.width(), data.channels()};
-  nk::nn::UNetConfig config;
-  try {
-    config = nk::nn::UNetConfig::parse("channels=" + o.channels + " groups=" + std::to_string(o.groups) +
-                                           " time_dim=" + std::to_string(o.time_dim) + " cond_dim=0",
-                                       image);
-  } catch (const std::invalid_argument& e) {
-    throw nk::usage_error(std::string("--channels/--groups/--time-dim: ") + e.what());
-  }
-  nk::nn::UNet<float> net;
-  try {
-    net = nk::nn::UNet<float>::build(config);
-  } catch (const std::invalid_argument& e) {
-    throw nk::usage_error(std::string("the U-Net does not fit ") + image.text() + " images: " + e.what());
-  }
-  net.init(env.seed, 0.0);
+  nk::nn::UNet<float> net = build_unet(o.channels, o.groups, o.time_dim, 0, image, env.seed);
+  const nk::nn::UNetConfig& config = net.config();
   nk::h5::Array<float> x = data.read_all();
   for (float& v : x.data) v = to_prior(v);
-  nk::nn::FlowTraining training;
-  training.steps = o.steps;
-  training.batch = o.batch;
-  training.learning_rate = o.learning_rate;
-  training.warmup = std::min<int64_t>(500, o.steps / 10 + 1);
-  training.ema = o.ema;
-  training.seed = env.seed;
+  nk::nn::FlowTraining training = flow_schedule(o.steps, o.batch, o.learning_rate, o.ema, env.seed);
   spdlog::info("train-prior: U-Net {} ({} parameters, {:.1f} M multiply-adds per image) on {} images of {} from {}",
                config.text(), net.parameter_count(), net.forward_macs() / 1e6, data.count(), image.text(),
                nk::display_name(o.input));

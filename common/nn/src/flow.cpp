@@ -137,7 +137,8 @@ void train_flow(UNet<float>& net, UNet<float>* ema, const float* data, const flo
         for (size_t e = 0; e < avg.size(); ++e) avg[e] = d * avg[e] + (1 - d) * now[e];
       }
     }
-    if (report && (step % std::max<int64_t>(every, 1) == 0 || step == config.steps)) {
+    const bool out_of_time = config.max_seconds > 0 && clock.seconds() >= config.max_seconds;
+    if (report && (step % std::max<int64_t>(every, 1) == 0 || step == config.steps || out_of_time)) {
       FlowReport r;
       r.step = step;
       r.loss = loss_sum / static_cast<double>(std::max<int64_t>(loss_count, 1));
@@ -147,6 +148,7 @@ void train_flow(UNet<float>& net, UNet<float>* ema, const float* data, const flo
       loss_sum = 0;
       loss_count = 0;
     }
+    if (out_of_time) break;
   }
 }
 

@@ -6,13 +6,17 @@
 #     autograd for the VJPs; the peer a researcher would otherwise write), and our sampler's
 #     GFLOP/s (prior multiply-adds x 2 x (forwards + 2 backwards) x samples / seconds) as a
 #     share of this machine's SGEMM rate (torch, 2048^3, 2 threads);
-#  2. the methods side by side: ndtm, dps, none (the prior alone), invert (no prior) on
-#     planted:mask-left, planted:down4 and a CNN's penultimate features (trained here on
-#     TRAIN items, 2 epochs), Q test queries x 8 samples: median relative mismatch, the
-#     revealed fraction for the planted fibers (fixed part within 2%, free part >= 20% off the
-#     query's), mean diversity, seconds per audit.
-# Q (default 20) and TRAIN (default 10000) shrink it. Not yet here (issue #29): the dedicated
-# conditional model, realism (Frechet distance), likelihood.
+#  2. the comparison, by eval: ndtm, dps, none (the prior alone), invert (no prior) and the
+#     dedicated conditional model (train-dedicated, at most DED_SECONDS each) on the CNN's
+#     penultimate features, planted:pca32 and random features (QC queries, 4 per class at 40);
+#     ndtm, dps, none, invert on planted:mask-left and planted:down4 (QP queries) and
+#     ndtm, none, invert on planted:flip over the CNN (QP shoes, mirrored by eval): median
+#     mismatch, revealed fraction, Frechet distance in the shipped evaluator CNN, bits/dim,
+#     diversity, density, coverage, seconds per audit, the dedicated models' training time;
+#     then the issue's goals, checked (ndtm <= 0.05 and <= dedicated at equal realism;
+#     >= 100x less time than training; revealed >= 95%; invert's Frechet >= 5x ndtm's).
+# Q (one-audit part), QC, QP, TRAIN, EPOCHS, DED_STEPS and DED_SECONDS shrink it; the
+# defaults are the issue's (about 90 minutes on 2 cores).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
@@ -24,7 +28,8 @@ PY=/usr/bin/python3
 # uses Debian's torch instead (whose SGEMM is far from the machine's limit).
 PYV=${PYV:-$(bash "$here/../nk-lm/venv.sh" | tail -1)}
 FM=/usr/share/datasets/fashion-mnist
-Q=${Q:-20} TRAIN=${TRAIN:-10000}
+Q=${Q:-20} TRAIN=${TRAIN:-10000} QC=${QC:-40} QP=${QP:-20} EPOCHS=${EPOCHS:-5}
+DED_STEPS=${DED_STEPS:-20000} DED_SECONDS=${DED_SECONDS:-1800}
 PRIOR=$root/data/invariance-audit/prior.h5
 T="--threads 2"
 started=$SECONDS
@@ -61,35 +66,84 @@ print(f"ours:    {ours:.2f} s per audit, median mismatch {np.median(m['mismatch'
 print(f"PyTorch: {ps:.2f} s per audit, median mismatch {pm:.4f} (ours {ps / ours:.2f}x its speed)")
 PYEOF
 
-echo "== 2. methods side by side ($Q queries x 8 samples)"
+echo "== 2. the comparison (eval): every method on every extractor, 8 samples per query"
+# Queries from the test set: QC (4 per class at 40) for the CNN's penultimate features,
+# planted:pca32 and random features; QP for mask-left and down4; QP shoes (sandal,
+# sneaker, ankle boot) for flip, whose queries eval mirrors. The dedicated baseline is
+# trained for the CNN and pca32, each for at most DED_SECONDS (its time is in the table).
 nk-data -q import-idx $FM/train-images-idx3-ubyte.gz $FM/train-labels-idx1-ubyte.gz --limit "$TRAIN" -o "$work/train.h5"
-invariance-audit -q $T --seed 2 train-extractor -i "$work/train.h5" --kind cnn --epochs 2 -o "$out/cnn.h5"
-for ex in planted:mask-left planted:down4 cnn; do
-  spec=$ex; [ "$ex" = cnn ] && spec="$out/cnn.h5:penultimate"
-  for g in ndtm dps none invert; do
-    invariance-audit -q $T --seed 1 sample --query "$work/q.h5" --all --extractor "$spec" --samples 8 --guidance $g \
-      -o "$out/${ex#planted:}-$g.h5"
-  done
+nk-data -q import-idx $FM/t10k-images-idx3-ubyte.gz $FM/t10k-labels-idx1-ubyte.gz -o "$work/test.h5"
+"$PY" - "$work" "$QC" "$QP" <<'PYEOF'
+import sys, h5py, numpy as np
+work, qc, qp = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+f = h5py.File(f"{work}/test.h5")
+x, y = f["/images"][()], f["/labels"][()]
+def save(name, idx):
+    with h5py.File(f"{work}/{name}", "w") as g:
+        g.attrs["nk_schema"] = "nk-data.images/1"
+        g["/images"] = x[idx]
+        g["/labels"] = y[idx]
+per = max(1, qc // 10)
+pick = [5000 + i for c in range(10) for i in np.flatnonzero(y[5000:] == c)[:per]][:qc]
+save("qc.h5", pick)
+save("qp.h5", np.arange(6000, 6000 + qp))
+save("shoes.h5", [i for i in range(5000, 10000) if y[i] in (5, 7, 9)][:qp])
+# the reference: the test set's first half (every query comes from the second)
+save("ref.h5", np.arange(0, 5000))
+PYEOF
+invariance-audit -q $T --seed 2 train-extractor -i "$work/train.h5" --kind cnn --epochs "$EPOCHS" -o "$out/cnn.h5"
+invariance-audit -q $T --seed 3 train-extractor -i "$work/train.h5" --kind random-features --components 64 -o "$out/rf.h5"
+CNN="$out/cnn.h5:penultimate"
+for e in cnn pca32; do
+  spec=$CNN; [ $e = pca32 ] && spec=planted:pca32
+  invariance-audit $T --seed 4 train-dedicated -i "$work/train.h5" --extractor "$spec" --steps "$DED_STEPS" \
+    --max-seconds "$DED_SECONDS" -o "$out/ded-$e.h5" 2>&1 | grep -E "steps in|reached" || true
 done
+mkdir -p "$out/grids"
+invariance-audit -q $T --seed 1 eval --queries "$work/qc.h5" --reference "$work/ref.h5" --samples 8 \
+  --extractors "$CNN,planted:pca32,$out/rf.h5" --methods ndtm,dps,none,invert,dedicated \
+  --dedicated "$CNN=$out/ded-cnn.h5" --dedicated "planted:pca32=$out/ded-pca32.h5" --grid-dir "$out/grids" -o "$out/eval-real.h5"
+invariance-audit -q $T --seed 1 eval --queries "$work/qp.h5" --reference "$work/ref.h5" --samples 8 \
+  --extractors planted:mask-left,planted:down4 --methods ndtm,dps,none,invert --grid-dir "$out/grids" -o "$out/eval-planted.h5"
+invariance-audit -q $T --seed 1 eval --queries "$work/shoes.h5" --reference "$work/ref.h5" --samples 8 \
+  --extractors "planted:flip:$CNN" --methods ndtm,none,invert --grid-dir "$out/grids" -o "$out/eval-flip.h5"
 "$PY" - "$out" <<'PYEOF'
 import sys, h5py, numpy as np
 out = sys.argv[1]
-print("extractor\tmethod\tmedian_mismatch\trevealed\tdiversity\tseconds_per_audit")
-for ex in ["mask-left", "down4", "cnn"]:
-    for g in ["ndtm", "dps", "none", "invert"]:
-        f = h5py.File(f"{out}/{ex}-{g}.h5")
-        s, q, m = f["/samples"][()], f["/query"][()], f["/metrics"]
-        rev = "-"
-        if ex == "mask-left":
-            part = lambda a, lo, hi: a[..., lo:hi, :].reshape(a.shape[:-3] + (-1,))
-            fixed = np.linalg.norm(part(s, 14, 28) - part(q, 14, 28)[:, None], axis=-1) / np.linalg.norm(part(q, 14, 28), axis=-1)[:, None]
-            free = np.linalg.norm(part(s, 0, 14) - part(q, 0, 14)[:, None], axis=-1) / np.maximum(np.linalg.norm(part(q, 0, 14), axis=-1)[:, None], 1e-9)
-            rev = f"{np.mean((fixed <= 0.02) & (free >= 0.2)):.2f}"
-        if ex == "down4":
-            b = lambda a: a.reshape(a.shape[:-3] + (7, 4, 7, 4)).mean(axis=(-3, -1)).reshape(a.shape[:-3] + (-1,))
-            fixed = np.linalg.norm(b(s) - b(q)[:, None], axis=-1) / np.linalg.norm(b(q), axis=-1)[:, None]
-            free = np.linalg.norm((s - q[:, None]).reshape(s.shape[:2] + (-1,)), axis=-1) / np.linalg.norm(q.reshape(q.shape[0], -1), axis=-1)[:, None]
-            rev = f"{np.mean((fixed <= 0.02) & (free >= 0.2)):.2f}"
-        print(f"{ex}\t{g}\t{np.median(m['mismatch'][()]):.4f}\t{rev}\t{m['diversity'][()].mean():.2f}\t{m['seconds'][()].mean():.2f}")
+rows = []
+for name in ["eval-real", "eval-planted", "eval-flip"]:
+    t = h5py.File(f"{out}/{name}.h5")["/table"]
+    cols = {k: t[k][()] for k in t}
+    for i in range(len(cols["method"])):
+        r = {k: (v[i].decode() if isinstance(v[i], bytes) else v[i]) for k, v in cols.items()}
+        r["queries"] = t.attrs["queries"]
+        ex = r["extractor"].replace(out + "/", "")
+        r["extractor"] = ex
+        if r["method"] == "test" and name != "eval-real":
+            continue
+        rows.append(r)
+f = lambda v, p=4: "-" if v != v else f"{v:.{p}f}"
+print("extractor\tmethod\tqueries\tmedian_mismatch\trevealed\tfrechet\tbits_per_dim\tdiversity\tdensity\tcoverage\ts_per_audit\ttraining_s")
+for r in rows:
+    print(f"{r['extractor']}\t{r['method']}\t{r['queries']}\t{f(r['median_mismatch'])}\t{f(r['revealed'], 2)}\t{f(r['frechet'], 2)}\t"
+          f"{f(r['bits_per_dim'], 3)}\t{f(r['diversity'], 2)}\t{f(r['density'], 2)}\t{f(r['coverage'], 2)}\t{f(r['seconds_per_audit'], 2)}\t{f(r['training_seconds'], 0)}")
+# The issue's goals, checked on this run.
+by = {(r["extractor"], r["method"]): r for r in rows}
+print("goals:")
+for ex in sorted({r["extractor"] for r in rows if r["method"] == "ndtm"}):
+    n = by[(ex, "ndtm")]
+    line = f"  {ex}: ndtm median mismatch {n['median_mismatch']:.4f} (<= 0.05: {'yes' if n['median_mismatch'] <= 0.05 else 'NO'})"
+    if (ex, "invert") in by:
+        ratio = by[(ex, "invert")]["frechet"] / max(n["frechet"], 1e-12)
+        line += f"; invert's Frechet / ndtm's {ratio:.1f} (>= 5: {'yes' if ratio >= 5 else 'NO'})"
+    if n["revealed"] == n["revealed"]:
+        line += f"; revealed {n['revealed']:.2f} (>= 0.95: {'yes' if n['revealed'] >= 0.95 else 'NO'})"
+    if (ex, "dedicated") in by:
+        d = by[(ex, "dedicated")]
+        eq = abs(d["frechet"] - n["frechet"]) <= 0.1 * n["frechet"]
+        line += (f"; dedicated mismatch {d['median_mismatch']:.4f} at Frechet {d['frechet']:.2f} vs ndtm's {n['frechet']:.2f}"
+                 f" (equal realism within 10%: {'yes' if eq else 'no'}; ndtm <= dedicated: {'yes' if n['median_mismatch'] <= d['median_mismatch'] else 'NO'})"
+                 f"; training {d['training_seconds']:.0f} s / one ndtm audit {n['seconds_per_audit']:.2f} s = {d['training_seconds'] / n['seconds_per_audit']:.0f}x (>= 100: {'yes' if d['training_seconds'] >= 100 * n['seconds_per_audit'] else 'NO'})")
+    print(line)
 PYEOF
 echo "run.sh: $((SECONDS - started)) s"

@@ -20,6 +20,7 @@ struct FlowTraining {
   double ema = 0.999;           ///< decay of the parameter average kept in 'ema' (when given)
   double grad_clip = 1.0;       ///< global L2 norm clip (0: none)
   uint64_t seed = 0;            ///< batches, times and source noise
+  double max_seconds = 0;       ///< > 0: stop after the step that passes this wall time (reported as the last)
 };
 
 struct FlowReport {
