@@ -31,7 +31,7 @@ check "--extractor-cmd (numpy mask-left) beside planted:mask-left, same seed" sh
 check "features --extractor-cmd (numpy linear pca.h5)" $IA features -i x.h5 --extractor-cmd "$XC linear pca.h5" --query q.h5 --index 1 -o fxc.h5
 check "--prior-cmd (numpy per-pixel Gaussian of the training images): 64 unguided samples, 4 ndtm" sh -c "$IA sample --query q.h5 --index 1 --extractor planted:mask-left --prior-cmd '$PC train.h5' --guidance none --samples 64 --steps 40 -o pcn.h5 && $IA sample --query q.h5 --index 1 --extractor planted:mask-left --prior-cmd '$PC train.h5' --samples 4 --steps 40 -o pcg.h5"
 check "test images for eval" nk-data -q import-idx $FMNIST/t10k-images-idx3-ubyte.gz --offset 100 --limit 40 -o ref.h5
-check "eval: ndtm, none, invert, dedicated on mask-left and down4 (2 queries x 3 samples, --grid-dir)" sh -c "mkdir -p grids && $IA eval --queries q.h5 --count 2 --reference ref.h5 --samples 3 --steps 40 --methods ndtm,none,invert,dedicated --extractors planted:mask-left,planted:down4 --dedicated planted:down4=ded.h5 --prior prior.h5 --evaluator cnn.h5:penultimate --bits-steps 4 --grid-dir grids -o ev.h5"
+check "eval: ndtm, none, invert, dedicated on mask-left and down4 (2 queries x 3 samples, --grid-dir)" sh -c "mkdir -p grids && $IA eval --queries q.h5 --count 2 --reference ref.h5 --samples 3 --steps 20 --methods ndtm,none,invert,dedicated --extractors planted:mask-left,planted:down4 --dedicated planted:down4=ded.h5 --prior prior.h5 --evaluator cnn.h5:penultimate --bits-steps 4 --grid-dir grids -o ev.h5"
 
 "$PY" - <<'PYEOF'
 import h5py, numpy as np, os, sys
