@@ -51,12 +51,6 @@ std::vector<float> evaluate(Extractor& e, const float* x, int64_t n, int64_t chu
   return f;
 }
 
-void mirror(const float* in, float* out, nk::nn::Shape s) {
-  for (int64_t y = 0; y < s.h; ++y)
-    for (int64_t x = 0; x < s.w; ++x)
-      for (int64_t c = 0; c < s.c; ++c) out[(y * s.w + x) * s.c + c] = in[(y * s.w + (s.w - 1 - x)) * s.c + c];
-}
-
 struct Row {
   std::string extractor, method;
   double median_mismatch = std::numeric_limits<double>::quiet_NaN();
@@ -165,7 +159,7 @@ void eval(const EvalOptions& o, const nk::RunEnv& env) {
     const bool flip = spec.rfind("planted:flip:", 0) == 0;
     std::vector<float> qx(q_all.data.begin(), q_all.data.begin() + Q * d);
     if (flip)
-      for (int64_t i = 0; i < Q; ++i) mirror(q_all.data.data() + i * d, qx.data() + i * d, shape);
+      for (int64_t i = 0; i < Q; ++i) mirror_image(q_all.data.data() + i * d, qx.data() + i * d, shape);
     std::unique_ptr<Dedicated> dedicated;
     if (dedicated_files.count(spec)) {
       const std::string& file = dedicated_files[spec];

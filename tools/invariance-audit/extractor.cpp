@@ -119,7 +119,7 @@ class Flip : public Extractor {
   void features(const float* x, int64_t batch, float* f) override {
     const int64_t d = s_.size(), F = dim();
     std::copy(x, x + batch * d, both_.begin());
-    for (int64_t b = 0; b < batch; ++b) mirror(x + b * d, both_.data() + (batch + b) * d);
+    for (int64_t b = 0; b < batch; ++b) mirror_image(x + b * d, both_.data() + (batch + b) * d, s_);
     h_->features(both_.data(), 2 * batch, fb_.data());
     for (int64_t j = 0; j < batch * F; ++j) f[j] = fb_[j] + fb_[batch * F + j];
     batch_ = batch;
@@ -132,18 +132,13 @@ class Flip : public Extractor {
     std::copy(g, g + batch * F, gb_.begin() + batch * F);
     h_->vjp(gb_.data(), 2 * batch, db_.data());
     for (int64_t b = 0; b < batch; ++b) {
-      mirror(db_.data() + (batch + b) * d, dx + b * d);
+      mirror_image(db_.data() + (batch + b) * d, dx + b * d, s_);
       for (int64_t j = 0; j < d; ++j) dx[b * d + j] += db_[b * d + j];
     }
     ++backwards;
   }
 
  private:
-  void mirror(const float* in, float* out) const {
-    for (int64_t y = 0; y < s_.h; ++y)
-      for (int64_t x = 0; x < s_.w; ++x)
-        for (int64_t c = 0; c < s_.c; ++c) out[(y * s_.w + x) * s_.c + c] = in[(y * s_.w + (s_.w - 1 - x)) * s_.c + c];
-  }
   std::unique_ptr<Extractor> h_;
   Shape s_;
   std::vector<float> both_, fb_, gb_, db_;
@@ -151,6 +146,12 @@ class Flip : public Extractor {
 };
 
 }  // namespace
+
+void mirror_image(const float* in, float* out, Shape s) {
+  for (int64_t y = 0; y < s.h; ++y)
+    for (int64_t x = 0; x < s.w; ++x)
+      for (int64_t c = 0; c < s.c; ++c) out[(y * s.w + x) * s.c + c] = in[(y * s.w + (s.w - 1 - x)) * s.c + c];
+}
 
 std::string pca32_path() { return nk::shipped_data("invariance-audit/pca32.h5"); }
 

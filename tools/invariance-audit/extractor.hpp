@@ -38,6 +38,9 @@ class Extractor {
 /// sides divisible by 4), is exit 3 naming the file and dataset.
 std::unique_ptr<Extractor> open_extractor(const std::string& spec, nk::nn::Shape image, int64_t capacity);
 
+/// out [H, W, C] = in mirrored left-right (flip's second view; eval's flip queries).
+void mirror_image(const float* in, float* out, nk::nn::Shape s);
+
 /// The shipped PCA of planted:pca32 (nk-nn.model/1 with /pca/mean).
 std::string pca32_path();
 
