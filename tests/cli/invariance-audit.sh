@@ -30,6 +30,7 @@ PC="$PY $NK_SOURCE/data/invariance-audit/prior_cmd.py"
 check "--extractor-cmd (numpy mask-left) beside planted:mask-left, same seed" sh -c "$IA --seed 3 sample --query q.h5 --index 1 --extractor-cmd '$XC mask-left' --prior prior.h5 --samples 2 --steps 10 -o xc.h5 && $IA --seed 3 sample --query q.h5 --index 1 --extractor planted:mask-left --prior prior.h5 --samples 2 --steps 10 -o xp.h5"
 check "features --extractor-cmd (numpy linear pca.h5)" $IA features -i x.h5 --extractor-cmd "$XC linear pca.h5" --query q.h5 --index 1 -o fxc.h5
 check "--prior-cmd (numpy per-pixel Gaussian of the training images): 64 unguided samples, 4 ndtm" sh -c "$IA sample --query q.h5 --index 1 --extractor planted:mask-left --prior-cmd '$PC train.h5' --guidance none --samples 64 --steps 40 -o pcn.h5 && $IA sample --query q.h5 --index 1 --extractor planted:mask-left --prior-cmd '$PC train.h5' --samples 4 --steps 40 -o pcg.h5"
+check "spike-sft networks (dense, conv) as extractors: ndtm and the prior alone on their logits and :penultimate rates" sh -c "spike-sft -q pretrain -i train.h5 --hidden 32 --epochs 1 -o snn.h5 && spike-sft -q pretrain -i train.h5 --conv 4,8 --epochs 1 -o snnc.h5 && for e in snn.h5 snn.h5:penultimate snnc.h5; do n=\$(echo \$e | tr -c 'a-z0-9\\n' _); $IA --seed 2 sample --query q.h5 --index 1 --extractor \$e --prior prior.h5 --samples 2 --steps 20 -o sp_\$n.h5 && $IA --seed 2 sample --query q.h5 --index 1 --extractor \$e --prior prior.h5 --samples 2 --steps 20 --guidance none -o sp0_\$n.h5 || exit 1; done"
 check "test images for eval" nk-data -q import-idx $FMNIST/t10k-images-idx3-ubyte.gz --offset 100 --limit 40 -o ref.h5
 check "eval: ndtm, none, invert, dedicated on mask-left and down4 (2 queries x 3 samples, --grid-dir)" sh -c "mkdir -p grids && $IA eval --queries q.h5 --count 2 --reference ref.h5 --samples 3 --steps 20 --methods ndtm,none,invert,dedicated --extractors planted:mask-left,planted:down4 --dedicated planted:down4=ded.h5 --prior prior.h5 --evaluator cnn.h5:penultimate --bits-steps 4 --grid-dir grids -o ev.h5"
 
@@ -147,6 +148,10 @@ expect = (np.clip(mu + sd * z, -1, 1) + 1) / 2          # the clipped Gaussian's
 got = h5py.File("pcn.h5")["/samples"][()][0].astype(np.float64)
 zscore = np.abs(got.mean(axis=0) - expect.mean(axis=0)) / np.maximum(expect.std(axis=0) / 8, 1e-3)
 report(np.median(zscore) < 1.5, f"--prior-cmd none: 64 samples' pixel means match the Gaussian's (median |z| {np.median(zscore):.2f})")
+for n in ["snn_h5", "snn_h5_penultimate", "snnc_h5"]:
+    g, u = h5py.File(f"sp_{n}.h5")["/metrics/mismatch"][()], h5py.File(f"sp0_{n}.h5")["/metrics/mismatch"][()]
+    report(np.median(g) < 0.25 * np.median(u) and np.all(h5py.File(f"sp_{n}.h5")["/metrics/extractor_backwards"][()] == 80),
+           f"spike-sft extractor {n}: ndtm through surrogate BPTT into the fiber (median mismatch {np.median(g):.4f}, the prior alone {np.median(u):.3f})")
 pg = h5py.File("pcg.h5")["/metrics"]
 report(np.median(pg["mismatch"][()]) < 0.02 and np.all(pg["prior_backwards"][()] == 160),
        f"--prior-cmd ndtm: guided through the program's VJPs into the fiber (median mismatch {np.median(pg['mismatch'][()]):.4f})")
@@ -160,7 +165,8 @@ import h5py, numpy as np
 x = h5py.File('q.h5')['/images'][()].copy()
 x[1, 3, 4] = np.nan
 with h5py.File('nan.h5', 'w') as f: f['/images'] = x
-with h5py.File('small.h5', 'w') as f: f['/images'] = np.random.default_rng(0).random((20, 8, 8, 1)).astype(np.float32)
+with h5py.File('small.h5', 'w') as f:
+    f['/images'] = np.random.default_rng(0).random((20, 8, 8, 1)).astype(np.float32); f['/labels'] = np.arange(20) % 2
 with h5py.File('wide.h5', 'w') as f:
     f.attrs['nk_schema'] = 'nk-nn.model/1'; f['/model/arch'] = [b'flatten', b'linear 400 3']; f['/model'].attrs['input'] = '20,20,1'
     f['/model/params/001/weight'] = np.zeros((3, 400), np.float32); f['/model/params/001/bias'] = np.zeros(3, np.float32)
@@ -175,6 +181,9 @@ expect_fail "samples 0" 2 "samples" $IA sample --query q.h5 --extractor planted:
 expect_fail "steps 0" 2 "steps" $IA sample --query q.h5 --extractor planted:mask-left --prior prior.h5 --steps 0 -o out.h5
 expect_fail "an unknown planted extractor" 2 "planted" $IA sample --query q.h5 --extractor planted:mirror --prior prior.h5 -o out.h5
 expect_fail "a layer the network does not have" 2 "layer 40" $IA sample --query q.h5 --extractor cnn.h5:40 --prior prior.h5 -o out.h5
+check "  a spike-sft network of 8x8 images" spike-sft -q pretrain -i small.h5 --hidden 4 --epochs 1 --batch 4 -o snn8.h5
+expect_fail "a spike-sft network of other inputs" 3 "snn8.h5.*/model/sizes.*64 inputs" $IA sample --query q.h5 --extractor snn8.h5 --prior prior.h5 -o out.h5
+expect_fail "a spike-sft network cut at a layer" 2 "penultimate" $IA sample --query q.h5 --extractor snn.h5:0 --prior prior.h5 -o out.h5
 expect_fail "a U-Net that does not fit the images" 2 "divisible" $IA train-prior -i q.h5 --channels 8,16,16,16 --groups 4 --steps 1 -o out.h5
 expect_fail "cnn without labels" 3 "labels" $IA train-extractor -i q.h5 --kind cnn -o out.h5
 "$PY" -c "import h5py; h5py.File('huge.h5', 'w').create_dataset('images', shape=(2**40, 28, 28, 1), dtype='f4', chunks=(1, 28, 28, 1))"

@@ -9,7 +9,7 @@
 
 #include "nk/rng.hpp"
 #include "nk/nn/optim.hpp"
-#include "spike-sft/snn.hpp"
+#include "nk/snn/snn.hpp"
 #include "spike-sft/spike_sft.hpp"
 #include "spike-sft/align.hpp"
 #include "spike-sft/base_currents.hpp"

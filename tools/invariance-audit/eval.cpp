@@ -181,6 +181,9 @@ void eval(const EvalOptions& o, const nk::RunEnv& env) {
       mc.guide.steps = o.steps;
       mc.guide.inner = o.inner;
       mc.guide.lambda = o.lambda;
+      mc.guide.kappa = o.kappa;
+      mc.guide.kappa_min = o.kappa_min;
+      mc.guide.eta = o.eta;
       Method method(mc, prior.field.get(), S, name == "dedicated" ? dedicated.get() : nullptr);
       std::vector<float> x(static_cast<size_t>(n * d)), variance(static_cast<size_t>(Q * shape.h * shape.w));
       std::vector<double> mismatch;
@@ -260,6 +263,10 @@ void eval(const EvalOptions& o, const nk::RunEnv& env) {
   out.attr("/table", "samples", S);
   out.attr("/table", "steps", o.steps);
   out.attr("/table", "inner", o.inner);
+  out.attr("/table", "lambda", o.lambda);
+  out.attr("/table", "kappa", o.kappa);
+  out.attr("/table", "kappa_min", o.kappa_min);
+  out.attr("/table", "eta", o.eta);
   out.attr("/table", "evaluator", evaluator->name());
   out.attr("/table", "reference", nk::display_name(o.reference));
   out.commit();

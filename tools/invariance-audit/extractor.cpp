@@ -6,8 +6,10 @@
 #include <algorithm>
 
 #include "nk/error.hpp"
+#include "nk/h5.hpp"
 #include "nk/nn/model_file.hpp"
 #include "nk/shipped.hpp"
+#include "nk/snn/model_file.hpp"
 
 namespace ia {
 
@@ -43,6 +45,68 @@ class NetworkExtractor : public Extractor {
   nk::nn::Workspace<float> ws_;
   int64_t batch_ = 0;
 };
+
+// A spiking network of spike-sft: its logits, or the last hidden layer's
+// firing rates (penultimate); the input gradient by BPTT through the
+// surrogate (nk::snn::input_gradient). Rate-coded networks draw their input
+// spikes from one fixed stream at every call, so f is a function of x.
+class SpikeExtractor : public Extractor {
+ public:
+  SpikeExtractor(nk::snn::Network net, Shape image, nk::snn::Output at, std::string name)
+      : net_(std::move(net)), image_(image), at_(at), name_(std::move(name)) {}
+  Shape input() const override { return image_; }
+  int64_t dim() const override {
+    const auto& sizes = net_.config.sizes;
+    return at_ == nk::snn::Output::logits ? sizes.back() : sizes[static_cast<size_t>(net_.config.hidden_layers())];
+  }
+  std::string name() const override { return name_; }
+  void rename(std::string name) override { name_ = std::move(name); }
+  void features(const float* x, int64_t batch, float* f) override {
+    if (!ws_ || ws_->batch() != batch) ws_ = std::make_unique<nk::snn::Workspace>(net_.config, batch);
+    const nk::snn::Matrix xm = Eigen::Map<const nk::snn::Matrix>(x, batch, image_.size());
+    nk::Rng coding(0x5eed);
+    nk::snn::forward(net_, xm, nullptr, *ws_, &coding);
+    const float scale = at_ == nk::snn::Output::rates ? 1.0f / static_cast<float>(net_.config.steps) : 1.0f;
+    const nk::snn::Matrix& out = at_ == nk::snn::Output::logits ? ws_->output_logits() : ws_->spike_counts();
+    Eigen::Map<nk::snn::Matrix>(f, batch, dim()) = out * scale;
+    ++forwards;
+  }
+  void vjp(const float* g, int64_t batch, float* dx) override {
+    if (!ws_ || ws_->batch() != batch) throw std::logic_error("extractor: vjp batch differs from the last features batch");
+    const nk::snn::Matrix gm = Eigen::Map<const nk::snn::Matrix>(g, batch, dim());
+    nk::snn::input_gradient(net_, *ws_, at_, gm, grad_);
+    Eigen::Map<nk::snn::Matrix>(dx, batch, image_.size()) = grad_;
+    ++backwards;
+  }
+
+ private:
+  nk::snn::Network net_;
+  Shape image_;
+  nk::snn::Output at_;
+  std::string name_;
+  std::unique_ptr<nk::snn::Workspace> ws_;
+  nk::snn::Matrix grad_;
+};
+
+/// A spike-sft model file as an extractor of images of shape 'image'.
+std::unique_ptr<Extractor> open_spike(const std::string& path, const std::string& cut, const std::string& spec, Shape image) {
+  if (!cut.empty() && cut != "penultimate") {
+    throw nk::usage_error("--extractor " + spec + ": a spike-sft model is read whole (its logits) or at :penultimate (its last hidden layer's firing rates)");
+  }
+  nk::snn::Network net = nk::snn::read_model(path);
+  const nk::snn::Config& c = net.config;
+  if (c.conv()) {
+    const Shape own{c.height, c.width, c.in_channels};
+    if (!(own == image)) {
+      throw nk::input_error(path, "/model/image", "the extractor takes images of " + own.text() + ", the queries are " + image.text());
+    }
+  } else if (c.sizes[0] != image.size()) {
+    throw nk::input_error(path, "/model/sizes", "the extractor takes " + std::to_string(c.sizes[0]) + " inputs, the queries' images " +
+                                                   image.text() + " have " + std::to_string(image.size()));
+  }
+  const auto at = cut.empty() ? nk::snn::Output::logits : nk::snn::Output::rates;
+  return std::make_unique<SpikeExtractor>(std::move(net), image, at, spec);
+}
 
 // mask-left: f = the pixels of columns W/2.. (all rows, all channels).
 class MaskLeft : public Extractor {
@@ -188,6 +252,10 @@ std::unique_ptr<Extractor> open_extractor(const std::string& spec, Shape image, 
     const std::string tail = spec.substr(colon + 1);
     const bool numeric = !tail.empty() && std::all_of(tail.begin(), tail.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (numeric || tail == "penultimate") path = spec.substr(0, colon), cut = tail;
+  }
+  {
+    const std::string schema = nk::h5::File::open(path).attr_string("/", "nk_schema").value_or("");
+    if (schema.rfind("spike-sft.", 0) == 0) return open_spike(path, cut, spec, image);
   }
   nk::nn::ModelFile model = nk::nn::read_model(path);
   auto& layers = model.network.layers;

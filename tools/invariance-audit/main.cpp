@@ -116,6 +116,9 @@ int main(int argc, char** argv) {
   ev_verb->add_option("--steps", ev.steps, "Flow steps (invert: steps x inner gradient steps)")->check(CLI::Range(int64_t{1}, kMaxSteps));
   ev_verb->add_option("--inner", ev.inner, "ndtm: Adam steps on the control per flow step")->check(CLI::Range(int64_t{1}, int64_t{1000}));
   ev_verb->add_option("--lambda", ev.lambda, "ndtm: weight of the relative fiber loss")->check(CLI::Range(1e-9, 1e12));
+  ev_verb->add_option("--kappa", ev.kappa, "ndtm: control scale s_t = kappa (1 - t) + kappa-min")->check(CLI::Range(1e-9, 1e6));
+  ev_verb->add_option("--kappa-min", ev.kappa_min, "ndtm: floor of the control scale")->check(CLI::Range(0.0, 1e6));
+  ev_verb->add_option("--eta", ev.eta, "ndtm: Adam rate as a fraction of s_t")->check(CLI::Range(1e-9, 100.0));
   ev_verb->add_option("--bits-steps", ev.bits_steps, "Heun steps of the bits/dim ODE (0: skip bits/dim)")->check(CLI::Range(int64_t{0}, int64_t{100000}));
   ev_verb->add_option("--probes", ev.probes, "Hutchinson probes per divergence (0: the exact trace, one backward per pixel)")
       ->check(CLI::Range(int64_t{0}, int64_t{1024}));

@@ -14,7 +14,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "spike-sft/snn.hpp"
+#include "nk/snn/snn.hpp"
+
+// spike-sft's code names the shared spiking network library snn::.
+namespace snn = nk::snn;
 
 namespace spike {
 

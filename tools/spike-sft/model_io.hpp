@@ -6,12 +6,13 @@
 #include <vector>
 
 #include "nk/h5.hpp"
-#include "spike-sft/snn.hpp"
+#include "nk/snn/model_file.hpp"
+#include "nk/snn/snn.hpp"
+
+// spike-sft's code names the shared spiking network library snn::.
+namespace snn = nk::snn;
 
 namespace spike {
-
-inline constexpr const char* kModelSchema = "spike-sft.model/1";
-inline constexpr const char* kAdaptedSchema = "spike-sft.adapted/1";
 
 /// Labelled examples: x [N, D] in [0, 1] (images flattened), labels [N].
 struct Dataset {
@@ -34,10 +35,10 @@ Dataset read_dataset(const nk::h5::File& file, const std::string& prefix);
 void gather(const Dataset& data, const std::vector<int64_t>& order, int64_t first, int64_t rows, snn::Matrix& x,
             std::vector<int64_t>& labels);
 
-/// Model files (schema spike-sft.model/1, or spike-sft.adapted/1: base plus
-/// sparse delta, applied unless apply_delta is false).
-snn::Network read_model(const std::string& path, bool apply_delta = true);
-/// Writes /model (weights, sizes and neuron attributes).
-void write_model(nk::h5::Writer& out, const snn::Network& net, const std::vector<int64_t>& shape);
+/// Model files: nk::snn's (nk/snn/model_file.hpp).
+using nk::snn::kAdaptedSchema;
+using nk::snn::kModelSchema;
+using nk::snn::read_model;
+using nk::snn::write_model;
 
 }  // namespace spike

@@ -10,7 +10,7 @@
 #include "nk/h5.hpp"
 #include "nk/run_env.hpp"
 #include "spike-sft/model_io.hpp"
-#include "spike-sft/snn.hpp"
+#include "nk/snn/snn.hpp"
 
 namespace spike {
 

@@ -16,6 +16,7 @@ IA = "invariance-audit -q --threads 1"
 UNET = "--channels 4,8 --groups 2 --time-dim 8 --steps 2 --batch 4"
 PRIOR = IA + " train-prior -i {w}/data.h5 " + UNET + " -o {w}/prior.h5"
 DED = IA + " train-dedicated -i {w}/data.h5 --extractor planted:down4 " + UNET + " -o {w}/ded.h5"
+SNN = "spike-sft -q --threads 1 pretrain -i {w}/data.h5 --conv 2 --steps 4 --epochs 1 --batch 8 -o {w}/snn.h5"
 PCA = IA + " train-extractor -i {w}/data.h5 --kind pca --components 4 -o {w}/pca.h5"
 
 RECIPES = [
@@ -37,6 +38,10 @@ RECIPES = [
      "setup": [data("q.h5", seed=2, n=3), data("data.h5"), PRIOR],
      "inputs": {"query": "{w}/q.h5", "prior": "{w}/prior.h5"},
      "run": IA + " sample --query {query} --index 2 --extractor planted:down4 --prior {prior} --samples 2 --steps 2 --grid {w}/g.png -o {out}"},
+    {"tool": "invariance-audit", "verb": "sample (a spike-sft network)",
+     "setup": [data("data.h5"), data("q.h5", seed=2, n=3), PRIOR, SNN],
+     "inputs": {"query": "{w}/q.h5", "prior": "{w}/prior.h5", "model": "{w}/snn.h5"},
+     "run": IA + " sample --query {query} --index 1 --extractor {model}:penultimate --prior {prior} --samples 2 --steps 2 --inner 2 -o {out}"},
     {"tool": "invariance-audit", "verb": "train-dedicated",
      "setup": [data("data.h5")], "inputs": {"data": "{w}/data.h5"},
      "run": IA + " train-dedicated -i {data} --extractor planted:mask-left " + UNET + " -o {out}"},

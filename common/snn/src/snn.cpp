@@ -15,16 +15,17 @@
 // so the reset path is differentiated too (exact BPTT). Each layer's
 // currents for all T steps come from one matrix product, and its weight
 // gradient from one more: the time loop itself is element-wise.
-#include "spike-sft/snn.hpp"
+#include "nk/snn/snn.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
-namespace snn {
+namespace nk::snn {
 
 BatchStats forward_conv(const Network& net, const Matrix& x, const int64_t* labels, Workspace& ws, nk::Rng* rng);
-void backward_conv(const Network& net, const int64_t* labels, Workspace& ws, const LayerSink& sink);
+void backward_conv(const Network& net, const Matrix& g_top, Output at, Workspace& ws, const LayerSink* sink, Matrix* grad_x);
+void backward_dense(const Network& net, const Matrix& g_top, Output at, Workspace& ws, const LayerSink* sink, Matrix* grad_x);
 void readout(const Network& net, const int64_t* labels, Workspace& ws, BatchStats& stats);
 
 int64_t Config::weight_rows(int64_t l) const {
@@ -389,16 +390,34 @@ void readout(const Network& net, const int64_t* labels, Workspace& ws, BatchStat
 }
 
 void backward(const Network& net, const int64_t* labels, Workspace& ws, const LayerSink& sink) {
+  const Matrix g_logits = logits_gradient(ws.probabilities, labels);
+  if (net.config.conv()) return backward_conv(net, g_logits, Output::logits, ws, &sink, nullptr);
+  backward_dense(net, g_logits, Output::logits, ws, &sink, nullptr);
+}
+
+void input_gradient(const Network& net, Workspace& ws, Output at, const Matrix& g, Matrix& grad_x) {
+  const Config& c = net.config;
+  const int64_t b = ws.batch_;
+  const int64_t width = at == Output::logits ? c.sizes.back() : c.sizes[static_cast<size_t>(c.hidden_layers())];
+  if (g.rows() != b || g.cols() != width) throw std::invalid_argument("input_gradient: g is not [batch, outputs]");
+  grad_x.resize(b, c.sizes[0]);
+  if (c.conv()) return backward_conv(net, g, at, ws, nullptr, &grad_x);
+  backward_dense(net, g, at, ws, nullptr, &grad_x);
+}
+
+void backward_dense(const Network& net, const Matrix& g_top, Output at, Workspace& ws, const LayerSink* sink, Matrix* grad_x) {
   const Config& c = net.config;
   const int64_t b = ws.batch_, t_count = c.steps, hidden = c.hidden_layers();
-  if (c.conv()) return backward_conv(net, labels, ws, sink);
-  // Readout.
-  const Matrix g_logits = logits_gradient(ws.probabilities, labels);
-  sink(hidden, g_logits, ws.rate_sum / static_cast<float>(t_count));
-  // The readout's dL/ds is the same at every step: its B rows serve all T.
+  // The readout, or the rates themselves: dL/ds of the last hidden layer is
+  // the same at every step, so its B rows serve all T.
   {
     const int64_t n = c.sizes[static_cast<size_t>(hidden)];
-    ws.grad_s.block(0, 0, b, n).noalias() = (g_logits * net.weight.back()) / static_cast<float>(t_count);
+    if (at == Output::logits) {
+      if (sink) (*sink)(hidden, g_top, ws.rate_sum / static_cast<float>(t_count));
+      ws.grad_s.block(0, 0, b, n).noalias() = (g_top * net.weight.back()) / static_cast<float>(t_count);
+    } else {
+      ws.grad_s.block(0, 0, b, n) = g_top / static_cast<float>(t_count);
+    }
   }
   for (int64_t h = hidden - 1; h >= 0; --h) {
     const Matrix& v = ws.potential[static_cast<size_t>(h)];
@@ -408,10 +427,20 @@ void backward(const Network& net, const int64_t* labels, Workspace& ws, const La
     const bool summed = h == 0 && c.coding == Coding::direct;
     lif_backward(c, v, ws.spikes[static_cast<size_t>(h)], b, {ws.grad_s.data(), h == hidden - 1, ws.grad_v.data(), summed, ws.grad_v.cols()});
     const auto gv = ws.grad_v.block(0, 0, summed ? b : t_count * b, n);
-    sink(h, gv, h == 0 ? ws.input : ws.spikes[static_cast<size_t>(h) - 1]);
+    if (sink) (*sink)(h, gv, h == 0 ? ws.input : ws.spikes[static_cast<size_t>(h) - 1]);
     if (h > 0) {
       const int64_t m = c.sizes[static_cast<size_t>(h)];
       ws.grad_s.block(0, 0, t_count * b, m).noalias() = gv * net.weight[static_cast<size_t>(h)];
+    } else if (grad_x) {
+      if (summed) {
+        grad_x->noalias() = gv * net.weight[0];
+      } else {
+        // Rate coding: the coded input's gradient summed over the steps
+        // (straight through the Bernoulli draws, whose mean is x).
+        const Matrix per_step = gv * net.weight[0];
+        grad_x->setZero();
+        for (int64_t t = 0; t < t_count; ++t) *grad_x += per_step.middleRows(t * b, b);
+      }
     }
   }
 }
@@ -522,13 +551,13 @@ BatchStats forward_conv(const Network& net, const Matrix& x, const int64_t* labe
   return stats;
 }
 
-void backward_conv(const Network& net, const int64_t* labels, Workspace& ws, const LayerSink& sink) {
+void backward_conv(const Network& net, const Matrix& g_top, Output at, Workspace& ws, const LayerSink* sink, Matrix* grad_x) {
   const Config& c = net.config;
   const int64_t b = ws.batch_, t_count = c.steps, blocks = c.hidden_layers();
-  const Matrix g_logits = logits_gradient(ws.probabilities, labels);
-  sink(blocks, g_logits, ws.rate_sum / static_cast<float>(t_count));
+  if (sink && at == Output::logits) (*sink)(blocks, g_top, ws.rate_sum / static_cast<float>(t_count));
   {
-    const Matrix per_step = (g_logits * net.weight.back()) / static_cast<float>(t_count);
+    const Matrix per_step = at == Output::logits ? Matrix((g_top * net.weight.back()) / static_cast<float>(t_count))
+                                                 : Matrix(g_top / static_cast<float>(t_count));
     Matrix& g = ws.grad_pooled.back();
     const int64_t maps = g.cols(), positions = c.map_height(blocks) * c.map_width(blocks);
     for (int64_t t = 0; t < t_count; ++t)
@@ -545,10 +574,19 @@ void backward_conv(const Network& net, const int64_t* labels, Workspace& ws, con
     // summed over the steps is needed for the first block.
     const bool summed = h == 0 && c.coding == Coding::direct;
     lif_backward(c, ws.potential[k], ws.spikes[k], rows, {ws.conv_grad_s[k].data(), false, gv.data(), summed, gv.cols()});
-    sink(h, summed ? gv.topRows(rows) : gv.topRows(t_count * rows), ws.patches[k]);
+    if (sink) (*sink)(h, summed ? gv.topRows(rows) : gv.topRows(t_count * rows), ws.patches[k]);
     if (h > 0) {
       ws.grad_patches[k].noalias() = gv * net.weight[k];
       col2im(ws.grad_patches[k], t_count * b, height, width, c.map_channels(h), ws.grad_pooled[k - 1].data());
+    } else if (grad_x) {
+      // The image's gradient: the patches' gradient back onto the pixels
+      // (summed over the steps under rate coding, straight through the draws).
+      const int64_t frames = summed ? b : t_count * b, pixels = height * width * c.in_channels;
+      const Matrix grad_patches = (summed ? gv.topRows(rows) : gv.topRows(t_count * rows)) * net.weight[0];
+      Matrix per_frame(frames, pixels);
+      col2im(grad_patches, frames, height, width, c.in_channels, per_frame.data());
+      grad_x->setZero();
+      for (int64_t f = 0; f < frames; ++f) grad_x->row(f % b) += per_frame.row(f);
     }
   }
 }
@@ -584,4 +622,4 @@ const Eigen::VectorXd& DenseGradient::flat() {
   return flat_;
 }
 
-}  // namespace snn
+}  // namespace nk::snn

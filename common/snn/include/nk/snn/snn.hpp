@@ -1,4 +1,5 @@
-// snn.hpp - the spiking network of spike-sft: leaky integrate-and-fire (LIF)
+// snn.hpp - nk::snn, the spiking networks of spike-sft (and the extractors
+// invariance-audit reads from its files): leaky integrate-and-fire (LIF)
 // MLP layers unrolled over T steps, a linear rate readout, surrogate
 // gradients and exact backpropagation through time (BPTT), batched.
 #pragma once
@@ -10,7 +11,7 @@
 
 #include "nk/rng.hpp"
 
-namespace snn {
+namespace nk::snn {
 
 using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using Vector = Eigen::VectorXf;
@@ -83,6 +84,11 @@ struct Network {
   void set_flat(const Eigen::VectorXd& theta);
 };
 
+/// Where an input gradient starts: the readout's logits, or the last hidden
+/// layer's firing rates (spike counts / T, the readout's input: the
+/// network's penultimate features).
+enum class Output { logits, rates };
+
 /// Per-layer firing rates and the loss of one batch.
 struct BatchStats {
   double loss = 0;
@@ -106,12 +112,20 @@ class Workspace {
   const Matrix& spikes_of(int64_t h) const { return spikes[static_cast<size_t>(h)]; }
   /// After forward(): the softmax of the readout [B, classes].
   const Matrix& output_probabilities() const { return probabilities; }
+  /// After forward(): the readout's logits [B, classes], and the last hidden
+  /// layer's spikes summed over the steps [B, its units] (a conv network:
+  /// the last block's pooled maps, unit c * P + p), the readout's input
+  /// times T.
+  const Matrix& output_logits() const { return logits; }
+  const Matrix& spike_counts() const { return rate_sum; }
 
  private:
   friend BatchStats forward(const Network&, const Matrix&, const int64_t*, Workspace&, nk::Rng*, const Matrix*);
   friend void backward(const Network&, const int64_t*, Workspace&, const std::function<void(int64_t, const Eigen::Ref<const Matrix>&, const Eigen::Ref<const Matrix>&)>&);
+  friend void input_gradient(const Network&, Workspace&, Output, const Matrix&, Matrix&);
   friend BatchStats forward_conv(const Network&, const Matrix&, const int64_t*, Workspace&, nk::Rng*);
-  friend void backward_conv(const Network&, const int64_t*, Workspace&, const std::function<void(int64_t, const Eigen::Ref<const Matrix>&, const Eigen::Ref<const Matrix>&)>&);
+  friend void backward_conv(const Network&, const Matrix&, Output, Workspace&, const std::function<void(int64_t, const Eigen::Ref<const Matrix>&, const Eigen::Ref<const Matrix>&)>*, Matrix*);
+  friend void backward_dense(const Network&, const Matrix&, Output, Workspace&, const std::function<void(int64_t, const Eigen::Ref<const Matrix>&, const Eigen::Ref<const Matrix>&)>*, Matrix*);
   friend void readout(const Network&, const int64_t*, Workspace&, BatchStats&);
   int64_t batch_;
   Matrix input;                 ///< [T*B, in] coded input (rate coding) or [B, in] (direct)
@@ -147,6 +161,16 @@ using LayerSink = std::function<void(int64_t layer, const Eigen::Ref<const Matri
 /// every step, the reset included), layer by layer from the readout down.
 void backward(const Network& net, const int64_t* labels, Workspace& ws, const LayerSink& sink);
 
+/// grad_x [B, inputs] = g^T d(output)/dx for the last forward() batch, g
+/// [B, outputs] (classes for logits, the last hidden layer's units for
+/// rates): BPTT through every step with the surrogate derivative in place of
+/// the spikes' Heaviside step, down to the pixels (through the first
+/// convolution's patches in a conv network). Under rate coding the coded
+/// input's gradient is summed over the steps (straight through the Bernoulli
+/// draws, whose mean is x). With the 'sigmoid' surrogate it is the exact
+/// gradient.
+void input_gradient(const Network& net, Workspace& ws, Output at, const Matrix& g, Matrix& grad_x);
+
 /// The dense gradients, accumulated into buffers shaped like the weights.
 void backward(const Network& net, const int64_t* labels, Workspace& ws, std::vector<Matrix>& grad_weight,
               std::vector<Vector>& grad_bias);
@@ -167,4 +191,4 @@ class DenseGradient {
   Eigen::VectorXd flat_;
 };
 
-}  // namespace snn
+}  // namespace nk::snn
