@@ -1,5 +1,6 @@
 # layout.sh - the include direction of the house: tools -> common/lm ->
-# common/nn -> kernels -> common/core, never back, never tool -> tool.
+# common/nn -> kernels -> common/core (common/snn beside common/nn), never
+# back, never tool -> tool.
 # Every quoted #include of every source file is resolved to the library that
 # holds it; a file may include only its own layer or a layer below it, and a
 # tool only its own folder's headers.
@@ -8,14 +9,14 @@
 cd "$NK_SOURCE" || exit 1
 rank_of_dir() {
   case $1 in
-    common/core/*) echo 0 ;; kernels/*) echo 1 ;; common/nn/*) echo 2 ;; common/lm/*) echo 3 ;; tools/*) echo 4 ;;
+    common/core/*) echo 0 ;; kernels/*) echo 1 ;; common/nn/*|common/snn/*) echo 2 ;; common/lm/*) echo 3 ;; tools/*) echo 4 ;;
     *) echo -1 ;;
   esac
 }
 # where "nk/..." or "tool/..." is found: the folder of the library that holds it
 holder_of() {
   local header=$1 from=$2
-  for root in common/core/include kernels/include common/nn/include common/lm/include tools; do
+  for root in common/core/include kernels/include common/nn/include common/snn/include common/lm/include tools; do
     [ -f "$root/$header" ] && { echo "$root/$header"; return; }
   done
   [ -f "$(dirname "$from")/$header" ] && { echo "$(dirname "$from")/$header"; return; }
