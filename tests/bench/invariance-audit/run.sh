@@ -8,7 +8,8 @@
 #     share of this machine's SGEMM rate (torch, 2048^3, 2 threads);
 #  2. the comparison, by eval: ndtm, dps, none (the prior alone), invert (no prior) and the
 #     dedicated conditional model (train-dedicated, at most DED_SECONDS each) on the CNN's
-#     penultimate features, planted:pca32 and random features (QC queries, 4 per class at 40);
+#     penultimate features, planted:pca32, and without it on the CNN's logits, random
+#     features and a spike-sft conv network's firing rates (QC queries, 4 per class at 40);
 #     ndtm, dps, none, invert on planted:mask-left and planted:down4 (QP queries) and
 #     ndtm, none, invert on planted:flip over the CNN (QP shoes, mirrored by eval): median
 #     mismatch, revealed fraction, Frechet distance in the shipped evaluator CNN, bits/dim,
@@ -93,6 +94,7 @@ save("ref.h5", np.arange(0, 5000))
 PYEOF
 invariance-audit -q $T --seed 2 train-extractor -i "$work/train.h5" --kind cnn --epochs "$EPOCHS" -o "$out/cnn.h5"
 invariance-audit -q $T --seed 3 train-extractor -i "$work/train.h5" --kind random-features --components 64 -o "$out/rf.h5"
+spike-sft -q $T --seed 5 pretrain -i "$work/train.h5" --conv 8,16 --epochs "$EPOCHS" -o "$out/snn.h5"
 CNN="$out/cnn.h5:penultimate"
 for e in cnn pca32; do
   spec=$CNN; [ $e = pca32 ] && spec=planted:pca32
@@ -101,7 +103,7 @@ for e in cnn pca32; do
 done
 mkdir -p "$out/grids"
 invariance-audit -q $T --seed 1 eval --queries "$work/qc.h5" --reference "$work/ref.h5" --samples 8 \
-  --extractors "$CNN,planted:pca32,$out/rf.h5" --methods ndtm,dps,none,invert,dedicated \
+  --extractors "$CNN,$out/cnn.h5,planted:pca32,$out/rf.h5,$out/snn.h5:penultimate" --methods ndtm,dps,none,invert,dedicated \
   --dedicated "$CNN=$out/ded-cnn.h5" --dedicated "planted:pca32=$out/ded-pca32.h5" --grid-dir "$out/grids" -o "$out/eval-real.h5"
 invariance-audit -q $T --seed 1 eval --queries "$work/qp.h5" --reference "$work/ref.h5" --samples 8 \
   --extractors planted:mask-left,planted:down4 --methods ndtm,dps,none,invert --grid-dir "$out/grids" -o "$out/eval-planted.h5"
