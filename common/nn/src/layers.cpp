@@ -122,6 +122,30 @@ void conv_direct(const Layer<float>& L, const float* x, int64_t batch, float* pa
   kernels::conv2d_direct(shape, x, packed, L.bias.data(), y, epilogue);
 }
 
+// The input gradient of a stride-1 convolution is itself a convolution: of
+// dy (O channels) with the kernels transposed (O <-> C) and flipped, padded
+// K - 1 - P. Where that convolution has few taps it runs directly, without
+// the column matrix of dy W and its col2im scatter.
+template <class T>
+bool direct_conv_backward(const Layer<T>& L) {
+  return std::is_same_v<T, float> && L.spec.stride == 1 && L.spec.pad <= L.spec.k - 1 &&
+         L.spec.out * L.spec.k * L.spec.k <= kernels::kDirectConvMaxTaps && L.spec.in <= kernels::kDirectConvMaxOut;
+}
+
+void conv_direct_backward(const Layer<float>& L, const float* dy, int64_t batch, float* dx) {
+  const int64_t K = L.spec.k, C = L.in.c, O = L.spec.out;
+  thread_local std::vector<float> packed, zero;
+  packed.resize(static_cast<size_t>(K * K * O * C));
+  zero.assign(static_cast<size_t>(C), 0.0f);
+  for (int64_t o = 0; o < O; ++o)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t ky = 0; ky < K; ++ky)
+        for (int64_t kx = 0; kx < K; ++kx)
+          packed[static_cast<size_t>(((ky * K + kx) * O + o) * C + c)] = L.weight[((o * C + c) * K + (K - 1 - ky)) * K + (K - 1 - kx)];
+  const kernels::ConvShape shape{batch, L.out.h, L.out.w, O, C, L.in.h, L.in.w, K, 1, K - 1 - L.spec.pad};
+  kernels::conv2d_direct(shape, dy, packed.data(), zero.data(), dx);
+}
+
 // How many layers from i run as one fused direct convolution in an inference
 // pass: 3 for conv2d, relu, maxpool K (4 to 64 channels in steps of 2x), 2 for
 // conv2d, relu; 0 for none.
@@ -170,28 +194,62 @@ NormLayout norm_layout(const Layer<T>& L) {
   return {values, L.in.c, L.in.c};
 }
 
+// Group and layer norm over NHWC items: P positions of C contiguous channels
+// (layernorm: one position of every value). Sums run per channel along the
+// positions first (contiguous, vectorised, accumulated in double), then per
+// group; the output and input gradient are then affine per channel, y = x a_c
+// + b_c and dx = dy A_c + x B_c + C_c, one vectorised pass each.
+
 template <class T>
 void norm_forward(const Layer<T>& L, const T* x, int64_t batch, T* y, T* stats) {
   const NormLayout n = norm_layout(L);
-  const double per_group = static_cast<double>(n.values / n.groups);
-#pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < batch; ++b) {
-    const T* xb = x + b * n.values;
-    T* st = stats + b * 2 * n.groups;
-    std::vector<double> sum(static_cast<size_t>(n.groups), 0.0), sq(static_cast<size_t>(n.groups), 0.0);
-    for (int64_t v = 0; v < n.values; ++v) sum[n.group(v)] += static_cast<double>(xb[v]);
-    for (int64_t g = 0; g < n.groups; ++g) sum[g] /= per_group;
-    for (int64_t v = 0; v < n.values; ++v) {
-      const double d = static_cast<double>(xb[v]) - sum[n.group(v)];
-      sq[n.group(v)] += d * d;
-    }
-    for (int64_t g = 0; g < n.groups; ++g) {
-      st[2 * g] = static_cast<T>(sum[g]);
-      st[2 * g + 1] = static_cast<T>(1 / std::sqrt(sq[g] / per_group + kNormEps));
-    }
-    for (int64_t v = 0; v < n.values; ++v) {
-      const int64_t g = n.group(v), c = n.channel(v);
-      y[b * n.values + v] = (xb[v] - st[2 * g]) * st[2 * g + 1] * L.weight[c] + L.bias[c];
+  const int64_t C = n.channels, P = n.values / C, G = n.groups, per = C / G;
+  const double per_group = static_cast<double>(n.values / G);
+#pragma omp parallel
+  {
+    std::vector<double> acc(static_cast<size_t>(C)), mean_c(static_cast<size_t>(C)), mean(static_cast<size_t>(G)),
+        inv(static_cast<size_t>(G));
+    std::vector<T> a(static_cast<size_t>(C)), shift(static_cast<size_t>(C));
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < batch; ++b) {
+      const T* xb = x + b * n.values;
+      T* yb = y + b * n.values;
+      T* st = stats + b * 2 * G;
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t p = 0; p < P; ++p) {
+        const T* row = xb + p * C;
+        for (int64_t c = 0; c < C; ++c) acc[c] += static_cast<double>(row[c]);
+      }
+      for (int64_t g = 0; g < G; ++g) {
+        double sum = 0;
+        for (int64_t c = g * per; c < (g + 1) * per; ++c) sum += acc[c];
+        mean[g] = sum / per_group;
+        for (int64_t c = g * per; c < (g + 1) * per; ++c) mean_c[c] = mean[g];
+      }
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t p = 0; p < P; ++p) {
+        const T* row = xb + p * C;
+        for (int64_t c = 0; c < C; ++c) {
+          const double d = static_cast<double>(row[c]) - mean_c[c];
+          acc[c] += d * d;
+        }
+      }
+      for (int64_t g = 0; g < G; ++g) {
+        double sq = 0;
+        for (int64_t c = g * per; c < (g + 1) * per; ++c) sq += acc[c];
+        inv[g] = 1 / std::sqrt(sq / per_group + kNormEps);
+        st[2 * g] = static_cast<T>(mean[g]);
+        st[2 * g + 1] = static_cast<T>(inv[g]);
+        for (int64_t c = g * per; c < (g + 1) * per; ++c) {
+          a[c] = static_cast<T>(inv[g] * static_cast<double>(L.weight[c]));
+          shift[c] = static_cast<T>(static_cast<double>(L.bias[c]) - mean[g] * inv[g] * static_cast<double>(L.weight[c]));
+        }
+      }
+      for (int64_t p = 0; p < P; ++p) {
+        const T* row = xb + p * C;
+        T* out = yb + p * C;
+        for (int64_t c = 0; c < C; ++c) out[c] = row[c] * a[c] + shift[c];
+      }
     }
   }
 }
@@ -199,38 +257,67 @@ void norm_forward(const Layer<T>& L, const T* x, int64_t batch, T* y, T* stats) 
 template <class T>
 void norm_backward(const Layer<T>& L, const T* x, const T* stats, const T* dy, int64_t batch, T* dw, T* db, T* dx) {
   const NormLayout n = norm_layout(L);
-  const double per_group = static_cast<double>(n.values / n.groups);
+  const int64_t C = n.channels, P = n.values / C, G = n.groups, per = C / G;
+  const double per_group = static_cast<double>(n.values / G);
+  // Per item and channel: s1 = sum_p dy, s2 = sum_p dy (x - mean of its group).
+  std::vector<double> s1(static_cast<size_t>(batch * C)), s2(static_cast<size_t>(batch * C));
+#pragma omp parallel
+  {
+    std::vector<double> mean_c(static_cast<size_t>(C));
+    std::vector<T> A(static_cast<size_t>(C)), B(static_cast<size_t>(C)), K(static_cast<size_t>(C));
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < batch; ++b) {
+      const T* xb = x + b * n.values;
+      const T* gb = dy + b * n.values;
+      const T* st = stats + b * 2 * G;
+      double* a1 = s1.data() + b * C;
+      double* a2 = s2.data() + b * C;
+      for (int64_t c = 0; c < C; ++c) mean_c[c] = static_cast<double>(st[2 * (c / per)]);
+      for (int64_t p = 0; p < P; ++p) {
+        const T* row = xb + p * C;
+        const T* grow = gb + p * C;
+        for (int64_t c = 0; c < C; ++c) {
+          const double g = static_cast<double>(grow[c]);
+          a1[c] += g;
+          a2[c] += g * (static_cast<double>(row[c]) - mean_c[c]);
+        }
+      }
+      if (!dx) continue;
+      // dx = inv (w dy - mean(w dy) - xhat mean(w dy xhat)) over the group.
+      for (int64_t g = 0; g < G; ++g) {
+        const double mu = static_cast<double>(st[2 * g]), inv = static_cast<double>(st[2 * g + 1]);
+        double m1 = 0, m2 = 0;
+        for (int64_t c = g * per; c < (g + 1) * per; ++c) {
+          const double w = static_cast<double>(L.weight[c]);
+          m1 += w * a1[c];
+          m2 += w * a2[c] * inv;
+        }
+        m1 /= per_group;
+        m2 /= per_group;
+        for (int64_t c = g * per; c < (g + 1) * per; ++c) {
+          A[c] = static_cast<T>(inv * static_cast<double>(L.weight[c]));
+          B[c] = static_cast<T>(-inv * inv * m2);
+          K[c] = static_cast<T>(-inv * m1 + inv * inv * mu * m2);
+        }
+      }
+      T* db_ = dx + b * n.values;
+      for (int64_t p = 0; p < P; ++p) {
+        const T* row = xb + p * C;
+        const T* grow = gb + p * C;
+        T* out = db_ + p * C;
+        for (int64_t c = 0; c < C; ++c) out[c] = grow[c] * A[c] + row[c] * B[c] + K[c];
+      }
+    }
+  }
   if (dw) {
     std::fill(dw, dw + L.weight.size(), T(0));
     std::fill(db, db + L.bias.size(), T(0));
     for (int64_t b = 0; b < batch; ++b) {
-      const T* st = stats + b * 2 * n.groups;
-      for (int64_t v = 0; v < n.values; ++v) {
-        const int64_t g = n.group(v), c = n.channel(v);
-        const T xhat = (x[b * n.values + v] - st[2 * g]) * st[2 * g + 1];
-        dw[c] += dy[b * n.values + v] * xhat;
-        db[c] += dy[b * n.values + v];
+      const T* st = stats + b * 2 * G;
+      for (int64_t c = 0; c < C; ++c) {
+        dw[c] += static_cast<T>(static_cast<double>(st[2 * (c / per) + 1]) * s2[b * C + c]);
+        db[c] += static_cast<T>(s1[b * C + c]);
       }
-    }
-  }
-  if (!dx) return;
-#pragma omp parallel for schedule(static)
-  for (int64_t b = 0; b < batch; ++b) {
-    const T* st = stats + b * 2 * n.groups;
-    std::vector<double> mean_g(static_cast<size_t>(n.groups), 0.0), mean_gx(static_cast<size_t>(n.groups), 0.0);
-    for (int64_t v = 0; v < n.values; ++v) {
-      const int64_t g = n.group(v), c = n.channel(v);
-      const double xhat = static_cast<double>((x[b * n.values + v] - st[2 * g]) * st[2 * g + 1]);
-      const double g_hat = static_cast<double>(dy[b * n.values + v] * L.weight[c]);
-      mean_g[g] += g_hat;
-      mean_gx[g] += g_hat * xhat;
-    }
-    for (int64_t v = 0; v < n.values; ++v) {
-      const int64_t g = n.group(v), c = n.channel(v);
-      const double xhat = static_cast<double>((x[b * n.values + v] - st[2 * g]) * st[2 * g + 1]);
-      const double g_hat = static_cast<double>(dy[b * n.values + v] * L.weight[c]);
-      dx[b * n.values + v] = static_cast<T>(static_cast<double>(st[2 * g + 1]) *
-                                            (g_hat - mean_g[g] / per_group - xhat * mean_gx[g] / per_group));
     }
   }
 }
@@ -436,6 +523,12 @@ void backward(const Network<T>& net, const T* output_grad, int64_t batch, Worksp
             for (int64_t o = 0; o < out; ++o) db[o] += dy[r * out + o];
         }
         if (!need_dx) break;
+        if constexpr (std::is_same_v<T, float>) {
+          if (conv && direct_conv_backward(L)) {
+            conv_direct_backward(L, dy, batch, dx);
+            break;
+          }
+        }
         if (conv) {
           T* dcol = ws.dcol_.data();
           product_nn(dy, L.weight.data(), dcol, rows, depth, out);
