@@ -17,6 +17,7 @@ check "sample none, dps, invert (mask-left, 2 queries)" sh -c "for g in none dps
 check "sample ndtm on cnn.h5:penultimate and rf.h5" sh -c "$IA sample --query q.h5 --index 0 --extractor cnn.h5:penultimate --prior prior.h5 --samples 2 --steps 10 -o cnn_f.h5 && $IA sample --query q.h5 --index 0 --extractor rf.h5 --prior prior.h5 --samples 2 --steps 10 --threads 1 -o rf_f.h5"
 check "sample in two shards, merged, and whole (8 steps)" sh -c "$IA sample --query q.h5 --all --extractor planted:mask-left --prior prior.h5 --samples 2 --steps 8 --shard 0/2 -o s0.h5 && $IA sample --query q.h5 --all --extractor planted:mask-left --prior prior.h5 --samples 2 --steps 8 --shard 1/2 --threads 1 -o s1.h5 && nk-data -q merge s1.h5 s0.h5 -o merged.h5 && $IA sample --query q.h5 --all --extractor planted:mask-left --prior prior.h5 --samples 2 --steps 8 -o whole.h5"
 check "train-dedicated --max-seconds 1 stops a 10^6-step run" $IA train-dedicated -i train.h5 --extractor planted:mask-left --channels 8,16 --groups 4 --time-dim 16 --steps 1000000 --batch 8 --max-seconds 1 -o dedt.h5
+check "train-dedicated --until-frechet: a target the first check meets, one none reaches" sh -c "$IA --seed 3 train-dedicated -i train.h5 --extractor planted:down4 --channels 8,16 --groups 4 --time-dim 16 --steps 60 --batch 16 --until-frechet 1e9 --queries q.h5 --reference train.h5 --samples 3 --check-every 20 -o dedr.h5 && $IA --seed 3 train-dedicated -i train.h5 --extractor planted:down4 --channels 8,16 --groups 4 --time-dim 16 --steps 40 --batch 16 --until-frechet 1e-9 --queries q.h5 --reference train.h5 --samples 3 --check-every 20 -o dedn.h5 && $IA --seed 3 eval --queries q.h5 --reference train.h5 --samples 3 --methods dedicated --extractors planted:down4 --dedicated planted:down4=dedn.h5 --bits-steps 0 -o evn.h5"
 check "train-dedicated on planted:down4 (tiny U-Net, 20 steps)" $IA train-dedicated -i train.h5 --extractor planted:down4 --channels 8,16 --groups 4 --time-dim 16 --steps 20 --batch 16 -o ded.h5
 check "sample dedicated, planted:pca32 (shipped), planted:flip:cnn" sh -c "$IA sample --query q.h5 --index 0 --extractor planted:down4 --guidance dedicated --dedicated ded.h5 --samples 2 --steps 5 -o dd.h5 && $IA sample --query q.h5 --index 1 --extractor planted:pca32 --prior prior.h5 --samples 2 --steps 10 -o pc.h5 && $IA sample --query q.h5 --index 1 --extractor planted:flip:cnn.h5:penultimate --prior prior.h5 --samples 2 --steps 4 --inner 2 -o fl.h5"
 "$PY" -c "
@@ -152,6 +153,14 @@ for n in ["snn_h5", "snn_h5_penultimate", "snnc_h5"]:
     g, u = h5py.File(f"sp_{n}.h5")["/metrics/mismatch"][()], h5py.File(f"sp0_{n}.h5")["/metrics/mismatch"][()]
     report(np.median(g) < 0.25 * np.median(u) and np.all(h5py.File(f"sp_{n}.h5")["/metrics/extractor_backwards"][()] == 80),
            f"spike-sft extractor {n}: ndtm through surrogate BPTT into the fiber (median mismatch {np.median(g):.4f}, the prior alone {np.median(u):.3f})")
+r, u = h5py.File("dedr.h5"), h5py.File("dedn.h5")
+report(r["/checks"].attrs["reached"] == 1 and r["/dedicated"].attrs["steps"] == 20 and list(r["/checks/step"][()]) == [20],
+       "train-dedicated --until-frechet 1e9: met at the first check (step 20), training stops there")
+ev = h5py.File("evn.h5")["/table"]
+k = list(ev["method"][()]).index(b"dedicated")
+report(u["/checks"].attrs["reached"] == 0 and list(u["/checks/step"][()]) == [20, 40] and abs(u["/checks/frechet"][-1] - ev["frechet"][k]) < 1e-6 * ev["frechet"][k]
+       and abs(ev["training_seconds"][k] - u["/dedicated"].attrs["seconds"]) < 1e-9,
+       f"train-dedicated --until-frechet 1e-9: not reached, checks at 20 and 40; the last check is eval's Frechet ({u['/checks/frechet'][-1]:.3f} = {ev['frechet'][k]:.3f})")
 pg = h5py.File("pcg.h5")["/metrics"]
 report(np.median(pg["mismatch"][()]) < 0.02 and np.all(pg["prior_backwards"][()] == 160),
        f"--prior-cmd ndtm: guided through the program's VJPs into the fiber (median mismatch {np.median(pg['mismatch'][()]):.4f})")
@@ -189,6 +198,7 @@ expect_fail "cnn without labels" 3 "labels" $IA train-extractor -i q.h5 --kind c
 "$PY" -c "import h5py; h5py.File('huge.h5', 'w').create_dataset('images', shape=(2**40, 28, 28, 1), dtype='f4', chunks=(1, 28, 28, 1))"
 expect_fail "--all over a file declaring 2^40 images" 3 "huge.h5.*/images.*more than 2\\^24" $IA sample --query huge.h5 --all --extractor planted:mask-left --prior prior.h5 -o out.h5
 check "  --index 5 of it reads one query" $IA sample --query huge.h5 --index 5 --samples 2 --steps 2 --extractor planted:mask-left --prior prior.h5 -o one_of_huge.h5
+expect_fail "train-dedicated --until-frechet without --reference" 2 "until-frechet needs" $IA train-dedicated -i train.h5 --extractor planted:down4 --until-frechet 10 --queries q.h5 -o out.h5
 expect_fail "dedicated without --dedicated" 2 "dedicated" $IA sample --query q.h5 --extractor planted:down4 --guidance dedicated -o out.h5
 expect_fail "a dedicated model of other features" 3 "ded.h5.*/dedicated.*49 features" $IA sample --query q.h5 --extractor planted:mask-left --guidance dedicated --dedicated ded.h5 -o out.h5
 expect_fail "a prior given as the dedicated model" 3 "prior.h5.*schema" $IA sample --query q.h5 --extractor planted:down4 --guidance dedicated --dedicated prior.h5 -o out.h5

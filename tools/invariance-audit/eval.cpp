@@ -17,6 +17,7 @@
 #include "invariance-audit/metrics.hpp"
 #include "invariance-audit/planted.hpp"
 #include "invariance-audit/prior.hpp"
+#include "invariance-audit/realism.hpp"
 #include "nk/dataset.hpp"
 #include "nk/error.hpp"
 #include "nk/log.hpp"
@@ -41,14 +42,6 @@ std::vector<std::string> split_list(const std::string& text, const std::string& 
     start = comma + 1;
   }
   return out;
-}
-
-// Evaluator features of n images [n, d], in chunks.
-std::vector<float> evaluate(Extractor& e, const float* x, int64_t n, int64_t chunk) {
-  const int64_t d = e.input().size(), F = e.dim();
-  std::vector<float> f(static_cast<size_t>(n * F));
-  for (int64_t s = 0; s < n; s += chunk) e.features(x + s * d, std::min(chunk, n - s), f.data() + s * F);
-  return f;
 }
 
 struct Row {
@@ -94,42 +87,22 @@ void eval(const EvalOptions& o, const nk::RunEnv& env) {
     }
     dedicated_files[spec] = pair.substr(eq + 1);
   }
-  const nk::data::Source reference = nk::data::Source::open(o.reference, accept);
-  const nk::nn::Shape rs{reference.height(), reference.width(), reference.channels()};
-  if (!(rs == shape)) throw nk::input_error(o.reference, reference.dataset(), "items are " + rs.text() + ", the queries " + shape.text());
   // The reference set: Q*S test images; the 'test' row's real samples:
   // another Q*S (fewer when the file is short).
   const int64_t n = Q * S;
-  if (reference.count() < n + 2) {
-    throw nk::input_error(o.reference, reference.dataset(), "holds " + std::to_string(reference.count()) +
-                                                                 " images; eval compares " + std::to_string(n) +
-                                                                 " samples per row with as many of them and needs a few more");
-  }
-  nk::data::check_run_items(o.reference, reference.dataset(), reference.count());
   const nk::h5::Array<float> q_all = queries.read(0, Q);
-  const nk::h5::Array<float> ref_all = reference.read_all();
-  std::vector<int64_t> order(static_cast<size_t>(reference.count()));
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
-  nk::Rng pick = nk::Rng(env.seed).split(0x7e57);
-  nk::shuffle(order, pick);
-  const int64_t held = std::min(n, reference.count() - n);
-  std::vector<float> ref(static_cast<size_t>(n * d)), real(static_cast<size_t>(held * d));
-  for (int64_t i = 0; i < n; ++i) std::copy_n(ref_all.data.data() + order[i] * d, d, ref.begin() + i * d);
-  for (int64_t i = 0; i < held; ++i) std::copy_n(ref_all.data.data() + order[n + i] * d, d, real.begin() + i * d);
-
   PriorField prior = open_prior(o.prior, o.prior_cmd, shape, S);
-  const int64_t chunk = 256;
-  std::unique_ptr<Extractor> evaluator = open_extractor(evaluator_spec(o.evaluator), shape, chunk);
-  const int64_t F = evaluator->dim();
-  const std::vector<float> ref_f = evaluate(*evaluator, ref.data(), n, chunk);
+  RealismReference reference(o.reference, shape, n, o.evaluator, env.seed);
+  const int64_t held = reference.held, F = reference.evaluator().dim();
+  const std::vector<float>& real = reference.real;
   spdlog::info("eval: {} queries x {} samples, {} methods x {} extractors; evaluator {} ({} features), {} reference images",
-               Q, S, methods.size(), specs.size(), evaluator->name(), F, n);
+               Q, S, methods.size(), specs.size(), reference.evaluator().name(), F, n);
 
   std::vector<Row> rows;
   auto realism = [&](Row& r, const std::vector<float>& x, int64_t count) {
-    const std::vector<float> f = evaluate(*evaluator, x.data(), count, chunk);
-    r.frechet = frechet_distance(f, count, ref_f, n, F);
-    const DensityCoverage dc = density_coverage(ref_f, n, f, count, F, std::min(o.neighbours, n - 1));
+    const std::vector<float> f = reference.features(x.data(), count);
+    r.frechet = frechet_distance(f, count, reference.ref_features, n, F);
+    const DensityCoverage dc = density_coverage(reference.ref_features, n, f, count, F, std::min(o.neighbours, n - 1));
     r.density = dc.density, r.coverage = dc.coverage;
     if (o.bits_steps > 0) {
       const BitsPerDim b = bits_per_dim(*prior.field, shape, x.data(), count, o.bits_steps, o.probes, S, env.seed);
@@ -267,7 +240,7 @@ void eval(const EvalOptions& o, const nk::RunEnv& env) {
   out.attr("/table", "kappa", o.kappa);
   out.attr("/table", "kappa_min", o.kappa_min);
   out.attr("/table", "eta", o.eta);
-  out.attr("/table", "evaluator", evaluator->name());
+  out.attr("/table", "evaluator", reference.evaluator().name());
   out.attr("/table", "reference", nk::display_name(o.reference));
   out.commit();
 }

@@ -48,6 +48,13 @@ struct TrainDedicatedOptions {
   std::string channels = "16,32,64";
   int64_t steps = 4000, batch = 64, time_dim = 64, groups = 8;
   double learning_rate = 1e-3, ema = 0.999, max_seconds = 0;
+  // Train until realism (eval's measure): every check_every steps the EMA
+  // model's samples for the first check_count images of 'queries'
+  // (check_samples each, check_steps Euler steps) against 'reference' in
+  // the evaluator's features; stop at Frechet distance <= until_frechet.
+  double until_frechet = 0;
+  std::string queries, reference, evaluator;
+  int64_t check_every = 500, check_count = 0, check_samples = 8, check_steps = 40;
 };
 void train_dedicated(const TrainDedicatedOptions& o, const nk::RunEnv& env);
 

@@ -54,6 +54,15 @@ int main(int argc, char** argv) {
   td_verb->add_option("--max-seconds", td.max_seconds, "Stop after this wall time (features included; 0: run every step)")
       ->check(CLI::Range(0.0, 1e9));
   td_verb->add_option("--ema", td.ema, "Decay of the parameter average the file keeps")->check(CLI::Range(0.0, 0.999999));
+  td_verb->add_option("--until-frechet", td.until_frechet, "Stop once the model's samples reach this Frechet distance (eval's realism; needs --queries, --reference)")
+      ->check(CLI::Range(0.0, 1e12));
+  td_verb->add_option("--queries", td.queries, "Realism checks: nk-data images whose features condition the check samples (as eval --queries)");
+  td_verb->add_option("--reference", td.reference, "Realism checks: nk-data test images (as eval --reference)");
+  td_verb->add_option("--count", td.check_count, "Realism checks: the first COUNT queries (0: all)")->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  td_verb->add_option("--samples", td.check_samples, "Realism checks: samples per query (as eval --samples)")->check(CLI::Range(int64_t{2}, int64_t{4096}));
+  td_verb->add_option("--sample-steps", td.check_steps, "Realism checks: Euler steps of a sample (as eval --steps)")->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  td_verb->add_option("--check-every", td.check_every, "Realism checks: every this many optimiser steps")->check(CLI::Range(int64_t{1}, int64_t{100000000}));
+  td_verb->add_option("--evaluator", td.evaluator, "Realism checks: FILE[:LAYER|:penultimate] (default: the shipped evaluator CNN's penultimate)");
 
   ia::FeaturesOptions fe;
   CLI::App* fe_verb = cli.add_verb("features", "Features of images; with a query, the fiber loss and its gradient");

@@ -87,6 +87,7 @@ void train_flow(UNet<float>& net, UNet<float>* ema, const float* data, const flo
   std::vector<int64_t> items(static_cast<size_t>(batch));
   const Rng root(config.seed);
   Stopwatch clock;
+  double outside = 0;  // seconds in report and stop (not training)
   double loss_sum = 0;
   int64_t loss_count = 0;
   for (int64_t step = 1; step <= config.steps; ++step) {
@@ -137,16 +138,21 @@ void train_flow(UNet<float>& net, UNet<float>* ema, const float* data, const flo
         for (size_t e = 0; e < avg.size(); ++e) avg[e] = d * avg[e] + (1 - d) * now[e];
       }
     }
-    const bool out_of_time = config.max_seconds > 0 && clock.seconds() >= config.max_seconds;
-    if (report && (step % std::max<int64_t>(every, 1) == 0 || step == config.steps || out_of_time)) {
+    const double trained = clock.seconds() - outside;
+    const bool out_of_time = config.max_seconds > 0 && trained >= config.max_seconds;
+    if ((report || config.stop) && (step % std::max<int64_t>(every, 1) == 0 || step == config.steps || out_of_time)) {
       FlowReport r;
       r.step = step;
       r.loss = loss_sum / static_cast<double>(std::max<int64_t>(loss_count, 1));
       r.grad_norm = norm;
-      r.seconds = clock.seconds();
-      report(r);
+      r.seconds = trained;
+      const double before = clock.seconds();
+      if (report) report(r);
+      const bool stop = config.stop && config.stop(r);
+      outside += clock.seconds() - before;
       loss_sum = 0;
       loss_count = 0;
+      if (stop) break;
     }
     if (out_of_time) break;
   }

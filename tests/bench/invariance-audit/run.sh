@@ -7,7 +7,8 @@
 #     GFLOP/s (prior multiply-adds x 2 x (forwards + 2 backwards) x samples / seconds) as a
 #     share of this machine's SGEMM rate (torch, 2048^3, 2 threads);
 #  2. the comparison, by eval: ndtm, dps, none (the prior alone), invert (no prior) and the
-#     dedicated conditional model (train-dedicated, at most DED_SECONDS each) on the CNN's
+#     dedicated conditional model (train-dedicated until its samples' Frechet distance is within
+#     10% of ndtm's, checked every 500 steps as eval measures it, or DED_SECONDS) on the CNN's
 #     penultimate features, planted:pca32, and without it on the CNN's logits, random
 #     features and a spike-sft conv network's firing rates (QC queries, 4 per class at 40);
 #     ndtm, dps, none, invert on planted:mask-left and planted:down4 (QP queries) and
@@ -96,15 +97,26 @@ invariance-audit -q $T --seed 2 train-extractor -i "$work/train.h5" --kind cnn -
 invariance-audit -q $T --seed 3 train-extractor -i "$work/train.h5" --kind random-features --components 64 -o "$out/rf.h5"
 spike-sft -q $T --seed 5 pretrain -i "$work/train.h5" --conv 8,16 --epochs "$EPOCHS" -o "$out/snn.h5"
 CNN="$out/cnn.h5:penultimate"
-for e in cnn pca32; do
-  spec=$CNN; [ $e = pca32 ] && spec=planted:pca32
-  invariance-audit $T --seed 4 train-dedicated -i "$work/train.h5" --extractor "$spec" --steps "$DED_STEPS" \
-    --max-seconds "$DED_SECONDS" -o "$out/ded-$e.h5" 2>&1 | grep -E "steps in|reached" || true
-done
 mkdir -p "$out/grids"
 invariance-audit -q $T --seed 1 eval --queries "$work/qc.h5" --reference "$work/ref.h5" --samples 8 \
-  --extractors "$CNN,$out/cnn.h5,planted:pca32,$out/rf.h5,$out/snn.h5:penultimate" --methods ndtm,dps,none,invert,dedicated \
-  --dedicated "$CNN=$out/ded-cnn.h5" --dedicated "planted:pca32=$out/ded-pca32.h5" --grid-dir "$out/grids" -o "$out/eval-real.h5"
+  --extractors "$CNN,$out/cnn.h5,planted:pca32,$out/rf.h5,$out/snn.h5:penultimate" --methods ndtm,dps,none,invert \
+  --grid-dir "$out/grids" -o "$out/eval-real.h5"
+# The dedicated baseline, trained until its samples are as realistic as ndtm's (Frechet distance
+# within 10%, measured as eval measures it, every 500 steps) or DED_SECONDS of training.
+for e in cnn pca32; do
+  spec=$CNN; [ $e = pca32 ] && spec=planted:pca32
+  target=$("$PY" -c "
+import sys, h5py
+t = h5py.File(sys.argv[1])['/table']
+ex = [v.decode() for v in t['extractor'][()]]; me = [v.decode() for v in t['method'][()]]
+print(1.1 * t['frechet'][[i for i in range(len(ex)) if ex[i] == sys.argv[2] and me[i] == 'ndtm'][0]])" "$out/eval-real.h5" "$spec")
+  invariance-audit $T --seed 1 train-dedicated -i "$work/train.h5" --extractor "$spec" --steps "$DED_STEPS" \
+    --max-seconds "$DED_SECONDS" --until-frechet "$target" --queries "$work/qc.h5" --reference "$work/ref.h5" \
+    --check-every 500 -o "$out/ded-$e.h5" 2>&1 | grep -E "steps in|reached|Frechet distance" || true
+done
+invariance-audit -q $T --seed 1 eval --queries "$work/qc.h5" --reference "$work/ref.h5" --samples 8 \
+  --extractors "$CNN,planted:pca32" --methods dedicated --bits-steps 32 \
+  --dedicated "$CNN=$out/ded-cnn.h5" --dedicated "planted:pca32=$out/ded-pca32.h5" --grid-dir "$out/grids" -o "$out/eval-dedicated.h5"
 invariance-audit -q $T --seed 1 eval --queries "$work/qp.h5" --reference "$work/ref.h5" --samples 8 \
   --extractors planted:mask-left,planted:down4 --methods ndtm,dps,none,invert --grid-dir "$out/grids" -o "$out/eval-planted.h5"
 invariance-audit -q $T --seed 1 eval --queries "$work/shoes.h5" --reference "$work/ref.h5" --samples 8 \
@@ -113,7 +125,7 @@ invariance-audit -q $T --seed 1 eval --queries "$work/shoes.h5" --reference "$wo
 import sys, h5py, numpy as np
 out = sys.argv[1]
 rows = []
-for name in ["eval-real", "eval-planted", "eval-flip"]:
+for name in ["eval-real", "eval-dedicated", "eval-planted", "eval-flip"]:
     t = h5py.File(f"{out}/{name}.h5")["/table"]
     cols = {k: t[k][()] for k in t}
     for i in range(len(cols["method"])):

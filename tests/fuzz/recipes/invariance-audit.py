@@ -45,6 +45,11 @@ RECIPES = [
     {"tool": "invariance-audit", "verb": "train-dedicated",
      "setup": [data("data.h5")], "inputs": {"data": "{w}/data.h5"},
      "run": IA + " train-dedicated -i {data} --extractor planted:mask-left " + UNET + " -o {out}"},
+    {"tool": "invariance-audit", "verb": "train-dedicated (--until-frechet)",
+     "setup": [data("data.h5"), data("q.h5", seed=2, n=3), data("ref.h5", seed=3, n=12), PCA],
+     "inputs": {"data": "{w}/data.h5", "query": "{w}/q.h5", "reference": "{w}/ref.h5", "model": "{w}/pca.h5"},
+     "run": IA + " train-dedicated -i {data} --extractor planted:down4 " + UNET + " --until-frechet 1e-9 --queries {query}"
+                 " --reference {reference} --samples 2 --sample-steps 2 --check-every 1 --evaluator {model} -o {out}"},
     {"tool": "invariance-audit", "verb": "sample (dedicated)",
      "setup": [data("data.h5"), data("q.h5", seed=2, n=3), DED],
      "inputs": {"query": "{w}/q.h5", "dedicated": "{w}/ded.h5"},

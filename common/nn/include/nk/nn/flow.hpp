@@ -11,6 +11,13 @@
 
 namespace nk::nn {
 
+struct FlowReport {
+  int64_t step = 0;        ///< 1-based
+  double loss = 0;         ///< mean over the last report interval of the per-value squared error
+  double grad_norm = 0;    ///< before clipping, last step
+  double seconds = 0;      ///< of training since the start (reports and stop checks left out)
+};
+
 struct FlowTraining {
   int64_t steps = 10000;
   int64_t batch = 64;
@@ -21,14 +28,12 @@ struct FlowTraining {
   double grad_clip = 1.0;       ///< global L2 norm clip (0: none)
   uint64_t seed = 0;            ///< batches, times and source noise
   double max_seconds = 0;       ///< > 0: stop after the step that passes this wall time (reported as the last)
+  /// Called after each report; true ends the training there (e.g. a
+  /// validation target met). Time spent in the report and here is not
+  /// training time: FlowReport::seconds and max_seconds leave it out.
+  std::function<bool(const FlowReport&)> stop;
 };
 
-struct FlowReport {
-  int64_t step = 0;        ///< 1-based
-  double loss = 0;         ///< mean over the last report interval of the per-value squared error
-  double grad_norm = 0;    ///< before clipping, last step
-  double seconds = 0;      ///< since the start
-};
 
 /// Trains 'net' in place on data x1 [n, H, W, C] (with cond [n, cond_dim]
 /// when the net is conditional); 'ema' (same configuration) receives the
