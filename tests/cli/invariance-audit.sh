@@ -32,6 +32,7 @@ check "--extractor-cmd (numpy mask-left) beside planted:mask-left, same seed" sh
 check "features --extractor-cmd (numpy linear pca.h5)" $IA features -i x.h5 --extractor-cmd "$XC linear pca.h5" --query q.h5 --index 1 -o fxc.h5
 check "--prior-cmd (numpy per-pixel Gaussian of the training images): 64 unguided samples, 4 ndtm" sh -c "$IA sample --query q.h5 --index 1 --extractor planted:mask-left --prior-cmd '$PC train.h5' --guidance none --samples 64 --steps 40 -o pcn.h5 && $IA sample --query q.h5 --index 1 --extractor planted:mask-left --prior-cmd '$PC train.h5' --samples 4 --steps 40 -o pcg.h5"
 check "spike-sft networks (dense, conv) as extractors: ndtm and the prior alone on their logits and :penultimate rates" sh -c "spike-sft -q pretrain -i train.h5 --hidden 32 --epochs 1 -o snn.h5 && spike-sft -q pretrain -i train.h5 --conv 4,8 --epochs 1 -o snnc.h5 && for e in snn.h5 snn.h5:penultimate snnc.h5; do n=\$(echo \$e | tr -c 'a-z0-9\\n' _); $IA --seed 2 sample --query q.h5 --index 1 --extractor \$e --prior prior.h5 --samples 2 --steps 20 -o sp_\$n.h5 && $IA --seed 2 sample --query q.h5 --index 1 --extractor \$e --prior prior.h5 --samples 2 --steps 20 --guidance none -o sp0_\$n.h5 || exit 1; done"
+check "eval ndtm on 5 test queries x 2 samples: the planted fibers (mask-left, down4, pca32) revealed" sh -c "nk-data -q import-idx $FMNIST/t10k-images-idx3-ubyte.gz --offset 50 --limit 5 -o q5.h5 && $IA eval --queries q5.h5 --reference train.h5 --samples 2 --steps 20 --methods ndtm --extractors planted:mask-left,planted:down4,planted:pca32 --prior prior.h5 --bits-steps 0 -o ev5.h5"
 check "test images for eval" nk-data -q import-idx $FMNIST/t10k-images-idx3-ubyte.gz --offset 100 --limit 40 -o ref.h5
 check "eval: ndtm, none, invert, dedicated on mask-left and down4 (2 queries x 3 samples, --grid-dir)" sh -c "mkdir -p grids && $IA eval --queries q.h5 --count 2 --reference ref.h5 --samples 3 --steps 20 --methods ndtm,none,invert,dedicated --extractors planted:mask-left,planted:down4 --dedicated planted:down4=ded.h5 --prior prior.h5 --evaluator cnn.h5:penultimate --bits-steps 4 --grid-dir grids -o ev.h5"
 
@@ -136,6 +137,9 @@ report(np.isnan(ts[1]) and abs(ts[-1] - dd["/dedicated"].attrs["seconds"]) < 1e-
 report(mm_e[2] > 5 * mm_e[1] and mm_e[5] > 5 * mm_e[4], f"eval: none misses the fiber that ndtm hits (mask-left {mm_e[1]:.4f} vs {mm_e[2]:.3f})")
 report(sorted(os.listdir("grids")) == sorted([f"planted_{e}-{m}.png" for e in ["mask-left", "down4"] for m in ["ndtm", "none", "invert"]] + ["planted_down4-dedicated.png"]),
        "eval --grid-dir: one PNG per extractor and method")
+e5 = h5py.File("ev5.h5")["/table"]
+rv5 = e5["revealed"][()][1:]
+report(len(rv5) == 3 and np.all(rv5 >= 0.8), f"eval, 5 queries (a prior of 40 steps): revealed fractions mask-left, down4, pca32 = {', '.join(f'{v:.2f}' for v in rv5)} (>= 0.8)")
 # --extractor-cmd, --prior-cmd.
 report(np.array_equal(h5py.File("xc.h5")["/samples"][()], h5py.File("xp.h5")["/samples"][()]),
        "--extractor-cmd: the numpy mask-left gives the very samples of planted:mask-left (features and VJPs over the pipe)")
