@@ -38,6 +38,10 @@ void conv2d_direct(const ConvShape& s, const float* x, const float* packed, cons
   cpu_ops().conv2d_direct(s, x, packed, bias, y, epilogue);
 }
 
+void silu(const float* x, float* y, int64_t n) { cpu_ops().silu(x, y, n); }
+
+void silu_backward(const float* x, const float* dy, float* dx, int64_t n) { cpu_ops().silu_backward(x, dy, dx, n); }
+
 const char* vector_isa() { return cpu_ops().isa; }
 
 }  // namespace nk::kernels

@@ -1,7 +1,8 @@
-// vector_isa.cpp - Gaussian blocks and the direct convolution, compiled once
+// vector_isa.cpp - Gaussian blocks, the direct convolution and SiLU, compiled once
 // per instruction set (vector_avx2.cpp and vector_avx512.cpp include this
 // file under other namespaces); vector.cpp picks one per process.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -44,6 +45,57 @@ inline void cos_sin_turn(float v, float& c, float& s) {
   const int q = quadrant & 3;
   c = q == 0 ? ca : q == 1 ? -sa : q == 2 ? -ca : sa;
   s = q == 0 ? sa : q == 1 ? ca : q == 2 ? -sa : -ca;
+}
+
+// exp(x) for x in float range, branch-free so that loops over it vectorise
+// (the clamps become min/max only without trapping math: CMakeLists.txt):
+// x = k ln 2 + r with |r| <= ln 2 / 2 (ln 2 split in two for an exact
+// product), e^r by Cephes' degree-6 polynomial, times 2^k built in the
+// exponent bits; x clamped to [-87, 88] (no denormals or infinities).
+inline float exp_clamped(float x) {
+  x = std::min(std::max(x, -87.0f), 88.0f);
+  const int32_t ki = static_cast<int32_t>(x * 1.44269504088896341f + 200.5f) - 200;  // floor (the sum is positive)
+  const float k = static_cast<float>(ki);
+  const float r = (x - k * 0.693359375f) - k * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float er = p * r * r + r + 1.0f;
+  return er * std::bit_cast<float>((ki + 127) << 23);
+}
+
+// Blocks of 4096 values over the threads, each block one simd loop (GCC
+// does not vectorise the exp inside a combined 'parallel for simd').
+constexpr int64_t kElementBlock = 4096;
+
+void silu(const float* x, float* y, int64_t n) {
+#pragma omp parallel for schedule(static)
+  for (int64_t start = 0; start < n; start += kElementBlock) {
+    const int64_t m = std::min(n - start, kElementBlock);
+    const float* __restrict xs = x + start;
+    float* __restrict ys = y + start;
+#pragma omp simd
+    for (int64_t j = 0; j < m; ++j) ys[j] = xs[j] / (1.0f + exp_clamped(-xs[j]));
+  }
+}
+
+// d silu / dx = s (1 + x (1 - s)), s = sigmoid(x).
+void silu_backward(const float* x, const float* dy, float* dx, int64_t n) {
+#pragma omp parallel for schedule(static)
+  for (int64_t start = 0; start < n; start += kElementBlock) {
+    const int64_t m = std::min(n - start, kElementBlock);
+    const float* __restrict xs = x + start;
+    const float* __restrict gs = dy + start;
+    float* __restrict out = dx + start;
+#pragma omp simd
+    for (int64_t j = 0; j < m; ++j) {
+      const float s = 1.0f / (1.0f + exp_clamped(-xs[j]));
+      out[j] = gs[j] * s * (1.0f + xs[j] * (1.0f - s));
+    }
+  }
 }
 
 void normal_blocks(Rng& rng, float* out, int64_t n, float scale) {
@@ -216,6 +268,6 @@ void direct(const ConvShape& s, const float* x, const float* packed, const float
 
 }  // namespace
 
-const VectorOps ops = {NK_VECTOR_ISA, normal_blocks, direct};
+const VectorOps ops = {NK_VECTOR_ISA, normal_blocks, direct, silu, silu_backward};
 
 }  // namespace nk::kernels::NK_VECTOR_NAMESPACE

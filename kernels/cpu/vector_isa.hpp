@@ -9,6 +9,8 @@ struct VectorOps {
   void (*fill_normal)(Rng& rng, float* out, int64_t n, float scale);
   void (*conv2d_direct)(const ConvShape& s, const float* x, const float* packed, const float* bias, float* y,
                         const ConvEpilogue& epilogue);
+  void (*silu)(const float* x, float* y, int64_t n);
+  void (*silu_backward)(const float* x, const float* dy, float* dx, int64_t n);
 };
 
 namespace vector_generic {

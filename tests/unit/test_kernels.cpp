@@ -171,6 +171,31 @@ TEST_SUITE("kernels") {
     CHECK(max_relative_error(back.data(), signal.data(), signal.size()) < 1e-5);
   }
 
+  TEST_CASE("silu and its gradient equal x / (1 + exp(-x)) in double, in the ISA copy this process runs") {
+    nk::Rng rng(12);
+    const int64_t n = 10007;
+    std::vector<float> x(n), y(n), dy(n), dx(n);
+    for (int64_t j = 0; j < n; ++j) {
+      const double u = rng.uniform();
+      x[j] = static_cast<float>(j % 3 == 0 ? 400.0 * u - 200.0 : 20.0 * u - 10.0);  // saturated and central
+      dy[j] = static_cast<float>(2.0 * rng.uniform() - 1.0);
+    }
+    x[0] = 0.0f, x[1] = -0.0f, x[2] = 88.5f, x[3] = -88.5f, x[4] = 1e-20f;
+    nk::kernels::silu(x.data(), y.data(), n);
+    nk::kernels::silu_backward(x.data(), dy.data(), dx.data(), n);
+    double worst = 0, worst_grad = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const double v = x[j], s = 1.0 / (1.0 + std::exp(-v));
+      const double ref = v * s, ref_grad = dy[j] * s * (1.0 + v * (1.0 - s));
+      worst = std::max(worst, std::abs(y[j] - ref) / (std::abs(ref) + 1e-30));
+      worst_grad = std::max(worst_grad, std::abs(dx[j] - ref_grad) / (std::abs(dy[j]) + 1e-30));
+      if (v < -87.0) CHECK(std::abs(y[j]) < 1e-30);  // clamped: e^-87 x, not e^x x
+    }
+    INFO("isa " << nk::kernels::vector_isa() << ": worst relative error " << worst << ", gradient " << worst_grad);
+    CHECK(worst < 2e-6);
+    CHECK(worst_grad < 2e-6);
+  }
+
   TEST_CASE("fill_normal: N(0, scale^2) moments and tails, odd lengths, the draw count it documents") {
     const int64_t n = 1000001;
     std::vector<float> z(n + 1, 99.0f);

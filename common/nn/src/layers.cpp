@@ -414,6 +414,12 @@ void forward(const Network<T>& net, const T* x, int64_t batch, Workspace<T>& ws,
       case Op::tanh: {
         const int64_t total = batch * n_in;
         const Op op = L.spec.op;
+        if constexpr (std::is_same_v<T, float>) {
+          if (op == Op::silu) {
+            kernels::silu(in, y, total);
+            break;
+          }
+        }
 #pragma omp parallel for simd schedule(static)
         for (int64_t j = 0; j < total; ++j) {
           const T v = in[j];
@@ -545,6 +551,12 @@ void backward(const Network<T>& net, const T* output_grad, int64_t batch, Worksp
         if (!need_dx) break;
         const int64_t total = batch * n_in;
         const Op op = L.spec.op;
+        if constexpr (std::is_same_v<T, float>) {
+          if (op == Op::silu) {
+            kernels::silu_backward(x, dy, dx, total);
+            break;
+          }
+        }
 #pragma omp parallel for simd schedule(static)
         for (int64_t j = 0; j < total; ++j) {
           const T v = x[j];

@@ -1,7 +1,7 @@
 // vector.hpp - CPU loops that the compiler vectorises, compiled once per
 // instruction set (generic, AVX2 + FMA, AVX-512) and picked at run time like
-// the GEMMs (NK_KERNELS_ISA caps the choice): Gaussian noise in blocks and a
-// direct NHWC convolution for layers with few taps.
+// the GEMMs (NK_KERNELS_ISA caps the choice): Gaussian noise in blocks, a
+// direct NHWC convolution for layers with few taps, and SiLU.
 #pragma once
 #include <cstdint>
 
@@ -40,6 +40,12 @@ struct ConvEpilogue {
 /// and output rows.
 void conv2d_direct(const ConvShape& s, const float* x, const float* packed, const float* bias, float* y,
                    const ConvEpilogue& epilogue = {});
+
+/// y = x sigmoid(x), and dx = dy d(x sigmoid(x))/dx, over n floats (OpenMP);
+/// exp by a polynomial with the argument clamped to [-87, 88]: within a few
+/// float ulps of std::exp, so of x / (1 + exp(-x)).
+void silu(const float* x, float* y, int64_t n);
+void silu_backward(const float* x, const float* dy, float* dx, int64_t n);
 
 /// Which copy runs ("generic", "avx2", "avx512"), as gemm_isa().
 const char* vector_isa();
