@@ -129,6 +129,22 @@ TEST_SUITE("cli") {
     CHECK_FALSE(env.cuda());
     CHECK(run_verbs({"nk-test", "build", "--threads", "0", "--device", "cpu"}, env) == 0);
     CHECK(env.threads >= 1);
+    // The default: SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS (its first number), else every core.
+    const char* omp = std::getenv("OMP_NUM_THREADS");
+    const std::string saved = omp ? omp : "";
+    setenv("OMP_NUM_THREADS", "5,2", 1);
+    CHECK(run_verbs({"nk-test", "build", "--device", "cpu"}, env) == 0);
+    CHECK(env.threads == 5);
+    setenv("SLURM_CPUS_PER_TASK", "6", 1);
+    CHECK(run_verbs({"nk-test", "build", "--device", "cpu"}, env) == 0);
+    CHECK(env.threads == 6);
+    CHECK(run_verbs({"nk-test", "build", "--threads", "2", "--device", "cpu"}, env) == 0);
+    CHECK(env.threads == 2);
+    unsetenv("SLURM_CPUS_PER_TASK");
+    setenv("OMP_NUM_THREADS", "zero", 1);
+    CHECK(run_verbs({"nk-test", "build", "--device", "cpu"}, env) == 0);
+    CHECK(env.threads >= 1);
+    if (omp) setenv("OMP_NUM_THREADS", saved.c_str(), 1); else unsetenv("OMP_NUM_THREADS");
   }
 
   TEST_CASE("--version names the libraries and the CUDA module state") {

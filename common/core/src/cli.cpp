@@ -58,7 +58,7 @@ App::App(std::string tool, std::string description) : tool_(std::move(tool)), ap
   app_.set_config("--config", "", "Read options from a TOML file (command line wins over the file)");
   auto* group = "Common options";
   app_.add_option("--seed", common_.seed, "Seed of every random stream (for the verbs that show --seed)")->group(group);
-  app_.add_option("--threads", common_.threads, "Worker threads; 0 = SLURM_CPUS_PER_TASK or all cores")
+  app_.add_option("--threads", common_.threads, "Worker threads; 0 = SLURM_CPUS_PER_TASK, else OMP_NUM_THREADS, else all cores")
       ->check(CLI::Range(0, 4096))
       ->group(group);
   app_.add_option("--device", common_.device, "Compute device: auto, cpu or cuda")
@@ -143,10 +143,14 @@ CLI::Option* App::add_shard(CLI::App& verb) {
 }
 
 namespace {
+// --threads 0: the job's share of a Slurm node, else OpenMP's own variable
+// (its first number: a nested list "4,2" gives 4), else every core.
 int default_threads() {
-  if (const char* slurm = std::getenv("SLURM_CPUS_PER_TASK")) {
-    const int n = std::atoi(slurm);
-    if (n > 0) return n;
+  for (const char* name : {"SLURM_CPUS_PER_TASK", "OMP_NUM_THREADS"}) {
+    if (const char* value = std::getenv(name)) {
+      const int n = std::atoi(value);
+      if (n > 0) return n;
+    }
   }
   return omp_get_num_procs();
 }
