@@ -256,6 +256,10 @@ void direct(const ConvShape& s, const float* x, const float* packed, const float
     case 16: return direct_fixed<16>(s, x, packed, bias, y, e);
     case 32: return direct_fixed<32>(s, x, packed, bias, y, e);
     case 64: return direct_fixed<64>(s, x, packed, bias, y, e);
+    // The widths of invariance-audit's shipped U-Net (24, 48, 96) and their halves' sums.
+    case 24: return direct_fixed<24>(s, x, packed, bias, y, e);
+    case 48: return direct_fixed<48>(s, x, packed, bias, y, e);
+    case 96: return direct_fixed<96>(s, x, packed, bias, y, e);
     default: break;
   }
   direct_any(s, x, packed, bias, y);

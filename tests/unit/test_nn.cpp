@@ -149,6 +149,45 @@ TEST_SUITE("nn") {
     CHECK(std::system(command.c_str()) == 0);
   }
 
+  TEST_CASE("float convolutions on the direct paths (fixed widths 16, 24, 48, 96, any other; the input gradient as a flipped convolution) equal float64") {
+    // float64 networks take the column-matrix path throughout: an independent reference.
+    for (const auto& [c_in, c_out] : std::vector<std::pair<int, int>>{{16, 24}, {24, 48}, {48, 96}, {5, 7}, {96, 16}, {3, 40}}) {
+      const std::vector<std::string> lines = {"conv2d " + std::to_string(c_in) + " " + std::to_string(c_out) + " 3 1 1", "silu",
+                                              "groupnorm 1 " + std::to_string(c_out)};
+      const nk::nn::Shape input{6, 7, c_in};
+      const int64_t batch = 2;
+      Network<double> ref = random_network<double>(lines, input, 21);
+      Network<float> net = Network<float>::build(specs_of(lines), input);
+      net.init(21);
+      for (size_t l = 0; l < net.layers.size(); ++l) {
+        for (size_t k = 0; k < net.layers[l].weight.size(); ++k) net.layers[l].weight[k] = static_cast<float>(ref.layers[l].weight[k] * 0.2);
+        for (size_t k = 0; k < net.layers[l].bias.size(); ++k) net.layers[l].bias[k] = static_cast<float>(ref.layers[l].bias[k]);
+        for (size_t k = 0; k < ref.layers[l].weight.size(); ++k) ref.layers[l].weight[k] = net.layers[l].weight[k];
+        for (size_t k = 0; k < ref.layers[l].bias.size(); ++k) ref.layers[l].bias[k] = net.layers[l].bias[k];
+      }
+      const std::vector<double> xd = randn<double>(static_cast<size_t>(batch * input.size()), 22);
+      const std::vector<double> gd = randn<double>(static_cast<size_t>(batch * net.output().size()), 23);
+      const std::vector<float> xf(xd.begin(), xd.end()), gf(gd.begin(), gd.end());
+      nk::nn::Workspace<double> wsd(ref, batch);
+      nk::nn::Workspace<float> wsf(net, batch);
+      std::vector<double> dxd(xd.size());
+      std::vector<float> dxf(xf.size());
+      nk::nn::forward(ref, xd.data(), batch, wsd);
+      nk::nn::forward(net, xf.data(), batch, wsf);
+      nk::nn::backward(ref, gd.data(), batch, wsd, static_cast<nk::nn::Gradients<double>*>(nullptr), dxd.data());
+      nk::nn::backward(net, gf.data(), batch, wsf, static_cast<nk::nn::Gradients<float>*>(nullptr), dxf.data());
+      double worst_y = 0, worst_dx = 0, top_dx = 0;
+      for (size_t j = 0; j < gd.size(); ++j) worst_y = std::max(worst_y, std::abs(wsf.output()[j] - wsd.output()[j]));
+      for (size_t j = 0; j < dxd.size(); ++j) {
+        worst_dx = std::max(worst_dx, std::abs(dxf[j] - dxd[j]));
+        top_dx = std::max(top_dx, std::abs(dxd[j]));
+      }
+      INFO(c_in << " -> " << c_out << ": forward error " << worst_y << ", input gradient error " << worst_dx << " of " << top_dx);
+      CHECK(worst_y < 1e-4);
+      CHECK(worst_dx < 1e-4 * (1 + top_dx));
+    }
+  }
+
   TEST_CASE("inference pass: fused conv2d + relu (+ maxpool) equals the layer-by-layer forward") {
     for (const auto& lines : std::vector<std::vector<std::string>>{
              {"conv2d 1 8 3 1 1", "relu", "maxpool 2", "conv2d 8 16 3 1 1", "relu", "maxpool 2", "flatten", "linear 256 5"},

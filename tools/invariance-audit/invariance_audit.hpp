@@ -45,8 +45,8 @@ void features(const FeaturesOptions& o, const nk::RunEnv& env);
 struct TrainDedicatedOptions {
   std::string input, output, extractor;
   bool no_clobber = false;
-  std::string channels = "16,32,64";
-  int64_t steps = 4000, batch = 64, time_dim = 64, groups = 8;
+  std::string channels = "24,48,96";
+  int64_t steps = 5000, batch = 64, time_dim = 64, groups = 8;
   double learning_rate = 1e-3, ema = 0.999, max_seconds = 0;
   // Train until realism (eval's measure): every check_every steps the EMA
   // model's samples for the first check_count images of 'queries'

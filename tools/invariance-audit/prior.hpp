@@ -41,7 +41,7 @@ struct PriorField {
 };
 PriorField open_prior(const std::string& path, const std::string& command, nk::nn::Shape image, int64_t capacity);
 
-/// The U-Net of train-prior and train-dedicated: widths 'channels' ("16,32,64"),
+/// The U-Net of train-prior and train-dedicated: widths 'channels' ("24,48,96"),
 /// GroupNorm 'groups', time embedding 'time_dim', condition width 'cond_dim'
 /// (0: a prior), initialised with 'seed' (the output conv at zero); exit 2
 /// saying what does not fit the images.

@@ -18,7 +18,7 @@
 #     then the issue's goals, checked (ndtm <= 0.05 and <= dedicated at equal realism;
 #     >= 100x less time than training; revealed >= 95%; invert's Frechet >= 5x ndtm's).
 # Q (one-audit part), QC, QP, TRAIN, EPOCHS, DED_STEPS and DED_SECONDS shrink it; the
-# defaults are the issue's (about 90 minutes on 2 cores).
+# defaults are the issue's (about 90 minutes on 2 cores). PART=1 runs part 1 only.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
@@ -68,6 +68,7 @@ print(f"ours:    {ours:.2f} s per audit, median mismatch {np.median(m['mismatch'
 print(f"PyTorch: {ps:.2f} s per audit, median mismatch {pm:.4f} (ours {ps / ours:.2f}x its speed)")
 PYEOF
 
+if [ "${PART:-all}" = 1 ]; then echo "run.sh: $((SECONDS - started)) s (PART=1: the one-audit comparison only)"; exit 0; fi
 echo "== 2. the comparison (eval): every method on every extractor, 8 samples per query"
 # Queries from the test set: QC (4 per class at 40) for the CNN's penultimate features,
 # planted:pca32 and random features; QP for mask-left and down4; QP shoes (sandal,
