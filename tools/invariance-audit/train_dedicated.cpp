@@ -117,8 +117,7 @@ void train_dedicated(const TrainDedicatedOptions& o, const nk::RunEnv& env) {
   if (checking) {
     training.stop = [&](const nk::nn::FlowReport& r) {
       // A check at every multiple of --check-every, and at the last step (of --steps or of --max-seconds).
-      const bool last = r.step >= o.steps || (training.max_seconds > 0 && r.seconds >= training.max_seconds);
-      if (r.step < next_check && !last) return false;
+      if (r.step < next_check && !r.last) return false;
       next_check = (r.step / o.check_every + 1) * o.check_every;
       reached = realism_check(r.step, feature_seconds + r.seconds);
       return reached;

@@ -146,6 +146,7 @@ void train_flow(UNet<float>& net, UNet<float>* ema, const float* data, const flo
       r.loss = loss_sum / static_cast<double>(std::max<int64_t>(loss_count, 1));
       r.grad_norm = norm;
       r.seconds = trained;
+      r.last = step == config.steps || out_of_time;
       const double before = clock.seconds();
       if (report) report(r);
       const bool stop = config.stop && config.stop(r);

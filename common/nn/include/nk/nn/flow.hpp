@@ -16,6 +16,7 @@ struct FlowReport {
   double loss = 0;         ///< mean over the last report interval of the per-value squared error
   double grad_norm = 0;    ///< before clipping, last step
   double seconds = 0;      ///< of training since the start (reports and stop checks left out)
+  bool last = false;       ///< the last step (of steps, or the one max_seconds stops at)
 };
 
 struct FlowTraining {
