@@ -324,7 +324,7 @@ TEST_SUITE("nn_flow") {
       config.guide = guide;
       // The last steps' control scale sets the precision: 0.01 reaches 1e-3 here
       // (the default 0.05 suits clipped images, 1.5e-3 here), and so does the
-      // Adam rate: eta 0.03 gives 5e-4 here, the images' default 0.06 1.2e-3
+      // Adam rate: eta 0.03 gives 5e-4 here, 0.06 1.2e-3 (the images' default is 0.1)
       // (tuned on clipped Fashion-MNIST, where it reveals more of the fibers).
       config.kappa_min = 0.01;
       config.eta = 0.03;

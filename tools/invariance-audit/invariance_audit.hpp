@@ -62,7 +62,7 @@ struct SampleOptions {
   std::string query, output, extractor, extractor_cmd, prior, prior_cmd, guidance = "ndtm", grid, dedicated;
   bool no_clobber = false, all = false;
   int64_t index = 0, samples = 8, steps = 40, inner = 4;
-  double lambda = 1e5, kappa = 1.0, kappa_min = 0.05, eta = 0.06, zeta = 0.1, invert_rate = 0.02;
+  double lambda = 1e5, kappa = 1.0, kappa_min = 0.05, eta = 0.1, zeta = 0.1, invert_rate = 0.02;
 };
 void sample(const SampleOptions& o, const nk::RunEnv& env);
 
@@ -72,7 +72,7 @@ struct EvalOptions {
   std::string methods = "ndtm,dps,none,invert", extractors = "planted:mask-left,planted:down4,planted:pca32";
   bool no_clobber = false;
   int64_t count = 0, samples = 8, steps = 40, inner = 4, bits_steps = 32, probes = 1, neighbours = 5;
-  double lambda = 1e5, kappa = 1.0, kappa_min = 0.05, eta = 0.06;
+  double lambda = 1e5, kappa = 1.0, kappa_min = 0.05, eta = 0.1;
 };
 void eval(const EvalOptions& o, const nk::RunEnv& env);
 /// The evaluator network's spec: the shipped evaluator CNN's penultimate

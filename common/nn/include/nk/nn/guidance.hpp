@@ -72,7 +72,7 @@ struct GuideConfig {
   double lambda = 1e5;      ///< ndtm: weight of the cost
   double kappa = 1.0;       ///< ndtm: control scale s_t = kappa (1 - t) + kappa_min
   double kappa_min = 0.05;
-  double eta = 0.06;        ///< ndtm: Adam rate = eta s_t
+  double eta = 0.1;         ///< ndtm: Adam rate = eta s_t
   double zeta = 0.1;        ///< dps: step on grad sqrt(c)
 };
 
