@@ -160,5 +160,12 @@ nk-data -q import-idx "$fmnist/t10k-images-idx3-ubyte.gz" --limit 8 -o - |
     --grid "$out/ia-fiber.png" -o "$out/ia-fiber.h5"
 echo "grid (query, samples, variance): $out/ia-fiber.png"
 
+step "snapmla-decode: a DeepSeek-sized MLA cache (4 x 8192 tokens, 16 heads) paged in SnapMLA's 644-byte rows and decoded; every layout's error against float64" \
+     "snapmla-decode gen --batch 4 --tokens 8192 -o cache.h5; snapmla-decode quant -i cache.h5 --layout snapmla644 -o - | snapmla-decode attend -i - --queries cache.h5 -o out.h5; snapmla-decode eval -i cache.h5"
+snapmla-decode -q gen --batch 4 --tokens 8192 --seed 1 -o "$out/mla-cache.h5"
+snapmla-decode quant -i "$out/mla-cache.h5" --layout snapmla644 -o - |
+  snapmla-decode attend -i - --queries "$out/mla-cache.h5" -o "$out/mla-out.h5"
+snapmla-decode eval -i "$out/mla-cache.h5"
+
 echo
 echo "demo: outputs in $out"

@@ -41,6 +41,7 @@ recipe() {
     "louver-index query") echo "query -i index.h5 --queries kv.h5 --mass 0.9 -o out.h5" ;;
     "louver-index attend") echo "attend -i index.h5 --queries kv.h5 --mass 0.9 -o out.h5" ;;
     "rubiconv gen") echo "gen --length 256 --channels 4 -o out.h5" ;;
+    "snapmla-decode gen") echo "gen --tokens 70 --heads 2 --d-c 16 --d-r 8 --ragged --batch 2 -o out.h5" ;;
     "speedscale-sim gen") echo "gen --jobs 10 --instances 2 -o out.h5" ;;
     "speedscale-sim predict") echo "predict -i inst.h5 --noise 0.3 -o out.h5" ;;
     "speedscale-sim eval") echo "eval -i inst.h5 --noise 0,0.5 -o out.h5" ;;

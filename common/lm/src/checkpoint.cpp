@@ -6,6 +6,7 @@
 
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
+#include "nk/kernels/lowp.hpp"
 
 namespace nk::lm {
 
@@ -81,20 +82,9 @@ void read_tensor(const h5::File& in, const std::string& dataset, const TensorInf
 
 }  // namespace
 
-uint16_t to_bf16(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu)) return static_cast<uint16_t>((u >> 16) | 0x40);  // quiet NaN
-  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest, ties to even
-  return static_cast<uint16_t>(u >> 16);
-}
+uint16_t to_bf16(float x) { return kernels::to_bf16(x); }
 
-float from_bf16(uint16_t bits) {
-  const uint32_t u = static_cast<uint32_t>(bits) << 16;
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
+float from_bf16(uint16_t bits) { return kernels::from_bf16(bits); }
 
 std::string mode_name(Mode mode) { return mode == Mode::causal ? "causal" : "diffusion"; }
 

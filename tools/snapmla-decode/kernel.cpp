@@ -1,0 +1,131 @@
+// kernel.cpp - the paged decode driver (kernel.hpp) and the portable copy of
+// the page step (kernel_page.inc).
+#include "snapmla-decode/kernel.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "nk/error.hpp"
+#include "nk/kernels/isa.hpp"
+#include "nk/kernels/lowp.hpp"
+
+namespace snapmla {
+namespace detail {
+#define NK_SNAPMLA_COPY generic_copy
+#include "snapmla-decode/kernel_page.inc"
+#undef NK_SNAPMLA_COPY
+
+PageStep page_step_generic() { return &generic_copy::page_step; }
+
+#ifndef NK_SNAPMLA_HAVE_AVX2_COPY
+PageStep page_step_avx2() { return nullptr; }
+#endif
+
+}  // namespace detail
+
+namespace {
+
+detail::PageStep chosen_step() {
+  static const detail::PageStep step = [] {
+    detail::PageStep avx2 = detail::page_step_avx2();
+    if (avx2 && nk::kernels::cpu_isa("NK_KERNELS_ISA") >= nk::kernels::Isa::avx2) return avx2;
+    return detail::page_step_generic();
+  }();
+  return step;
+}
+
+}  // namespace
+
+const char* kernel_isa() { return chosen_step() == detail::page_step_generic() ? "generic" : "avx2"; }
+
+int64_t auto_splits(int64_t rows, int64_t pages_per_row, int threads) {
+  // Enough parts that every thread has two, none shorter than 4 pages.
+  const int64_t want = (2 * static_cast<int64_t>(threads) + rows - 1) / std::max<int64_t>(rows, 1);
+  return std::clamp<int64_t>(std::min(want, pages_per_row / 4), 1, std::max<int64_t>(pages_per_row, 1));
+}
+
+void attend(const PagedView& kv, const float* queries, int64_t heads, int64_t row_begin, int64_t row_end,
+            const AttendOptions& o, float* out, float* lse) {
+  const int64_t dc = kv.dc, dr = kv.dr, rows = row_end - row_begin;
+  if (rows <= 0) return;
+  const detail::PageStep step = o.pre_posed && !o.portable ? chosen_step() : detail::page_step_generic();
+  // Queries in kernel form, per row and head.
+  std::vector<float> qc(static_cast<size_t>(rows * heads * dc)), qr(static_cast<size_t>(rows * heads * dr)),
+      factor(static_cast<size_t>(rows * heads));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t h = 0; h < heads; ++h) {
+      const int64_t i = r * heads + h;
+      const float sq = prepare_query(kv.layout, queries + ((row_begin + r) * heads + h) * (dc + dr), dc, dr, o.q_fp32,
+                                     qc.data() + i * dc, qr.data() + i * dr);
+      factor[static_cast<size_t>(i)] = o.softmax_scale * sq;
+    }
+  // Work items: (row, part), parts of whole pages.
+  struct Item {
+    int64_t row, page_begin, page_end;
+  };
+  std::vector<Item> items;
+  std::vector<int64_t> first_item(static_cast<size_t>(rows) + 1);
+  int64_t widest = 0;
+  for (int64_t r = 0; r < rows; ++r) widest = std::max<int64_t>(widest, kv.lengths[row_begin + r]);
+  const int64_t parts_wanted = o.splits > 0 ? o.splits : auto_splits(rows, (widest + kPageTokens - 1) / kPageTokens, o.threads);
+  for (int64_t r = 0; r < rows; ++r) {
+    first_item[static_cast<size_t>(r)] = static_cast<int64_t>(items.size());
+    const int64_t pages = (kv.lengths[row_begin + r] + kPageTokens - 1) / kPageTokens;
+    const int64_t parts = std::min(parts_wanted, pages);
+    for (int64_t s = 0; s < parts; ++s) items.push_back({r, s * pages / parts, (s + 1) * pages / parts});
+  }
+  first_item[static_cast<size_t>(rows)] = static_cast<int64_t>(items.size());
+  const int64_t n_items = static_cast<int64_t>(items.size());
+  std::vector<float> m(static_cast<size_t>(n_items * heads), -std::numeric_limits<float>::infinity()),
+      l(static_cast<size_t>(n_items * heads), 0.0f), acc(static_cast<size_t>(n_items * heads * dc), 0.0f);
+#pragma omp parallel num_threads(o.threads)
+  {
+    detail::PageScratch scratch;
+    scratch.c.resize(static_cast<size_t>(kPageTokens * dc));
+    scratch.kr.resize(static_cast<size_t>(kPageTokens * dr));
+    scratch.st.resize(kPageTokens);
+    scratch.scores.resize(static_cast<size_t>(heads * kPageTokens));
+    scratch.probs.resize(static_cast<size_t>(heads * kPageTokens));
+    scratch.sp.resize(static_cast<size_t>(heads));
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t i = 0; i < n_items; ++i) {
+      const Item& it = items[static_cast<size_t>(i)];
+      const int64_t b = row_begin + it.row, length = kv.lengths[b];
+      const detail::QueryBlock q{qc.data() + it.row * heads * dc, qr.data() + it.row * heads * dr,
+                                 factor.data() + it.row * heads, heads};
+      for (int64_t p = it.page_begin; p < it.page_end; ++p) {
+        const int64_t page = kv.block_table[b * kv.max_pages + p];
+        const int64_t n = std::min<int64_t>(kPageTokens, length - p * kPageTokens);
+        step(kv, kv.pages + page * kPageTokens * kv.row_bytes, n, q, o.pv, o.pre_posed, m.data() + i * heads,
+             l.data() + i * heads, acc.data() + i * heads * dc, scratch);
+      }
+    }
+  }
+  // Merge the parts of each row: by their maxima, in float64.
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t h = 0; h < heads; ++h) {
+      double mx = -std::numeric_limits<double>::infinity();
+      for (int64_t i = first_item[static_cast<size_t>(r)]; i < first_item[static_cast<size_t>(r) + 1]; ++i)
+        mx = std::max<double>(mx, m[static_cast<size_t>(i * heads + h)]);
+      double total = 0;
+      std::vector<double> o_row(static_cast<size_t>(dc), 0.0);
+      for (int64_t i = first_item[static_cast<size_t>(r)]; i < first_item[static_cast<size_t>(r) + 1]; ++i) {
+        const double w = std::exp(m[static_cast<size_t>(i * heads + h)] - mx);
+        total += w * l[static_cast<size_t>(i * heads + h)];
+        const float* a = acc.data() + (i * heads + h) * dc;
+        for (int64_t d = 0; d < dc; ++d) o_row[static_cast<size_t>(d)] += w * a[d];
+      }
+      float* dst = out + (r * heads + h) * dc;
+      for (int64_t d = 0; d < dc; ++d) dst[d] = static_cast<float>(o_row[static_cast<size_t>(d)] / total);
+      lse[r * heads + h] = static_cast<float>(mx + std::log(total));
+    }
+  }
+}
+
+}  // namespace snapmla

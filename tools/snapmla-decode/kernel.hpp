@@ -1,0 +1,74 @@
+// kernel.hpp - paged MLA decode attention on the CPU over any row layout:
+// each batch row's pages split into --splits parts (split-K), each part an
+// online softmax in FP32 over its 64-token pages, the parts merged by their
+// maxima and sums. A page's rows are decoded once for all heads; scores and
+// PV are small register-blocked products (AVX2+FMA+F16C picked at run time,
+// NK_KERNELS_ISA=generic forces the portable copy).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "snapmla-decode/format.hpp"
+
+namespace snapmla {
+
+/// A paged cache as quant writes it (the arrays are the caller's).
+struct PagedView {
+  Layout layout = Layout::bf16;
+  int64_t dc = 0, dr = 0, row_bytes = 0;
+  const uint8_t* pages = nullptr;  ///< [page_count, 64, row_bytes]
+  int64_t page_count = 0;
+  const int32_t* block_table = nullptr;  ///< [batch, max_pages], -1 unused
+  int64_t max_pages = 0;
+  const int32_t* lengths = nullptr;  ///< [batch], each >= 1
+  int64_t batch = 0;
+};
+
+struct AttendOptions {
+  Pv pv = Pv::fp32;
+  int64_t splits = 0;  ///< parts of each row's pages; 0 = enough for every thread
+  float softmax_scale = 0;
+  bool q_fp32 = false;   ///< snapmla644: keep the query unquantized
+  bool pre_posed = true;  ///< false: scores as s_q s_t qc.c + (q_R).(k_R) (the check of (ii)); portable copy
+  bool portable = false;  ///< the portable copy even where AVX2 runs (tests compare the two)
+  int threads = 1;
+};
+
+/// The parts each of 'rows' batch rows is split into for 'threads' threads
+/// (options.splits when > 0, at most the row's pages).
+int64_t auto_splits(int64_t rows, int64_t pages_per_row, int threads);
+
+/// Attention of rows [row_begin, row_end) of the view: queries [B, H, dc+dr]
+/// (float32, rows of the whole batch), out [rows, H, dc], lse [rows, H]
+/// (natural log of the sum of exp of the scaled scores).
+void attend(const PagedView& kv, const float* queries, int64_t heads, int64_t row_begin, int64_t row_end,
+            const AttendOptions& options, float* out, float* lse);
+
+/// The copy that runs: "avx2" or "generic".
+const char* kernel_isa();
+
+namespace detail {
+
+/// One (row, part)'s running softmax state and its scratch.
+struct PageScratch {
+  std::vector<float> c, kr, st, scores, probs, sp;
+};
+
+/// Per (row, head) query in kernel form: qc [H, dc], qr [H, dr], and factor
+/// [H] = softmax_scale * s_q.
+struct QueryBlock {
+  const float* qc;
+  const float* qr;
+  const float* factor;
+  int64_t heads;
+};
+
+/// Folds one page of n <= 64 rows into (m, l, acc) for every head.
+using PageStep = void (*)(const PagedView& kv, const uint8_t* rows, int64_t n, const QueryBlock& q, Pv pv,
+                          bool pre_posed, float* m, float* l, float* acc, PageScratch& scratch);
+PageStep page_step_generic();
+PageStep page_step_avx2();  ///< null where the build has no AVX2 copy
+
+}  // namespace detail
+
+}  // namespace snapmla

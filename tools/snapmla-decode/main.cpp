@@ -1,0 +1,80 @@
+// main.cpp - snapmla-decode: FP8 MLA decoding with RoPE-aware per-token KV quantization.
+#include "nk/cli.hpp"
+#include "snapmla-decode/snapmla.hpp"
+
+int main(int argc, char** argv) {
+  nk::cli::App cli("snapmla-decode", "FP8 MLA decoding with RoPE-aware per-token KV quantization (SnapMLA)");
+  cli.app().require_subcommand(1);
+  using CLI::Range;
+
+  snapmla::GenOptions gen;
+  CLI::App* gen_verb = cli.add_verb("gen", "Synthetic MLA caches and queries: /ckv, /kpe, /q, /lengths", nk::cli::Randomness::seeded);
+  nk::cli::App::add_output(*gen_verb, gen.output, gen.no_clobber);
+  gen_verb->add_option("--batch", gen.batch, "Sequences, B")->check(Range(int64_t{1}, int64_t{4096}));
+  gen_verb->add_option("--tokens", gen.tokens, "Cached tokens per sequence, N")->check(Range(int64_t{1}, int64_t{1} << 24));
+  gen_verb->add_option("--heads", gen.heads, "Query heads, H")->check(Range(int64_t{1}, int64_t{4096}));
+  gen_verb->add_option("--d-c", gen.dc, "Latent width d_c")->check(Range(int64_t{8}, int64_t{16384}));
+  gen_verb->add_option("--d-r", gen.dr, "RoPE key width d_R (even)")->check(Range(int64_t{2}, int64_t{4096}));
+  gen_verb->add_option("--profile", gen.profile, "deepseek (content near zero, heavy-tailed RoPE) or iid (all N(0,1))")
+      ->check(CLI::IsMember({"deepseek", "iid"}));
+  gen_verb->add_flag("--ragged", gen.ragged, "Lengths uniform in [N/2, N] instead of N");
+  gen_verb->add_option("--content-scale", gen.content_scale, "deepseek: typical |c|")->check(Range(1e-30, 1e30));
+  gen_verb->add_option("--channel-sigma", gen.channel_sigma, "deepseek: lognormal sigma of c's channel scales")->check(Range(0.0, 10.0));
+  gen_verb->add_option("--heavy-pairs", gen.heavy_pairs, "deepseek: RoPE pairs (lowest frequencies) with massive values")
+      ->check(Range(int64_t{0}, int64_t{2048}));
+  gen_verb->add_option("--heavy-scale", gen.heavy_scale, "deepseek: their typical magnitude")->check(Range(0.0, 1e30));
+  gen_verb->add_option("--heavy-sigma", gen.heavy_sigma, "deepseek: lognormal sigma of that magnitude per token")->check(Range(0.0, 10.0));
+  gen_verb->add_option("--query-content", gen.query_content, "deepseek: deviation of q_c")->check(Range(0.0, 1e30));
+  gen_verb->add_option("--query-rope", gen.query_rope, "deepseek: deviation of q_R")->check(Range(0.0, 1e30));
+  gen_verb->add_option("--query-heavy", gen.query_heavy, "deepseek: q_R's heavy channels, relative")->check(Range(0.0, 1e30));
+  gen_verb->add_option("--theta", gen.theta, "RoPE base")->check(Range(1.0, 1e12));
+  gen_verb->add_option("--softmax-scale", gen.softmax_scale, "Written as the softmax_scale attribute (0: 1/sqrt(192))")->check(Range(0.0, 1e6));
+
+  snapmla::CastOptions cast;
+  CLI::App* cast_verb = cli.add_verb("cast", "float32 /x -> /codes: E4M3 (uint8) or BF16 (uint16), same shape");
+  nk::cli::App::add_input(*cast_verb, cast.input);
+  nk::cli::App::add_output(*cast_verb, cast.output, cast.no_clobber);
+  cast_verb->add_option("--to", cast.to, "e4m3 or bf16")->required()->check(CLI::IsMember({"e4m3", "bf16"}));
+
+  snapmla::QuantOptions quant;
+  std::string layout = "snapmla644";
+  CLI::App* quant_verb = cli.add_verb("quant", "A float cache into 64-token pages of one row layout");
+  nk::cli::App::add_input(*quant_verb, quant.input, "the float cache (gen's or a capture)");
+  nk::cli::App::add_output(*quant_verb, quant.output, quant.no_clobber);
+  quant_verb->add_option("--layout", layout, "bf16, flashmla656, snapmla644 or fp8-naive")
+      ->check(CLI::IsMember({"bf16", "flashmla656", "snapmla644", "fp8-naive"}));
+
+  snapmla::AttendOptionsCli attend;
+  CLI::App* attend_verb = cli.add_verb("attend", "Paged decode attention: /out [B,H,d_c] (latent) and /lse [B,H]");
+  nk::cli::App::add_input(*attend_verb, attend.input, "the paged cache (quant's)");
+  attend_verb->add_option("--queries", attend.queries, "A file with /q [B,H,d_c+d_R] (gen's)")->required();
+  nk::cli::App::add_output(*attend_verb, attend.output, attend.no_clobber);
+  attend_verb->add_option("--pv", attend.pv, "fp8 (default for snapmla644, fp8-naive) or fp32")->check(CLI::IsMember({"fp8", "fp32"}));
+  attend_verb->add_option("--splits", attend.splits, "Parts of each sequence's pages (split-K; 0: enough for every thread)")
+      ->check(Range(int64_t{0}, int64_t{1} << 20));
+  attend_verb->add_option("--softmax-scale", attend.softmax_scale, "Score scale (0: the queries file's softmax_scale)")->check(Range(0.0, 1e6));
+  attend_verb->add_flag("--q-fp32", attend.q_fp32, "snapmla644: keep the query in float32 (no E4M3/BF16 rounding)");
+  attend_verb->add_flag("--plain-scores", attend.plain_scores,
+                        "snapmla644: scores with the RoPE part dequantized (the check of the pre-posed form; portable copy)");
+  nk::cli::App::add_repeats(*attend_verb, attend.repeats);
+  cli.add_shard(*attend_verb);
+
+  snapmla::EvalOptions eval;
+  CLI::App* eval_verb = cli.add_verb("eval", "Each layout's error against float64 attention over the float cache");
+  nk::cli::App::add_input(*eval_verb, eval.input, "the float cache with /q (gen's)");
+  nk::cli::App::add_optional_output(*eval_verb, eval.output, eval.no_clobber, "the table as HDF5");
+  eval_verb->add_option("--layouts", eval.layouts, "LAYOUT[:fp8|fp32], comma-separated (default: every layout, snapmla644 both ways)")
+      ->delimiter(',');
+  eval_verb->add_option("--splits", eval.splits, "Parts of each sequence's pages (0: enough for every thread)")->check(Range(int64_t{0}, int64_t{1} << 20));
+
+  return cli.run(argc, argv, [&] {
+    if (*gen_verb) snapmla::gen(gen, cli.env());
+    if (*cast_verb) snapmla::cast(cast, cli.env());
+    if (*quant_verb) {
+      quant.layout = snapmla::parse_layout(layout, "--layout");
+      snapmla::quant(quant, cli.env());
+    }
+    if (*attend_verb) snapmla::attend_verb(attend, cli.env());
+    if (*eval_verb) snapmla::eval(eval, cli.env());
+  });
+}

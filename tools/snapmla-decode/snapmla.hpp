@@ -1,0 +1,72 @@
+// snapmla.hpp - the verbs of snapmla-decode: FP8 MLA decoding with RoPE-aware
+// per-token KV quantization (SnapMLA) beside BF16, FlashMLA's FP8 layout and
+// a one-scale FP8 baseline.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nk/run_env.hpp"
+#include "snapmla-decode/format.hpp"
+
+namespace snapmla {
+
+inline constexpr const char* kCacheSchema = "snapmla-decode.cache/1";
+inline constexpr const char* kCodesSchema = "snapmla-decode.codes/1";
+inline constexpr const char* kKvSchema = "snapmla-decode.kv/1";
+inline constexpr const char* kAttendSchema = "snapmla-decode.attend/1";
+inline constexpr const char* kEvalSchema = "snapmla-decode.eval/1";
+
+struct GenOptions {
+  std::string output = "-";
+  bool no_clobber = false;
+  int64_t batch = 1, tokens = 4096, heads = 16, dc = 512, dr = 64;
+  std::string profile = "deepseek";  ///< deepseek | iid
+  bool ragged = false;               ///< lengths uniform in [tokens/2, tokens]
+  double content_scale = 0.01, channel_sigma = 0.5;  ///< c ~ N(0, (content_scale g_j)^2), g_j lognormal(0, sigma)
+  int64_t heavy_pairs = 2;                           ///< RoPE pairs (the lowest frequencies) with massive values
+  double heavy_scale = 500, heavy_sigma = 0.25;      ///< their magnitude: heavy_scale * lognormal(0, heavy_sigma)
+  double query_content = 80, query_rope = 2.6, query_heavy = 0.02;
+  double theta = 10000, softmax_scale = 0;  ///< 0: 1/sqrt(192) (DeepSeek's 128 + 64)
+};
+void gen(const GenOptions& options, const nk::RunEnv& env);
+
+struct CastOptions {
+  std::string input = "-", output = "-", to = "e4m3";
+  bool no_clobber = false;
+};
+void cast(const CastOptions& options, const nk::RunEnv& env);
+
+struct QuantOptions {
+  std::string input = "-", output = "-";
+  bool no_clobber = false;
+  Layout layout = Layout::snapmla644;
+};
+void quant(const QuantOptions& options, const nk::RunEnv& env);
+
+struct AttendOptionsCli {
+  std::string input = "-", queries, output = "-";
+  bool no_clobber = false;
+  std::string pv;  ///< fp8 | fp32 | "" (the layout's default)
+  int64_t splits = 0;
+  double softmax_scale = 0;  ///< 0: the queries file's attribute
+  bool q_fp32 = false, plain_scores = false;
+  int repeats = 1;
+};
+void attend_verb(const AttendOptionsCli& options, const nk::RunEnv& env);
+
+struct EvalOptions {
+  std::string input = "-", output;
+  bool no_clobber = false;
+  std::vector<std::string> layouts;  ///< empty: every layout (snapmla644 with both PV modes)
+  int64_t splits = 0;
+};
+void eval(const EvalOptions& options, const nk::RunEnv& env);
+
+/// The PV mode of a layout: 'requested' (fp8, fp32 or "" for the default: fp8
+/// for the FP8-coded layouts snapmla644 and fp8-naive, fp32 otherwise); fp8
+/// on bf16 or flashmla656 is a usage error.
+Pv resolve_pv(Layout layout, const std::string& requested);
+const char* pv_name(Pv pv);
+
+}  // namespace snapmla
