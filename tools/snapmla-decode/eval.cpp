@@ -82,6 +82,7 @@ void eval(const EvalOptions& o, const nk::RunEnv& env) {
     ao.splits = o.splits;
     ao.softmax_scale = static_cast<float>(q.softmax_scale);
     ao.threads = env.threads;
+    ao.q_fp32 = o.q_fp32 && c.layout == Layout::snapmla644;
     std::vector<float> out(static_cast<size_t>(B * H * dc)), lse(static_cast<size_t>(B * H));
     const double seconds = nk::best_seconds(1, [&] { attend(paged.view(), q.q.data(), H, 0, B, ao, out.data(), lse.data()); });
     double err2 = 0, worst = 0, lse_err = 0, cos_sum = 0;

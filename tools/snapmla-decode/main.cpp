@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
   nk::cli::App::add_optional_output(*eval_verb, eval.output, eval.no_clobber, "the table as HDF5");
   eval_verb->add_option("--layouts", eval.layouts, "LAYOUT[:fp8|fp32], comma-separated (default: every layout, snapmla644 both ways)")
       ->delimiter(',');
+  eval_verb->add_flag("--q-fp32", eval.q_fp32, "snapmla644 rows with the query in float32 (what query quantization costs)");
   eval_verb->add_option("--splits", eval.splits, "Parts of each sequence's pages (0: enough for every thread)")->check(Range(int64_t{0}, int64_t{1} << 20));
 
   return cli.run(argc, argv, [&] {

@@ -25,8 +25,8 @@ struct GenOptions {
   bool ragged = false;               ///< lengths uniform in [tokens/2, tokens]
   double content_scale = 0.01, channel_sigma = 0.5;  ///< c ~ N(0, (content_scale g_j)^2), g_j lognormal(0, sigma)
   int64_t heavy_pairs = 2;                           ///< RoPE pairs (the lowest frequencies) with massive values
-  double heavy_scale = 500, heavy_sigma = 0.25;      ///< their magnitude: heavy_scale * lognormal(0, heavy_sigma)
-  double query_content = 80, query_rope = 2.6, query_heavy = 0.02;
+  double heavy_scale = 1000, heavy_sigma = 0.25;      ///< their magnitude: heavy_scale * lognormal(0, heavy_sigma)
+  double query_content = 80, query_rope = 2.6, query_heavy = 0.01;
   double theta = 10000, softmax_scale = 0;  ///< 0: 1/sqrt(192) (DeepSeek's 128 + 64)
 };
 void gen(const GenOptions& options, const nk::RunEnv& env);
@@ -60,6 +60,7 @@ struct EvalOptions {
   bool no_clobber = false;
   std::vector<std::string> layouts;  ///< empty: every layout (snapmla644 with both PV modes)
   int64_t splits = 0;
+  bool q_fp32 = false;  ///< snapmla644 rows with the query unquantized
 };
 void eval(const EvalOptions& options, const nk::RunEnv& env);
 
