@@ -119,6 +119,34 @@ TEST_SUITE("snapmla-decode") {
     CHECK((to_e4m3(std::numeric_limits<float>::quiet_NaN()) & 0x7f) == 0x7f);
   }
 
+  TEST_CASE("the AVX2 copy's E4M3 decode and rounding equal the scalar conversions") {
+    std::vector<uint8_t> codes;
+    for (int c = 0; c < 256; ++c)
+      if ((c & 0x7f) != 0x7f) codes.push_back(static_cast<uint8_t>(c));
+    while (codes.size() % 8) codes.push_back(0);
+    std::vector<float> got(codes.size());
+    if (!detail::decode_e4m3_avx2(codes.data(), got.data(), static_cast<int64_t>(codes.size()))) {
+      MESSAGE("no AVX2 copy on this CPU: skipped");
+      return;
+    }
+    for (size_t i = 0; i < codes.size(); ++i) CHECK(got[i] == std::ldexp(from_e4m3(codes[i]), -8));
+    // Every non-negative value, midpoint and midpoint neighbour up to 448, and random values.
+    std::vector<float> x;
+    for (int c = 0; c < 0x7e; ++c) {
+      const float a = from_e4m3(static_cast<uint8_t>(c)), b = from_e4m3(static_cast<uint8_t>(c + 1)), mid = (a + b) / 2;
+      x.insert(x.end(), {a, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e9f)});
+    }
+    x.push_back(448.0f);
+    nk::Rng r(9);
+    for (int i = 0; i < 100000; ++i) x.push_back(static_cast<float>(448.0 * std::pow(r.uniform(), 8.0)));
+    while (x.size() % 8) x.push_back(0.0f);
+    std::vector<float> y(x.size());
+    REQUIRE(detail::round_e4m3_avx2(x.data(), y.data(), static_cast<int64_t>(x.size())));
+    int64_t differ = 0;
+    for (size_t i = 0; i < x.size(); ++i) differ += y[i] != from_e4m3(to_e4m3(x[i]));
+    CHECK(differ == 0);
+  }
+
   TEST_CASE("BF16: nearest, ties to even, NaN kept") {
     CHECK(to_bf16(1.0f) == 0x3f80);
     CHECK(to_bf16(bits_float(0x3f808000u)) == 0x3f80);  // tie, even stays

@@ -25,6 +25,9 @@ PageStep page_step_generic() { return &generic_copy::page_step; }
 
 #ifndef NK_SNAPMLA_HAVE_AVX2_COPY
 PageStep page_step_avx2() { return nullptr; }
+float code_unit_avx2() { return 1.0f; }
+bool round_e4m3_avx2(const float*, float*, int64_t) { return false; }
+bool decode_e4m3_avx2(const uint8_t*, float*, int64_t) { return false; }
 #endif
 
 }  // namespace detail
@@ -65,6 +68,14 @@ void attend(const PagedView& kv, const float* queries, int64_t heads, int64_t ro
                                      qc.data() + i * dc, qr.data() + i * dr);
       factor[static_cast<size_t>(i)] = o.softmax_scale * sq;
     }
+  // The copy's unit for decoded E4M3 values: the query parts that multiply codes
+  // are scaled by its inverse (a power of two: exact).
+  const float unit = step == detail::page_step_generic() ? 1.0f : detail::code_unit_avx2();
+  if (unit != 1.0f && (kv.layout == Layout::snapmla644 || kv.layout == Layout::fp8_naive)) {
+    for (float& v : qc) v /= unit;
+    if (kv.layout == Layout::fp8_naive)
+      for (float& v : qr) v /= unit;
+  }
   // Work items: (row, part), parts of whole pages.
   struct Item {
     int64_t row, page_begin, page_end;

@@ -68,6 +68,13 @@ using PageStep = void (*)(const PagedView& kv, const uint8_t* rows, int64_t n, c
                           bool pre_posed, float* m, float* l, float* acc, PageScratch& scratch);
 PageStep page_step_generic();
 PageStep page_step_avx2();  ///< null where the build has no AVX2 copy
+/// The unit in which a copy's page step decodes E4M3 values (1 or 2^-8); the
+/// driver multiplies the query parts that meet codes by its inverse.
+float code_unit_avx2();
+/// The AVX2 copy's E4M3 rounding of P' (values in [0, 448], n a multiple of
+/// 8) and its code decode, for the tests; false where there is no AVX2 copy.
+bool round_e4m3_avx2(const float* in, float* out, int64_t n);
+bool decode_e4m3_avx2(const uint8_t* codes, float* out, int64_t n);
 
 }  // namespace detail
 

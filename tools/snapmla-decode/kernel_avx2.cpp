@@ -17,6 +17,17 @@ namespace snapmla::detail {
 #undef NK_SNAPMLA_COPY
 
 PageStep page_step_avx2() { return &avx2_copy::page_step; }
+float code_unit_avx2() { return avx2_copy::code_unit(); }
+bool round_e4m3_avx2(const float* in, float* out, int64_t n) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")) return false;
+  for (int64_t i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, avx2_copy::round_e4m3x8(_mm256_loadu_ps(in + i)));
+  return true;
+}
+bool decode_e4m3_avx2(const uint8_t* codes, float* out, int64_t n) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")) return false;
+  for (int64_t i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, avx2_copy::load_e4m3x8(codes + i));
+  return true;
+}
 
 }  // namespace snapmla::detail
 #endif

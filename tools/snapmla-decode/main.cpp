@@ -68,6 +68,15 @@ int main(int argc, char** argv) {
   eval_verb->add_flag("--q-fp32", eval.q_fp32, "snapmla644 rows with the query in float32 (what query quantization costs)");
   eval_verb->add_option("--splits", eval.splits, "Parts of each sequence's pages (0: enough for every thread)")->check(Range(int64_t{0}, int64_t{1} << 20));
 
+  snapmla::SpeedOptions speed;
+  CLI::App* speed_verb = cli.add_verb("speed", "The decode kernel's time per layout: ms, tokens/s, GB/s, GFLOP/s, x bf16");
+  nk::cli::App::add_input(*speed_verb, speed.input, "the float cache with /q (gen's)");
+  nk::cli::App::add_optional_output(*speed_verb, speed.output, speed.no_clobber, "the table as HDF5");
+  speed_verb->add_option("--layouts", speed.layouts, "LAYOUT[:fp8|fp32], comma-separated (default: every layout, its default PV)")
+      ->delimiter(',');
+  speed_verb->add_option("--splits", speed.splits, "Parts of each sequence's pages (0: enough for every thread)")->check(Range(int64_t{0}, int64_t{1} << 20));
+  nk::cli::App::add_repeats(*speed_verb, speed.repeats);
+
   return cli.run(argc, argv, [&] {
     if (*gen_verb) snapmla::gen(gen, cli.env());
     if (*cast_verb) snapmla::cast(cast, cli.env());
@@ -77,5 +86,6 @@ int main(int argc, char** argv) {
     }
     if (*attend_verb) snapmla::attend_verb(attend, cli.env());
     if (*eval_verb) snapmla::eval(eval, cli.env());
+    if (*speed_verb) snapmla::speed(speed, cli.env());
   });
 }

@@ -16,6 +16,7 @@ inline constexpr const char* kCodesSchema = "snapmla-decode.codes/1";
 inline constexpr const char* kKvSchema = "snapmla-decode.kv/1";
 inline constexpr const char* kAttendSchema = "snapmla-decode.attend/1";
 inline constexpr const char* kEvalSchema = "snapmla-decode.eval/1";
+inline constexpr const char* kSpeedSchema = "snapmla-decode.speed/1";
 
 struct GenOptions {
   std::string output = "-";
@@ -63,6 +64,15 @@ struct EvalOptions {
   bool q_fp32 = false;  ///< snapmla644 rows with the query unquantized
 };
 void eval(const EvalOptions& options, const nk::RunEnv& env);
+
+struct SpeedOptions {
+  std::string input = "-", output;
+  bool no_clobber = false;
+  std::vector<std::string> layouts;  ///< empty: every layout with its default PV
+  int64_t splits = 0;
+  int repeats = 5;
+};
+void speed(const SpeedOptions& options, const nk::RunEnv& env);
 
 /// The PV mode of a layout: 'requested' (fp8, fp32 or "" for the default: fp8
 /// for the FP8-coded layouts snapmla644 and fp8-naive, fp32 otherwise); fp8
