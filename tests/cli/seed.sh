@@ -42,6 +42,7 @@ recipe() {
     "louver-index attend") echo "attend -i index.h5 --queries kv.h5 --mass 0.9 -o out.h5" ;;
     "rubiconv gen") echo "gen --length 256 --channels 4 -o out.h5" ;;
     "snapmla-decode gen") echo "gen --tokens 70 --heads 2 --d-c 16 --d-r 8 --ragged --batch 2 -o out.h5" ;;
+    "snapmla-decode serve") echo "serve --budget-mib 0.1 --requests 2 --prompt-tokens 8 --output-tokens 8 --heads 1 --d-c 16 --d-r 8 -o out.h5" ;;
     "speedscale-sim gen") echo "gen --jobs 10 --instances 2 -o out.h5" ;;
     "speedscale-sim predict") echo "predict -i inst.h5 --noise 0.3 -o out.h5" ;;
     "speedscale-sim eval") echo "eval -i inst.h5 --noise 0,0.5 -o out.h5" ;;

@@ -22,6 +22,8 @@ check "attend in two shards (--shard) and the portable copy" sh -c "
   nk-data -q merge sh0.h5 sh1.h5 -o merged.h5 && $S -q attend -i kv_snapmla644.h5 --queries c.h5 -o whole.h5 &&
   NK_KERNELS_ISA=generic $S -q attend -i kv_snapmla644.h5 --queries c.h5 -o generic.h5"
 check "eval (every layout against float64)" sh -c "$S -q gen --batch 2 --tokens 1024 --heads 8 --seed 5 -o big.h5 && $S eval -i big.h5 -o ev.h5 > ev.tsv"
+check "speed (every layout, 2 repeats)" sh -c "$S -q speed -i big.h5 --repeats 2 -o speed.h5 > speed.tsv"
+check "serve: bf16 and snapmla644 under one budget" sh -c "$S -q --seed 2 serve --budget-mib 0.3 --requests 6 --prompt-tokens 40 --output-tokens 200 --heads 4 --d-c 128 --d-r 16 -o serve.h5 > serve.tsv"
 # Values for cast: every code's value, every midpoint between neighbours and
 # both float32 neighbours of each, past the largest value, and 10^6 random floats.
 "$PY" - <<'PYEOF'
@@ -148,6 +150,16 @@ print("     eval rel_l2:", {k: float(f"{v:.2e}") for k, v in rows.items()})
 check("eval: bf16 < flashmla656, snapmla644 < fp8-naive; every error < 0.5",
       rows[("bf16", "fp32")] < rows[("flashmla656", "fp32")] and rows[("snapmla644", "fp8")] < rows[("fp8-naive", "fp8")] and max(rows.values()) < 0.5)
 check("eval: bytes per token 1152/656/644/580", list(t["row_bytes"][()]) == [1152, 656, 644, 644, 580])
+sp = h5py.File("speed.h5")["/table"]
+check("speed: four layouts, positive times, bf16 the unit",
+      len(sp["seconds"][()]) == 4 and np.all(sp["seconds"][()] > 0) and sp["speedup_vs_bf16"][0] == 1.0)
+sv = h5py.File("serve.h5")
+t = sv["/table"]
+pages = t["pages"][()]
+# every request generated its tokens; 0.3 MiB holds 17 pages of 64 bf16 rows (288 B at d_c 128, d_R 16:
+# 4 requests of 4 pages at once) and 29 of snapmla644 (164 B: all 6); capacity is what the layout changes
+check(f"serve: 6 x 200 tokens in each layout, pages {list(pages)}, peak batch {list(t['peak_batch'][()])}",
+      list(t["generated"][()]) == [1200, 1200] and list(pages) == [17, 29] and list(t["peak_batch"][()]) == [4, 6])
 raise SystemExit(1 if fails else 0)
 PYEOF
 then pass "the numpy checks above"; else fail "the numpy checks above"; fi

@@ -77,6 +77,20 @@ int main(int argc, char** argv) {
   speed_verb->add_option("--splits", speed.splits, "Parts of each sequence's pages (0: enough for every thread)")->check(Range(int64_t{0}, int64_t{1} << 20));
   nk::cli::App::add_repeats(*speed_verb, speed.repeats);
 
+  snapmla::ServeOptions serve;
+  CLI::App* serve_verb = cli.add_verb("serve", "Long-output decoding under a KV memory budget: tokens/s and concurrency per layout",
+                                      nk::cli::Randomness::seeded);
+  nk::cli::App::add_optional_output(*serve_verb, serve.output_file, serve.no_clobber, "the table as HDF5");
+  serve_verb->add_option("--layouts", serve.layouts, "Comma-separated layouts (default bf16,snapmla644)")->delimiter(',');
+  serve_verb->add_option("--budget-mib", serve.budget_mib, "KV memory budget in MiB")->check(Range(0.01, 1e7));
+  serve_verb->add_option("--requests", serve.requests, "Requests")->check(Range(int64_t{1}, int64_t{1} << 20));
+  serve_verb->add_option("--prompt-tokens", serve.prompt, "Prompt tokens per request")->check(Range(int64_t{1}, int64_t{1} << 20));
+  serve_verb->add_option("--output-tokens", serve.output, "Generated tokens per request")->check(Range(int64_t{1}, int64_t{1} << 22));
+  serve_verb->add_option("--heads", serve.heads, "Query heads")->check(Range(int64_t{1}, int64_t{4096}));
+  serve_verb->add_option("--d-c", serve.dc, "Latent width")->check(Range(int64_t{8}, int64_t{16384}));
+  serve_verb->add_option("--d-r", serve.dr, "RoPE key width (even)")->check(Range(int64_t{2}, int64_t{4096}));
+  serve_verb->add_option("--max-batch", serve.max_batch, "Running sequences at most")->check(Range(int64_t{1}, int64_t{1} << 20));
+
   return cli.run(argc, argv, [&] {
     if (*gen_verb) snapmla::gen(gen, cli.env());
     if (*cast_verb) snapmla::cast(cast, cli.env());
@@ -87,5 +101,6 @@ int main(int argc, char** argv) {
     if (*attend_verb) snapmla::attend_verb(attend, cli.env());
     if (*eval_verb) snapmla::eval(eval, cli.env());
     if (*speed_verb) snapmla::speed(speed, cli.env());
+    if (*serve_verb) snapmla::serve(serve, cli.env());
   });
 }

@@ -17,6 +17,7 @@ inline constexpr const char* kKvSchema = "snapmla-decode.kv/1";
 inline constexpr const char* kAttendSchema = "snapmla-decode.attend/1";
 inline constexpr const char* kEvalSchema = "snapmla-decode.eval/1";
 inline constexpr const char* kSpeedSchema = "snapmla-decode.speed/1";
+inline constexpr const char* kServeSchema = "snapmla-decode.serve/1";
 
 struct GenOptions {
   std::string output = "-";
@@ -73,6 +74,16 @@ struct SpeedOptions {
   int repeats = 5;
 };
 void speed(const SpeedOptions& options, const nk::RunEnv& env);
+
+struct ServeOptions {
+  std::string output_file;
+  bool no_clobber = false;
+  std::vector<std::string> layouts;  ///< empty: bf16 and snapmla644
+  double budget_mib = 256;           ///< the KV memory budget
+  int64_t requests = 64, prompt = 128, output = 2048, heads = 16, dc = 512, dr = 64;
+  int64_t max_batch = 4096;  ///< running sequences at most
+};
+void serve(const ServeOptions& options, const nk::RunEnv& env);
 
 /// The PV mode of a layout: 'requested' (fp8, fp32 or "" for the default: fp8
 /// for the FP8-coded layouts snapmla644 and fp8-naive, fp32 otherwise); fp8

@@ -31,4 +31,8 @@ RECIPES = [
      "setup": [GEN],
      "inputs": {"c": "{w}/c.h5"},
      "run": "snapmla-decode -q --threads 1 eval -i {c} -o {out}"},
+    {"tool": "snapmla-decode", "verb": "speed",
+     "setup": [GEN],
+     "inputs": {"c": "{w}/c.h5"},
+     "run": "snapmla-decode -q --threads 1 speed -i {c} --repeats 1 -o {out}"},
 ]
