@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# run.sh BIN_DIR [OUT_DIR] - snapmla-decode's benchmark, one run (2 threads, nothing else running):
+#  A. accuracy: every layout's error against float64 (eval) at N = 4K and 32K on the deepseek
+#     profile (2 sequences, 16 heads), snapmla644 with both PV modes; at 32K also with the heavy
+#     RoPE channels at 500 and 2000 (the ratio snapmla644 / fp8-naive depends on them) and the iid
+#     profile; the goal: snapmla644's error <= 0.2x fp8-naive's at 32K;
+#  B. the kernel: N 16K and 64K, batch 1 and 8, H 1, 2, 16, 128: ms, tokens/s, GB/s, GFLOP/s per
+#     layout and x bf16 (speed); beside it this machine's limits, measured in the same run: the
+#     STREAM triad (tests/bench/nk-lm/triad.cpp) and an Eigen SGEMM (sgemm.cpp, 2048^3); and the
+#     peer, PyTorch's absorbed decode over a dense float32 cache (torch_decode.py, Debian's torch);
+#     goals: snapmla644 >= 1.6x bf16 where bf16 is bandwidth-bound (small H, 64K), >= 0.95x where
+#     compute-bound (H 128);
+#  C. serving (serve): long outputs under one KV budget, bf16 against snapmla644, at H 2 and 16;
+#     goal >= 1.6x tokens/s.
+# NS, BS, HS, BUDGET_MIB, REQUESTS shrink it.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+. "$here/../lib.sh" "$1" snapmla-decode
+out=${2:-$root/build/bench/snapmla-decode}
+mkdir -p "$out"
+PY=/usr/bin/python3
+NS=${NS:-"16384 65536"} BS=${BS:-"1 8"} HS=${HS:-"1 2 16 128"}
+BUDGET_MIB=${BUDGET_MIB:-2048} REQUESTS=${REQUESTS:-256}
+T="--threads 2"
+started=$SECONDS
+
+echo "== A. accuracy: relative L2 error of the latent outputs against float64 (eval)"
+for n in 4096 32768; do
+  snapmla-decode -q $T gen --batch 2 --tokens $n --heads 16 --seed 1 -o "$work/acc.h5"
+  echo "-- deepseek profile, N = $n"
+  snapmla-decode $T eval -i "$work/acc.h5" -o "$out/eval-$n.h5"
+done
+for hs in 500 2000; do
+  snapmla-decode -q $T gen --batch 2 --tokens 32768 --heads 16 --heavy-scale $hs --seed 1 -o "$work/acc.h5"
+  echo "-- deepseek profile, N = 32768, heavy RoPE magnitude $hs"
+  snapmla-decode $T eval -i "$work/acc.h5" -o "$out/eval-32768-heavy$hs.h5"
+done
+snapmla-decode -q $T gen --batch 2 --tokens 32768 --heads 16 --profile iid --seed 1 -o "$work/acc.h5"
+echo "-- iid profile, N = 32768"
+snapmla-decode $T eval -i "$work/acc.h5" -o "$out/eval-32768-iid.h5"
+"$PY" - "$out" <<'PYEOF'
+import sys, h5py
+out = sys.argv[1]
+for name in ["eval-32768", "eval-32768-heavy500", "eval-32768-heavy2000", "eval-32768-iid"]:
+    t = h5py.File(f"{out}/{name}.h5")["/table"]
+    e = {(l.decode(), p.decode()): v for l, p, v in zip(t["layout"][()], t["pv"][()], t["rel_l2"][()])}
+    r = e[("snapmla644", "fp8")] / e[("fp8-naive", "fp8")]
+    print(f"goal ({name}): snapmla644 / fp8-naive error = {r:.2f} (<= 0.2: {'yes' if r <= 0.2 else 'NO'})")
+PYEOF
+
+echo "== B. the kernel (speed), 2 threads"
+g++ -O3 -march=native -fopenmp "$root/tests/bench/nk-lm/triad.cpp" -o "$work/triad"
+g++ -O3 -march=native -fopenmp -I/usr/include/eigen3 "$here/sgemm.cpp" -o "$work/sgemm"
+triad=$(OMP_NUM_THREADS=2 "$work/triad")
+sgemm=$(OMP_NUM_THREADS=2 "$work/sgemm" 2048)
+echo "limits: STREAM triad $triad GB/s, SGEMM $sgemm GFLOP/s (2 threads)"
+for n in $NS; do
+  for b in $BS; do
+    for h in $HS; do
+      snapmla-decode -q gen --batch "$b" --tokens "$n" --heads "$h" --seed 2 -o "$work/k.h5"
+      snapmla-decode -q $T speed -i "$work/k.h5" --repeats 5 -o "$out/speed-$n-$b-$h.h5" > /dev/null
+      peer=$("$PY" "$here/torch_decode.py" "$work/k.h5" --threads 2 --repeats 3)
+      "$PY" - "$out/speed-$n-$b-$h.h5" "$triad" "$sgemm" "$peer" "$n" "$b" "$h" <<'PYEOF'
+import sys, h5py
+f, triad, sgemm, peer, n, b, h = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4], *sys.argv[5:]
+t = h5py.File(f)["/table"]
+ps = float(peer.split()[0].split("=")[1])
+cells = []
+for l, s, gb, gf, x in zip(t["layout"][()], t["seconds"][()], t["gb_per_s"][()], t["gflop_per_s"][()], t["speedup_vs_bf16"][()]):
+    cells.append(f"{l.decode()} {s * 1e3:.2f} ms ({gb / triad:.2f} of STREAM, {gf / sgemm:.2f} of SGEMM, {x:.2f}x bf16, {ps / s:.2f}x torch)")
+print(f"N {n} B {b} H {h}: " + "; ".join(cells) + f"; torch float32 {ps * 1e3:.2f} ms")
+PYEOF
+    done
+  done
+done
+
+echo "== C. serving: $REQUESTS requests of 128 + 2048 tokens under $BUDGET_MIB MiB"
+for h in 2 16; do
+  echo "-- H = $h"
+  snapmla-decode -q $T --seed 3 serve --budget-mib "$BUDGET_MIB" --requests "$REQUESTS" --heads $h -o "$out/serve-$h.h5"
+done
+echo "run.sh: $((SECONDS - started)) s"
