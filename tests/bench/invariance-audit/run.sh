@@ -18,7 +18,9 @@
 #     then the issue's goals, checked (ndtm <= 0.05 and <= dedicated at equal realism;
 #     >= 100x less time than training; revealed >= 95%; invert's Frechet >= 5x ndtm's).
 # Q (one-audit part), QC, QP, TRAIN, EPOCHS, DED_STEPS and DED_SECONDS shrink it; the
-# defaults are the issue's (about 90 minutes on 2 cores). PART=1 runs part 1 only.
+# defaults are the issue's (about 90 minutes on 2 cores). PART=1 runs part 1 only; PART=real,
+# dedicated or planted one piece of part 2 (the extractors of an earlier run in OUT_DIR reused),
+# the table then covering every piece found in OUT_DIR.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
@@ -36,6 +38,8 @@ PRIOR=$root/data/invariance-audit/prior.h5
 T="--threads 2"
 started=$SECONDS
 
+PART=${PART:-all}
+if [ "$PART" = all ] || [ "$PART" = 1 ]; then
 nk-data -q import-idx $FM/t10k-images-idx3-ubyte.gz --limit "$Q" -o "$work/q.h5"
 echo "== 1. one audit: ours against PyTorch, and the machine's limit"
 invariance-audit -q $T --seed 1 sample --query "$work/q.h5" --index 0 --extractor planted:mask-left --samples 8 -o "$out/audit.h5"
@@ -68,7 +72,8 @@ print(f"ours:    {ours:.2f} s per audit, median mismatch {np.median(m['mismatch'
 print(f"PyTorch: {ps:.2f} s per audit, median mismatch {pm:.4f} (ours {ps / ours:.2f}x its speed)")
 PYEOF
 
-if [ "${PART:-all}" = 1 ]; then echo "run.sh: $((SECONDS - started)) s (PART=1: the one-audit comparison only)"; exit 0; fi
+fi
+if [ "$PART" = 1 ]; then echo "run.sh: $((SECONDS - started)) s (PART=1: the one-audit comparison only)"; exit 0; fi
 echo "== 2. the comparison (eval): every method on every extractor, 8 samples per query"
 # Queries from the test set: QC (4 per class at 40) for the CNN's penultimate features,
 # planted:pca32 and random features; QP for mask-left and down4; QP shoes (sandal,
@@ -94,14 +99,21 @@ save("shoes.h5", [i for i in range(5000, 10000) if y[i] in (5, 7, 9)][:qp])
 # the reference: the test set's first half (every query comes from the second)
 save("ref.h5", np.arange(0, 5000))
 PYEOF
-invariance-audit -q $T --seed 2 train-extractor -i "$work/train.h5" --kind cnn --epochs "$EPOCHS" -o "$out/cnn.h5"
-invariance-audit -q $T --seed 3 train-extractor -i "$work/train.h5" --kind random-features --components 64 -o "$out/rf.h5"
-spike-sft -q $T --seed 5 pretrain -i "$work/train.h5" --conv 8,16 --epochs "$EPOCHS" -o "$out/snn.h5"
+# The extractors (a later PART reuses those of an earlier run in the same OUT_DIR).
+[ "$PART" != all ] && [ -f "$out/cnn.h5" ] ||
+  invariance-audit -q $T --seed 2 train-extractor -i "$work/train.h5" --kind cnn --epochs "$EPOCHS" -o "$out/cnn.h5"
+[ "$PART" != all ] && [ -f "$out/rf.h5" ] ||
+  invariance-audit -q $T --seed 3 train-extractor -i "$work/train.h5" --kind random-features --components 64 -o "$out/rf.h5"
+[ "$PART" != all ] && [ -f "$out/snn.h5" ] ||
+  spike-sft -q $T --seed 5 pretrain -i "$work/train.h5" --conv 8,16 --epochs "$EPOCHS" -o "$out/snn.h5"
 CNN="$out/cnn.h5:penultimate"
 mkdir -p "$out/grids"
+if [ "$PART" = all ] || [ "$PART" = real ]; then
 invariance-audit -q $T --seed 1 eval --queries "$work/qc.h5" --reference "$work/ref.h5" --samples 8 \
   --extractors "$CNN,$out/cnn.h5,planted:pca32,$out/rf.h5,$out/snn.h5:penultimate" --methods ndtm,dps,none,invert \
   --grid-dir "$out/grids" -o "$out/eval-real.h5"
+fi
+if [ "$PART" = all ] || [ "$PART" = dedicated ]; then
 # The dedicated baseline, trained until its samples are as realistic as ndtm's (Frechet distance
 # within 10%, measured as eval measures it, every 500 steps) or DED_SECONDS of training.
 for e in cnn pca32; do
@@ -118,15 +130,21 @@ done
 invariance-audit -q $T --seed 1 eval --queries "$work/qc.h5" --reference "$work/ref.h5" --samples 8 \
   --extractors "$CNN,planted:pca32" --methods dedicated --bits-steps 32 \
   --dedicated "$CNN=$out/ded-cnn.h5" --dedicated "planted:pca32=$out/ded-pca32.h5" --grid-dir "$out/grids" -o "$out/eval-dedicated.h5"
+fi
+if [ "$PART" = all ] || [ "$PART" = planted ]; then
 invariance-audit -q $T --seed 1 eval --queries "$work/qp.h5" --reference "$work/ref.h5" --samples 8 \
   --extractors planted:mask-left,planted:down4 --methods ndtm,dps,none,invert --grid-dir "$out/grids" -o "$out/eval-planted.h5"
 invariance-audit -q $T --seed 1 eval --queries "$work/shoes.h5" --reference "$work/ref.h5" --samples 8 \
   --extractors "planted:flip:$CNN" --methods ndtm,none,invert --grid-dir "$out/grids" -o "$out/eval-flip.h5"
+fi
 "$PY" - "$out" <<'PYEOF'
 import sys, h5py, numpy as np
 out = sys.argv[1]
 rows = []
+import os
 for name in ["eval-real", "eval-dedicated", "eval-planted", "eval-flip"]:
+    if not os.path.exists(f"{out}/{name}.h5"):
+        continue  # a part not run (PART) in this OUT_DIR
     t = h5py.File(f"{out}/{name}.h5")["/table"]
     cols = {k: t[k][()] for k in t}
     for i in range(len(cols["method"])):
@@ -134,7 +152,7 @@ for name in ["eval-real", "eval-dedicated", "eval-planted", "eval-flip"]:
         r["queries"] = t.attrs["queries"]
         ex = r["extractor"].replace(out + "/", "")
         r["extractor"] = ex
-        if r["method"] == "test" and name != "eval-real":
+        if r["method"] == "test" and any(row["method"] == "test" for row in rows):
             continue
         rows.append(r)
 f = lambda v, p=4: "-" if v != v else f"{v:.{p}f}"
