@@ -22,10 +22,14 @@ namespace detail {
 #undef NK_SNAPMLA_COPY
 
 PageStep page_step_generic() { return &generic_copy::page_step; }
+RoundScaled round_e4m3_scaled_generic() { return &generic_copy::round_e4m3_scaled; }
+RoundScaled round_bf16_scaled_generic() { return &generic_copy::round_bf16_scaled; }
 
 #ifndef NK_SNAPMLA_HAVE_AVX2_COPY
 PageStep page_step_avx2() { return nullptr; }
 float code_unit_avx2() { return 1.0f; }
+RoundScaled round_e4m3_scaled_avx2() { return nullptr; }
+RoundScaled round_bf16_scaled_avx2() { return nullptr; }
 bool round_e4m3_avx2(const float*, float*, int64_t) { return false; }
 bool decode_e4m3_avx2(const uint8_t*, float*, int64_t) { return false; }
 #endif
@@ -58,14 +62,41 @@ void attend(const PagedView& kv, const float* queries, int64_t heads, int64_t ro
   const int64_t dc = kv.dc, dr = kv.dr, rows = row_end - row_begin;
   if (rows <= 0) return;
   const detail::PageStep step = o.pre_posed && !o.portable ? chosen_step() : detail::page_step_generic();
-  // Queries in kernel form, per row and head.
+  // Queries in kernel form, per row and head: prepare_query's values (format.hpp), rounded
+  // eight at a time by the copy that runs.
+  const bool fast = step != detail::page_step_generic();
+  const detail::RoundScaled e4m3 = fast ? detail::round_e4m3_scaled_avx2() : detail::round_e4m3_scaled_generic();
+  const detail::RoundScaled bf16 = fast ? detail::round_bf16_scaled_avx2() : detail::round_bf16_scaled_generic();
   std::vector<float> qc(static_cast<size_t>(rows * heads * dc)), qr(static_cast<size_t>(rows * heads * dr)),
       factor(static_cast<size_t>(rows * heads));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t h = 0; h < heads; ++h) {
       const int64_t i = r * heads + h;
-      const float sq = prepare_query(kv.layout, queries + ((row_begin + r) * heads + h) * (dc + dr), dc, dr, o.q_fp32,
-                                     qc.data() + i * dc, qr.data() + i * dr);
+      const float* q = queries + ((row_begin + r) * heads + h) * (dc + dr);
+      float* c = qc.data() + i * dc;
+      float* k = qr.data() + i * dr;
+      float sq = 1.0f;
+      switch (kv.layout) {
+        case Layout::bf16:
+        case Layout::flashmla656:
+          bf16(q, 1.0f, c, dc);
+          bf16(q + dc, 1.0f, k, dr);
+          break;
+        case Layout::snapmla644:
+          if (o.q_fp32) {
+            std::copy(q, q + dc, c), std::copy(q + dc, q + dc + dr, k);
+            break;
+          }
+          sq = e4m3_scale(q, dc);
+          e4m3(q, sq, c, dc);
+          bf16(q + dc, sq, k, dr);
+          break;
+        case Layout::fp8_naive:
+          sq = e4m3_scale(q, dc + dr);
+          e4m3(q, sq, c, dc);
+          e4m3(q + dc, sq, k, dr);
+          break;
+      }
       factor[static_cast<size_t>(i)] = o.softmax_scale * sq;
     }
   // The copy's unit for decoded E4M3 values: the query parts that multiply codes

@@ -74,6 +74,12 @@ float code_unit_avx2();
 /// The AVX2 copy's E4M3 rounding of P' (values in [0, 448], n a multiple of
 /// 8) and its code decode, for the tests; false where there is no AVX2 copy.
 bool round_e4m3_avx2(const float* in, float* out, int64_t n);
+/// A copy's query rounding: out = E4M3 (or BF16) values of x / s.
+using RoundScaled = void (*)(const float* x, float s, float* out, int64_t n);
+RoundScaled round_e4m3_scaled_generic();
+RoundScaled round_bf16_scaled_generic();
+RoundScaled round_e4m3_scaled_avx2();  ///< null without the AVX2 copy
+RoundScaled round_bf16_scaled_avx2();
 bool decode_e4m3_avx2(const uint8_t* codes, float* out, int64_t n);
 
 }  // namespace detail

@@ -18,6 +18,8 @@ namespace snapmla::detail {
 
 PageStep page_step_avx2() { return &avx2_copy::page_step; }
 float code_unit_avx2() { return avx2_copy::code_unit(); }
+RoundScaled round_e4m3_scaled_avx2() { return &avx2_copy::round_e4m3_scaled; }
+RoundScaled round_bf16_scaled_avx2() { return &avx2_copy::round_bf16_scaled; }
 bool round_e4m3_avx2(const float* in, float* out, int64_t n) {
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("f16c")) return false;
   for (int64_t i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, avx2_copy::round_e4m3x8(_mm256_loadu_ps(in + i)));
