@@ -23,6 +23,20 @@ Pv resolve_pv(Layout layout, const std::string& requested) {
   return requested == "fp8" ? Pv::fp8 : Pv::fp32;
 }
 
+std::vector<std::pair<Layout, Pv>> parse_layout_specs(const std::vector<std::string>& specs, const std::string& option,
+                                                       const std::vector<std::pair<Layout, Pv>>& fallback) {
+  if (specs.empty()) return fallback;
+  std::vector<std::pair<Layout, Pv>> out;
+  for (const std::string& spec : specs) {
+    const size_t colon = spec.find(':');
+    const Layout layout = parse_layout(spec.substr(0, colon), option);
+    const std::string pv = colon == std::string::npos ? "" : spec.substr(colon + 1);
+    if (!pv.empty() && pv != "fp8" && pv != "fp32") throw nk::usage_error(option + ": '" + spec + "': the PV mode is fp8 or fp32");
+    out.push_back({layout, resolve_pv(layout, pv)});
+  }
+  return out;
+}
+
 void attend_verb(const AttendOptionsCli& o, const nk::RunEnv& env) {
   const nk::h5::File kv_file = nk::h5::File::open(o.input);
   const Paged paged = read_paged(kv_file);

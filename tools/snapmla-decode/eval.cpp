@@ -17,33 +17,11 @@
 
 namespace snapmla {
 
-namespace {
-
-struct Config {
-  Layout layout;
-  Pv pv;
-};
-
-std::vector<Config> parse_configs(const std::vector<std::string>& specs) {
-  std::vector<Config> out;
-  if (specs.empty()) {
-    return {{Layout::bf16, Pv::fp32}, {Layout::flashmla656, Pv::fp32}, {Layout::snapmla644, Pv::fp8},
-            {Layout::snapmla644, Pv::fp32}, {Layout::fp8_naive, Pv::fp8}};
-  }
-  for (const std::string& spec : specs) {
-    const size_t colon = spec.find(':');
-    const Layout layout = parse_layout(spec.substr(0, colon), "--layouts");
-    const std::string pv = colon == std::string::npos ? "" : spec.substr(colon + 1);
-    if (!pv.empty() && pv != "fp8" && pv != "fp32") throw nk::usage_error("--layouts: '" + spec + "': the PV mode is fp8 or fp32");
-    out.push_back({layout, resolve_pv(layout, pv)});
-  }
-  return out;
-}
-
-}  // namespace
-
 void eval(const EvalOptions& o, const nk::RunEnv& env) {
-  const std::vector<Config> configs = parse_configs(o.layouts);
+  const std::vector<std::pair<Layout, Pv>> configs =
+      parse_layout_specs(o.layouts, "--layouts",
+                         {{Layout::bf16, Pv::fp32}, {Layout::flashmla656, Pv::fp32}, {Layout::snapmla644, Pv::fp8},
+                          {Layout::snapmla644, Pv::fp32}, {Layout::fp8_naive, Pv::fp8}});
   const nk::h5::File file = nk::h5::File::open(o.input);
   const Cache cache = read_cache(file);
   const Queries q = read_queries(file, 0);
@@ -75,14 +53,14 @@ void eval(const EvalOptions& o, const nk::RunEnv& env) {
     double rel_l2, cosine, max_rel, lse_err, seconds;
   };
   std::vector<Row> rows;
-  for (const Config& c : configs) {
-    const Paged paged = paginate(cache, c.layout);
+  for (const auto& [layout, pv] : configs) {
+    const Paged paged = paginate(cache, layout);
     AttendOptions ao;
-    ao.pv = c.pv;
+    ao.pv = pv;
     ao.splits = o.splits;
     ao.softmax_scale = static_cast<float>(q.softmax_scale);
     ao.threads = env.threads;
-    ao.q_fp32 = o.q_fp32 && c.layout == Layout::snapmla644;
+    ao.q_fp32 = o.q_fp32 && layout == Layout::snapmla644;
     std::vector<float> out(static_cast<size_t>(B * H * dc)), lse(static_cast<size_t>(B * H));
     const double seconds = nk::best_seconds(1, [&] { attend(paged.view(), q.q.data(), H, 0, B, ao, out.data(), lse.data()); });
     double err2 = 0, worst = 0, lse_err = 0, cos_sum = 0;
@@ -97,7 +75,7 @@ void eval(const EvalOptions& o, const nk::RunEnv& env) {
       cos_sum += (na > 0 && nb > 0) ? dot / std::sqrt(na * nb) : (na == nb ? 1.0 : 0.0);
       lse_err = std::max(lse_err, std::fabs(lse[static_cast<size_t>(i)] - ref_lse[static_cast<size_t>(i)]));
     }
-    rows.push_back({layout_name(c.layout), pv_name(c.pv), paged.row_bytes, ref_norm2 > 0 ? std::sqrt(err2 / ref_norm2) : std::sqrt(err2),
+    rows.push_back({layout_name(layout), pv_name(pv), paged.row_bytes, ref_norm2 > 0 ? std::sqrt(err2 / ref_norm2) : std::sqrt(err2),
                     cos_sum / static_cast<double>(B * H), ref_max > 0 ? worst / ref_max : worst, lse_err, seconds});
   }
   std::vector<std::vector<std::string>> cells;

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nk/run_env.hpp"
@@ -89,6 +90,11 @@ void serve(const ServeOptions& options, const nk::RunEnv& env);
 /// for the FP8-coded layouts snapmla644 and fp8-naive, fp32 otherwise); fp8
 /// on bf16 or flashmla656 is a usage error.
 Pv resolve_pv(Layout layout, const std::string& requested);
+
+/// LAYOUT[:fp8|fp32] specs (an option's values, named in errors) as layouts
+/// and PV modes; 'fallback' when there are none.
+std::vector<std::pair<Layout, Pv>> parse_layout_specs(const std::vector<std::string>& specs, const std::string& option,
+                                                       const std::vector<std::pair<Layout, Pv>>& fallback);
 const char* pv_name(Pv pv);
 
 }  // namespace snapmla

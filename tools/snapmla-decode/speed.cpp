@@ -16,18 +16,9 @@
 namespace snapmla {
 
 void speed(const SpeedOptions& o, const nk::RunEnv& env) {
-  std::vector<std::pair<Layout, Pv>> configs;
-  if (o.layouts.empty()) {
-    for (Layout l : all_layouts()) configs.push_back({l, resolve_pv(l, "")});
-  } else {
-    for (const std::string& spec : o.layouts) {
-      const size_t colon = spec.find(':');
-      const Layout l = parse_layout(spec.substr(0, colon), "--layouts");
-      const std::string pv = colon == std::string::npos ? "" : spec.substr(colon + 1);
-      if (!pv.empty() && pv != "fp8" && pv != "fp32") throw nk::usage_error("--layouts: '" + spec + "': the PV mode is fp8 or fp32");
-      configs.push_back({l, resolve_pv(l, pv)});
-    }
-  }
+  std::vector<std::pair<Layout, Pv>> every;
+  for (Layout l : all_layouts()) every.push_back({l, resolve_pv(l, "")});
+  const std::vector<std::pair<Layout, Pv>> configs = parse_layout_specs(o.layouts, "--layouts", every);
   const nk::h5::File file = nk::h5::File::open(o.input);
   const Cache cache = read_cache(file);
   const Queries q = read_queries(file, 0);
