@@ -132,6 +132,7 @@ void attend(const PagedView& kv, const float* queries, int64_t heads, int64_t ro
     scratch.c.resize(static_cast<size_t>(kPageTokens * dc));
     scratch.kr.resize(static_cast<size_t>(kPageTokens * dr));
     scratch.st.resize(kPageTokens);
+    scratch.st_chunk.resize(kPageTokens);
     scratch.scores.resize(static_cast<size_t>(heads * kPageTokens));
     scratch.probs.resize(static_cast<size_t>(heads * kPageTokens));
     scratch.sp.resize(static_cast<size_t>(heads));

@@ -51,7 +51,7 @@ namespace detail {
 
 /// One (row, part)'s running softmax state and its scratch.
 struct PageScratch {
-  std::vector<float> c, kr, st, scores, probs, sp;
+  std::vector<float> c, kr, st, st_chunk, scores, probs, sp;
 };
 
 /// Per (row, head) query in kernel form: qc [H, dc], qr [H, dr], and factor
