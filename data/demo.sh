@@ -167,5 +167,11 @@ snapmla-decode quant -i "$out/mla-cache.h5" --layout snapmla644 -o - |
   snapmla-decode attend -i - --queries "$out/mla-cache.h5" -o "$out/mla-out.h5"
 snapmla-decode eval -i "$out/mla-cache.h5"
 
+step "snapmla-decode: the shipped MLA language model (d_c 128 = 8 d_R, trained here on Debian text) with its KV cache in each layout: perplexity on the corpus's held-out split, token-by-token decoding checked" \
+     "nk-lm corpus -o corpus.h5; snapmla-decode eval --model data/lm/mla.h5 --corpus corpus.h5 --windows 32 --check-decode"
+nk-lm -q corpus -o "$out/lm-corpus.h5"
+snapmla-decode eval --model "$here/lm/mla.h5" --corpus "$out/lm-corpus.h5" --windows 32 --check-decode
+rm -f "$out/lm-corpus.h5"
+
 echo
 echo "demo: outputs in $out"

@@ -82,6 +82,10 @@ check "score --corpus validation split, sharded 0/2 and 1/2 add up" sh -c "nk-lm
 import h5py
 a, b, c = (h5py.File(x).attrs for x in ('s0.h5', 's1.h5', 'sall.h5'))
 assert abs(a['nats'] + b['nats'] - c['nats']) < 1e-3 * c['nats'] and a['bytes'] + b['bytes'] == c['bytes']\""
+check "train with multi-head latent attention (--attention mla, d_c 32, d_R 4)" nk-lm -q train --corpus corpus.h5 $SIZES --attention mla --kv-rank 32 --rope-dim 4 --head-dim 12 --steps 20 --lr 1e-2 --seed 1 -o mla.h5
+check "info names MLA and its widths" sh -c 'nk-lm info -m mla.h5 | grep -q "multi-head latent attention" && nk-lm info -m mla.h5 | grep -q "kv_rank (d_c) 32, rope_dim (d_R) 4, nope 8"'
+check "an mla model generates (its KV cache) and scores" sh -c 'nk-lm -q generate -m mla.h5 --token-ids ids.h5 --max-new 8 --seed 1 -o mg.h5 && nk-lm -q score -m mla.h5 --token-ids ids.h5 -o ms.h5'
+expect_fail "export of an mla model: exit 2" 2 "not a Llama" nk-lm export -m mla.h5 -o mla_hf
 check "train diffusion (bf16 output)" nk-lm -q train --corpus corpus.h5 $SIZES --mode diffusion --steps 10 --dtype bfloat16 -o diff.h5
 check "info says diffusion, bfloat16" sh -c 'nk-lm info -m diff.h5 | grep -q "^mode *diffusion" && nk-lm info -m diff.h5 | grep -q "^weights *bfloat16"'
 check "diffusion generate: 2 blocks of 8, 8 steps, seeded" sh -c 'nk-lm -q generate -m diff.h5 --token-ids ids.h5 --max-new 16 --block 8 --steps 8 --seed 4 -o d1.h5 && nk-lm -q generate -m diff.h5 --token-ids ids.h5 --max-new 16 --block 8 --steps 8 --seed 4 -o d2.h5 && '"$PY"' -c "

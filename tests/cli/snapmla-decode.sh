@@ -24,6 +24,60 @@ check "attend in two shards (--shard) and the portable copy" sh -c "
 check "eval (every layout against float64)" sh -c "$S -q gen --batch 2 --tokens 1024 --heads 8 --seed 5 -o big.h5 && $S eval -i big.h5 -o ev.h5 > ev.tsv"
 check "speed (every layout, 2 repeats)" sh -c "$S -q speed -i big.h5 --repeats 2 -o speed.h5 > speed.tsv"
 check "serve: bf16 and snapmla644 under one budget" sh -c "$S -q --seed 2 serve --budget-mib 0.3 --requests 6 --prompt-tokens 40 --output-tokens 200 --heads 4 --d-c 128 --d-r 16 -o serve.h5 > serve.tsv"
+# The shipped MLA model's perplexity with its cache in each layout, on text
+# it never saw (this repository's README), and token-by-token decoding.
+M="$NK_SOURCE/data/lm/mla.h5"
+check "eval --model: the shipped mla model on held-out text, every layout, --check-decode" sh -c "$S eval --model '$M' --text '$NK_SOURCE/README.md' --windows 6 --check-decode -o em.h5 > em.tsv"
+check "eval --model: token by token = teacher forced (0 logit difference) in every cache; absorbed = unabsorbed; bf16 within 0.1%, snapmla644 within 0.5% of bf16" "$PY" -c "
+import h5py, numpy as np
+t = h5py.File('em.h5')['/table']
+name = [a.decode() + ':' + b.decode() for a, b in zip(t['layout'][()], t['pv'][()])]
+ppl = dict(zip(name, t['perplexity'][()])); tbt = dict(zip(name, t['token_by_token'][()]))
+print(ppl, tbt)
+assert all(tbt[k] == 0 for k in name if k != 'float32:unabsorbed'), tbt
+assert abs(ppl['float32:absorbed'] / ppl['float32:unabsorbed'] - 1) < 1e-5
+assert abs(ppl['bf16:fp32'] / ppl['float32:unabsorbed'] - 1) < 1e-3
+assert abs(ppl['snapmla644:fp8'] / ppl['bf16:fp32'] - 1) < 5e-3 and abs(ppl['snapmla644:fp32'] / ppl['bf16:fp32'] - 1) < 5e-3
+assert list(t['row_bytes'][()][2:]) == [288, 164, 164, 164, 148]
+"
+check "capture: the shipped model's layer-0 cache of 3 windows of 64 tokens, then eval over it" sh -c "$S -q capture --model '$M' --text '$NK_SOURCE/README.md' --layer 0 --windows 3 --context 64 -o cap.h5 && $S -q eval -i cap.h5 -o capev.h5"
+check "capture: c = RMSNorm(RMSNorm(x) W_DKV^T), k_R = RoPE(RMSNorm(x) W_KR^T), q_c = W_UK^T q_nope recomputed in numpy from the checkpoint" "$PY" -c "
+import h5py, numpy as np
+m, c = h5py.File('$M'), h5py.File('cap.h5')
+def P(n):
+    d = m['params'][n]
+    v = d[()]
+    return (v.astype(np.uint32) << 16).view(np.float32).astype(np.float64) if d.dtype == np.uint16 else v.astype(np.float64)
+dc, dr, H, hd, eps, theta = int(m.attrs['kv_rank']), int(m.attrs['rope_dim']), int(m.attrs['n_heads']), int(m.attrs['head_dim']), float(m.attrs['norm_eps']), float(m.attrs['rope_theta'])
+nope = hd - dr
+rms = lambda x, w: x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
+def rope(x, pos):
+    half = x.shape[-1] // 2
+    ang = pos[:, None] * theta ** (-np.arange(half) * 2.0 / x.shape[-1])
+    co, si = np.cos(ang), np.sin(ang)
+    return np.concatenate([x[:, :half] * co - x[:, half:] * si, x[:, half:] * co + x[:, :half] * si], -1)
+L = 'model.layers.0.self_attn.'
+worst = 0
+for b, toks in enumerate(c['tokens'][()]):
+    a = rms(P('model.embed_tokens.weight')[toks], P('model.layers.0.input_layernorm.weight'))
+    kva = a @ P(L + 'kv_a_proj_with_mqa.weight').T
+    ckv = rms(kva[:, :dc], P(L + 'kv_a_layernorm.weight'))
+    kpe = rope(kva[:, dc:], np.arange(len(toks), dtype=np.float64))
+    q = (a[-1] @ P(L + 'q_proj.weight').T).reshape(H, hd)
+    qr = rope(q[:, nope:], np.full(H, len(toks) - 1.0))
+    kvb = P(L + 'kv_b_proj.weight').reshape(H, nope + hd, dc)
+    qc = np.einsum('he,hec->hc', q[:, :nope], kvb[:, :nope])
+    for ours, ref in [(c['ckv'][b], ckv), (c['kpe'][b], kpe), (c['q'][b], np.concatenate([qc, qr], -1))]:
+        worst = max(worst, np.abs(ours - ref).max() / np.abs(ref).max())
+print('worst relative difference', worst)
+assert worst < 1e-4
+"
+expect_fail "capture at a layer the model lacks" 2 "is not one of the model's 4 layers" $S capture --model "$M" --text "$NK_SOURCE/README.md" --layer 4 -o bad.h5
+expect_fail "eval --model of a gqa model" 2 "not an mla model" $S eval --model "$NK_SOURCE/data/lm/causal.h5" --text "$NK_SOURCE/README.md" -o bad.h5
+expect_fail "eval --model with -i" 2 "goes without it" $S eval --model "$M" -i c.h5 --text "$NK_SOURCE/README.md" -o bad.h5
+expect_fail "eval --model without text" 2 "exactly one of --corpus, --text" $S eval --model "$M" -o bad.h5
+echo "too short" > short.txt
+expect_fail "eval --model on text shorter than a window" 2 "fewer than one window" $S eval --model "$M" --text short.txt -o bad.h5
 # Values for cast: every code's value, every midpoint between neighbours and
 # both float32 neighbours of each, past the largest value, and 10^6 random floats.
 "$PY" - <<'PYEOF'

@@ -5,7 +5,10 @@ FILE.h5 and runs this script; exit 0 when everything agrees to 1e-4 relative,
 1 otherwise, with the worst tensor named).
 
 FILE.h5: root attributes (the config) vocab d_model n_layers n_heads n_kv_heads
-head_dim d_ff rope_theta norm_eps tied_head causal; /params/<transformers name>
+head_dim d_ff rope_theta norm_eps tied_head causal, and for an MLA model
+(DeepSeek-V2's attention, written here from its definition: latent
+c = RMSNorm(x W_DKV^T), k_R = RoPE(x W_KR^T) shared by the heads, k = [c W_UK^T, k_R],
+v = c W_UV^T) kv_rank and rope_dim; /params/<transformers name>
 float32; /batch/tokens int32 [N], /batch/offsets int64 [S+1]; /loss/rows int64
 [R], /loss/targets int32 [R], /loss/weights float32 [R]; nk's results
 /out/logits [N,V], /out/loss (scalar as [1]) and /grads/<name>.
@@ -46,12 +49,27 @@ def forward(p, cfg, tokens, offsets):
         pre = f"model.layers.{l}."
         a = rmsnorm(x, p[pre + "input_layernorm.weight"], eps)
         q = (a @ p[pre + "self_attn.q_proj.weight"].T).view(-1, H, hd)
-        k = (a @ p[pre + "self_attn.k_proj.weight"].T).view(-1, Hkv, hd)
-        v = (a @ p[pre + "self_attn.v_proj.weight"].T).view(-1, Hkv, hd)
+        mla = cfg.get("kv_rank", 0) > 0
+        if mla:
+            dc, R = cfg["kv_rank"], cfg["rope_dim"]
+            nope = hd - R
+            ckv = a @ p[pre + "self_attn.kv_a_proj_with_mqa.weight"].T
+            c = rmsnorm(ckv[:, :dc], p[pre + "self_attn.kv_a_layernorm.weight"], eps)
+            kv = (c @ p[pre + "self_attn.kv_b_proj.weight"].T).view(-1, H, nope + hd)
+            kpe = ckv[:, None, dc:]
+            v = kv[:, :, nope:]
+        else:
+            k = (a @ p[pre + "self_attn.k_proj.weight"].T).view(-1, Hkv, hd)
+            v = (a @ p[pre + "self_attn.v_proj.weight"].T).view(-1, Hkv, hd)
         outs = []
         for b, e in segments:
             pos = torch.arange(e - b)
-            qs, ks = rope(q[b:e], pos, theta), rope(k[b:e], pos, theta)
+            if mla:  # RoPE turns only the last R values of each query head and the shared key part
+                qs = torch.cat((q[b:e, :, :nope], rope(q[b:e, :, nope:], pos, theta)), dim=-1)
+                kr = rope(kpe[b:e], pos, theta).expand(e - b, H, R)
+                ks = torch.cat((kv[b:e, :, :nope], kr), dim=-1)
+            else:
+                qs, ks = rope(q[b:e], pos, theta), rope(k[b:e], pos, theta)
             ks = ks.repeat_interleave(H // Hkv, dim=1)  # transformers' repeat_kv
             vs = v[b:e].repeat_interleave(H // Hkv, dim=1)
             scores = torch.einsum("thd,shd->hts", qs, ks) / hd ** 0.5
@@ -72,7 +90,10 @@ def forward(p, cfg, tokens, offsets):
 def main():
     f = h5py.File(sys.argv[1], "r")
     cfg = {k: (v.item() if hasattr(v, "item") else v) for k, v in f.attrs.items()}
-    for k in ("vocab", "d_model", "n_layers", "n_heads", "n_kv_heads", "head_dim", "d_ff", "tied_head", "causal"):
+    for k in ("vocab", "d_model", "n_layers", "n_heads", "n_kv_heads", "head_dim", "d_ff", "tied_head", "causal",
+              "kv_rank", "rope_dim"):
+        if k not in cfg:
+            continue
         cfg[k] = int(cfg[k])
     params = {name: torch.tensor(np.asarray(f["params"][name], dtype=np.float64), requires_grad=True)
               for name in f["params"]}

@@ -3,6 +3,7 @@
 // batched causal decoding, LLaDA's sampler and its training-time masking.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <vector>
@@ -101,6 +102,81 @@ TEST_SUITE("lm_generate") {
     CHECK(small.free_pages() == 0);
     CHECK(small.free_pages() == 0);
     CHECK_FALSE(small.reserve(small.open(), c.max_seq + 1));
+  }
+
+  TEST_CASE("mla: absorbed decoding (chunked, token by token, packed slots) and the KV cache give the unabsorbed forward's logits") {
+    nk::lm::Config c = config(nk::lm::Mode::causal);
+    c.attention = nk::lm::AttentionKind::mla;
+    c.n_kv_heads = c.n_heads;
+    c.head_dim = 12, c.rope_dim = 4, c.kv_rank = 16;
+    nk::lm::ParameterStore w(c);
+    w.init(4);
+    for (const auto& t : w.tensors())  // sharper attention than the init's
+      if (t.name.find("self_attn") != std::string::npos && t.shape.size() == 2)
+        for (int64_t i = 0; i < t.size; ++i) w.data()[t.offset + i] *= 12.0f;
+    const nk::lm::Model m(w);
+    const std::vector<int32_t> seq = random_tokens(30, 5, c.vocab), seq2 = random_tokens(17, 6, c.vocab);
+    const std::vector<float> ref = full_logits(m, seq), ref2 = full_logits(m, seq2);
+    struct Capture : nk::lm::Observer {
+      int64_t calls = 0;
+      double qmax = 0;
+      void mla(const nk::lm::Site&, const float*, const float*, const float* q) override {
+        ++calls;
+        qmax = std::max(qmax, double(std::abs(q[0])));
+      }
+    } capture;
+    nk::lm::DenseMlaCache absorbed(c, 2);
+    nk::lm::KvCache cache(c, {4, 0, 2});
+    const int32_t kv_slot = cache.open();
+    nk::lm::Workspace ws(c, {11, 11, false});
+    int64_t done = 0;
+    double worst = 0;
+    for (int64_t chunk : {11, 1, 5, 1, 1, 7, 1, 3}) {
+      std::vector<int32_t> part(seq.begin() + done, seq.begin() + done + chunk);
+      const std::vector<int64_t> off{0, chunk};
+      const std::vector<int32_t> slots{0};
+      nk::lm::ForwardOptions absorbed_options;
+      absorbed_options.mla = &absorbed;
+      absorbed_options.observer = &capture;
+      m.forward({part, off, {}, slots}, ws, absorbed_options);
+      for (int64_t i = 0; i < chunk * c.vocab; ++i) {
+        REQUIRE(ws.logits()[i] == doctest::Approx(ref[done * c.vocab + i]).epsilon(1e-4));
+        worst = std::max(worst, double(std::abs(ws.logits()[i] - ref[done * c.vocab + i])));
+      }
+      const std::vector<int32_t> kv_slots{kv_slot};
+      m.forward({part, off, {}, kv_slots}, ws, {nk::lm::LogitRows::all, &cache});
+      for (int64_t i = 0; i < chunk * c.vocab; ++i) REQUIRE(ws.logits()[i] == doctest::Approx(ref[done * c.vocab + i]).epsilon(1e-4));
+      done += chunk;
+      CHECK(absorbed.length(0) == done);
+    }
+    MESSAGE("absorbed vs unabsorbed logits: largest difference " << worst);
+    CHECK(capture.calls == 8 * c.n_layers);
+    CHECK(capture.qmax > 0);
+    // Two slots in one packed batch: slot 1 starts fresh beside slot 0's next token.
+    {
+      std::vector<int32_t> both(seq2.begin(), seq2.end());
+      both.push_back(seq[0]);
+      nk::lm::DenseMlaCache fresh(c, 2);
+      const std::vector<int64_t> off{0, 17, 18};
+      const std::vector<int32_t> slots{1, 0};
+      nk::lm::Workspace big(c, {18, 17, false});
+      nk::lm::ForwardOptions o;
+      o.mla = &fresh;
+      m.forward({both, off, {}, slots}, big, o);
+      for (int64_t i = 0; i < 17 * c.vocab; ++i) REQUIRE(big.logits()[i] == doctest::Approx(ref2[i]).epsilon(1e-4));
+      for (int64_t i = 0; i < c.vocab; ++i) REQUIRE(big.logits()[17 * c.vocab + i] == doctest::Approx(ref[i]).epsilon(1e-4));
+    }
+    // A backend with a KvCache, on a training workspace, or for a gqa model: usage errors.
+    const std::vector<int32_t> one{1};
+    const std::vector<int64_t> off{0, 1};
+    const std::vector<int32_t> slots{0};
+    nk::lm::ForwardOptions both;
+    both.mla = &absorbed, both.cache = &cache;
+    CHECK(nk::test::exit_code([&] { m.forward({one, off, {}, slots}, ws, both); }) == 2);
+    nk::lm::Workspace train(c, {4, 4, true});
+    nk::lm::ForwardOptions o;
+    o.mla = &absorbed;
+    CHECK(nk::test::exit_code([&] { m.forward({one, off, {}, slots}, train, o); }) == 2);
   }
 
   TEST_CASE("sampler: greedy is argmax, top-k 1 and a tiny top-p are greedy, the inverse CDF follows the probabilities") {

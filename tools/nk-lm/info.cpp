@@ -12,7 +12,14 @@ void info(const InfoOptions& o) {
   const nk::h5::File in = nk::h5::File::open(o.model);
   std::printf("model        %s\n", o.model.c_str());
   std::printf("architecture llama (pre-norm RMSNorm, RoPE rotate-half, %s, SwiGLU, %s head)\n",
-              c.n_kv_heads == c.n_heads ? "multi-head attention" : "grouped-query attention", c.tied_head ? "tied" : "untied");
+              c.mla()                      ? "multi-head latent attention (DeepSeek-V2's MLA)"
+              : c.n_kv_heads == c.n_heads ? "multi-head attention"
+                                          : "grouped-query attention",
+              c.tied_head ? "tied" : "untied");
+  if (c.mla())
+    std::printf("mla          kv_rank (d_c) %lld, rope_dim (d_R) %lld, nope %lld; a cached token %lld values\n",
+                static_cast<long long>(c.kv_rank), static_cast<long long>(c.rope_dim), static_cast<long long>(c.nope_dim()),
+                static_cast<long long>(c.kv_rank + c.rope_dim));
   std::printf("mode         %s\n", nk::lm::mode_name(c.mode).c_str());
   std::printf("parameters   %lld\n", static_cast<long long>(c.parameter_count()));
   std::printf("layers       %lld\n", static_cast<long long>(c.n_layers));

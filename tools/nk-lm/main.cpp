@@ -64,6 +64,13 @@ int main(int argc, char** argv) {
   train_verb->add_option("--context", train.context, "Tokens per training window (the model's context)")
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
   train_verb->add_option("--rope-theta", train.rope_theta, "RoPE base")->check(CLI::Range(1.0 + 1e-9, 1e12));
+  train_verb->add_option("--attention", train.attention,
+                         "gqa (Llama's q,k,v) or mla (DeepSeek-V2's latent attention: --kv-rank, --rope-dim; --kv-heads = --heads)")
+      ->check(CLI::IsMember({"gqa", "mla"}));
+  train_verb->add_option("--kv-rank", train.kv_rank, "mla: the latent's width d_c (0: 4 x head width)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 16));
+  train_verb->add_option("--rope-dim", train.rope_dim, "mla: the decoupled RoPE key's width d_R (0: kv-rank / 8, DeepSeek's ratio)")
+      ->check(CLI::Range(int64_t{0}, int64_t{4096}));
   train_verb->add_flag("--untied", train.untied, "A separate output head (default: tied to the embedding)");
   train_verb->add_option("--steps", train.steps, "Optimiser steps (the schedule's length)")->check(positive);
   train_verb->add_option("--stop-at", train.stop_at, "Pause after this step (with --checkpoint: --resume continues the same schedule)")

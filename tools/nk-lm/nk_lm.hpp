@@ -50,6 +50,8 @@ struct TrainOptions {
   int64_t layers = 4, d_model = 256, heads = 8, kv_heads = 4, head_dim = 0, d_ff = 704, context = 256;
   double rope_theta = 1e4;
   bool untied = false;
+  std::string attention = "gqa";
+  int64_t kv_rank = 0, rope_dim = 0;
   int64_t steps = 1000, stop_at = 0, batch = 16, accum = 1, warmup = 100, checkpoint_every = 0, eval_every = 0, eval_batches = 8,
           log_every = 10;
   double lr = 3e-3, min_lr = 0.1, weight_decay = 0.1, clip = 1.0, beta2 = 0.95;

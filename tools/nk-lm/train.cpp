@@ -40,6 +40,12 @@ nk::lm::Config config_from(const TrainOptions& o, int64_t vocab) {
   c.max_seq = o.context;
   c.rope_theta = o.rope_theta;
   c.tied_head = !o.untied;
+  if (o.attention == "mla") {
+    c.attention = nk::lm::AttentionKind::mla;
+    c.n_kv_heads = c.n_heads;
+    c.kv_rank = o.kv_rank > 0 ? o.kv_rank : 4 * c.head_dim;
+    c.rope_dim = o.rope_dim > 0 ? o.rope_dim : c.kv_rank / 8;
+  }
   c.validate("train");
   return c;
 }

@@ -18,6 +18,12 @@
 namespace snapmla {
 
 void eval(const EvalOptions& o, const nk::RunEnv& env) {
+  if (!o.model.empty()) {
+    if (o.input != "-") throw nk::usage_error("eval: --model scores the model's own cache; -i (a float cache) goes without it");
+    return eval_model(o, env);
+  }
+  if (!o.corpus.empty() || !o.text.empty() || o.check_decode)
+    throw nk::usage_error("eval: --corpus, --text and --check-decode go with --model");
   const std::vector<std::pair<Layout, Pv>> configs =
       parse_layout_specs(o.layouts, "--layouts",
                          {{Layout::bf16, Pv::fp32}, {Layout::flashmla656, Pv::fp32}, {Layout::snapmla644, Pv::fp8},

@@ -59,6 +59,17 @@ int main(int argc, char** argv) {
   nk::cli::App::add_repeats(*attend_verb, attend.repeats);
   cli.add_shard(*attend_verb);
 
+  snapmla::CaptureOptions capture;
+  CLI::App* capture_verb =
+      cli.add_verb("capture", "An mla checkpoint's own cache under gen's names: one layer's /ckv, /kpe of held-out windows, /q of their last token");
+  capture_verb->add_option("--model", capture.model, "An mla checkpoint (nk-lm train --attention mla)")->required()->check(CLI::ExistingFile);
+  capture_verb->add_option("--corpus", capture.corpus, "Held-out text = this nk-lm corpus's validation split")->check(CLI::ExistingFile);
+  capture_verb->add_option("--text", capture.text, "Held-out text = this file")->check(CLI::ExistingFile);
+  capture_verb->add_option("--layer", capture.layer, "The layer whose cache is taken (0-based)")->check(Range(int64_t{0}, int64_t{1023}));
+  capture_verb->add_option("--windows", capture.windows, "Windows = batch rows B")->check(Range(int64_t{1}, int64_t{4096}));
+  capture_verb->add_option("--context", capture.context, "Tokens a window, N (0: the model's context)")->check(Range(int64_t{0}, int64_t{1} << 20));
+  nk::cli::App::add_output(*capture_verb, capture.output, capture.no_clobber);
+
   snapmla::EvalOptions eval;
   CLI::App* eval_verb = cli.add_verb("eval", "Each layout's error against float64 attention over the float cache");
   nk::cli::App::add_input(*eval_verb, eval.input, "the float cache with /q (gen's)");
@@ -67,6 +78,15 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   eval_verb->add_flag("--q-fp32", eval.q_fp32, "snapmla644 rows with the query in float32 (what query quantization costs)");
   eval_verb->add_option("--splits", eval.splits, "Parts of each sequence's pages (0: enough for every thread)")->check(Range(int64_t{0}, int64_t{1} << 20));
+  eval_verb->add_option("--model", eval.model, "An mla checkpoint (nk-lm train --attention mla): its perplexity with its cache in each layout")
+      ->check(CLI::ExistingFile);
+  eval_verb->add_option("--corpus", eval.corpus, "--model: held-out text = this nk-lm corpus's validation split")->check(CLI::ExistingFile);
+  eval_verb->add_option("--text", eval.text, "--model: held-out text = this file")->check(CLI::ExistingFile);
+  eval_verb->add_option("--windows", eval.windows, "--model: windows of the context scored")->check(Range(int64_t{1}, int64_t{1} << 20));
+  eval_verb->add_option("--context", eval.context, "--model: tokens per window (0: the model's context)")
+      ->check(Range(int64_t{0}, int64_t{1} << 20));
+  eval_verb->add_flag("--check-decode", eval.check_decode,
+                      "--model: decode the first window again token by token per layout; the largest logit difference");
 
   snapmla::SpeedOptions speed;
   CLI::App* speed_verb = cli.add_verb("speed", "The decode kernel's time per layout: ms, tokens/s, GB/s, GFLOP/s, x bf16");
@@ -99,6 +119,7 @@ int main(int argc, char** argv) {
       snapmla::quant(quant, cli.env());
     }
     if (*attend_verb) snapmla::attend_verb(attend, cli.env());
+    if (*capture_verb) snapmla::capture(capture, cli.env());
     if (*eval_verb) snapmla::eval(eval, cli.env());
     if (*speed_verb) snapmla::speed(speed, cli.env());
     if (*serve_verb) snapmla::serve(serve, cli.env());

@@ -64,8 +64,20 @@ struct EvalOptions {
   std::vector<std::string> layouts;  ///< empty: every layout (snapmla644 with both PV modes)
   int64_t splits = 0;
   bool q_fp32 = false;  ///< snapmla644 rows with the query unquantized
+  // --model: perplexity of an mla checkpoint with its cache in each layout (eval_model.cpp)
+  std::string model, corpus, text;
+  int64_t windows = 16, context = 0;  ///< context 0: the model's
+  bool check_decode = false;          ///< also decode the first window token by token
 };
 void eval(const EvalOptions& options, const nk::RunEnv& env);
+void eval_model(const EvalOptions& options, const nk::RunEnv& env);
+
+struct CaptureOptions {
+  std::string model, corpus, text, output = "-";
+  bool no_clobber = false;
+  int64_t layer = 0, windows = 8, context = 0;
+};
+void capture(const CaptureOptions& options, const nk::RunEnv& env);
 
 struct SpeedOptions {
   std::string input = "-", output;

@@ -48,6 +48,20 @@ Config read_config(const h5::File& in) {
   if (!mode || (*mode != "causal" && *mode != "diffusion"))
     throw input_error(in.path(), "", "root attribute 'mode' must be causal or diffusion");
   c.mode = *mode == "causal" ? Mode::causal : Mode::diffusion;
+  // Files before MLA have no 'attention' attribute: they are gqa.
+  if (const auto attention = in.attr_string("/", "attention")) {
+    if (*attention != "gqa" && *attention != "mla")
+      throw input_error(in.path(), "", "root attribute 'attention' must be gqa or mla, got '" + *attention + "'");
+    if (*attention == "mla") {
+      c.attention = AttentionKind::mla;
+      for (const char* key : {"kv_rank", "rope_dim"}) {
+        const double v = number(key);
+        if (v != std::floor(v) || v < 1 || v > 1e12)
+          throw input_error(in.path(), "", std::string("root attribute '") + key + "' must be a positive integer");
+        (std::string(key) == "kv_rank" ? c.kv_rank : c.rope_dim) = static_cast<int64_t>(v);
+      }
+    }
+  }
   try {
     c.validate(in.path());
   } catch (const Error& e) {  // a config that cannot be is the file's fault: exit 3, before allocating
@@ -98,6 +112,11 @@ void save_checkpoint(const std::string& path, const ParameterStore& weights, con
   out.attr("/", "rope_theta", c.rope_theta);
   out.attr("/", "norm_eps", c.norm_eps);
   out.attr("/", "tied_head", int64_t{c.tied_head ? 1 : 0});
+  out.attr("/", "attention", c.mla() ? "mla" : "gqa");
+  if (c.mla()) {
+    out.attr("/", "kv_rank", c.kv_rank);
+    out.attr("/", "rope_dim", c.rope_dim);
+  }
   out.attr("/", "parameters", c.parameter_count());
   out.attr("/", "weights", store_as == StoreAs::bf16 ? "bfloat16" : "float32");
   std::vector<uint16_t> bits;

@@ -146,6 +146,7 @@ void export_gguf(const Checkpoint& model, const std::string& path, bool no_clobb
   const Config& c = model.weights.config();
   if (c.mode != Mode::causal)
     throw usage_error("export: a diffusion model has bidirectional attention; llama.cpp's Llama is causal");
+  if (c.mla()) throw usage_error("export: an mla model is not a Llama; it stays an nk-lm checkpoint");
   const Tokenizer* tok = model.tokenizer ? &*model.tokenizer : nullptr;
   if (tok && tok->size() != c.vocab)  // load_checkpoint and import_hf refuse such a pair
     throw std::logic_error("export_gguf: the tokenizer's vocabulary differs from the model's");

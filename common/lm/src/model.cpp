@@ -38,6 +38,8 @@ void resize(std::vector<float>& v, int64_t n) { v.assign(static_cast<size_t>(n),
 struct LayerWeights {
   const float *ln1, *q, *k, *v, *o, *ln2, *gate, *up, *down;
   size_t ln1_t, q_t, k_t, v_t, o_t, ln2_t, gate_t, up_t, down_t;  // tensor indices (mask, grads)
+  const float *kva, *kvnorm, *kvb;                                 // mla (k, v null)
+  size_t kva_t, kvnorm_t, kvb_t;
 };
 
 LayerWeights layer_weights(const ParameterStore& w, int64_t l) {
@@ -55,8 +57,14 @@ LayerWeights layer_weights(const ParameterStore& w, int64_t l) {
   };
   find("input_layernorm.weight", lw.ln1, lw.ln1_t);
   find("self_attn.q_proj.weight", lw.q, lw.q_t);
-  find("self_attn.k_proj.weight", lw.k, lw.k_t);
-  find("self_attn.v_proj.weight", lw.v, lw.v_t);
+  if (w.config().mla()) {
+    find("self_attn.kv_a_proj_with_mqa.weight", lw.kva, lw.kva_t);
+    find("self_attn.kv_a_layernorm.weight", lw.kvnorm, lw.kvnorm_t);
+    find("self_attn.kv_b_proj.weight", lw.kvb, lw.kvb_t);
+  } else {
+    find("self_attn.k_proj.weight", lw.k, lw.k_t);
+    find("self_attn.v_proj.weight", lw.v, lw.v_t);
+  }
   find("self_attn.o_proj.weight", lw.o, lw.o_t);
   find("post_attention_layernorm.weight", lw.ln2, lw.ln2_t);
   find("mlp.gate_proj.weight", lw.gate, lw.gate_t);
@@ -70,6 +78,41 @@ size_t tensor_index(const ParameterStore& w, std::string_view name) {
   for (size_t t = 0; t < ts.size(); ++t)
     if (ts[t].name == name) return t;
   throw usage_error("no tensor '" + std::string(name) + "' in this model");
+}
+
+/// mla: q_abs[n, h] = [W_UK[h]^T q_nope[n, h], q_R[n, h]] ([N, H, d_c + d_R])
+/// from the post-RoPE queries [N, H, hd]; W_UK[h] is kv_b's rows
+/// h (nope + hd) .. + nope.
+void mla_absorb_queries(const Config& c, const float* kvb, const float* q, int64_t n, float* q_abs) {
+  const int64_t H = c.n_heads, hd = c.head_dim, R = c.rope_dim, nope = c.nope_dim(), dc = c.kv_rank;
+#pragma omp parallel for schedule(static)
+  for (int64_t task = 0; task < n * H; ++task) {
+    const int64_t h = task % H;
+    const float* qh = q + task * hd;
+    float* out = q_abs + task * (dc + R);
+    std::fill(out, out + dc, 0.0f);
+    for (int64_t e = 0; e < nope; ++e) {
+      const float* wrow = kvb + (h * (nope + hd) + e) * dc;
+      for (int64_t k = 0; k < dc; ++k) out[k] += qh[e] * wrow[k];
+    }
+    std::copy(qh + nope, qh + hd, out + dc);
+  }
+}
+
+/// mla: att[n, h] = W_UV[h] latent[n, h] ([N, H, hd] from [N, H, d_c]).
+void mla_expand_latent(const Config& c, const float* kvb, const float* latent, int64_t n, float* att) {
+  const int64_t H = c.n_heads, hd = c.head_dim, nope = c.nope_dim(), dc = c.kv_rank;
+#pragma omp parallel for schedule(static)
+  for (int64_t task = 0; task < n * H; ++task) {
+    const int64_t h = task % H;
+    const float* lat = latent + task * dc;
+    for (int64_t e = 0; e < hd; ++e) {
+      const float* wrow = kvb + (h * (nope + hd) + nope + e) * dc;
+      float acc = 0;
+      for (int64_t k = 0; k < dc; ++k) acc += wrow[k] * lat[k];
+      att[task * hd + e] = acc;
+    }
+  }
 }
 
 /// Attention of each segment's new rows over its slot's cached keys (the new
@@ -164,6 +207,14 @@ Workspace::Workspace(const Config& config, WorkspaceLimits limits) : config_(con
     resize(L.ln1, n * d), resize(L.rstd1, n), resize(L.q, n * qd), resize(L.k, n * kvd), resize(L.v, n * kvd);
     resize(L.att, n * qd), resize(L.lse, n * c.n_heads), resize(L.mid, n * d), resize(L.ln2, n * d);
     resize(L.rstd2, n), resize(L.gate, n * c.d_ff), resize(L.up, n * c.d_ff), resize(L.act, n * c.d_ff);
+    if (c.mla()) {
+      resize(L.craw, n * c.kv_rank), resize(L.c, n * c.kv_rank), resize(L.rstdc, n), resize(L.kpe, n * c.rope_dim);
+      resize(L.kv, n * c.n_heads * (c.nope_dim() + c.head_dim));
+    }
+  }
+  if (c.mla()) {
+    resize(latent_, n * c.n_heads * c.kv_rank);
+    resize(qabs_, n * c.n_heads * (c.kv_rank + c.rope_dim));
   }
   resize(lnf_, n * d), resize(rstdf_, n), resize(logits_, logit_rows_ * c.vocab);
   resize(scratch_, attention_scratch(config.max_seq));  // keys of a cached sequence: up to the context
@@ -173,6 +224,10 @@ Workspace::Workspace(const Config& config, WorkspaceLimits limits) : config_(con
     resize(dx_, n * d), resize(dmid_, n * d), resize(dnorm_, n * d), resize(dq_, n * qd), resize(dk_, n * kvd);
     resize(dv_, n * kvd), resize(datt_, n * qd), resize(dgate_, n * c.d_ff), resize(dup_, n * c.d_ff);
     resize(dact_, n * c.d_ff);
+    if (c.mla()) {
+      resize(dkv_, n * c.n_heads * (c.nope_dim() + c.head_dim)), resize(dc_, n * c.kv_rank);
+      resize(dcraw_, n * c.kv_rank), resize(dkpe_, n * c.rope_dim);
+    }
   }
 }
 
@@ -186,10 +241,10 @@ int64_t Workspace::bytes() const {
   for (const auto& r : resid_) values += static_cast<int64_t>(r.size());
   for (const Layer& L : layers_)
     for (const auto* v : {&L.ln1, &L.rstd1, &L.q, &L.k, &L.v, &L.att, &L.lse, &L.mid, &L.ln2, &L.rstd2, &L.gate,
-                          &L.up, &L.act})
+                          &L.up, &L.act, &L.craw, &L.c, &L.rstdc, &L.kpe, &L.kv})
       values += static_cast<int64_t>(v->size());
   for (const auto* v : {&lnf_, &rstdf_, &logits_, &dlogits_, &scratch_, &dx_, &dmid_, &dnorm_, &dq_, &dk_, &dv_,
-                        &datt_, &dgate_, &dup_, &dact_})
+                        &datt_, &dgate_, &dup_, &dact_, &dkv_, &dc_, &dcraw_, &dkpe_, &latent_, &qabs_})
     values += static_cast<int64_t>(v->size());
   return values * 4 + static_cast<int64_t>(positions_.size()) * 4;
 }
@@ -204,8 +259,11 @@ void Model::forward(const TokenBatch& batch, Workspace& ws, const ForwardOptions
   const int64_t qd = c.n_heads * c.head_dim, kvd = c.n_kv_heads * c.head_dim;
   if (S < 1 || batch.offsets[0] != 0 || batch.offsets[static_cast<size_t>(S)] != n)
     throw usage_error("model: the batch's offsets must run from 0 to its " + std::to_string(n) + " tokens");
-  if (options.cache && static_cast<int64_t>(batch.slots.size()) != S)
+  if ((options.cache || options.mla) && static_cast<int64_t>(batch.slots.size()) != S)
     throw usage_error("model: a cached forward needs one slot per segment");
+  if (options.mla && (!c.mla() || options.cache || ws.limits_.training))
+    throw usage_error(!c.mla() ? "model: an MLA backend needs an mla model"
+                               : "model: an MLA backend owns the cache and runs inference only (no KvCache, no training workspace)");
   if (n > ws.limits_.max_tokens)
     throw usage_error("model: a batch of " + std::to_string(n) + " tokens exceeds the workspace's " +
                       std::to_string(ws.limits_.max_tokens));
@@ -214,7 +272,8 @@ void Model::forward(const TokenBatch& batch, Workspace& ws, const ForwardOptions
     if (len < 1 || len > ws.limits_.max_segment)
       throw usage_error("model: segment " + std::to_string(s) + " has " + std::to_string(len) +
                         " tokens; the workspace takes 1.." + std::to_string(ws.limits_.max_segment));
-    const int64_t cached = options.cache ? options.cache->length(batch.slots[static_cast<size_t>(s)]) : 0;
+    const int32_t slot = batch.slots.empty() ? 0 : batch.slots[static_cast<size_t>(s)];
+    const int64_t cached = options.cache ? options.cache->length(slot) : options.mla ? options.mla->length(slot) : 0;
     for (int64_t i = 0; i < len; ++i)
       ws.positions_[static_cast<size_t>(batch.offsets[static_cast<size_t>(s)] + i)] = static_cast<int32_t>(cached + i);
   }
@@ -255,12 +314,48 @@ void Model::forward(const TokenBatch& batch, Workspace& ws, const ForwardOptions
     rmsnorm_forward(xin, w.ln1, n, d, c.norm_eps, L.ln1.data(), L.rstd1.data());
     if (obs) obs->attention_input(site, L.ln1.data());
     linear(L.ln1.data(), w.q, n, d, qd, L.q.data());
-    linear(L.ln1.data(), w.k, n, d, kvd, L.k.data());
-    linear(L.ln1.data(), w.v, n, d, kvd, L.v.data());
-    rope(L.q.data(), pos, n, c.n_heads, c.head_dim, c.rope_theta);
-    rope(L.k.data(), pos, n, c.n_kv_heads, c.head_dim, c.rope_theta);
-    if (obs) obs->qkv(site, L.q.data(), L.k.data(), L.v.data());
-    if (cache)
+    if (c.mla()) {
+      // q per head [q_nope, q_R]; the latent c = RMSNorm(a W_DKV^T); k_R = RoPE(a W_KR^T), one for all heads.
+      const int64_t H = c.n_heads, hd = c.head_dim, R = c.rope_dim, nope = c.nope_dim(), dc = c.kv_rank;
+      rope_part(L.q.data(), pos, n, H, hd, nope, R, c.rope_theta);
+      linear(L.ln1.data(), w.kva, n, d, dc, L.craw.data());
+      linear(L.ln1.data(), w.kva + dc * d, n, d, R, L.kpe.data());
+      rmsnorm_forward(L.craw.data(), w.kvnorm, n, dc, c.norm_eps, L.c.data(), L.rstdc.data());
+      rope_part(L.kpe.data(), pos, n, 1, R, 0, R, c.rope_theta);
+      if (options.mla || obs) {
+        mla_absorb_queries(c, w.kvb, L.q.data(), n, ws.qabs_.data());
+        if (obs) obs->mla(site, L.c.data(), L.kpe.data(), ws.qabs_.data());
+      }
+      if (options.mla) {
+        MlaCall call;
+        call.layer = l, call.step = options.step, call.batch = &batch, call.positions = pos;
+        call.ckv = L.c.data(), call.kpe = L.kpe.data(), call.q = ws.qabs_.data();
+        call.heads = H, call.kv_rank = dc, call.rope_dim = R, call.scale = 1.0 / std::sqrt(static_cast<double>(hd));
+        call.causal = causal;
+        options.mla->attend(call, ws.latent_.data());
+        mla_expand_latent(c, w.kvb, ws.latent_.data(), n, L.att.data());
+      } else {
+        // The unabsorbed form: per head k = [c W_UK^T, k_R], v = c W_UV^T; then multi-head attention.
+        linear(L.c.data(), w.kvb, n, dc, H * (nope + hd), L.kv.data());
+#pragma omp parallel for schedule(static)
+        for (int64_t task = 0; task < n * H; ++task) {
+          const int64_t r = task / H;
+          const float* kv = L.kv.data() + task * (nope + hd);
+          std::copy(kv, kv + nope, L.k.data() + task * hd);
+          std::copy(L.kpe.data() + r * R, L.kpe.data() + (r + 1) * R, L.k.data() + task * hd + nope);
+          std::copy(kv + nope, kv + nope + hd, L.v.data() + task * hd);
+        }
+      }
+    } else {
+      linear(L.ln1.data(), w.k, n, d, kvd, L.k.data());
+      linear(L.ln1.data(), w.v, n, d, kvd, L.v.data());
+      rope(L.q.data(), pos, n, c.n_heads, c.head_dim, c.rope_theta);
+      rope(L.k.data(), pos, n, c.n_kv_heads, c.head_dim, c.rope_theta);
+    }
+    if (obs && !options.mla) obs->qkv(site, L.q.data(), L.k.data(), L.v.data());
+    if (options.mla) {
+      // attended above
+    } else if (cache)
       cached_attention(*cache, batch, l, L.q.data(), L.k.data(), L.v.data(), causal, L.att.data(), L.lse.data(), ws.scratch_.data(), c);
     else
       dense_ops().attention_forward(L.q.data(), L.k.data(), L.v.data(), batch.offsets.data(), S, c.n_heads, c.n_kv_heads,
@@ -329,7 +424,7 @@ void Model::backward(const TokenBatch& batch, Workspace& ws, const ParameterMask
                    ws.rstdf_.data(), n, d, ws.dx_.data(), dnorm_w);
 
   const int32_t* pos = ws.positions_.data();
-  std::vector<float> sink(static_cast<size_t>(std::max(d, f)), 0.0f);  // dweight of frozen norms
+  std::vector<float> sink(static_cast<size_t>(std::max({d, f, c.kv_rank})), 0.0f);  // dweight of frozen norms
   for (int64_t l = c.n_layers - 1; l >= 0; --l) {
     const LayerWeights w = layer_weights(weights_, l);
     Workspace::Layer& L = ws.layers_[static_cast<size_t>(l)];
@@ -354,14 +449,47 @@ void Model::backward(const TokenBatch& batch, Workspace& ws, const ParameterMask
     dense_ops().attention_backward(ws.datt_.data(), L.att.data(), L.q.data(), L.k.data(), L.v.data(), L.lse.data(),
                                    batch.offsets.data(), S, c.n_heads, c.n_kv_heads, c.head_dim, causal, ws.dq_.data(),
                                    ws.dk_.data(), ws.dv_.data(), ws.scratch_.data(), c.max_seq);
-    rope(ws.dq_.data(), pos, n, c.n_heads, c.head_dim, c.rope_theta, true);
-    rope(ws.dk_.data(), pos, n, c.n_kv_heads, c.head_dim, c.rope_theta, true);
-    linear_dx(ws.dq_.data(), w.q, n, d, qd, ws.dnorm_.data(), false);
-    linear_dx(ws.dk_.data(), w.k, n, d, kvd, ws.dnorm_.data(), true);
-    linear_dx(ws.dv_.data(), w.v, n, d, kvd, ws.dnorm_.data(), true);
-    if (mask.trainable(w.q_t)) linear_dw(ws.dq_.data(), L.ln1.data(), n, d, qd, grad_of(w.q_t));
-    if (mask.trainable(w.k_t)) linear_dw(ws.dk_.data(), L.ln1.data(), n, d, kvd, grad_of(w.k_t));
-    if (mask.trainable(w.v_t)) linear_dw(ws.dv_.data(), L.ln1.data(), n, d, kvd, grad_of(w.v_t));
+    if (c.mla()) {
+      const int64_t H = c.n_heads, hd = c.head_dim, R = c.rope_dim, nope = c.nope_dim(), dc = c.kv_rank;
+      rope_part(ws.dq_.data(), pos, n, H, hd, nope, R, c.rope_theta, true);
+      // Back through k = [k_nope, k_R] (k_R shared: its gradient sums over heads) and v into c W_kv_b^T.
+      float* dkpe = ws.dkpe_.data();
+#pragma omp parallel for schedule(static)
+      for (int64_t r = 0; r < n; ++r) {
+        std::fill(dkpe + r * R, dkpe + (r + 1) * R, 0.0f);
+        for (int64_t h = 0; h < H; ++h) {
+          const float* dk = ws.dk_.data() + (r * H + h) * hd;
+          const float* dv = ws.dv_.data() + (r * H + h) * hd;
+          float* dkv = ws.dkv_.data() + (r * H + h) * (nope + hd);
+          std::copy(dk, dk + nope, dkv);
+          std::copy(dv, dv + hd, dkv + nope);
+          for (int64_t e = 0; e < R; ++e) dkpe[r * R + e] += dk[nope + e];
+        }
+      }
+      rope_part(dkpe, pos, n, 1, R, 0, R, c.rope_theta, true);
+      linear_dx(ws.dkv_.data(), w.kvb, n, dc, H * (nope + hd), ws.dc_.data(), false);
+      if (mask.trainable(w.kvb_t)) linear_dw(ws.dkv_.data(), L.c.data(), n, dc, H * (nope + hd), grad_of(w.kvb_t));
+      std::fill(sink.begin(), sink.end(), 0.0f);
+      rmsnorm_backward(ws.dc_.data(), L.craw.data(), w.kvnorm, L.rstdc.data(), n, dc, ws.dcraw_.data(),
+                       mask.trainable(w.kvnorm_t) ? grad_of(w.kvnorm_t) : sink.data());
+      linear_dx(ws.dq_.data(), w.q, n, d, qd, ws.dnorm_.data(), false);
+      linear_dx(ws.dcraw_.data(), w.kva, n, d, dc, ws.dnorm_.data(), true);
+      linear_dx(dkpe, w.kva + dc * d, n, d, R, ws.dnorm_.data(), true);
+      if (mask.trainable(w.q_t)) linear_dw(ws.dq_.data(), L.ln1.data(), n, d, qd, grad_of(w.q_t));
+      if (mask.trainable(w.kva_t)) {
+        linear_dw(ws.dcraw_.data(), L.ln1.data(), n, d, dc, grad_of(w.kva_t));
+        linear_dw(dkpe, L.ln1.data(), n, d, R, grad_of(w.kva_t) + dc * d);
+      }
+    } else {
+      rope(ws.dq_.data(), pos, n, c.n_heads, c.head_dim, c.rope_theta, true);
+      rope(ws.dk_.data(), pos, n, c.n_kv_heads, c.head_dim, c.rope_theta, true);
+      linear_dx(ws.dq_.data(), w.q, n, d, qd, ws.dnorm_.data(), false);
+      linear_dx(ws.dk_.data(), w.k, n, d, kvd, ws.dnorm_.data(), true);
+      linear_dx(ws.dv_.data(), w.v, n, d, kvd, ws.dnorm_.data(), true);
+      if (mask.trainable(w.q_t)) linear_dw(ws.dq_.data(), L.ln1.data(), n, d, qd, grad_of(w.q_t));
+      if (mask.trainable(w.k_t)) linear_dw(ws.dk_.data(), L.ln1.data(), n, d, kvd, grad_of(w.k_t));
+      if (mask.trainable(w.v_t)) linear_dw(ws.dv_.data(), L.ln1.data(), n, d, kvd, grad_of(w.v_t));
+    }
     std::fill(sink.begin(), sink.end(), 0.0f);
     rmsnorm_backward(ws.dnorm_.data(), xin, w.ln1, L.rstd1.data(), n, d, dx,
                      mask.trainable(w.ln1_t) ? grad_of(w.ln1_t) : sink.data());

@@ -28,8 +28,14 @@ ParameterStore::ParameterStore(const Config& config) : config_(config) {
   for (int64_t l = 0; l < c.n_layers; ++l) {
     add(layer_tensor(l, "input_layernorm.weight"), {c.d_model}, false);
     add(layer_tensor(l, "self_attn.q_proj.weight"), {q, c.d_model}, true);
-    add(layer_tensor(l, "self_attn.k_proj.weight"), {kv, c.d_model}, true);
-    add(layer_tensor(l, "self_attn.v_proj.weight"), {kv, c.d_model}, true);
+    if (c.mla()) {  // DeepSeek-V2's names: rows [W_DKV; W_KR], the latent's norm, per head rows [W_UK; W_UV]
+      add(layer_tensor(l, "self_attn.kv_a_proj_with_mqa.weight"), {c.kv_rank + c.rope_dim, c.d_model}, true);
+      add(layer_tensor(l, "self_attn.kv_a_layernorm.weight"), {c.kv_rank}, false);
+      add(layer_tensor(l, "self_attn.kv_b_proj.weight"), {c.n_heads * (c.nope_dim() + c.head_dim), c.kv_rank}, true);
+    } else {
+      add(layer_tensor(l, "self_attn.k_proj.weight"), {kv, c.d_model}, true);
+      add(layer_tensor(l, "self_attn.v_proj.weight"), {kv, c.d_model}, true);
+    }
     add(layer_tensor(l, "self_attn.o_proj.weight"), {c.d_model, q}, true);
     add(layer_tensor(l, "post_attention_layernorm.weight"), {c.d_model}, false);
     add(layer_tensor(l, "mlp.gate_proj.weight"), {c.d_ff, c.d_model}, true);

@@ -4,6 +4,11 @@
 #     profile (2 sequences, 16 heads), snapmla644 with both PV modes; at 32K also with the heavy
 #     RoPE channels at 500 and 2000 (the ratio snapmla644 / fp8-naive depends on them) and the iid
 #     profile; the goal: snapmla644's error <= 0.2x fp8-naive's at 32K;
+#  A2. the shipped MLA model (data/lm/mla.h5, d_c 128 = 8 d_R): perplexity with its cache in each
+#     layout on the Debian corpus's validation split (eval --model, WINDOWS windows of 256 tokens,
+#     token-by-token decoding checked against teacher forcing), and every layout's attention error
+#     on its own caches at the first and last layer (capture | eval); the goal: perplexity within
+#     0.5% of bf16;
 #  B. the kernel: N 16K and 64K, batch 1 and 8, H 1, 2, 16, 128: ms, tokens/s, GB/s, GFLOP/s per
 #     layout and x bf16 (speed); beside it this machine's limits, measured in the same run: the
 #     STREAM triad (tests/bench/nk-lm/triad.cpp) and an Eigen SGEMM (sgemm.cpp, 2048^3); and the
@@ -12,7 +17,7 @@
 #     compute-bound (H 128);
 #  C. serving (serve): long outputs under one KV budget, bf16 against snapmla644, at H 2 and 16;
 #     goal >= 1.6x tokens/s.
-# NS, BS, HS, BUDGET_MIB, REQUESTS, OUTPUT shrink it.
+# NS, BS, HS, WINDOWS, BUDGET_MIB, REQUESTS, OUTPUT shrink it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
@@ -47,6 +52,24 @@ for name in ["eval-32768", "eval-32768-heavy500", "eval-32768-heavy2000", "eval-
     e = {(l.decode(), p.decode()): v for l, p, v in zip(t["layout"][()], t["pv"][()], t["rel_l2"][()])}
     r = e[("snapmla644", "fp8")] / e[("fp8-naive", "fp8")]
     print(f"goal ({name}): snapmla644 / fp8-naive error = {r:.2f} (<= 0.2: {'yes' if r <= 0.2 else 'NO'})")
+PYEOF
+
+echo "== A2. the shipped MLA model: perplexity per layout (eval --model) and its own caches (capture | eval)"
+nk-lm -q corpus --threads 2 -o "$work/corpus.h5"
+snapmla-decode $T eval --model "$root/data/lm/mla.h5" --corpus "$work/corpus.h5" --windows ${WINDOWS:-256} --check-decode -o "$out/eval-model.h5"
+for layer in 0 3; do
+  snapmla-decode -q $T capture --model "$root/data/lm/mla.h5" --corpus "$work/corpus.h5" --layer $layer --windows 64 -o "$work/real.h5"
+  echo "-- the model's cache at layer $layer (64 windows of 256 tokens, the last token's query)"
+  snapmla-decode $T eval -i "$work/real.h5" -o "$out/eval-real-layer$layer.h5"
+done
+rm -f "$work/corpus.h5" "$work/real.h5"
+"$PY" - "$out" <<'PYEOF'
+import sys, h5py
+t = h5py.File(f"{sys.argv[1]}/eval-model.h5")["/table"]
+p = {(l.decode(), v.decode()): x for l, v, x in zip(t["layout"][()], t["pv"][()], t["perplexity"][()])}
+for key in [("snapmla644", "fp8"), ("snapmla644", "fp32"), ("fp8-naive", "fp8")]:
+    r = 100 * (p[key] / p[("bf16", "fp32")] - 1)
+    print(f"goal: {key[0]} ({key[1]} PV) perplexity {r:+.3f}% of bf16 (within 0.5%: {'yes' if abs(r) <= 0.5 else 'NO'})")
 PYEOF
 
 echo "== B. the kernel (speed), 2 threads"

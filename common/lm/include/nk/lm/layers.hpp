@@ -71,13 +71,17 @@ void rmsnorm_backward(const T* dout, const T* x, const T* weight, const T* rstd,
   }
 }
 
-/// Rotary position embedding in place on [N, H, hd] (token n at positions[n]),
-/// in the rotate-half convention of transformers' Llama: pair (i, i + hd/2)
-/// turns by positions[n] * theta^(-2i/hd). 'inverse' turns back, which is
-/// also the backward (a rotation's transpose is its inverse).
+/// Rotary position embedding in place, in the rotate-half convention of
+/// transformers' Llama, on values [offset, offset + dim) of each of 'heads'
+/// blocks of head_stride values per token (token n at positions[n], rows of
+/// heads * head_stride): pair (i, i + dim/2) turns by positions[n] *
+/// theta^(-2i/dim). 'inverse' turns back, which is also the backward (a
+/// rotation's transpose is its inverse). MLA turns the last rope_dim values
+/// of each query head and the one decoupled key; Llama whole heads (rope()).
 template <class T>
-void rope(T* x, const int32_t* positions, int64_t n, int64_t heads, int64_t hd, double theta, bool inverse = false) {
-  const int64_t half = hd / 2;
+void rope_part(T* x, const int32_t* positions, int64_t n, int64_t heads, int64_t head_stride, int64_t offset, int64_t dim,
+               double theta, bool inverse = false) {
+  const int64_t half = dim / 2;
   // cos and sin per (position, pair) for the positions present: a batch of
   // many rows holds few distinct positions (at most the context).
   int64_t most = 0;
@@ -92,7 +96,7 @@ void rope(T* x, const int32_t* positions, int64_t n, int64_t heads, int64_t hd, 
   for (int64_t p = 0; p <= most; ++p) {
     if (!present[static_cast<size_t>(p)]) continue;
     for (int64_t i = 0; i < half; ++i) {
-      const double angle = static_cast<double>(p) * std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(hd));
+      const double angle = static_cast<double>(p) * std::pow(theta, -2.0 * static_cast<double>(i) / static_cast<double>(dim));
       cs[2 * (p * half + i)] = std::cos(angle);
       cs[2 * (p * half + i) + 1] = inverse ? -std::sin(angle) : std::sin(angle);
     }
@@ -102,13 +106,19 @@ void rope(T* x, const int32_t* positions, int64_t n, int64_t heads, int64_t hd, 
     for (int64_t i = 0; i < half; ++i) {
       const double c = cs[2 * (positions[r] * half + i)], s = cs[2 * (positions[r] * half + i) + 1];
       for (int64_t h = 0; h < heads; ++h) {
-        T* v = x + (r * heads + h) * hd;
+        T* v = x + (r * heads + h) * head_stride + offset;
         const double a = v[i], b = v[i + half];
         v[i] = static_cast<T>(a * c - b * s);
         v[i + half] = static_cast<T>(b * c + a * s);
       }
     }
   }
+}
+
+/// RoPE on whole heads of [N, H, hd] (Llama's q and k).
+template <class T>
+void rope(T* x, const int32_t* positions, int64_t n, int64_t heads, int64_t hd, double theta, bool inverse = false) {
+  rope_part(x, positions, n, heads, hd, 0, hd, theta, inverse);
 }
 
 /// SwiGLU: out = silu(gate) * up, element-wise over count values.

@@ -85,6 +85,9 @@ class Workspace {
   bool backward_ready_ = false;
   struct Layer {
     std::vector<float> ln1, rstd1, q, k, v, att, lse, mid, ln2, rstd2, gate, up, act;
+    // mla: the latent before and after its norm [N, d_c], the norm's 1/rms, the turned RoPE key
+    // [N, d_R], and c W_kv_b^T [N, H (nope + hd)] (k_nope and v of each head).
+    std::vector<float> craw, c, rstdc, kpe, kv;
   };
   std::vector<std::vector<float>> resid_;   // n_layers + 1 (training) or 2 (inference, ping-pong)
   std::vector<Layer> layers_;               // n_layers (training) or 1
@@ -92,6 +95,8 @@ class Workspace {
   std::vector<int32_t> positions_;
   // Backward: one set, reused from the last layer down.
   std::vector<float> dx_, dmid_, dnorm_, dq_, dk_, dv_, datt_, dgate_, dup_, dact_;
+  std::vector<float> dkv_, dc_, dcraw_, dkpe_;                  // mla
+  std::vector<float> latent_, qabs_;   // mla: a backend's latent output [N, H, d_c], absorbed queries [N, H, d_c + d_R]
 };
 
 /// Where a hook fires: the layer (n_layers: after the last block), the
@@ -115,6 +120,52 @@ class Observer {
   virtual void attention_input(const Site& site, const float* x) {}
   /// q [N, n_heads*hd] and k, v [N, n_kv_heads*hd], after RoPE (q, k).
   virtual void qkv(const Site& site, const float* q, const float* k, const float* v) {}
+  /// mla models: what absorbed decoding caches and asks - the latents c [N,
+  /// d_c] (after their norm), the turned RoPE keys [N, d_R], and the absorbed
+  /// queries [N, H, d_c + d_R] (q_c = W_UK^T q_nope, then q_R turned).
+  virtual void mla(const Site& site, const float* ckv, const float* kpe, const float* q_absorbed) {}
+};
+
+/// One mla layer's attention handed to an absorbed-decode backend: the
+/// batch's new rows (segment s continues the backend's slot batch.slots[s]).
+struct MlaCall {
+  int64_t layer = 0, step = 0;
+  const TokenBatch* batch = nullptr;
+  const int32_t* positions = nullptr;  ///< [N]
+  const float* ckv = nullptr;          ///< [N, d_c]
+  const float* kpe = nullptr;          ///< [N, d_R]
+  const float* q = nullptr;            ///< [N, H, d_c + d_R] absorbed
+  int64_t heads = 0, kv_rank = 0, rope_dim = 0;
+  double scale = 0;                    ///< 1/sqrt(head_dim), the unabsorbed form's
+  bool causal = true;
+};
+
+/// Absorbed MLA decoding over a cache the backend owns (its rows [c, k_R],
+/// in whatever format: float, BF16, FP8 pages). For each layer the model
+/// calls attend(); the backend appends the new rows to each segment's slot
+/// and returns latent [N, H, d_c] = sum_j p_ij c_j, p = softmax over the
+/// slot's rows up to the query's own (causal) of scale (q_c.c_j + q_R.k_R,j).
+/// The model then applies W_UV per head and o_proj.
+class MlaBackend {
+ public:
+  virtual ~MlaBackend() = default;
+  /// Tokens of the slot that every layer holds (the next token's position).
+  virtual int64_t length(int32_t slot) const = 0;
+  virtual void attend(const MlaCall& call, float* latent) = 0;
+};
+
+/// The reference backend: float32 rows per slot and layer, attention in
+/// double. Tests check absorbed decoding through it against the unabsorbed
+/// forward; tools copy its shape for quantized caches.
+class DenseMlaCache : public MlaBackend {
+ public:
+  DenseMlaCache(const Config& config, int64_t slots);
+  int64_t length(int32_t slot) const override;
+  void attend(const MlaCall& call, float* latent) override;
+
+ private:
+  int64_t layers_, width_;
+  std::vector<std::vector<std::vector<float>>> rows_;  // [slot][layer] -> rows of d_c + d_R
 };
 
 enum class LogitRows {
@@ -130,6 +181,9 @@ struct ForwardOptions {
   KvCache* cache = nullptr;
   Observer* observer = nullptr;
   int64_t step = 0;  ///< handed to the observer
+  /// mla models: absorbed decoding through this backend, which owns the
+  /// cache (then 'cache' must be null; inference only).
+  MlaBackend* mla = nullptr;
 };
 
 /// A view of a config and its weights; const and re-entrant: separate
