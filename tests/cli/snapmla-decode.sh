@@ -22,6 +22,7 @@ check "attend in two shards (--shard) and the portable copy" sh -c "
   nk-data -q merge sh0.h5 sh1.h5 -o merged.h5 && $S -q attend -i kv_snapmla644.h5 --queries c.h5 -o whole.h5 &&
   NK_KERNELS_ISA=generic $S -q attend -i kv_snapmla644.h5 --queries c.h5 -o generic.h5"
 check "eval (every layout against float64)" sh -c "$S -q gen --batch 2 --tokens 1024 --heads 8 --seed 5 -o big.h5 && $S eval -i big.h5 -o ev.h5 > ev.tsv"
+check "plot: each layout's error against N from two eval tables (an SVG, one line per layout and PV mode)" sh -c "$S -q gen --batch 2 --tokens 256 --heads 8 --seed 5 -o small.h5 && $S -q eval -i small.h5 -o ev256.h5 > /dev/null && $S -q plot ev.h5 ev256.h5 -o err.svg && grep -q 'snapmla644 (fp8 PV)' err.svg && grep -q 'cached tokens N' err.svg"
 check "speed (every layout, 2 repeats)" sh -c "$S -q speed -i big.h5 --repeats 2 -o speed.h5 > speed.tsv"
 check "serve: bf16 and snapmla644 under one budget" sh -c "$S -q --seed 2 serve --budget-mib 0.3 --requests 6 --prompt-tokens 40 --output-tokens 200 --heads 4 --d-c 128 --d-r 16 -o serve.h5 > serve.tsv"
 # The shipped MLA model's perplexity with its cache in each layout, on text
@@ -73,6 +74,7 @@ print('worst relative difference', worst)
 assert worst < 1e-4
 "
 expect_fail "capture at a layer the model lacks" 2 "is not one of the model's 4 layers" $S capture --model "$M" --text "$NK_SOURCE/README.md" --layer 4 -o bad.h5
+expect_fail "plot of an eval --model table" 3 "eval --model table" $S plot em.h5 -o bad.svg
 expect_fail "eval --model of a gqa model" 2 "not an mla model" $S eval --model "$NK_SOURCE/data/lm/causal.h5" --text "$NK_SOURCE/README.md" -o bad.h5
 expect_fail "eval --model with -i" 2 "goes without it" $S eval --model "$M" -i c.h5 --text "$NK_SOURCE/README.md" -o bad.h5
 expect_fail "eval --model without text" 2 "exactly one of --corpus, --text" $S eval --model "$M" -o bad.h5

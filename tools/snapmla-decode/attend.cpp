@@ -62,7 +62,21 @@ void attend_verb(const AttendOptionsCli& o, const nk::RunEnv& env) {
   const int64_t rows = end - begin, H = q.heads;
   std::vector<float> out(static_cast<size_t>(std::max<int64_t>(rows, 0) * H * paged.dc)), lse(static_cast<size_t>(std::max<int64_t>(rows, 0) * H));
   const PagedView view = paged.view();
-  const double best = nk::best_seconds(o.repeats, [&] { attend(view, q.q.data(), H, begin, end, ao, out.data(), lse.data()); });
+  const bool gpu = env.cuda() && cuda_supports(paged.layout, pv, ao, paged.dc, paged.dr);
+  if (env.cuda() && !gpu)
+    spdlog::info("attend: no CUDA path for {} with {} PV{} (the GPU runs bf16 and snapmla644 with fp8 PV): the CPU decodes",
+                 layout_name(paged.layout), pv_name(pv), o.q_fp32 || o.plain_scores ? " and these options" : "");
+  double best = 0;
+  if (gpu) {
+    best = 1e30;
+    for (int r = 0; r < std::max(1, o.repeats); ++r) {
+      double ms = 0;
+      attend_cuda(view, q.q.data(), H, begin, end, ao, out.data(), lse.data(), &ms);
+      best = std::min(best, ms / 1e3);
+    }
+  } else {
+    best = nk::best_seconds(o.repeats, [&] { attend(view, q.q.data(), H, begin, end, ao, out.data(), lse.data()); });
+  }
   int64_t tokens = 0;
   for (int64_t b = begin; b < end; ++b) tokens += paged.lengths[static_cast<size_t>(b)];
   nk::h5::Writer w(o.output, kAttendSchema, o.no_clobber);
@@ -75,12 +89,12 @@ void attend_verb(const AttendOptionsCli& o, const nk::RunEnv& env) {
   w.attr("/", "softmax_scale", q.softmax_scale);
   w.attr("/", "rows", std::to_string(begin) + ":" + std::to_string(end));
   w.attr("/", "seconds", best);
-  w.attr("/", "isa", kernel_isa());
+  w.attr("/", "isa", gpu ? "cuda" : kernel_isa());
   w.attr("/", "cache_bytes", static_cast<int64_t>(tokens * paged.row_bytes));
   w.commit();
   spdlog::info("{} ({} PV{}): rows {}..{}, {} heads, {} tokens in {:.3f} ms ({:.2f} GB/s of cache, {} copy)", layout_name(paged.layout),
                pv_name(pv), o.q_fp32 ? ", fp32 query" : "", begin, end, H, tokens, best * 1e3,
-               static_cast<double>(tokens * paged.row_bytes) / best / 1e9, kernel_isa());
+               static_cast<double>(tokens * paged.row_bytes) / best / 1e9, gpu ? "cuda" : kernel_isa());
 }
 
 }  // namespace snapmla

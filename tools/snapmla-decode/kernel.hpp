@@ -47,6 +47,17 @@ void attend(const PagedView& kv, const float* queries, int64_t heads, int64_t ro
 /// The copy that runs: "avx2" or "generic".
 const char* kernel_isa();
 
+/// Whether the GPU kernel (kernels/cuda/mla) runs this configuration: bf16
+/// rows with FP32 PV (its MMA rounds P to BF16, as FlashMLA) or snapmla644
+/// with FP8 PV, pre-posed scores, a quantized query; d_c 128/256/512, d_R a
+/// multiple of 16 up to 256.
+bool cuda_supports(Layout layout, Pv pv, const AttendOptions& options, int64_t dc, int64_t dr);
+/// attend on the GPU (options.splits 0: enough parts for a large GPU); the
+/// kernel's own milliseconds (the fastest of one run) in compute_ms.
+/// Exit 1 naming the CUDA error when the device fails.
+void attend_cuda(const PagedView& kv, const float* queries, int64_t heads, int64_t row_begin, int64_t row_end,
+                 const AttendOptions& options, float* out, float* lse, double* compute_ms = nullptr);
+
 namespace detail {
 
 /// One (row, part)'s running softmax state and its scratch.

@@ -70,6 +70,12 @@ int main(int argc, char** argv) {
   capture_verb->add_option("--context", capture.context, "Tokens a window, N (0: the model's context)")->check(Range(int64_t{0}, int64_t{1} << 20));
   nk::cli::App::add_output(*capture_verb, capture.output, capture.no_clobber);
 
+  snapmla::PlotOptions plot;
+  CLI::App* plot_verb = cli.add_verb("plot", "An SVG of each layout's error against the cache length N, from eval tables");
+  plot_verb->add_option("inputs", plot.inputs, "eval -o tables of caches of several lengths")->required()->check(CLI::ExistingFile);
+  plot_verb->add_option("--measure", plot.measure, "rel_l2, max_rel or lse_abs")->check(CLI::IsMember({"rel_l2", "max_rel", "lse_abs"}));
+  nk::cli::App::add_output(*plot_verb, plot.output, plot.no_clobber, "the SVG");
+
   snapmla::EvalOptions eval;
   CLI::App* eval_verb = cli.add_verb("eval", "Each layout's error against float64 attention over the float cache");
   nk::cli::App::add_input(*eval_verb, eval.input, "the float cache with /q (gen's)");
@@ -120,6 +126,7 @@ int main(int argc, char** argv) {
     }
     if (*attend_verb) snapmla::attend_verb(attend, cli.env());
     if (*capture_verb) snapmla::capture(capture, cli.env());
+    if (*plot_verb) snapmla::plot(plot, cli.env());
     if (*eval_verb) snapmla::eval(eval, cli.env());
     if (*speed_verb) snapmla::speed(speed, cli.env());
     if (*serve_verb) snapmla::serve(serve, cli.env());

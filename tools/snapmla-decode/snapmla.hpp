@@ -79,6 +79,14 @@ struct CaptureOptions {
 };
 void capture(const CaptureOptions& options, const nk::RunEnv& env);
 
+struct PlotOptions {
+  std::vector<std::string> inputs;
+  std::string output = "-", measure = "rel_l2";
+  bool no_clobber = false;
+};
+/// An SVG of each layout's error against the cache length, from eval tables.
+void plot(const PlotOptions& options, const nk::RunEnv& env);
+
 struct SpeedOptions {
   std::string input = "-", output;
   bool no_clobber = false;

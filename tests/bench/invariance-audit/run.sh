@@ -8,7 +8,7 @@
 #     share of this machine's SGEMM rate (torch, 2048^3, 2 threads);
 #  2. the comparison, by eval: ndtm, dps, none (the prior alone), invert (no prior) and the
 #     dedicated conditional model (train-dedicated until its samples' Frechet distance is within
-#     10% of ndtm's, checked every 500 steps as eval measures it, or DED_SECONDS) on the CNN's
+#     10% of ndtm's, checked every CHECK_EVERY (100) steps as eval measures it, or DED_SECONDS) on the CNN's
 #     penultimate features, planted:pca32, and without it on the CNN's logits, random
 #     features and a spike-sft conv network's firing rates (QC queries, 4 per class at 40);
 #     ndtm, dps, none, invert on planted:mask-left and planted:down4 (QP queries) and
@@ -102,10 +102,13 @@ PYEOF
 # The extractors (a later PART reuses those of an earlier run in the same OUT_DIR).
 [ "$PART" != all ] && [ -f "$out/cnn.h5" ] ||
   invariance-audit -q $T --seed 2 train-extractor -i "$work/train.h5" --kind cnn --epochs "$EPOCHS" -o "$out/cnn.h5"
-[ "$PART" != all ] && [ -f "$out/rf.h5" ] ||
-  invariance-audit -q $T --seed 3 train-extractor -i "$work/train.h5" --kind random-features --components 64 -o "$out/rf.h5"
-[ "$PART" != all ] && [ -f "$out/snn.h5" ] ||
-  spike-sft -q $T --seed 5 pretrain -i "$work/train.h5" --conv 8,16 --epochs "$EPOCHS" -o "$out/snn.h5"
+# random features and the spiking network serve only the real-extractor piece.
+if [ "$PART" = all ] || [ "$PART" = real ]; then
+  [ "$PART" != all ] && [ -f "$out/rf.h5" ] ||
+    invariance-audit -q $T --seed 3 train-extractor -i "$work/train.h5" --kind random-features --components 64 -o "$out/rf.h5"
+  [ "$PART" != all ] && [ -f "$out/snn.h5" ] ||
+    spike-sft -q $T --seed 5 pretrain -i "$work/train.h5" --conv 8,16 --epochs "$EPOCHS" -o "$out/snn.h5"
+fi
 CNN="$out/cnn.h5:penultimate"
 mkdir -p "$out/grids"
 if [ "$PART" = all ] || [ "$PART" = real ]; then
@@ -115,7 +118,7 @@ invariance-audit -q $T --seed 1 eval --queries "$work/qc.h5" --reference "$work/
 fi
 if [ "$PART" = all ] || [ "$PART" = dedicated ]; then
 # The dedicated baseline, trained until its samples are as realistic as ndtm's (Frechet distance
-# within 10%, measured as eval measures it, every 500 steps) or DED_SECONDS of training.
+# within 10%, measured as eval measures it, every CHECK_EVERY steps) or DED_SECONDS of training.
 for e in cnn pca32; do
   spec=$CNN; [ $e = pca32 ] && spec=planted:pca32
   target=$("$PY" -c "
@@ -125,7 +128,7 @@ ex = [v.decode() for v in t['extractor'][()]]; me = [v.decode() for v in t['meth
 print(1.1 * t['frechet'][[i for i in range(len(ex)) if ex[i] == sys.argv[2] and me[i] == 'ndtm'][0]])" "$out/eval-real.h5" "$spec")
   invariance-audit $T --seed 1 train-dedicated -i "$work/train.h5" --extractor "$spec" --steps "$DED_STEPS" \
     --max-seconds "$DED_SECONDS" --until-frechet "$target" --queries "$work/qc.h5" --reference "$work/ref.h5" \
-    --check-every 500 -o "$out/ded-$e.h5" 2>&1 | grep -E "steps in|reached|Frechet distance" || true
+    --check-every "${CHECK_EVERY:-100}" -o "$out/ded-$e.h5" 2>&1 | grep -E "steps in|reached|Frechet distance" || true
 done
 invariance-audit -q $T --seed 1 eval --queries "$work/qc.h5" --reference "$work/ref.h5" --samples 8 \
   --extractors "$CNN,planted:pca32" --methods dedicated --bits-steps 32 \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run.sh BIN_DIR [OUT_DIR] - snapmla-decode's benchmark, one run (2 threads, nothing else running):
-#  A. accuracy: every layout's error against float64 (eval) at N = 4K and 32K on the deepseek
-#     profile (2 sequences, 16 heads), snapmla644 with both PV modes; at 32K also with the heavy
+#  A. accuracy: every layout's error against float64 (eval) at N = 1K..32K on the deepseek
+#     profile (2 sequences, 16 heads), snapmla644 with both PV modes, plotted against N (plot:
+#     error-vs-n.svg); at 32K also with the heavy
 #     RoPE channels at 500 and 2000 (the ratio snapmla644 / fp8-naive depends on them) and the iid
 #     profile; the goal: snapmla644's error <= 0.2x fp8-naive's at 32K;
 #  A2. the shipped MLA model (data/lm/mla.h5, d_c 128 = 8 d_R): perplexity with its cache in each
@@ -31,11 +32,15 @@ T="--threads 2"
 started=$SECONDS
 
 echo "== A. accuracy: relative L2 error of the latent outputs against float64 (eval)"
-for n in 4096 32768; do
+tables=()
+for n in ${NS_ACC:-1024 2048 4096 8192 16384 32768}; do
   snapmla-decode -q $T gen --batch 2 --tokens $n --heads 16 --seed 1 -o "$work/acc.h5"
   echo "-- deepseek profile, N = $n"
   snapmla-decode $T eval -i "$work/acc.h5" -o "$out/eval-$n.h5"
+  tables+=("$out/eval-$n.h5")
 done
+snapmla-decode plot "${tables[@]}" -o "$out/error-vs-n.svg"
+echo "error against N per layout: $out/error-vs-n.svg"
 for hs in 500 2000; do
   snapmla-decode -q $T gen --batch 2 --tokens 32768 --heads 16 --heavy-scale $hs --seed 1 -o "$work/acc.h5"
   echo "-- deepseek profile, N = 32768, heavy RoPE magnitude $hs"

@@ -226,7 +226,36 @@ struct nk_cuda_smoothing {
   int (*destroy)(void* state, char* error, size_t error_size);
 };
 
+extern "C" {
+/// Paged MLA decode attention (snapmla-decode). kernels/cuda/mla/.
+struct nk_cuda_mla {
+  static constexpr const char* family = "mla";
+  static constexpr int version = 1;
+  nk_cuda_family_header header;
+  /// Decode attention of 'batch' rows over 64-token pages [page_count, 64,
+  /// row_bytes] of layout 0 = bf16 (BF16 c then k_R; BF16 mma.sync, P
+  /// rounded to BF16) or 1 = snapmla644 (E4M3 codes of c/s_t, s_t, BF16
+  /// k_R/s_t; FP8 mma.sync for the content scores and for PV with P' = P s_t
+  /// quantized per head and page, BF16 mma.sync for the RoPE scores, all in
+  /// one FP32 accumulator; compute capability >= 8.9). block_table
+  /// [batch, max_pages], lengths [batch] (>= 1, within the pages). Queries
+  /// as the kernel multiplies them: q_content [batch, heads, dc] (layout 0:
+  /// BF16 bits, 2 bytes each; layout 1: E4M3 codes of q_c/s_q), q_rope
+  /// [batch, heads, dr] BF16 bits (layout 1: q_R/s_q), factor [batch, heads]
+  /// = softmax_scale s_q. d_c 128, 256 or 512, d_R a multiple of 16 (<=
+  /// 256). Each row's pages split into 'splits' parts merged by their maxima
+  /// and sums. out [batch, heads, dc], lse [batch, heads] (natural log).
+  /// Runs max(1, repeats) times; compute_ms is the fastest.
+  /// CPU twin: tools/snapmla-decode/kernel.cpp (snapmla::attend).
+  int (*decode_f32)(const unsigned char* pages, long page_count, long row_bytes, int layout, long dc, long dr,
+                    const int* block_table, long max_pages, const int* lengths, long batch,
+                    const unsigned char* q_content, const unsigned short* q_rope, const float* factor, long heads,
+                    long splits, int repeats, float* out, float* lse, nk_cuda_timing* timing, char* error,
+                    size_t error_size);
+};
+}
+
 /// Every family of the module, X(type): the module's lookup and the test that
 /// loads each family and checks that every entry is set both iterate it.
 #define NK_CUDA_FAMILIES(X) X(nk_cuda_core) X(nk_cuda_blas) X(nk_cuda_fft) X(nk_cuda_attention) X(nk_cuda_conv) X(nk_cuda_louver) \
-  X(nk_cuda_committee) X(nk_cuda_probe) X(nk_cuda_smoothing)
+  X(nk_cuda_committee) X(nk_cuda_probe) X(nk_cuda_smoothing) X(nk_cuda_mla)
