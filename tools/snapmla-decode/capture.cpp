@@ -35,10 +35,11 @@ void capture(const CaptureOptions& o, const nk::RunEnv& env) {
   if (!o.text.empty() == !o.corpus.empty()) throw nk::usage_error("capture: give exactly one of --corpus, --text");
   const nk::lm::Checkpoint ck = nk::lm::load_checkpoint(o.model);
   const nk::lm::Config& c = ck.weights.config();
-  if (!c.mla()) throw nk::usage_error("capture: " + o.model + " is not an mla model (train one with nk-lm train --attention mla)");
+  if (!c.mla())
+    throw nk::usage_error("capture: " + o.model + " is not an mla model (train one with nk-lm train --attention mla)");
   if (o.layer < 0 || o.layer >= c.n_layers)
-    throw nk::usage_error("capture: --layer " + std::to_string(o.layer) + " is not one of the model's " + std::to_string(c.n_layers) +
-                          " layers (0-based)");
+    throw nk::usage_error("capture: --layer " + std::to_string(o.layer) + " is not one of the model's " +
+                          std::to_string(c.n_layers) + " layers (0-based)");
   const std::vector<std::vector<int32_t>> windows =
       held_out_windows(ck, o.model, o.corpus, o.text, o.windows, o.context, "capture");
   const int64_t B = static_cast<int64_t>(windows.size()), T = static_cast<int64_t>(windows.front().size());
@@ -47,7 +48,8 @@ void capture(const CaptureOptions& o, const nk::RunEnv& env) {
   nk::lm::Workspace ws(c, {T, T, false});
   LayerCatch catcher;
   catcher.layer = o.layer, catcher.dc = dc, catcher.dr = dr, catcher.dq = H * dq;
-  std::vector<float> ckv(static_cast<size_t>(B * T * dc)), kpe(static_cast<size_t>(B * T * dr)), q(static_cast<size_t>(B * H * dq));
+  std::vector<float> ckv(static_cast<size_t>(B * T * dc)), kpe(static_cast<size_t>(B * T * dr)),
+      q(static_cast<size_t>(B * H * dq));
   const std::vector<int64_t> offsets{0, T};
   for (int64_t b = 0; b < B; ++b) {
     nk::lm::ForwardOptions fo;

@@ -76,14 +76,16 @@ double token_by_token(const nk::lm::Model& model, const std::vector<int32_t>& wi
       const std::vector<int64_t> offsets{0, n};
       nk::lm::ForwardOptions fo;
       fo.mla = cache.get();
-      model.forward({std::span<const int32_t>(window.data() + begin, static_cast<size_t>(n)), offsets, {}, slots}, ws, fo);
+      model.forward({std::span<const int32_t>(window.data() + begin, static_cast<size_t>(n)), offsets, {}, slots}, ws,
+                    fo);
       std::copy_n(ws.logits(), n * V, logits.begin() + begin * V);
     }
     return logits;
   };
   const std::vector<float> forced = run(kCheckChunk), stepwise = run(1);
   double worst = 0;
-  for (size_t i = 0; i < forced.size(); ++i) worst = std::max(worst, static_cast<double>(std::fabs(forced[i] - stepwise[i])));
+  for (size_t i = 0; i < forced.size(); ++i)
+    worst = std::max(worst, static_cast<double>(std::fabs(forced[i] - stepwise[i])));
   return worst;
 }
 
@@ -91,19 +93,24 @@ double token_by_token(const nk::lm::Model& model, const std::vector<int32_t>& wi
 
 void eval_model(const EvalOptions& o, const nk::RunEnv& env) {
   if (!o.text.empty() == !o.corpus.empty()) throw nk::usage_error("eval --model: give exactly one of --corpus, --text");
-  const std::vector<std::pair<Layout, Pv>> configs =
-      parse_layout_specs(o.layouts, "--layouts",
-                         {{Layout::bf16, Pv::fp32}, {Layout::flashmla656, Pv::fp32}, {Layout::snapmla644, Pv::fp8},
-                          {Layout::snapmla644, Pv::fp32}, {Layout::fp8_naive, Pv::fp8}});
+  const std::vector<std::pair<Layout, Pv>> configs = parse_layout_specs(o.layouts, "--layouts",
+                                                                        {{Layout::bf16, Pv::fp32},
+                                                                         {Layout::flashmla656, Pv::fp32},
+                                                                         {Layout::snapmla644, Pv::fp8},
+                                                                         {Layout::snapmla644, Pv::fp32},
+                                                                         {Layout::fp8_naive, Pv::fp8}});
   const nk::lm::Checkpoint ck = nk::lm::load_checkpoint(o.model);
   const nk::lm::Config& c = ck.weights.config();
-  if (!c.mla()) throw nk::usage_error("eval: " + o.model + " is not an mla model (train one with nk-lm train --attention mla)");
-  if (c.mode != nk::lm::Mode::causal) throw nk::usage_error("eval: " + o.model + " is a diffusion model; perplexity needs a causal one");
-  const std::vector<std::vector<int32_t>> windows = held_out_windows(ck, o.model, o.corpus, o.text, o.windows, o.context, "eval");
+  if (!c.mla())
+    throw nk::usage_error("eval: " + o.model + " is not an mla model (train one with nk-lm train --attention mla)");
+  if (c.mode != nk::lm::Mode::causal)
+    throw nk::usage_error("eval: " + o.model + " is a diffusion model; perplexity needs a causal one");
+  const std::vector<std::vector<int32_t>> windows =
+      held_out_windows(ck, o.model, o.corpus, o.text, o.windows, o.context, "eval");
   const nk::lm::Model model(ck.weights);
   const int64_t T = static_cast<int64_t>(windows.front().size());
-  spdlog::info("eval: {}: {} windows of {} tokens; d_c {}, d_R {}, {} heads, {} layers", o.model, windows.size(), T, c.kv_rank,
-               c.rope_dim, c.n_heads, c.n_layers);
+  spdlog::info("eval: {}: {} windows of {} tokens; d_c {}, d_R {}, {} heads, {} layers", o.model, windows.size(), T,
+               c.kv_rank, c.rope_dim, c.n_heads, c.n_layers);
   struct Row {
     std::string layout, pv;
     int64_t bytes;
@@ -111,7 +118,8 @@ void eval_model(const EvalOptions& o, const nk::RunEnv& env) {
   };
   std::vector<Row> rows;
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  const auto add = [&](const std::string& name, const std::string& pv, int64_t bytes, const Scored& s, double diff, double secs) {
+  const auto add = [&](const std::string& name, const std::string& pv, int64_t bytes, const Scored& s, double diff,
+                       double secs) {
     const double nll = s.nats / static_cast<double>(s.predicted);
     rows.push_back({name, pv, bytes, nll, std::exp(nll), nan, diff, secs});
   };
@@ -135,10 +143,10 @@ void eval_model(const EvalOptions& o, const nk::RunEnv& env) {
     const double secs = t.seconds();
     c_amax = cache.c_amax(), kr_amax = cache.kr_amax();
     add(layout_name(layout), pv_name(pv), row_bytes(layout, c.kv_rank, c.rope_dim), s,
-        o.check_decode ? token_by_token(model, windows.front(), [&] {
-          return std::make_unique<LayoutMlaCache>(c, layout, pv, o.q_fp32, 1, env.threads);
-        })
-                       : nan,
+        o.check_decode
+            ? token_by_token(model, windows.front(),
+                             [&] { return std::make_unique<LayoutMlaCache>(c, layout, pv, o.q_fp32, 1, env.threads); })
+            : nan,
         secs);
     progress.update(static_cast<int64_t>(rows.size()));
   }
@@ -149,8 +157,8 @@ void eval_model(const EvalOptions& o, const nk::RunEnv& env) {
   for (Row& r : rows) r.vs_bf16 = 100.0 * (r.ppl / bf16 - 1.0);
   std::vector<std::vector<std::string>> cells;
   for (const Row& r : rows)
-    cells.push_back({r.layout, r.pv, nk::cell(static_cast<long long>(r.bytes)), nk::cell(r.nll, "%.5f"), nk::cell(r.ppl, "%.4f"),
-                     std::isnan(r.vs_bf16) ? "-" : nk::cell(r.vs_bf16, "%+.3f%%"),
+    cells.push_back({r.layout, r.pv, nk::cell(static_cast<long long>(r.bytes)), nk::cell(r.nll, "%.5f"),
+                     nk::cell(r.ppl, "%.4f"), std::isnan(r.vs_bf16) ? "-" : nk::cell(r.vs_bf16, "%+.3f%%"),
                      std::isnan(r.decode_diff) ? "-" : nk::cell(r.decode_diff, "%.1e")});
   nk::Table::print(stdout, {"cache", "pv", "bytes/token", "nll", "perplexity", "vs_bf16", "token_by_token"}, cells,
                    nk::Table::Layout::automatic, {0, 1});
@@ -162,8 +170,8 @@ void eval_model(const EvalOptions& o, const nk::RunEnv& env) {
     std::vector<int64_t> bytes;
     std::vector<double> nll, ppl, vs, diff, secs;
     for (const Row& r : rows)
-      names.push_back(r.layout), pvs.push_back(r.pv), bytes.push_back(r.bytes), nll.push_back(r.nll), ppl.push_back(r.ppl),
-          vs.push_back(r.vs_bf16), diff.push_back(r.decode_diff), secs.push_back(r.seconds);
+      names.push_back(r.layout), pvs.push_back(r.pv), bytes.push_back(r.bytes), nll.push_back(r.nll),
+          ppl.push_back(r.ppl), vs.push_back(r.vs_bf16), diff.push_back(r.decode_diff), secs.push_back(r.seconds);
     const int64_t n = static_cast<int64_t>(rows.size());
     w.write_strings("/table/layout", names, "R");
     w.write_strings("/table/pv", pvs, "R");

@@ -33,6 +33,9 @@ RoundScaled round_bf16_scaled_avx2() { return nullptr; }
 bool round_e4m3_avx2(const float*, float*, int64_t) { return false; }
 bool decode_e4m3_avx2(const uint8_t*, float*, int64_t) { return false; }
 #endif
+#ifndef NK_SNAPMLA_HAVE_AVX512_COPY
+PageStep page_step_avx512() { return nullptr; }
+#endif
 
 }  // namespace detail
 
@@ -40,8 +43,10 @@ namespace {
 
 detail::PageStep chosen_step() {
   static const detail::PageStep step = [] {
-    detail::PageStep avx2 = detail::page_step_avx2();
-    if (avx2 && nk::kernels::cpu_isa("NK_KERNELS_ISA") >= nk::kernels::Isa::avx2) return avx2;
+    const nk::kernels::Isa isa = nk::kernels::cpu_isa("NK_KERNELS_ISA");
+    detail::PageStep avx512 = detail::page_step_avx512(), avx2 = detail::page_step_avx2();
+    if (avx512 && avx2 && isa >= nk::kernels::Isa::avx512) return avx512;
+    if (avx2 && isa >= nk::kernels::Isa::avx2) return avx2;
     return detail::page_step_generic();
   }();
   return step;
@@ -49,7 +54,10 @@ detail::PageStep chosen_step() {
 
 }  // namespace
 
-const char* kernel_isa() { return chosen_step() == detail::page_step_generic() ? "generic" : "avx2"; }
+const char* kernel_isa() {
+  const detail::PageStep step = chosen_step();
+  return step == detail::page_step_generic() ? "generic" : step == detail::page_step_avx2() ? "avx2" : "avx512bf16";
+}
 
 int64_t auto_splits(int64_t rows, int64_t pages_per_row, int threads) {
   // Enough parts that every thread has two, none shorter than 4 pages.
@@ -141,10 +149,14 @@ void attend(const PagedView& kv, const float* queries, int64_t heads, int64_t ro
       const Item& it = items[static_cast<size_t>(i)];
       const int64_t b = row_begin + it.row, length = kv.lengths[b];
       const detail::QueryBlock q{qc.data() + it.row * heads * dc, qr.data() + it.row * heads * dr,
-                                 factor.data() + it.row * heads, heads};
+                                 factor.data() + it.row * heads, heads, o.q_fp32 && kv.layout == Layout::snapmla644};
       for (int64_t p = it.page_begin; p < it.page_end; ++p) {
         const int64_t page = kv.block_table[b * kv.max_pages + p];
         const int64_t n = std::min<int64_t>(kPageTokens, length - p * kPageTokens);
+        if (p + 1 < it.page_end) {  // the next page's first rows on their way (the copies fetch ahead within a page)
+          const char* next = reinterpret_cast<const char*>(kv.pages + kv.block_table[b * kv.max_pages + p + 1] * kPageTokens * kv.row_bytes);
+          for (int64_t off = 0; off < 16 * kv.row_bytes; off += 64) __builtin_prefetch(next + off);
+        }
         step(kv, kv.pages + page * kPageTokens * kv.row_bytes, n, q, o.pv, o.pre_posed, m.data() + i * heads,
              l.data() + i * heads, acc.data() + i * heads * dc, scratch);
       }

@@ -72,6 +72,7 @@ struct QueryBlock {
   const float* qr;
   const float* factor;
   int64_t heads;
+  bool fp32 = false;  ///< the query parts are plain floats (--q-fp32), not BF16/E4M3 values
 };
 
 /// Folds one page of n <= 64 rows into (m, l, acc) for every head.
@@ -79,6 +80,7 @@ using PageStep = void (*)(const PagedView& kv, const uint8_t* rows, int64_t n, c
                           bool pre_posed, float* m, float* l, float* acc, PageScratch& scratch);
 PageStep page_step_generic();
 PageStep page_step_avx2();  ///< null where the build has no AVX2 copy
+PageStep page_step_avx512();  ///< null where the build or the CPU has no AVX-512 BF16 (decodes E4M3 in the AVX2 copy's unit)
 /// The unit in which a copy's page step decodes E4M3 values (1 or 2^-8); the
 /// driver multiplies the query parts that meet codes by its inverse.
 float code_unit_avx2();

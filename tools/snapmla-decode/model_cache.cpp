@@ -11,7 +11,8 @@
 
 namespace snapmla {
 
-LayoutMlaCache::LayoutMlaCache(const nk::lm::Config& config, Layout layout, Pv pv, bool q_fp32, int64_t slots, int threads)
+LayoutMlaCache::LayoutMlaCache(const nk::lm::Config& config, Layout layout, Pv pv, bool q_fp32, int64_t slots,
+                               int threads)
     : layout_(layout), layers_(config.n_layers), dc_(config.kv_rank), dr_(config.rope_dim) {
   if (!config.mla()) throw nk::usage_error("the model is not an mla model (its attention is gqa)");
   if (layout == Layout::flashmla656 && dc_ % kFlashTile != 0)
@@ -25,7 +26,8 @@ LayoutMlaCache::LayoutMlaCache(const nk::lm::Config& config, Layout layout, Pv p
 }
 
 int64_t LayoutMlaCache::length(int32_t slot) const {
-  if (slot < 0 || slot >= static_cast<int32_t>(rows_.size())) throw nk::usage_error("no cache slot " + std::to_string(slot));
+  if (slot < 0 || slot >= static_cast<int32_t>(rows_.size()))
+    throw nk::usage_error("no cache slot " + std::to_string(slot));
   return rows_[static_cast<size_t>(slot)].back().count;
 }
 
@@ -72,9 +74,9 @@ void LayoutMlaCache::attend(const nk::lm::MlaCall& call, float* latent) {
   }
 }
 
-std::vector<std::vector<int32_t>> held_out_windows(const nk::lm::Checkpoint& ck, const std::string& model, const std::string& corpus_path,
-                                                   const std::string& text_path, int64_t windows_wanted, int64_t context,
-                                                   const std::string& verb) {
+std::vector<std::vector<int32_t>> held_out_windows(const nk::lm::Checkpoint& ck, const std::string& model,
+                                                   const std::string& corpus_path, const std::string& text_path,
+                                                   int64_t windows_wanted, int64_t context, const std::string& verb) {
   const nk::lm::Config& c = ck.weights.config();
   const int64_t T = context > 0 ? context : c.max_seq;
   if (T < 2 || T > c.max_seq)
@@ -101,10 +103,9 @@ std::vector<std::vector<int32_t>> held_out_windows(const nk::lm::Checkpoint& ck,
     windows.emplace_back(stream.begin() + k * T, stream.begin() + (k + 1) * T);
   }
   if (windows.empty())
-    throw nk::usage_error(verb + ": the held-out text has " + std::to_string(stream.size()) + " tokens, fewer than one window of " +
-                          std::to_string(T));
+    throw nk::usage_error(verb + ": the held-out text has " + std::to_string(stream.size()) +
+                          " tokens, fewer than one window of " + std::to_string(T));
   return windows;
 }
-
 
 }  // namespace snapmla

@@ -49,8 +49,8 @@ class LayoutMlaCache : public nk::lm::MlaBackend {
 /// 'windows' are taken, spread evenly over the text. Usage errors (exit 2,
 /// prefixed by 'verb') for a context beyond the model's, a model without a
 /// tokenizer, a corpus of another tokenizer, text shorter than one window.
-std::vector<std::vector<int32_t>> held_out_windows(const nk::lm::Checkpoint& ck, const std::string& model, const std::string& corpus_path,
-                                                   const std::string& text_path, int64_t windows, int64_t context,
-                                                   const std::string& verb);
+std::vector<std::vector<int32_t>> held_out_windows(const nk::lm::Checkpoint& ck, const std::string& model,
+                                                   const std::string& corpus_path, const std::string& text_path,
+                                                   int64_t windows, int64_t context, const std::string& verb);
 
 }  // namespace snapmla

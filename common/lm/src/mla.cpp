@@ -17,7 +17,8 @@ DenseMlaCache::DenseMlaCache(const Config& config, int64_t slots)
 }
 
 int64_t DenseMlaCache::length(int32_t slot) const {
-  if (slot < 0 || slot >= static_cast<int32_t>(rows_.size())) throw usage_error("DenseMlaCache: no slot " + std::to_string(slot));
+  if (slot < 0 || slot >= static_cast<int32_t>(rows_.size()))
+    throw usage_error("DenseMlaCache: no slot " + std::to_string(slot));
   return static_cast<int64_t>(rows_[static_cast<size_t>(slot)].back().size()) / width_;
 }
 
@@ -27,7 +28,8 @@ void DenseMlaCache::attend(const MlaCall& call, float* latent) {
   std::vector<int64_t> first(static_cast<size_t>(S));
   for (int64_t s = 0; s < S; ++s) {
     const int32_t slot = batch.slots[static_cast<size_t>(s)];
-    if (slot < 0 || slot >= static_cast<int32_t>(rows_.size())) throw usage_error("DenseMlaCache: no slot " + std::to_string(slot));
+    if (slot < 0 || slot >= static_cast<int32_t>(rows_.size()))
+      throw usage_error("DenseMlaCache: no slot " + std::to_string(slot));
     std::vector<float>& rows = rows_[static_cast<size_t>(slot)][static_cast<size_t>(call.layer)];
     first[static_cast<size_t>(s)] = static_cast<int64_t>(rows.size()) / width_;
     for (int64_t r = batch.offsets[static_cast<size_t>(s)]; r < batch.offsets[static_cast<size_t>(s + 1)]; ++r) {
@@ -42,7 +44,8 @@ void DenseMlaCache::attend(const MlaCall& call, float* latent) {
     int64_t s = 0;
     while (batch.offsets[static_cast<size_t>(s + 1)] <= r) ++s;
     const int64_t begin = batch.offsets[static_cast<size_t>(s)], n = batch.offsets[static_cast<size_t>(s + 1)] - begin;
-    const std::vector<float>& rows = rows_[static_cast<size_t>(batch.slots[static_cast<size_t>(s)])][static_cast<size_t>(call.layer)];
+    const std::vector<float>& rows =
+        rows_[static_cast<size_t>(batch.slots[static_cast<size_t>(s)])][static_cast<size_t>(call.layer)];
     const int64_t seen = first[static_cast<size_t>(s)] + (call.causal ? r - begin + 1 : n);
     const float* q = call.q + task * (dc + R);
     std::vector<double> p(static_cast<size_t>(seen));

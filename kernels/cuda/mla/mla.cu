@@ -76,16 +76,20 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], 
 #endif
 }
 
-__device__ __forceinline__ uint32_t load32(const uint8_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
+__device__ __forceinline__ uint32_t load32(const uint8_t* p) {
+  return *reinterpret_cast<const uint32_t*>(p);
+}
 
 /// Four bytes from four rows (the PV operand B: k = token, n = column).
 __device__ __forceinline__ uint32_t gather4(const uint8_t* p, int stride) {
-  return uint32_t(p[0]) | (uint32_t(p[stride]) << 8) | (uint32_t(p[2 * stride]) << 16) | (uint32_t(p[3 * stride]) << 24);
+  return uint32_t(p[0]) | (uint32_t(p[stride]) << 8) | (uint32_t(p[2 * stride]) << 16) |
+         (uint32_t(p[3 * stride]) << 24);
 }
 
 /// Two 16-bit values from two rows.
 __device__ __forceinline__ uint32_t gather2(const uint8_t* p, int stride) {
-  return uint32_t(*reinterpret_cast<const uint16_t*>(p)) | (uint32_t(*reinterpret_cast<const uint16_t*>(p + stride)) << 16);
+  return uint32_t(*reinterpret_cast<const uint16_t*>(p)) |
+         (uint32_t(*reinterpret_cast<const uint16_t*>(p + stride)) << 16);
 }
 
 /// NT = latent columns per warp / 8 (d_c = 32 NT).
@@ -96,17 +100,17 @@ __global__ void __launch_bounds__(kThreads) mla_decode(MlaArgs a) {
   const int b = blockIdx.z, split = blockIdx.y, h0 = blockIdx.x * kHeads;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, tig = lane & 3;
   const int qc_bytes = a.fp8 ? dc : 2 * dc;
-  uint8_t* page = smem;                                    // [64][row_bytes]
-  uint8_t* qc = page + kTokens * rb;                       // [16][qc_bytes]
-  uint8_t* qr = qc + kHeads * qc_bytes;                    // [16][dr] BF16
-  float* scores = reinterpret_cast<float*>(qr + kHeads * dr * 2);  // [16][64]
+  uint8_t* page = smem;                                                    // [64][row_bytes]
+  uint8_t* qc = page + kTokens * rb;                                       // [16][qc_bytes]
+  uint8_t* qr = qc + kHeads * qc_bytes;                                    // [16][dr] BF16
+  float* scores = reinterpret_cast<float*>(qr + kHeads * dr * 2);          // [16][64]
   uint8_t* probs = reinterpret_cast<uint8_t*>(scores + kHeads * kTokens);  // [16][64] codes or BF16
   float* st = reinterpret_cast<float*>(probs + kHeads * kTokens * 2);      // [64] token scales
-  float* row_m = st + kTokens;                             // [16] running max
-  float* row_l = row_m + kHeads;                           // [16] normaliser
-  float* rescale = row_l + kHeads;                         // [16] exp(m_old - m_new) of this page
-  float* pscale = rescale + kHeads;                        // [16] P' block scale
-  float* fac = pscale + kHeads;                            // [16] softmax_scale s_q (0: a padding head)
+  float* row_m = st + kTokens;                                             // [16] running max
+  float* row_l = row_m + kHeads;                                           // [16] normaliser
+  float* rescale = row_l + kHeads;                                         // [16] exp(m_old - m_new) of this page
+  float* pscale = rescale + kHeads;                                        // [16] P' block scale
+  float* fac = pscale + kHeads;                                            // [16] softmax_scale s_q (0: a padding head)
 
   const int length = a.lengths[b];
   const int pages_b = (length + kTokens - 1) / kTokens;
@@ -140,7 +144,9 @@ __global__ void __launch_bounds__(kThreads) mla_decode(MlaArgs a) {
       *reinterpret_cast<uint32_t*>(page + i) = i < n * rb ? load32(src + i) : 0u;  // rows past the length: zeros
     __syncthreads();
     if (threadIdx.x < kTokens)
-      st[threadIdx.x] = threadIdx.x >= n ? 0.f : a.fp8 ? *reinterpret_cast<const float*>(page + threadIdx.x * rb + dc) : 1.f;
+      st[threadIdx.x] = threadIdx.x >= n ? 0.f
+                        : a.fp8          ? *reinterpret_cast<const float*>(page + threadIdx.x * rb + dc)
+                                         : 1.f;
 
     // Scores of tokens 16 warp .. + 15, two n8 tiles.
     float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
@@ -156,8 +162,9 @@ __global__ void __launch_bounds__(kThreads) mla_decode(MlaArgs a) {
         }
       } else {
         for (int k = 0; k < dc; k += 16) {
-          const uint32_t qa[4] = {load32(qc + 2 * (g * dc + k + tig * 2)), load32(qc + 2 * ((g + 8) * dc + k + tig * 2)),
-                                  load32(qc + 2 * (g * dc + k + 8 + tig * 2)), load32(qc + 2 * ((g + 8) * dc + k + 8 + tig * 2))};
+          const uint32_t qa[4] = {
+              load32(qc + 2 * (g * dc + k + tig * 2)), load32(qc + 2 * ((g + 8) * dc + k + tig * 2)),
+              load32(qc + 2 * (g * dc + k + 8 + tig * 2)), load32(qc + 2 * ((g + 8) * dc + k + 8 + tig * 2))};
           const uint32_t kb[2] = {load32(row + 2 * (k + tig * 2)), load32(row + 2 * (k + 8 + tig * 2))};
           mma_bf16(s[t], qa, kb);
         }
@@ -165,7 +172,8 @@ __global__ void __launch_bounds__(kThreads) mla_decode(MlaArgs a) {
       const uint8_t* kr = row + (a.fp8 ? dc + 4 : 2 * dc);  // BF16 k_R (divided by s_t in snapmla644)
       for (int k = 0; k < dr; k += 16) {
         const uint32_t qa[4] = {load32(qr + 2 * (g * dr + k + tig * 2)), load32(qr + 2 * ((g + 8) * dr + k + tig * 2)),
-                                load32(qr + 2 * (g * dr + k + 8 + tig * 2)), load32(qr + 2 * ((g + 8) * dr + k + 8 + tig * 2))};
+                                load32(qr + 2 * (g * dr + k + 8 + tig * 2)),
+                                load32(qr + 2 * ((g + 8) * dr + k + 8 + tig * 2))};
         const uint32_t kb[2] = {load32(kr + 2 * (k + tig * 2)), load32(kr + 2 * (k + 8 + tig * 2))};
         mma_bf16(s[t], qa, kb);
       }
@@ -220,17 +228,19 @@ __global__ void __launch_bounds__(kThreads) mla_decode(MlaArgs a) {
       if (a.fp8) {
 #pragma unroll
         for (int kk = 0; kk < kTokens; kk += 32) {
-          const uint32_t pa[4] = {load32(probs + g * kTokens + kk + tig * 4), load32(probs + (g + 8) * kTokens + kk + tig * 4),
-                                  load32(probs + g * kTokens + kk + 16 + tig * 4),
-                                  load32(probs + (g + 8) * kTokens + kk + 16 + tig * 4)};
-          const uint32_t cb[2] = {gather4(page + (kk + tig * 4) * rb + col, rb), gather4(page + (kk + 16 + tig * 4) * rb + col, rb)};
+          const uint32_t pa[4] = {
+              load32(probs + g * kTokens + kk + tig * 4), load32(probs + (g + 8) * kTokens + kk + tig * 4),
+              load32(probs + g * kTokens + kk + 16 + tig * 4), load32(probs + (g + 8) * kTokens + kk + 16 + tig * 4)};
+          const uint32_t cb[2] = {gather4(page + (kk + tig * 4) * rb + col, rb),
+                                  gather4(page + (kk + 16 + tig * 4) * rb + col, rb)};
           mma_e4m3(part, pa, cb);
         }
       } else {
 #pragma unroll
         for (int kk = 0; kk < kTokens; kk += 16) {
           const uint8_t* pb = probs;
-          const uint32_t pa[4] = {load32(pb + 2 * (g * kTokens + kk + tig * 2)), load32(pb + 2 * ((g + 8) * kTokens + kk + tig * 2)),
+          const uint32_t pa[4] = {load32(pb + 2 * (g * kTokens + kk + tig * 2)),
+                                  load32(pb + 2 * ((g + 8) * kTokens + kk + tig * 2)),
                                   load32(pb + 2 * (g * kTokens + kk + 8 + tig * 2)),
                                   load32(pb + 2 * ((g + 8) * kTokens + kk + 8 + tig * 2))};
           const uint32_t cb[2] = {gather2(page + (kk + tig * 2) * rb + 2 * col, rb),
@@ -262,8 +272,8 @@ __global__ void __launch_bounds__(kThreads) mla_decode(MlaArgs a) {
 }
 
 /// One block per (batch row, head): the splits merged by their maxima and sums.
-__global__ void mla_merge(const float* part_acc, const float* part_m, const float* part_l, int splits, int heads, int dc,
-                          float* out, float* lse) {
+__global__ void mla_merge(const float* part_acc, const float* part_m, const float* part_l, int splits, int heads,
+                          int dc, float* out, float* lse) {
   const int bh = blockIdx.x, b = bh / heads, h = bh % heads;
   float m = -INFINITY;
   for (int s = 0; s < splits; ++s) m = fmaxf(m, part_m[(static_cast<long>(b) * splits + s) * heads + h]);
@@ -291,7 +301,8 @@ size_t shared_bytes(int row_bytes, int dc, int dr, bool fp8) {
 
 template <int NT>
 cudaError_t launch(const MlaArgs& a, long batch, dim3 grid, size_t smem) {
-  cudaError_t status = cudaFuncSetAttribute(mla_decode<NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  cudaError_t status =
+      cudaFuncSetAttribute(mla_decode<NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (status != cudaSuccess) return status;
   mla_decode<NT><<<grid, kThreads, smem>>>(a);
   (void)batch;
@@ -308,8 +319,9 @@ int decode_f32(const unsigned char* pages, long page_count, long row_bytes, int 
   if ((layout != 0 && layout != 1) || (dc != 128 && dc != 256 && dc != 512) || dr < 16 || dr > 256 || dr % 16 != 0 ||
       batch < 1 || heads < 1 || page_count < 1 || max_pages < 1 || splits < 1 || splits > 4096 ||
       row_bytes != (fp8 ? dc + 4 + 2 * dr : 2 * (dc + dr))) {
-    set_error(error, error_size,
-              "mla decode: unsupported shape (layout bf16 or snapmla644, d_c 128/256/512, d_R a multiple of 16 up to 256)");
+    set_error(
+        error, error_size,
+        "mla decode: unsupported shape (layout bf16 or snapmla644, d_c 128/256/512, d_R a multiple of 16 up to 256)");
     return -1;
   }
   int device = 0;
@@ -350,8 +362,10 @@ int decode_f32(const unsigned char* pages, long page_count, long row_bytes, int 
   a.q_content = static_cast<const uint8_t*>(d_qc.get()), a.q_rope = static_cast<const uint16_t*>(d_qr.get());
   a.factor = static_cast<const float*>(d_fac.get());
   a.heads = static_cast<int>(heads), a.splits = static_cast<int>(splits);
-  a.part_acc = static_cast<float*>(d_acc.get()), a.part_m = static_cast<float*>(d_m.get()), a.part_l = static_cast<float*>(d_l.get());
-  const dim3 grid(static_cast<unsigned>((heads + kHeads - 1) / kHeads), static_cast<unsigned>(splits), static_cast<unsigned>(batch));
+  a.part_acc = static_cast<float*>(d_acc.get()), a.part_m = static_cast<float*>(d_m.get()),
+  a.part_l = static_cast<float*>(d_l.get());
+  const dim3 grid(static_cast<unsigned>((heads + kHeads - 1) / kHeads), static_cast<unsigned>(splits),
+                  static_cast<unsigned>(batch));
   double best = INFINITY;
   for (int r = 0; r < std::max(1, repeats); ++r) {
     timer.start();
@@ -360,7 +374,8 @@ int decode_f32(const unsigned char* pages, long page_count, long row_bytes, int 
                                            : launch<16>(a, batch, grid, smem);
     NK_CUDA_TRY(status);
     mla_merge<<<static_cast<unsigned>(batch * heads), 128>>>(a.part_acc, a.part_m, a.part_l, a.splits, a.heads, a.dc,
-                                                              static_cast<float*>(d_out.get()), static_cast<float*>(d_lse.get()));
+                                                             static_cast<float*>(d_out.get()),
+                                                             static_cast<float*>(d_lse.get()));
     NK_CUDA_TRY(cudaGetLastError());
     best = std::min<double>(best, timer.stop());
   }
