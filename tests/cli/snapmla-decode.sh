@@ -73,6 +73,20 @@ for b, toks in enumerate(c['tokens'][()]):
 print('worst relative difference', worst)
 assert worst < 1e-4
 "
+# The Hugging Face route: capture_hf.py over a torch model of DeepSeek-V2's module form (an
+# independent MLA written from the definition, the shipped weights, the capture's token ids).
+check "capture_hf.py --module: the same layer-3 cache as capture (an independent torch MLA of DeepSeek-V2's module form, 2 windows), read by eval" sh -c "
+  $S -q capture --model '$M' --text '$NK_SOURCE/README.md' --layer 3 --windows 2 --context 64 -o cap3.h5 &&
+  HF_MODEL='$M' HF_TOKENS=cap3.h5 $PY '$NK_SOURCE/data/snapmla-decode/capture_hf.py' --module '$NK_SOURCE/tests/cli/snapmla-decode.hf_model.py' \
+    --text '$NK_SOURCE/README.md' --layer 3 --tokens 64 --windows 2 -o hf3.h5 > /dev/null &&
+  $PY -c \"
+import h5py, numpy as np
+a, b = h5py.File('cap3.h5'), h5py.File('hf3.h5')
+for k in ['ckv', 'kpe', 'q']:
+    assert a[k].shape == b[k].shape, k
+    assert np.abs(a[k][()] - b[k][()]).max() <= 1e-4 * np.abs(a[k][()]).max(), k
+assert abs(a.attrs['softmax_scale'] - b.attrs['softmax_scale']) < 1e-12
+\" && $S -q eval -i hf3.h5 -o hfev.h5 > /dev/null"
 expect_fail "capture at a layer the model lacks" 2 "is not one of the model's 4 layers" $S capture --model "$M" --text "$NK_SOURCE/README.md" --layer 4 -o bad.h5
 expect_fail "plot of an eval --model table" 3 "eval --model table" $S plot em.h5 -o bad.svg
 expect_fail "eval --model of a gqa model" 2 "not an mla model" $S eval --model "$NK_SOURCE/data/lm/causal.h5" --text "$NK_SOURCE/README.md" -o bad.h5
