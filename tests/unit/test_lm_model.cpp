@@ -125,6 +125,28 @@ int torch_reference(const nk::lm::ParameterStore& w, const nk::lm::ParameterStor
   return std::system(command.c_str());
 }
 
+/// Norm gains away from 1 (so that their gradients and uses are checked),
+/// attention projections times 'sharpen'; then the loss and every gradient
+/// of the Fixture's batch against the PyTorch reference.
+void check_against_torch(nk::lm::ParameterStore& w, const std::string& path, float sharpen = 1.0f) {
+  const nk::lm::Config& c = w.config();
+  nk::lm::ParameterStore g(c);
+  for (const auto& t : w.tensors()) {
+    if (t.shape.size() == 1) {
+      nk::Rng rng(t.offset);
+      for (int64_t i = 0; i < t.size; ++i) w.data()[t.offset + i] = static_cast<float>(1 + 0.3 * rng.normal());
+    } else if (sharpen != 1.0f && t.name.find("self_attn") != std::string::npos) {
+      for (int64_t i = 0; i < t.size; ++i) w.data()[t.offset + i] *= sharpen;
+    }
+  }
+  const Fixture fx(c.vocab);
+  nk::lm::Workspace ws(c, {21, 9, true});
+  const nk::lm::Model model(w);
+  const double loss = model_loss(model, fx.batch(), ws, fx.rows, fx.targets, fx.weights, nk::lm::ParameterMask::all(w), &g);
+  CHECK(std::isfinite(loss));
+  CHECK(torch_reference(w, g, fx, ws, loss, path) == 0);
+}
+
 }  // namespace
 
 TEST_SUITE("lm_model") {
@@ -316,20 +338,9 @@ TEST_SUITE("lm_model") {
     for (const Case& k : {Case{nk::lm::Mode::causal, false, 2}, Case{nk::lm::Mode::diffusion, true, 4}}) {
       CAPTURE(static_cast<int>(k.mode));
       const nk::lm::Config c = tiny(k.mode, k.tied, k.kv);
-      nk::lm::ParameterStore w(c), g(c);
+      nk::lm::ParameterStore w(c);
       w.init(3);
-      // Norm gains away from 1, so that their gradients and uses are checked.
-      for (const auto& t : w.tensors())
-        if (t.shape.size() == 1) {
-          nk::Rng rng(t.offset);
-          for (int64_t i = 0; i < t.size; ++i) w.data()[t.offset + i] = static_cast<float>(1 + 0.3 * rng.normal());
-        }
-      const Fixture fx(c.vocab);
-      nk::lm::Workspace ws(c, {21, 9, true});
-      const nk::lm::Model model(w);
-      const double loss = model_loss(model, fx.batch(), ws, fx.rows, fx.targets, fx.weights, nk::lm::ParameterMask::all(w), &g);
-      CHECK(std::isfinite(loss));
-      CHECK(torch_reference(w, g, fx, ws, loss, dir.file("ref.h5")) == 0);
+      check_against_torch(w, dir.file("ref.h5"));
     }
   }
 
@@ -342,24 +353,11 @@ TEST_SUITE("lm_model") {
       c.head_dim = 10;  // nope 6 + rope 4
       c.rope_dim = 4;
       c.kv_rank = 12;
-      nk::lm::ParameterStore w(c), g(c);
+      nk::lm::ParameterStore w(c);
       CHECK(w.size() == c.parameter_count());
       w.init(3);
-      for (const auto& t : w.tensors())
-        if (t.shape.size() == 1) {
-          nk::Rng rng(t.offset);
-          for (int64_t i = 0; i < t.size; ++i) w.data()[t.offset + i] = static_cast<float>(1 + 0.3 * rng.normal());
-        }
-      // Larger projections than the init's 0.02, so that attention is far from uniform.
-      for (const auto& t : w.tensors())
-        if (t.name.find("self_attn") != std::string::npos && t.shape.size() == 2)
-          for (int64_t i = 0; i < t.size; ++i) w.data()[t.offset + i] *= 15.0f;
-      const Fixture fx(c.vocab);
-      nk::lm::Workspace ws(c, {21, 9, true});
-      const nk::lm::Model model(w);
-      const double loss = model_loss(model, fx.batch(), ws, fx.rows, fx.targets, fx.weights, nk::lm::ParameterMask::all(w), &g);
-      CHECK(std::isfinite(loss));
-      CHECK(torch_reference(w, g, fx, ws, loss, dir.file("mla.h5")) == 0);
+      // Larger attention projections than the init's 0.02, so that attention is far from uniform.
+      check_against_torch(w, dir.file("mla.h5"), 15.0f);
     }
     // Shapes that cannot be: usage errors naming the field.
     nk::lm::Config bad = tiny(nk::lm::Mode::causal, true, 2);
