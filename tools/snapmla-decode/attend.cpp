@@ -89,12 +89,12 @@ void attend_verb(const AttendOptionsCli& o, const nk::RunEnv& env) {
   w.attr("/", "softmax_scale", q.softmax_scale);
   w.attr("/", "rows", std::to_string(begin) + ":" + std::to_string(end));
   w.attr("/", "seconds", best);
-  w.attr("/", "isa", gpu ? "cuda" : kernel_isa());
+  w.attr("/", "isa", gpu ? "cuda" : kernel_isa(H));
   w.attr("/", "cache_bytes", static_cast<int64_t>(tokens * paged.row_bytes));
   w.commit();
   spdlog::info("{} ({} PV{}): rows {}..{}, {} heads, {} tokens in {:.3f} ms ({:.2f} GB/s of cache, {} copy)", layout_name(paged.layout),
                pv_name(pv), o.q_fp32 ? ", fp32 query" : "", begin, end, H, tokens, best * 1e3,
-               static_cast<double>(tokens * paged.row_bytes) / best / 1e9, gpu ? "cuda" : kernel_isa());
+               static_cast<double>(tokens * paged.row_bytes) / best / 1e9, gpu ? "cuda" : kernel_isa(H));
 }
 
 }  // namespace snapmla

@@ -54,9 +54,10 @@ detail::PageStep chosen_step() {
 
 }  // namespace
 
-const char* kernel_isa() {
+const char* kernel_isa(int64_t heads) {
   const detail::PageStep step = chosen_step();
-  return step == detail::page_step_generic() ? "generic" : step == detail::page_step_avx2() ? "avx2" : "avx512bf16";
+  if (step == detail::page_step_generic()) return "generic";
+  return step == detail::page_step_avx2() || heads > 2 ? "avx2" : "avx512bf16";  // the BF16 step takes 1-2 heads
 }
 
 int64_t auto_splits(int64_t rows, int64_t pages_per_row, int threads) {

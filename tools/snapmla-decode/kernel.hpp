@@ -44,8 +44,9 @@ int64_t auto_splits(int64_t rows, int64_t pages_per_row, int threads);
 void attend(const PagedView& kv, const float* queries, int64_t heads, int64_t row_begin, int64_t row_end,
             const AttendOptions& options, float* out, float* lse);
 
-/// The copy that runs: "avx2" or "generic".
-const char* kernel_isa();
+/// The copy that runs for pages of 'heads' query heads: "avx512bf16" (at
+/// most 2 heads, where the CPU has AVX-512 BF16), "avx2" or "generic".
+const char* kernel_isa(int64_t heads);
 
 /// Whether the GPU kernel (kernels/cuda/mla) runs this configuration: bf16
 /// rows with FP32 PV (its MMA rounds P to BF16, as FlashMLA) or snapmla644

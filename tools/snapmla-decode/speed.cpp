@@ -81,7 +81,7 @@ void speed(const SpeedOptions& o, const nk::RunEnv& env) {
     w.attr("/", "heads", H);
     w.attr("/", "cached_tokens", tokens);
     w.attr("/", "threads", static_cast<int64_t>(env.threads));
-    w.attr("/", "isa", kernel_isa());
+    w.attr("/", "isa", kernel_isa(H));
     w.commit();
   }
 }
