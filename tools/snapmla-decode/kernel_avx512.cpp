@@ -241,13 +241,19 @@ void page_step_bf16(const PagedView& kv, const uint8_t* rows, int64_t n, const Q
   qb.resize(static_cast<size_t>(H * qstride));
   cbuf.resize(
       static_cast<size_t>(kPageTokens * dc));  // the page's widened content (64 KB at d_c 512: L2), decoded once
-  zeros.assign(static_cast<size_t>(dc), 0);
+  if (zeros.size() != static_cast<size_t>(dc)) zeros.assign(static_cast<size_t>(dc), 0);  // never written
   for (auto& v : pairs) v.resize(static_cast<size_t>(H * kPageTokens / 2));
   // The stored order of a row's content: as written for snapmla644 (64-groups permuted), as is for bf16.
   const bool permuted = kv.layout == Layout::snapmla644;
   if (permuted && dc % 64 != 0) return page_step(kv, rows, n, q, pv, pre_posed, m, l, acc, scratch);
-  perm.resize(static_cast<size_t>(dc));
-  for (int64_t s = 0; s < dc; ++s) perm[static_cast<size_t>(s)] = permuted ? (s / 64) * 64 + group_position(s % 64) : s;
+  // Rebuilt only when the width or the layout's order changes (not per page).
+  thread_local int64_t perm_dc = -1;
+  thread_local bool perm_permuted = false;
+  if (perm_dc != dc || perm_permuted != permuted) {
+    perm.resize(static_cast<size_t>(dc));
+    for (int64_t s = 0; s < dc; ++s) perm[static_cast<size_t>(s)] = permuted ? (s / 64) * 64 + group_position(s % 64) : s;
+    perm_dc = dc, perm_permuted = permuted;
+  }
   qperm.resize(static_cast<size_t>(dc));
   for (int64_t h = 0; h < H; ++h) {
     for (int64_t s = 0; s < dc; ++s) qperm[static_cast<size_t>(s)] = q.qc[h * dc + perm[static_cast<size_t>(s)]];

@@ -300,12 +300,11 @@ size_t shared_bytes(int row_bytes, int dc, int dr, bool fp8) {
 }
 
 template <int NT>
-cudaError_t launch(const MlaArgs& a, long batch, dim3 grid, size_t smem) {
+cudaError_t launch(const MlaArgs& a, dim3 grid, size_t smem) {
   cudaError_t status =
       cudaFuncSetAttribute(mla_decode<NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   if (status != cudaSuccess) return status;
   mla_decode<NT><<<grid, kThreads, smem>>>(a);
-  (void)batch;
   return cudaGetLastError();
 }
 
@@ -369,9 +368,9 @@ int decode_f32(const unsigned char* pages, long page_count, long row_bytes, int 
   double best = INFINITY;
   for (int r = 0; r < std::max(1, repeats); ++r) {
     timer.start();
-    const cudaError_t status = dc == 128   ? launch<4>(a, batch, grid, smem)
-                               : dc == 256 ? launch<8>(a, batch, grid, smem)
-                                           : launch<16>(a, batch, grid, smem);
+    const cudaError_t status = dc == 128   ? launch<4>(a, grid, smem)
+                               : dc == 256 ? launch<8>(a, grid, smem)
+                                           : launch<16>(a, grid, smem);
     NK_CUDA_TRY(status);
     mla_merge<<<static_cast<unsigned>(batch * heads), 128>>>(a.part_acc, a.part_m, a.part_l, a.splits, a.heads, a.dc,
                                                              static_cast<float*>(d_out.get()),
