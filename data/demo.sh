@@ -173,5 +173,15 @@ nk-lm -q corpus -o "$out/lm-corpus.h5"
 snapmla-decode eval --model "$here/lm/mla.h5" --corpus "$out/lm-corpus.h5" --windows 32 --check-decode
 rm -f "$out/lm-corpus.h5"
 
+step "shred-unlearn: a 10-author mini-TOFU taught to the shipped language model, then its forget10 author unlearned by SHRED (no retain set); forget and retain probabilities before and after" \
+     "shred-unlearn tofu --authors 10 --questions 5 -o tofu.h5; shred-unlearn finetune -m data/lm/causal.h5 -i tofu.h5 --epochs 20 --lr 2e-3 -o target.h5; shred-unlearn run -m target.h5 -i tofu.h5 --split forget10 --method shred --steps 30 -o unlearned.h5; shred-unlearn eval ..."
+shred-unlearn -q tofu --authors 10 --questions 5 --world 24 --seed 1 -o "$out/su-tofu.h5"
+shred-unlearn finetune -m "$here/lm/causal.h5" -i "$out/su-tofu.h5" --epochs 20 --lr 2e-3 --replay-world 32 --replay-windows 1 \
+  --seed 1 -o "$out/su-target.h5"
+shred-unlearn eval -m "$out/su-target.h5" -i "$out/su-tofu.h5" --split forget10 --max-rows 40 --ppl-docs 16 -o "$out/su-ev-target.h5"
+shred-unlearn run -m "$out/su-target.h5" -i "$out/su-tofu.h5" --split forget10 --method shred --steps 30 --batch 4 --lr 1e-4 --seed 1 \
+  -o "$out/su-unlearned.h5"
+shred-unlearn eval -m "$out/su-unlearned.h5" -i "$out/su-tofu.h5" --split forget10 --max-rows 40 --ppl-docs 16 -o "$out/su-ev-unlearned.h5"
+
 echo
 echo "demo: outputs in $out"

@@ -108,10 +108,18 @@ void Writer::write(const std::string& dataset, const T* data, const std::vector<
 }
 
 void Writer::write_strings(const std::string& dataset, const std::vector<std::string>& values,
-                           const std::string& dims) {
+                           const std::string& dims, const std::vector<int64_t>& shape) {
   create_parent_groups(dataset);
+  std::vector<hsize_t> extent{values.size()};
+  if (!shape.empty()) {
+    extent.assign(shape.begin(), shape.end());
+    hsize_t total = 1;
+    for (hsize_t e : extent) total *= e;
+    if (total != values.size())
+      throw std::logic_error("write_strings: the shape does not hold the strings of " + dataset);
+  }
   const hsize_t n = values.size();
-  Handle space(H5Screate_simple(1, &n, nullptr));
+  Handle space(H5Screate_simple(static_cast<int>(extent.size()), extent.data(), nullptr));
   Handle type(H5Tcopy(H5T_C_S1));
   H5Tset_size(type.get(), H5T_VARIABLE);
   H5Tset_cset(type.get(), H5T_CSET_UTF8);

@@ -172,7 +172,10 @@ class Writer {
   template <class Derived>
   void write_matrix(const std::string& dataset, const Eigen::DenseBase<Derived>& m, const std::string& dims,
                     const std::string& units = "");
-  void write_strings(const std::string& dataset, const std::vector<std::string>& values, const std::string& dims);
+  /// Variable-length UTF-8 strings; 'shape' (empty: one axis) lays them out
+  /// row-major, e.g. {Q, 5}, and must hold values.size() items.
+  void write_strings(const std::string& dataset, const std::vector<std::string>& values, const std::string& dims,
+                     const std::vector<int64_t>& shape = {});
   /// Writes a dataset read by File::read_raw, with a new first-axis length.
   void write_raw(const std::string& dataset, const RawDataset& raw);
 
