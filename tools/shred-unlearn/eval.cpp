@@ -141,6 +141,14 @@ double perplexity(const nk::lm::Model& model, const nk::lm::Tokenizer& tok, cons
 
 }  // namespace
 
+void write_columns(nk::h5::Writer& w, const std::string& group, const Columns& columns) {
+  for (const auto& [name, v] : columns) {
+    const std::string path = group + "/" + name;
+    w.allow_nonfinite(path);
+    w.write(path, v->data(), {static_cast<int64_t>(v->size())}, "n");
+  }
+}
+
 std::vector<double> rouge_on_rows(const nk::lm::Model& model, const nk::lm::Tokenizer& tok, const Tofu& tofu,
                                   const QaSet& set, const std::vector<int64_t>& rows) {
   std::vector<std::vector<int32_t>> prompts;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nk/h5.hpp"
@@ -60,6 +61,10 @@ std::vector<std::string> general_text(const std::string& text, int64_t docs);
 
 EvalResult evaluate(const nk::lm::Model& model, const nk::lm::Tokenizer& tok, const Tofu& tofu,
                     const EvalConfig& config, const Reference& reference, const std::vector<std::string>& general);
+
+/// Columns of one length under a group ([n] each, NaN allowed): curves and tables.
+using Columns = std::vector<std::pair<const char*, const std::vector<double>*>>;
+void write_columns(nk::h5::Writer& w, const std::string& group, const Columns& columns);
 
 /// ROUGE-L recall of the greedy answers to rows of a QA set.
 std::vector<double> rouge_on_rows(const nk::lm::Model& model, const nk::lm::Tokenizer& tok, const Tofu& tofu,

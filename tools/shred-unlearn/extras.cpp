@@ -141,17 +141,13 @@ void sequential_verb(const SequentialOptions& o, const nk::RunEnv& env) {
   }
   progress.finish();
   nk::h5::Writer w(o.output, kSequentialSchema, o.no_clobber);
-  const int64_t n = static_cast<int64_t>(req.size());
-  for (const auto& [name, v] :
-       std::vector<std::pair<const char*, const std::vector<double>*>>{{"request", &req},
-                                                                       {"model_utility", &util},
-                                                                       {"forget_rouge_l_done", &rouge_done},
-                                                                       {"forget_rouge_l_split", &rouge_split},
-                                                                       {"retain_prob", &rprob},
-                                                                       {"ppl_general", &ppl}}) {
-    w.allow_nonfinite(std::string("/sequential/") + name);
-    w.write(std::string("/sequential/") + name, v->data(), {n}, "n");
-  }
+  write_columns(w, "/sequential",
+                {{"request", &req},
+                 {"model_utility", &util},
+                 {"forget_rouge_l_done", &rouge_done},
+                 {"forget_rouge_l_split", &rouge_split},
+                 {"retain_prob", &rprob},
+                 {"ppl_general", &ppl}});
   w.attr("/", "method", o.method);
   w.attr("/", "split", o.split);
   w.attr("/", "requests", o.requests);

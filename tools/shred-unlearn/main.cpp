@@ -25,6 +25,22 @@ void add_select_options(CLI::App& verb, shred::SelectConfig& c, std::string& dem
   verb.add_option("--margin", c.margin, "min: how far below the lowest other support logit")->check(Range(0.0, 1e6));
 }
 
+/// The method and its optimiser (run, sequential).
+void add_unlearn_options(CLI::App& verb, std::string& method, shred::UnlearnConfig& c, std::string& demote,
+                         const std::string& steps) {
+  verb.add_option("--method", method, "shred, shred-all, shred-random, ga, graddiff, npo, npo-retain, kl-retain")
+      ->check(
+          CLI::IsMember({"shred", "shred-all", "shred-random", "ga", "graddiff", "npo", "npo-retain", "kl-retain"}));
+  verb.add_option("--steps", c.steps, steps)->check(Range(int64_t{0}, int64_t{1} << 24));
+  verb.add_option("--batch", c.batch, "Forget instances per step (and as many retain rows)")
+      ->check(Range(int64_t{1}, int64_t{1} << 16));
+  verb.add_option("--lr", c.lr, "AdamW learning rate (constant)")->check(Range(1e-12, 1.0));
+  verb.add_option("--npo-beta", c.npo_beta, "NPO's beta")->check(Range(1e-6, 1e6));
+  verb.add_option("--retain-weight", c.retain_weight, "The retain term's weight (graddiff, npo-retain, kl-retain)")
+      ->check(Range(0.0, 1e6));
+  add_select_options(verb, c.select, demote);
+}
+
 void add_eval_options(CLI::App& verb, shred::EvalConfig& c) {
   verb.add_option("--max-rows", c.max_rows,
                   "Rows per set (retain, world, holdout), evenly spaced (0: all; forget is always whole)")
@@ -101,20 +117,7 @@ int main(int argc, char** argv) {
   nk::cli::App::add_input(*run_verb, run.input, "the tofu file");
   nk::cli::App::add_output(*run_verb, run.output, run.no_clobber, "the unlearned nk-lm checkpoint");
   run_verb->add_option("--split", run.split, "The forget split");
-  run_verb
-      ->add_option("--method", run.method, "shred, shred-all, shred-random, ga, graddiff, npo, npo-retain, kl-retain")
-      ->check(
-          CLI::IsMember({"shred", "shred-all", "shred-random", "ga", "graddiff", "npo", "npo-retain", "kl-retain"}));
-  run_verb->add_option("--steps", run.config.steps, "Optimiser steps")->check(Range(int64_t{0}, int64_t{1} << 24));
-  run_verb->add_option("--batch", run.config.batch, "Forget instances per step (and as many retain rows)")
-      ->check(Range(int64_t{1}, int64_t{1} << 16));
-  run_verb->add_option("--lr", run.config.lr, "AdamW learning rate (constant)")->check(Range(1e-12, 1.0));
-  run_verb->add_option("--npo-beta", run.config.npo_beta, "NPO's beta")->check(Range(1e-6, 1e6));
-  run_verb
-      ->add_option("--retain-weight", run.config.retain_weight,
-                   "The retain term's weight (graddiff, npo-retain, kl-retain)")
-      ->check(Range(0.0, 1e6));
-  add_select_options(*run_verb, run.config.select, run.demote);
+  add_unlearn_options(*run_verb, run.method, run.config, run.demote, "Optimiser steps");
   run_verb->add_option("--eval-every", run.eval_every, "Steps between evaluations written to --curve (0: none)")
       ->check(Range(int64_t{0}, int64_t{1} << 24));
   nk::cli::App::output(run_verb->add_option("--curve", run.curve, "The evaluations along the run (HDF5)"));
@@ -157,17 +160,7 @@ int main(int argc, char** argv) {
   sq_verb->add_option("--split", sq.split, "The split cut into requests");
   sq_verb->add_option("--requests", sq.requests, "Requests (parts of the split's authors)")
       ->check(Range(int64_t{1}, int64_t{1} << 20));
-  sq_verb->add_option("--method", sq.method, "shred, shred-all, shred-random, ga, graddiff, npo, npo-retain, kl-retain")
-      ->check(
-          CLI::IsMember({"shred", "shred-all", "shred-random", "ga", "graddiff", "npo", "npo-retain", "kl-retain"}));
-  sq_verb->add_option("--steps", sq.config.steps, "Optimiser steps per request")
-      ->check(Range(int64_t{0}, int64_t{1} << 24));
-  sq_verb->add_option("--batch", sq.config.batch, "Forget instances per step")
-      ->check(Range(int64_t{1}, int64_t{1} << 16));
-  sq_verb->add_option("--lr", sq.config.lr, "AdamW learning rate (constant)")->check(Range(1e-12, 1.0));
-  sq_verb->add_option("--npo-beta", sq.config.npo_beta, "NPO's beta")->check(Range(1e-6, 1e6));
-  sq_verb->add_option("--retain-weight", sq.config.retain_weight, "The retain term's weight")->check(Range(0.0, 1e6));
-  add_select_options(*sq_verb, sq.config.select, sq.demote);
+  add_unlearn_options(*sq_verb, sq.method, sq.config, sq.demote, "Optimiser steps per request");
   add_eval_options(*sq_verb, sq.eval);
 
   shred::ParetoOptions pa;

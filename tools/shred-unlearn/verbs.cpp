@@ -204,24 +204,32 @@ void run_verb(const RunOptions& o, const nk::RunEnv& env) {
   };
   if (o.eval_every > 0) record(0, std::nan(""), 0);
   nk::Progress progress("run", c.steps);
+  double train_seconds = 0;
   un.run([&](const StepRecord& s) {
     progress.update(s.step);
+    train_seconds = s.seconds;
     spdlog::debug("run: step {} loss {:.5f} grad norm {:.4f}", s.step, s.loss, s.grad_norm);
     if (o.eval_every > 0 && (s.step % o.eval_every == 0 || s.step == c.steps)) record(s.step, s.loss, s.seconds);
   });
   progress.finish();
+  spdlog::info("run: {} steps of {} in {:.3f} s of training ({:.4f} s a step, evaluations apart)", c.steps, o.method,
+               train_seconds, c.steps ? train_seconds / static_cast<double>(c.steps) : 0.0);
   if (!o.curve.empty()) {
     nk::h5::Writer w(o.curve, kCurveSchema, o.no_clobber);
-    const int64_t n = static_cast<int64_t>(cs.size());
-    const std::vector<std::pair<const char*, const std::vector<double>*>> cols = {
-        {"step", &cs},           {"forget_quality", &cq}, {"forget_ks_d", &cd},  {"model_utility", &cu},
-        {"forget_rouge_l", &cr}, {"forget_prob", &cp},    {"retain_prob", &crp}, {"mia_auc_mink", &ca},
-        {"privleak", &cl},       {"verbmem", &cv},        {"ppl_general", &cg},  {"seconds", &ct},
-        {"loss", &closs}};
-    for (const auto& [name, v] : cols) {
-      w.allow_nonfinite(std::string("/curve/") + name);
-      w.write(std::string("/curve/") + name, v->data(), {n}, "n");
-    }
+    write_columns(w, "/curve",
+                  {{"step", &cs},
+                   {"forget_quality", &cq},
+                   {"forget_ks_d", &cd},
+                   {"model_utility", &cu},
+                   {"forget_rouge_l", &cr},
+                   {"forget_prob", &cp},
+                   {"retain_prob", &crp},
+                   {"mia_auc_mink", &ca},
+                   {"privleak", &cl},
+                   {"verbmem", &cv},
+                   {"ppl_general", &cg},
+                   {"seconds", &ct},
+                   {"loss", &closs}});
     w.attr("/", "method", o.method);
     w.attr("/", "split", o.split);
     w.attr("/", "lr", c.lr);
