@@ -26,15 +26,10 @@ double mean_of(const std::vector<double>& v) {
   return v.empty() ? std::nan("") : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
 
-void refuse_existing(const std::string& path, bool no_clobber) {
-  if (no_clobber && path != "-" && std::filesystem::exists(path))
-    throw nk::io_error(path, "exists, and --no-clobber was given");
-}
-
 }  // namespace
 
 void relearn_verb(const RelearnOptions& o, const nk::RunEnv& env) {
-  refuse_existing(o.output, o.no_clobber);
+  check_output(o.output, o.no_clobber);
   if (!(o.fraction > 0 && o.fraction < 1)) throw nk::usage_error("relearn: --fraction must be in (0, 1)");
   LoadedModel un = load_model(o.model);
   const LoadedModel target = load_model(o.target);
@@ -83,7 +78,7 @@ void relearn_verb(const RelearnOptions& o, const nk::RunEnv& env) {
 }
 
 void sequential_verb(const SequentialOptions& o, const nk::RunEnv& env) {
-  refuse_existing(o.output, o.no_clobber);
+  check_output(o.output, o.no_clobber);
   LoadedModel m = load_model(o.model);
   const Tofu t = open_tofu(o.input);
   UnlearnConfig c = o.config;
@@ -168,7 +163,7 @@ double hypervolume(std::vector<std::pair<double, double>> pts, double x_ref, dou
 
 void pareto_verb(const ParetoOptions& o, const nk::RunEnv& env) {
   (void)env;
-  refuse_existing(o.output, o.no_clobber);
+  check_output(o.output, o.no_clobber);
   struct Point {
     std::string method, file;
     double lr, step, x, y;

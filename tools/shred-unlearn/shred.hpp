@@ -28,6 +28,9 @@ void tofu(const TofuOptions& options, const nk::RunEnv& env);
 /// other file must be HDF5 in the tofu layout.
 Tofu open_tofu(const std::string& path);
 
+/// --no-clobber checked before any work (the command line checks the folder).
+void check_output(const std::string& path, bool no_clobber);
+
 struct FinetuneOptions {
   std::string model, input, exclude, output, wordnet;
   bool no_clobber = false;

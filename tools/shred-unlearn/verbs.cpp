@@ -23,13 +23,12 @@ std::vector<Sequence> rows_to_sequences(const LoadedModel& m, const Tofu& t, con
   return qa_sequences(m.tokenizer(), t.qa, rows, m.config().max_seq, t.path, "/qa");
 }
 
-/// --no-clobber checked before any work (the folder is checked by the CLI).
+}  // namespace
+
 void check_output(const std::string& path, bool no_clobber) {
   if (no_clobber && path != "-" && std::filesystem::exists(path))
     throw nk::io_error(path, "exists, and --no-clobber was given");
 }
-
-}  // namespace
 
 Tofu open_tofu(const std::string& path) {
   return read_tofu(path);
