@@ -10,7 +10,7 @@
 AL="aldrift -q"
 PRIOR="$NK_SOURCE/data/lm/causal.h5"
 small=(--prior "$PRIOR" --length 6 --stages 2 --chains 8 --steps 2 --burn-in 1 --kl-samples 16 --batch 16)
-check "lm letter:e, all methods" $AL lm "${small[@]}" --cost letter:e --T 15 --reference 200 --seed 3 -o e.h5
+check "lm letter:e, all methods (--threads 2)" $AL lm "${small[@]}" --cost letter:e --T 15 --reference 200 --seed 3 --threads 2 -o e.h5
 check "lm letter:e, --threads 1" $AL lm "${small[@]}" --cost letter:e --T 15 --reference 200 --seed 3 --threads 1 -o e1.h5
 check "lm T = 0, one stage" $AL lm --prior "$PRIOR" --length 8 --stages 1 --chains 8 --steps 2 --burn-in 1 --kl-samples 16 --cost letter:e --T 0 --reference 0 --methods aldrift -o t0.h5
 check "lm cmd: cost" $AL lm "${small[@]}" --cost "cmd:awk '{ print length(\$0) / 100 }'" --T 5 --reference 0 --methods aldrift,sir -o cmd.h5

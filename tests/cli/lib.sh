@@ -17,9 +17,13 @@ pass() { PASSED=$((PASSED + 1)); echo "ok   $*"; }
 fail() { FAILED=$((FAILED + 1)); echo "FAIL $*"; }
 
 # check NAME COMMAND...: the command must succeed.
+# A check that takes a second or more says how long (which checks to trim
+# when the suite grows).
 check() {
-  local name=$1; shift
-  if "$@" >"$WORK/.out" 2>"$WORK/.err"; then pass "$name"; else fail "$name (rc=$?)"; sed 's/^/     /' "$WORK/.err" | head -5; fi
+  local name=$1 t0=$EPOCHREALTIME; shift
+  if "$@" >"$WORK/.out" 2>"$WORK/.err"; then
+    pass "$name$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { if (b - a >= 1) printf " (%.1f s)", b - a }')"
+  else fail "$name (rc=$?)"; sed 's/^/     /' "$WORK/.err" | head -5; fi
 }
 
 # expect_fail NAME CODE PATTERN COMMAND...: exits CODE, stderr is one line

@@ -233,7 +233,11 @@ run_batch() {
   if ! nk-data -q merge "${shards[@]}" -o merged.h5 2>merge.log; then
     fail "$name: nk-data merge of ${shards[*]} failed"; show_tail merge.log; return
   fi
-  if ! bash "$script" "${argv[@]}" >whole.log 2>&1 || [ ! -f "$stem.h5" ]; then
+  # The whole run gets the job's cores (its tasks' thread count: sums over
+  # threads, e.g. sbr-render's gradients, round by it).
+  local cpus
+  cpus=$(sed -n 's/^#SBATCH --cpus-per-task=\([0-9]*\).*/\1/p' "$script" | head -1)
+  if ! SLURM_CPUS_PER_TASK=${cpus:-1} bash "$script" "${argv[@]}" >whole.log 2>&1 || [ ! -f "$stem.h5" ]; then
     fail "$name: the whole run (bash $name $args, outside a job array) did not write $stem.h5"; show_tail whole.log; return
   fi
   local report

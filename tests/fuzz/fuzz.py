@@ -370,11 +370,25 @@ def main():
     try:
         # Valid inputs, made once per recipe.
         broken_recipes = 0
+        made = []  # (setup templates, folder) of the recipes set up so far
         for i, r in enumerate(chosen):
             w = os.path.join(root, f"valid{i}")
-            os.makedirs(w)
+            steps = list(r.get("setup", []))
+            # A recipe whose set-up begins with another's whole set-up starts
+            # from a copy of that one's folder (recipes of one tool share
+            # their models and corpora; under the sanitizers these take most
+            # of a bounded run).
+            done, source = 0, None
+            for prev_steps, prev_dir in made:
+                if len(prev_steps) > done and steps[:len(prev_steps)] == prev_steps:
+                    done, source = len(prev_steps), prev_dir
+            if source:
+                shutil.copytree(source, w, symlinks=True)
+            else:
+                os.makedirs(w)
             r["_dir"] = w
-            for step in r.get("setup", []):
+            made.append((steps, w))
+            for step in steps[done:]:
                 cmd = step.format(w=w, src=env["NK_SOURCE"])
                 status, out, err, _ = run_case(cmd, w, env, 600)
                 if status != 0:
