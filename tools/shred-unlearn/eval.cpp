@@ -110,35 +110,6 @@ double verbatim_memorisation(const nk::lm::Model& model, const nk::lm::Tokenizer
   return sum / static_cast<double>(prompts.size());
 }
 
-/// The documents joined by EOS into one stream, cut into windows of the
-/// context that each start with BOS (as nk-lm score does): a short document
-/// is not dominated by its first token's surprise after BOS.
-double perplexity(const nk::lm::Model& model, const nk::lm::Tokenizer& tok, const std::vector<std::string>& docs) {
-  std::vector<int32_t> stream;
-  for (const std::string& d : docs) {
-    const std::vector<int32_t> t = tok.encode(d);
-    stream.insert(stream.end(), t.begin(), t.end());
-    stream.push_back(tok.eos());
-  }
-  const int64_t width = model.config().max_seq - 1;
-  std::vector<Sequence> seqs;
-  for (size_t at = 0; at < stream.size(); at += static_cast<size_t>(width)) {
-    Sequence s;
-    s.tokens.push_back(tok.bos());
-    s.tokens.insert(
-        s.tokens.end(), stream.begin() + static_cast<std::ptrdiff_t>(at),
-        stream.begin() + static_cast<std::ptrdiff_t>(std::min(stream.size(), at + static_cast<size_t>(width))));
-    s.answer_start = 1;
-    seqs.push_back(std::move(s));
-  }
-  const std::vector<std::vector<float>> lp = score(model, seqs);
-  double nll = 0;
-  int64_t count = 0;
-  for (size_t i = 0; i < seqs.size(); ++i)
-    for (int64_t t = 1; t < seqs[i].size(); ++t) nll -= lp[i][static_cast<size_t>(t)], ++count;
-  return count ? std::exp(nll / static_cast<double>(count)) : std::nan("");
-}
-
 }  // namespace
 
 void write_columns(nk::h5::Writer& w, const std::string& group, const Columns& columns) {
@@ -193,21 +164,6 @@ Reference read_reference(const std::string& path) {
   r.auc_mink = *auc;
   r.present = true;
   return r;
-}
-
-std::vector<std::string> general_text(const std::string& text, int64_t docs) {
-  std::vector<std::string> out;
-  if (!text.empty()) {
-    for (const nk::lm::Document& d : nk::lm::text_file(text, true)) out.push_back(d.text);
-  } else if (docs > 0) {
-    for (const nk::lm::Document& d : nk::lm::debian_text("fortunes")) {
-      if (!nk::lm::in_validation(d.name, 0.02)) continue;
-      out.push_back(d.text);
-      if (static_cast<int64_t>(out.size()) >= docs) break;
-    }
-  }
-  if (docs > 0 && static_cast<int64_t>(out.size()) > docs) out.resize(static_cast<size_t>(docs));
-  return out;
 }
 
 EvalResult evaluate(const nk::lm::Model& model, const nk::lm::Tokenizer& tok, const Tofu& tofu, const EvalConfig& c,
@@ -266,7 +222,7 @@ EvalResult evaluate(const nk::lm::Model& model, const nk::lm::Tokenizer& tok, co
     if (ref.present && ref.auc_mink > 0) r.privleak = (r.mia_auc_mink - ref.auc_mink) / ref.auc_mink;
   }
   if (c.generate) r.verbmem = verbatim_memorisation(model, tok, tofu, tofu.authors_of(forget));
-  if (!general.empty()) r.ppl_general = perplexity(model, tok, general);
+  if (!general.empty()) r.ppl_general = nk::lm::perplexity(model, tok, general);
   return r;
 }
 

@@ -11,6 +11,7 @@
 
 #include "nk/h5.hpp"
 #include "nk/lm/model.hpp"
+#include "nk/lm/qa.hpp"
 #include "nk/lm/tokenizer.hpp"
 #include "shred-unlearn/tofu.hpp"
 
@@ -54,10 +55,8 @@ struct EvalResult {
   double retain_prob() const;
 };
 
-/// Held-out text for ppl_general: 'text' (paragraphs), or the fortunes that
-/// nk-lm's corpus keeps for validation (names hashed into the 2% split), the
-/// first 'docs' of them.
-std::vector<std::string> general_text(const std::string& text, int64_t docs);
+/// Held-out text for ppl_general (nk-lm's shared QA code).
+using nk::lm::general_text;
 
 EvalResult evaluate(const nk::lm::Model& model, const nk::lm::Tokenizer& tok, const Tofu& tofu,
                     const EvalConfig& config, const Reference& reference, const std::vector<std::string>& general);

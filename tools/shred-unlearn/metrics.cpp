@@ -6,23 +6,12 @@
 #include <cmath>
 
 #include "nk/error.hpp"
+#include "nk/lm/answers.hpp"
 
 namespace shred {
 
 std::vector<std::string> rouge_words(const std::string& text) {
-  std::vector<std::string> out;
-  std::string w;
-  for (char ch : text) {
-    const unsigned char c = static_cast<unsigned char>(ch);
-    if (c < 128 && std::isalnum(c)) {
-      w += static_cast<char>(std::tolower(c));
-    } else if (!w.empty()) {
-      out.push_back(w);
-      w.clear();
-    }
-  }
-  if (!w.empty()) out.push_back(w);
-  return out;
+  return nk::lm::answer_words(text);
 }
 
 double rouge_l_recall(const std::string& prediction, const std::string& reference) {
