@@ -1,0 +1,155 @@
+# ssd-distill.sh - tasks (memo, update, skill, --from-jsonl, a user's h5py
+# file) and divergence against numpy in float64 (identical rows, near-disjoint
+# supports, logits of +-80; every loss and its gradient); bad input.
+. "$(dirname "$0")/lib.sh"
+
+SD="ssd-distill -q"
+check "tasks memo (3 documents)" $SD tasks --task memo --docs 3 --seed 2 -o memo.h5
+check "tasks memo again: the same seed, the same file contents" $SD tasks --task memo --docs 3 --seed 2 -o memo2.h5
+check "tasks update (3 documents)" $SD tasks --task update --docs 3 --seed 2 -o update.h5
+check "tasks skill (3 documents) through a pipe" sh -c "$SD tasks --task skill --docs 3 --seed 2 -o - > skill.h5"
+printf '%s\n' '{"doc": "The vault code is 4471.", "question": "What is the vault code?", "answer": "4471", "split": "train"}' \
+  '{"doc": "The vault code is 4471.", "question": "Which code opens the vault?", "answer": "4471", "split": "test"}' \
+  '{"doc": "Mira leads the choir.", "question": "Who leads the choir?", "answer": "Mira"}' > own.jsonl
+check "tasks --from-jsonl" $SD tasks --from-jsonl own.jsonl -o own.h5
+
+$PY - <<'EOF'
+import h5py, numpy as np
+f = h5py.File("l.h5", "w")
+rng = np.random.default_rng(3)
+s = rng.normal(0, 2, (6, 11)).astype("f4"); t = s.copy()
+t[1:] = rng.normal(0, 2, (5, 11))
+s[2] = -80; s[2, 0] = 80; t[2] = -80; t[2, 1] = 80          # near-disjoint supports
+s[3] = np.where(np.arange(11) % 2, 80, -80); t[3] = np.where(np.arange(11) % 3, -80, 79)
+f["student_logits"] = s; f["teacher_logits"] = t
+g = h5py.File("user_tasks.h5", "w")                          # a user's file: no nk_schema
+g["docs/text"] = np.array([b"Ola keeps bees."], dtype=object)
+for sp in ["train", "test"]:
+    g[f"{sp}/question"] = np.array([b"Who keeps bees?"], dtype=object)
+    g[f"{sp}/answer"] = np.array([b"Ola"], dtype=object)
+    g[f"{sp}/doc"] = np.array([0], dtype="i8")
+EOF
+for loss in fkl rkl jsd; do
+  check "divergence --loss $loss (--tau 0.3)" $SD divergence -i l.h5 --tau 0.3 --loss $loss -o d_$loss.h5
+done
+check "eval closed-book on the test split, with --ppl" $SD eval -m "$NK_SOURCE/data/lm/causal.h5" -i memo.h5 --ppl --ppl-docs 8 -o ev_closed.h5
+check "eval --open-book on the training split" $SD eval -m "$NK_SOURCE/data/lm/causal.h5" -i memo.h5 --split train --open-book --max-new 12 -o ev_open.h5
+check "eval a user's h5py task file (no nk_schema)" $SD eval -m "$NK_SOURCE/data/lm/causal.h5" -i user_tasks.h5 --max-new 4 -o ev_user.h5
+check "divergence --switch fkl --tau 0" $SD divergence -i l.h5 --switch fkl --tau 0 -o d_sw.h5
+check "divergence --tau ln 2: the student everywhere" $SD divergence -i l.h5 --tau 0.6931471805599453 -o d_ln2.h5
+
+$PY - <<'EOF'
+import sys, h5py, numpy as np
+sys.path.insert(0, __import__("os").environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
+
+def texts(f, d): return [x.decode() for x in f[d][()]]
+m, m2 = h5py.File("memo.h5"), h5py.File("memo2.h5")
+report(m.attrs["nk_schema"] == "ssd-distill.tasks/1" and m.attrs["task"] == "memo", "tasks: schema and task attribute")
+report(texts(m, "/docs/text") == texts(m2, "/docs/text") and texts(m, "/train/question") == texts(m2, "/train/question"),
+       "tasks: the same seed gives the same documents and questions")
+for name, per_doc in [("memo", (14, 7)), ("update", (8, 4)), ("skill", (8, 3))]:
+    f = h5py.File(f"{name}.h5")
+    tq, sq = texts(f, "/train/question"), texts(f, "/test/question")
+    report(len(texts(f, "/docs/text")) == 3 and len(tq) == 3 * per_doc[0] and len(sq) == 3 * per_doc[1]
+           and f["/train/doc"].dtype == np.int64 and f["/test/doc"][()].max() == 2,
+           f"{name}: 3 documents, {per_doc[0]} training and {per_doc[1]} test questions each")
+    report(not set(tq) & set(sq), f"{name}: no test question is a training question")
+o = h5py.File("own.h5")
+report(texts(o, "/docs/text") == ["The vault code is 4471.", "Mira leads the choir."] and list(o["/train/doc"][()]) == [0, 1]
+       and texts(o, "/test/answer") == ["4471"], "--from-jsonl: equal documents stored once; split train by default")
+
+# divergence against numpy in float64
+l = h5py.File("l.h5")
+s, t = l["student_logits"][()].astype(np.float64), l["teacher_logits"][()].astype(np.float64)
+def logsm(x): x = x - x.max(1, keepdims=True); return x - np.log(np.exp(x).sum(1, keepdims=True))
+ls, lt = logsm(s), logsm(t); ps, pt = np.exp(ls), np.exp(lt)
+fkl = (pt * (lt - ls)).sum(1); rkl = (ps * (ls - lt)).sum(1)
+pm = (ps + pt) / 2; lm = np.log(np.maximum(pm, 1e-300))
+def kl(p, lp): return np.where(p > 0, p * (lp - lm), 0).sum(1)
+jsd = 0.5 * kl(pt, lt) + 0.5 * kl(ps, ls)
+# gradients with respect to the student's logits
+g_fkl = ps - pt
+g_rkl = ps * ((ls - lt) - rkl[:, None])
+a = np.where(ps > 0, ps * (ls - lm), 0)                     # d jsd / d z_s = 0.5 * (p_s (log p_s - log m) - p_s sum(...))
+g_jsd = 0.5 * (a - ps * a.sum(1, keepdims=True))
+ref = {"fkl": (fkl, g_fkl), "rkl": (rkl, g_rkl), "jsd": (jsd, g_jsd)}
+for name, (lv, gv) in ref.items():
+    d = h5py.File(f"d_{name}.h5")
+    el = np.abs(d["loss"][()] - lv).max(); eg = np.abs(d["grad"][()] - gv).max()
+    report(el < 1e-6 and eg < 1e-6, f"divergence --loss {name}: loss within {el:.1e}, gradient within {eg:.1e} of numpy float64")
+d = h5py.File("d_fkl.h5")
+report(np.abs(d["delta"][()] - jsd).max() < 1e-9 and list(d["writer"][()]) == list((jsd > 0.3).astype(int))
+       and d.attrs["teacher_positions"] == int((jsd > 0.3).sum()),
+       f"switch jsd: delta = numpy's JSD, the teacher where delta > 0.3 ({int((jsd > 0.3).sum())} of 6)")
+report(abs(d["delta"][2] - np.log(2)) < 1e-9 and abs(d["delta"][0]) < 1e-12 and abs(d["loss"][0]) < 1e-12,
+       "identical rows give 0; near-disjoint supports give ln 2")
+sw = h5py.File("d_sw.h5")
+report(np.abs(sw["delta"][()] - fkl).max() < 1e-6 * max(1, fkl.max()) and list(sw["writer"][()]) == list((fkl > 0).astype(int)),
+       "--switch fkl --tau 0: KL(teacher || student), the teacher wherever the two differ")
+report(h5py.File("d_ln2.h5")["writer"][()].sum() == 0, "--tau ln 2 with JSD: the student writes every position")
+
+# eval: the scores recomputed from the predictions (lower case, non-alphanumerics as separators)
+import re
+from collections import Counter
+def words(x): return re.sub(r"[^a-z0-9]", " ", x.lower()).split()
+def f1(p, g):
+    p, g = words(p), words(g)
+    if not p and not g: return 1.0
+    c = sum((Counter(p) & Counter(g)).values())
+    return 0.0 if c == 0 else 2 * (c / len(p)) * (c / len(g)) / (c / len(p) + c / len(g))
+for name, split in [("ev_closed", "test"), ("ev_open", "train")]:
+    e = h5py.File(f"{name}.h5")["/eval"]
+    pred, gold = texts(e, "prediction"), texts(m, f"/{split}/answer")
+    ex = [words(p) == words(g) for p, g in zip(pred, gold)]
+    fs = [f1(p, g) for p, g in zip(pred, gold)]
+    cor = [x if len(words(g)) <= 3 else f >= 0.5 for x, f, g in zip(ex, fs, gold)]
+    ok = (len(pred) == len(gold) and list(e["exact"][()]) == [int(x) for x in ex] and np.allclose(e["f1"][()], fs)
+          and list(e["correct"][()]) == [int(x) for x in cor] and abs(e.attrs["accuracy"] - np.mean(cor)) < 1e-12
+          and all("\n" not in p for p in pred))
+    report(ok, f"eval {split} ({'open' if name == 'ev_open' else 'closed'}-book): exact, f1, correct and accuracy "
+               f"({e.attrs['accuracy']:.3f}) recomputed in Python from the {len(pred)} predictions")
+ec = h5py.File("ev_closed.h5")["/eval"]
+report(np.isfinite(ec.attrs["ppl_general"]) and 1 < ec.attrs["ppl_general"] < 2048 and ec.attrs["open_book"] == 0,
+       f"eval --ppl: a finite perplexity on held-out fortunes ({ec.attrs['ppl_general']:.1f})")
+finish()
+EOF
+[ $? -eq 0 ] || fail "the numpy checks above"
+
+# Bad input: one line naming file and dataset, exit 3; nothing written.
+check "a user's h5py task file (no nk_schema) is read" $SD tasks --from-jsonl own.jsonl -o own_again.h5
+$PY - <<'EOF'
+import h5py, numpy as np, shutil
+for name, edit in [("bad_doc", lambda f: f["/train/doc"].__setitem__(0, 9)),
+                   ("no_test", lambda f: f.__delitem__("/test/answer")),
+                   ("empty_q", lambda f: f["/train/question"].__setitem__(0, b" "))]:
+    shutil.copy("memo.h5", f"{name}.h5")
+    with h5py.File(f"{name}.h5", "r+") as f: edit(f)
+with h5py.File("shape.h5", "w") as f:
+    f["student_logits"] = np.zeros((3, 5), "f4"); f["teacher_logits"] = np.zeros((3, 6), "f4")
+with h5py.File("nan.h5", "w") as f:
+    s = np.zeros((3, 5), "f4"); s[1, 2] = np.nan
+    f["student_logits"] = s; f["teacher_logits"] = np.zeros((3, 5), "f4")
+with h5py.File("missing.h5", "w") as f:
+    f["student_logits"] = np.zeros((3, 5), "f4")
+EOF
+M="$NK_SOURCE/data/lm/causal.h5"
+expect_fail "eval: a /train/doc index outside /docs/text" 3 "bad_doc.h5.*/train/doc.*index 0" $SD eval -m "$M" -i bad_doc.h5 -o x.h5
+expect_fail "eval: a missing dataset" 3 "no_test.h5.*/test/answer" $SD eval -m "$M" -i no_test.h5 -o x.h5
+expect_fail "eval: an empty question" 3 "empty_q.h5.*/train/question.*index 0" $SD eval -m "$M" -i empty_q.h5 -o x.h5
+expect_fail "eval: a masked-diffusion checkpoint" 3 "diffusion.h5.*masked-diffusion" $SD eval -m "$NK_SOURCE/data/lm/diffusion.h5" -i memo.h5 -o x.h5
+$PY -c "
+import json
+print(json.dumps({'doc': 'word ' * 400, 'question': 'Which word?', 'answer': 'word'}))" > long.jsonl
+check "tasks --from-jsonl: a long document" $SD tasks --from-jsonl long.jsonl -o long.h5
+expect_fail "eval --open-book: document + question over the context" 3 "long.h5.*/train/question.*row 0.*context" $SD eval -m "$M" -i long.h5 --split train --open-book -o x.h5
+expect_fail "divergence: logits of different shapes" 3 "shape.h5.*/teacher_logits" $SD divergence -i shape.h5 -o x.h5
+expect_fail "divergence: NaN in the student's logits" 3 "nan.h5.*/student_logits" $SD divergence -i nan.h5 -o x.h5
+expect_fail "divergence: a missing dataset" 3 "missing.h5.*/teacher_logits" $SD divergence -i missing.h5 -o x.h5
+expect_fail "divergence: a negative --tau" 2 "tau" $SD divergence -i l.h5 --tau -0.1 -o x.h5
+printf '{"doc": "x", "question": "q?"}\n' > bad.jsonl
+expect_fail "tasks --from-jsonl: a line without an answer" 3 "bad.jsonl.*line 1.*answer" $SD tasks --from-jsonl bad.jsonl -o x.h5
+printf '{"doc": "x", "question": "q?", "answer": "a", "split": "dev"}\n' > bad2.jsonl
+expect_fail "tasks --from-jsonl: an unknown split" 3 "bad2.jsonl.*split" $SD tasks --from-jsonl bad2.jsonl -o x.h5
+[ ! -e x.h5 ] && pass "no output after a failure" || fail "a failed run left x.h5"
+finish

@@ -1,0 +1,199 @@
+// ssd-distill.cpp - the task generators (counts, answers in their documents,
+// no test question among the training questions, the eval and warm-up pools
+// disjoint), the switch rule and the loss at each position (identical rows,
+// near-disjoint supports, logits of +-80, the gradient against central
+// differences), and the answer scoring.
+#include <doctest/doctest.h>
+
+#include <cctype>
+#include <cmath>
+#include <set>
+
+#include "nk/lm/answers.hpp"
+#include "nk/rng.hpp"
+#include "ssd-distill/ssd.hpp"
+
+using namespace ssd;
+
+namespace {
+
+Tasks make(const std::string& task, Pool pool, int64_t docs, uint64_t seed = 1) {
+  TaskSpec spec;
+  spec.task = task;
+  spec.docs = docs;
+  spec.seed = seed;
+  spec.pool = pool;
+  return generate_tasks(spec);
+}
+
+std::set<std::string> questions(const QaSplit& s) {
+  return {s.question.begin(), s.question.end()};
+}
+
+/// Capitalised words of the documents, without the templates' own.
+std::set<std::string> names(const Tasks& t) {
+  static const std::set<std::string> fixed = {"Memo",      "The",     "It",       "We",      "January", "February",
+                                              "March",     "April",   "May",      "June",    "July",    "August",
+                                              "September", "October", "November", "December"};
+  std::set<std::string> out;
+  for (const std::string& d : t.docs) {
+    std::string w;
+    for (char c : d + " ") {
+      if (std::isalpha(static_cast<unsigned char>(c))) {
+        w += c;
+      } else {
+        if (!w.empty() && std::isupper(static_cast<unsigned char>(w[0])) && !fixed.count(w)) out.insert(w);
+        w.clear();
+      }
+    }
+  }
+  return out;
+}
+
+std::set<std::string> quoted(const Tasks& t) {
+  std::set<std::string> out;
+  for (const std::string& q : t.train.question) {
+    const size_t a = q.find('\''), b = q.rfind('\'');
+    if (a != std::string::npos && b > a) out.insert(q.substr(a + 1, b - a - 1));
+  }
+  return out;
+}
+
+std::vector<float> random_logits(int64_t n, double scale, nk::Rng& rng) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = static_cast<float>(scale * rng.normal());
+  return v;
+}
+
+}  // namespace
+
+TEST_SUITE("ssd-distill") {
+  TEST_CASE("memo: 7 facts a document, two training wordings and one held out; answers in the document") {
+    const Tasks t = make("memo", Pool::eval, 5);
+    CHECK(t.size() == 5);
+    CHECK(t.train.size() == 5 * 14);
+    CHECK(t.test.size() == 5 * 7);
+    const std::set<std::string> train = questions(t.train);
+    for (int64_t i = 0; i < t.test.size(); ++i) {
+      CHECK(train.count(t.test.question[static_cast<size_t>(i)]) == 0);
+      const std::string& doc = t.docs[static_cast<size_t>(t.test.doc[static_cast<size_t>(i)])];
+      CHECK(doc.find(t.test.answer[static_cast<size_t>(i)]) != std::string::npos);
+    }
+    // Same seed, same tasks; another seed, other names.
+    CHECK(make("memo", Pool::eval, 5).docs == t.docs);
+    CHECK(make("memo", Pool::eval, 5, 2).docs != t.docs);
+  }
+
+  TEST_CASE("update: held-out glosses and contradicted words; skill: the rule applied to new inputs") {
+    const Tasks u = make("update", Pool::eval, 4);
+    CHECK(u.train.size() == 4 * 4 * 2);
+    CHECK(u.test.size() == 4 * 4);
+    for (int64_t i = 0; i < u.test.size(); ++i) {
+      const std::string& doc = u.docs[static_cast<size_t>(u.test.doc[static_cast<size_t>(i)])];
+      CHECK(doc.find(u.test.answer[static_cast<size_t>(i)]) != std::string::npos);
+    }
+    CHECK(u.docs[0].find("From now on") != std::string::npos);
+
+    const Tasks s = make("skill", Pool::eval, 6);
+    CHECK(s.train.size() == 6 * 8);
+    CHECK(s.test.size() == 6 * 3);
+    const std::set<std::string> train = questions(s.train);
+    for (const std::string& q : s.test.question) CHECK(train.count(q) == 0);
+    // The test inputs are new: no test answer is a training answer of its document.
+    for (int64_t i = 0; i < s.test.size(); ++i)
+      for (int64_t j = 0; j < s.train.size(); ++j)
+        if (s.train.doc[static_cast<size_t>(j)] == s.test.doc[static_cast<size_t>(i)])
+          CHECK(s.train.answer[static_cast<size_t>(j)] != s.test.answer[static_cast<size_t>(i)]);
+    // A unit conversion's answer is the product.
+    for (int64_t i = 0; i < s.train.size(); ++i) {
+      const std::string& q = s.train.question[static_cast<size_t>(i)];
+      if (q.rfind("How many", 0) != 0) continue;
+      const std::string& doc = s.docs[static_cast<size_t>(s.train.doc[static_cast<size_t>(i)])];
+      const int64_t k = std::stoll(doc.substr(doc.find(" is ") + 4));
+      const size_t at = q.find(" are ") + 5;
+      const int64_t n = std::stoll(q.substr(at));
+      CHECK(std::stoll(s.train.answer[static_cast<size_t>(i)]) == k * n);
+    }
+  }
+
+  TEST_CASE("the warm-up pool shares no name, word or rule with the eval pool") {
+    for (uint64_t seed : {1, 2, 3}) {
+      std::set<std::string> a = names(make("memo", Pool::eval, 20, seed)),
+                            b = names(make("memo", Pool::warmup, 20, seed));
+      for (const std::string& w : a) CHECK_MESSAGE(b.count(w) == 0, w);
+      a = quoted(make("update", Pool::eval, 20, seed));
+      b = quoted(make("update", Pool::warmup, 20, seed));
+      for (const std::string& w : a) CHECK_MESSAGE(b.count(w) == 0, w);
+      const Tasks se = make("skill", Pool::eval, 12, seed), sw = make("skill", Pool::warmup, 12, seed);
+      const std::set<std::string> de(se.docs.begin(), se.docs.end());
+      for (const std::string& d : sw.docs) CHECK(de.count(d) == 0);
+    }
+  }
+
+  TEST_CASE("switch rule and loss: identical rows, near-disjoint supports, large logits") {
+    const int64_t V = 6;
+    nk::Rng rng(7);
+    std::vector<float> s = random_logits(3 * V, 2.0, rng), t = s;
+    // Row 1: near-disjoint supports (JSD -> ln 2); row 2: logits of +-80.
+    for (int64_t v = 0; v < V; ++v) {
+      s[static_cast<size_t>(V + v)] = v == 0 ? 80.0f : -80.0f;
+      t[static_cast<size_t>(V + v)] = v == 1 ? 80.0f : -80.0f;
+      s[static_cast<size_t>(2 * V + v)] = (v % 2 ? 80.0f : -80.0f);
+      t[static_cast<size_t>(2 * V + v)] = (v % 3 ? -80.0f : 79.0f);
+    }
+    std::vector<double> delta(3), loss(3);
+    std::vector<int8_t> writer(3);
+    std::vector<float> grad(static_cast<size_t>(3 * V));
+    positions({nk::lm::Divergence::jsd, 0.3}, nk::lm::Divergence::jsd, s.data(), t.data(), 3, V, delta.data(),
+              writer.data(), loss.data(), grad.data());
+    CHECK(delta[0] == doctest::Approx(0.0).epsilon(1e-12));
+    CHECK(writer[0] == 0);
+    CHECK(loss[0] == doctest::Approx(0.0).epsilon(1e-12));
+    CHECK(delta[1] == doctest::Approx(std::log(2.0)).epsilon(1e-9));
+    CHECK(writer[1] == 1);
+    for (double d : delta) CHECK(std::isfinite(d));
+    for (float g : grad) CHECK(std::isfinite(g));
+    // tau >= ln 2: the student writes everywhere (JSD <= ln 2).
+    positions({nk::lm::Divergence::jsd, std::log(2.0)}, nk::lm::Divergence::forward_kl, s.data(), t.data(), 3, V,
+              delta.data(), writer.data(), loss.data(), nullptr);
+    for (int8_t w : writer) CHECK(w == 0);
+  }
+
+  TEST_CASE("the loss's gradient against central differences (fkl, rkl, jsd)") {
+    const int64_t N = 3, V = 7;
+    nk::Rng rng(11);
+    const std::vector<float> t = random_logits(N * V, 1.5, rng);
+    std::vector<float> s = random_logits(N * V, 1.5, rng);
+    for (const char* name : {"fkl", "rkl", "jsd"}) {
+      const nk::lm::Divergence d = parse_divergence(name);
+      std::vector<double> delta(N), loss(N);
+      std::vector<int8_t> writer(N);
+      std::vector<float> grad(static_cast<size_t>(N * V));
+      positions({d, 0.3}, d, s.data(), t.data(), N, V, delta.data(), writer.data(), loss.data(), grad.data());
+      double worst = 0;
+      for (int64_t i = 0; i < N * V; ++i) {
+        const float keep = s[static_cast<size_t>(i)];
+        const double h = 1e-2;
+        std::vector<double> lp(N), lm(N);
+        s[static_cast<size_t>(i)] = static_cast<float>(keep + h);
+        positions({d, 0.3}, d, s.data(), t.data(), N, V, delta.data(), writer.data(), lp.data(), nullptr);
+        s[static_cast<size_t>(i)] = static_cast<float>(keep - h);
+        positions({d, 0.3}, d, s.data(), t.data(), N, V, delta.data(), writer.data(), lm.data(), nullptr);
+        s[static_cast<size_t>(i)] = keep;
+        const int64_t r = i / V;
+        const double fd = (lp[static_cast<size_t>(r)] - lm[static_cast<size_t>(r)]) / (2 * h);
+        worst = std::max(worst, std::abs(fd - grad[static_cast<size_t>(i)]));
+      }
+      CHECK_MESSAGE(worst < 2e-4, name << ": worst gradient error " << worst);
+    }
+  }
+
+  TEST_CASE("answer scoring: normalisation, exact match, word F1") {
+    CHECK(nk::lm::answer_words("It's 4,300 Crowns!") == std::vector<std::string>{"it", "s", "4", "300", "crowns"});
+    CHECK(nk::lm::exact_match("12 March 2031.", "12 march 2031"));
+    CHECK_FALSE(nk::lm::exact_match("12 March", "12 march 2031"));
+    CHECK(nk::lm::word_f1("a b b c", "b b d") == doctest::Approx(2 * (2.0 / 4) * (2.0 / 3) / (2.0 / 4 + 2.0 / 3)));
+    CHECK(nk::lm::word_f1("", "x") == 0.0);
+    CHECK(nk::lm::word_f1("", "") == 1.0);
+  }
+}

@@ -1,0 +1,79 @@
+// eval.cpp - greedy answers, closed- or open-book, scored against the gold
+// answers; perplexity on held-out general text (forgetting).
+#include "nk/error.hpp"
+#include "nk/h5.hpp"
+#include "nk/lm/answers.hpp"
+#include "nk/log.hpp"
+#include "ssd-distill/ssd.hpp"
+
+namespace ssd {
+
+AnswerScore score_answer(const std::string& prediction, const std::string& gold) {
+  AnswerScore s;
+  s.exact = nk::lm::exact_match(prediction, gold);
+  s.f1 = nk::lm::word_f1(prediction, gold);
+  s.correct = nk::lm::answer_words(gold).size() <= 3 ? s.exact : s.f1 >= 0.5;
+  return s;
+}
+
+void eval_verb(const EvalOptions& o, const nk::RunEnv& env) {
+  check_output(o.output, o.no_clobber);
+  const nk::lm::CausalModel m = nk::lm::load_causal_model(o.model);
+  const Tasks t = read_tasks(o.input);
+  if (o.split != "train" && o.split != "test") throw nk::usage_error("--split must be train or test");
+  const QaSplit& s = o.split == "train" ? t.train : t.test;
+  const std::string group = "/" + o.split;
+  const nk::lm::Tokenizer& tok = m.tokenizer();
+  const int64_t context = m.config().max_seq;
+  std::vector<std::vector<int32_t>> prompts;
+  for (int64_t i = 0; i < s.size(); ++i) {
+    const size_t u = static_cast<size_t>(i);
+    const int64_t d = s.doc[u];
+    std::vector<int32_t> p =
+        nk::lm::prompt_tokens(tok, s.question[u], o.open_book ? t.docs[static_cast<size_t>(d)] : std::string());
+    if (static_cast<int64_t>(p.size()) + 1 > context)
+      throw nk::input_error(t.path, group + "/question",
+                            "row " + std::to_string(i) + (o.open_book ? " with document " + std::to_string(d) : "") +
+                                ": the prompt takes " + std::to_string(p.size()) +
+                                " tokens, leaving no room for an answer in the model's context of " +
+                                std::to_string(context));
+    prompts.push_back(std::move(p));
+  }
+  const nk::lm::Model model(m.checkpoint.weights);
+  const std::vector<std::vector<int32_t>> out = nk::lm::greedy(model, tok, prompts, o.max_new);
+  std::vector<std::string> prediction;
+  std::vector<int8_t> exact, correct;
+  std::vector<double> f1;
+  int64_t right = 0;
+  for (int64_t i = 0; i < s.size(); ++i) {
+    std::string text = tok.decode(out[static_cast<size_t>(i)]);
+    // The answer is the first line (a model may go on with another question).
+    if (const size_t nl = text.find('\n'); nl != std::string::npos) text.resize(nl);
+    const AnswerScore a = score_answer(text, s.answer[static_cast<size_t>(i)]);
+    prediction.push_back(text);
+    exact.push_back(a.exact ? 1 : 0);
+    correct.push_back(a.correct ? 1 : 0);
+    f1.push_back(a.f1);
+    right += a.correct ? 1 : 0;
+  }
+  const double accuracy = s.size() ? static_cast<double>(right) / static_cast<double>(s.size()) : std::nan("");
+  double ppl = std::nan("");
+  if (o.ppl) ppl = nk::lm::perplexity(model, tok, nk::lm::general_text(o.ppl_text, o.ppl_docs));
+  nk::h5::Writer w(o.output, kEvalSchema, o.no_clobber);
+  w.write_strings("/eval/prediction", prediction, "Q");
+  w.write("/eval/exact", exact.data(), {s.size()}, "Q");
+  w.write("/eval/f1", f1.data(), {s.size()}, "Q");
+  w.write("/eval/correct", correct.data(), {s.size()}, "Q");
+  w.attr("/eval", "accuracy", accuracy);
+  w.attr("/eval", "split", o.split);
+  w.attr("/eval", "open_book", static_cast<int64_t>(o.open_book));
+  w.attr("/eval", "model", o.model);
+  if (o.ppl) w.attr("/eval", "ppl_general", ppl);
+  w.commit();
+  spdlog::info("eval: {} {} questions {}, accuracy {:.3f}{}", s.size(), o.split,
+               o.open_book ? "open-book" : "closed-book", accuracy,
+               o.ppl ? fmt::format(", perplexity {:.2f}", ppl) : std::string());
+  (void)env;
+}
+
+}  // namespace ssd

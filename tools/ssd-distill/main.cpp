@@ -1,0 +1,57 @@
+// main.cpp - ssd-distill: Speculative Self-Distillation, per-token
+// mixed-policy self-distillation of documents into a closed-book model.
+#include "nk/cli.hpp"
+#include "ssd-distill/ssd.hpp"
+
+int main(int argc, char** argv) {
+  using CLI::Range;
+  nk::cli::App cli("ssd-distill",
+                   "Speculative Self-Distillation: per-token mixed-policy self-distillation of documents into a "
+                   "closed-book model");
+  cli.app().require_subcommand(1);
+
+  ssd::TasksOptions tasks;
+  CLI::App* tasks_verb = cli.add_verb(
+      "tasks", "The knowledge to internalise: documents, training and held-out questions (memo, update, skill)",
+      nk::cli::Randomness::seeded);
+  nk::cli::App::add_output(*tasks_verb, tasks.output, tasks.no_clobber);
+  tasks_verb->add_option("--task", tasks.spec.task, "memo, update or skill")
+      ->check(CLI::IsMember({"memo", "update", "skill"}));
+  tasks_verb->add_option("--docs", tasks.spec.docs, "Documents")->check(Range(int64_t{1}, int64_t{1} << 16));
+  tasks_verb->add_option("--wordnet", tasks.spec.wordnet, "WordNet's dict folder (default: Debian's wordnet-base)");
+  tasks_verb
+      ->add_option("--from-jsonl", tasks.from_jsonl,
+                   "Convert JSON lines {doc, question, answer, split} instead (see the man page)")
+      ->check(CLI::ExistingFile);
+
+  ssd::DivergenceOptions div;
+  CLI::App* div_verb =
+      cli.add_verb("divergence", "The switch rule and the loss at each position of given student and teacher logits");
+  div_verb->add_option("-i,--input", div.input, "HDF5 with /student_logits and /teacher_logits [N, V]")->required();
+  nk::cli::App::add_output(*div_verb, div.output, div.no_clobber);
+  div_verb->add_option("--switch", div.switch_name, "D_switch(student || teacher): jsd, fkl or rkl")
+      ->check(CLI::IsMember({"jsd", "fkl", "rkl"}));
+  div_verb->add_option("--tau", div.tau, "The teacher writes where delta > tau (>= 0)")->check(Range(0.0, 1e9));
+  div_verb->add_option("--loss", div.loss, "D_loss: fkl = KL(teacher || student), rkl = KL(student || teacher), jsd")
+      ->check(CLI::IsMember({"fkl", "rkl", "jsd"}));
+
+  ssd::EvalOptions ev;
+  CLI::App* ev_verb = cli.add_verb("eval", "Greedy answers to a split's questions, closed-book or --open-book, scored");
+  ev_verb->add_option("-m,--model", ev.model, "A causal nk-lm checkpoint")->required();
+  ev_verb->add_option("-i,--input", ev.input, "The task file (tasks)")->required();
+  nk::cli::App::add_output(*ev_verb, ev.output, ev.no_clobber);
+  ev_verb->add_option("--split", ev.split, "train or test")->check(CLI::IsMember({"train", "test"}));
+  ev_verb->add_flag("--open-book", ev.open_book, "The document in the context (the teacher's view)");
+  ev_verb->add_option("--max-new", ev.max_new, "Answer tokens at most")->check(Range(int64_t{1}, int64_t{1} << 16));
+  ev_verb->add_flag("--ppl", ev.ppl, "Also the perplexity on held-out general text (forgetting)");
+  ev_verb->add_option("--ppl-docs", ev.ppl_docs, "Held-out fortunes for --ppl")
+      ->check(Range(int64_t{1}, int64_t{1} << 20));
+  ev_verb->add_option("--ppl-text", ev.ppl_text, "A text file (paragraphs) for --ppl instead")
+      ->check(CLI::ExistingFile);
+
+  return cli.run(argc, argv, [&] {
+    if (*tasks_verb) ssd::tasks_verb(tasks, cli.env());
+    if (*div_verb) ssd::divergence_verb(div, cli.env());
+    if (*ev_verb) ssd::eval_verb(ev, cli.env());
+  });
+}

@@ -1,0 +1,72 @@
+// ssd.hpp - the verbs of ssd-distill: the knowledge to internalise (tasks)
+// and the per-position switch rule and loss every method trains with
+// (divergence).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nk/lm/loss.hpp"
+#include "nk/lm/qa.hpp"
+#include "nk/run_env.hpp"
+#include "ssd-distill/tasks.hpp"
+
+namespace ssd {
+
+inline constexpr const char* kDivergenceSchema = "ssd-distill.divergence/1";
+inline constexpr const char* kEvalSchema = "ssd-distill.eval/1";
+
+/// --no-clobber checked before any work (the command line checks the folder).
+void check_output(const std::string& path, bool no_clobber);
+
+struct TasksOptions {
+  std::string output = "-", from_jsonl;
+  bool no_clobber = false;
+  TaskSpec spec;
+};
+void tasks_verb(const TasksOptions& options, const nk::RunEnv& env);
+
+/// fkl = KL(teacher || student), rkl = KL(student || teacher), jsd.
+nk::lm::Divergence parse_divergence(const std::string& name);
+
+/// The rule at one position: delta = D_switch(student || teacher); the
+/// teacher writes the token when delta > tau.
+struct SwitchRule {
+  nk::lm::Divergence divergence = nk::lm::Divergence::jsd;
+  double tau = 0.3;
+  double delta(const float* student_logits, const float* teacher_logits, int64_t V) const {
+    return nk::lm::divergence(divergence, student_logits, teacher_logits, V);
+  }
+};
+
+/// Per position r of [N, V] student and teacher logits: delta[r], writer[r]
+/// (1 = teacher), loss[r] = D_loss(teacher || student) and, when grad is not
+/// null, grad[r, :] = d loss[r] / d student logits[r, :].
+void positions(const SwitchRule& rule, nk::lm::Divergence loss, const float* student, const float* teacher, int64_t N,
+               int64_t V, double* delta, int8_t* writer, double* loss_out, float* grad);
+
+struct DivergenceOptions {
+  std::string input, output = "-", switch_name = "jsd", loss = "fkl";
+  double tau = 0.3;
+  bool no_clobber = false;
+};
+void divergence_verb(const DivergenceOptions& options, const nk::RunEnv& env);
+
+/// The scores of one answer: exact (equal word lists), F1 (word multisets),
+/// correct = exact when the gold has at most 3 words, else F1 >= 0.5.
+struct AnswerScore {
+  bool exact = false, correct = false;
+  double f1 = 0;
+};
+AnswerScore score_answer(const std::string& prediction, const std::string& gold);
+
+struct EvalOptions {
+  std::string model, input, split = "test", output = "-", ppl_text;
+  bool no_clobber = false, open_book = false, ppl = false;
+  int64_t max_new = 32, ppl_docs = 64;
+};
+/// Greedy answers to a split's questions, closed-book (the student's view)
+/// or with the document in the context (--open-book: the teacher's).
+void eval_verb(const EvalOptions& options, const nk::RunEnv& env);
+
+}  // namespace ssd
