@@ -32,6 +32,7 @@ proxy-certify -q certify -i fm.h5 --model pcm.h5 --n 20 -o pcref.h5
 proxy-certify -q calibrate -i fm.h5 --model pcm.h5 -o pcpx.h5
 sagesched -q trace --requests 8 --max-context 256 --seed 1 -o sstb.h5
 shred-unlearn -q tofu --authors 6 --questions 2 --world 6 --seed 1 -o sut.h5
+ssd-distill -q tasks --task memo --docs 2 --seed 1 -o sdt.h5
 invariance-audit -q train-prior -i fm.h5 --channels 4,8 --groups 2 --time-dim 8 --steps 2 --batch 4 -o iap.h5
 
 # recipe TOOL VERB: the verb's arguments (with --seed 7); outputs are every out*.h5
@@ -65,6 +66,7 @@ recipe() {
     "shred-unlearn relearn") echo "relearn -m $LM --target $LM -i sut.h5 --split forget10 --steps 1 -o out.h5" ;;
     "shred-unlearn sequential") echo "sequential -m $LM -i sut.h5 --split forget10 --requests 1 --steps 1 --max-rows 2 --ppl-docs 0 -o out.h5" ;;
     "ssd-distill tasks") echo "tasks --task memo --docs 2 -o out.h5" ;;
+    "ssd-distill rollout") echo "rollout -m $LM -i sdt.h5 --limit 2 --max-new 4 --tau 0.005 -o out.h5" ;;
     "sae-buffer gen") echo "gen --dim 8 --features 16 --rows 100 -o out.h5" ;;
     "sae-buffer train") echo "train -i sbacts.h5 --buffer 100 --budget 200 --latents 32 --k 2 --batch 50 -o out.h5" ;;
     "sae-buffer eval") echo "eval -i sbsae.h5 --acts sbacts.h5 -o out.h5" ;;

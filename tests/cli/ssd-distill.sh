@@ -4,6 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 
 SD="ssd-distill -q"
+M="$NK_SOURCE/data/lm/causal.h5"
 check "tasks memo (3 documents)" $SD tasks --task memo --docs 3 --seed 2 -o memo.h5
 check "tasks memo again: the same seed, the same file contents" $SD tasks --task memo --docs 3 --seed 2 -o memo2.h5
 check "tasks update (3 documents)" $SD tasks --task update --docs 3 --seed 2 -o update.h5
@@ -35,6 +36,15 @@ done
 check "eval closed-book on the test split, with --ppl" $SD eval -m "$NK_SOURCE/data/lm/causal.h5" -i memo.h5 --ppl --ppl-docs 8 -o ev_closed.h5
 check "eval --open-book on the training split" $SD eval -m "$NK_SOURCE/data/lm/causal.h5" -i memo.h5 --split train --open-book --max-new 12 -o ev_open.h5
 check "eval a user's h5py task file (no nk_schema)" $SD eval -m "$NK_SOURCE/data/lm/causal.h5" -i user_tasks.h5 --max-new 4 -o ev_user.h5
+# rollout: every method; speculative ssd against token by token; tau 0 and ln 2 against the teacher's
+# and the student's rollouts; the distributions against an independent torch forward of the export.
+RO="$SD rollout -m $M -i memo.h5 --limit 4 --max-new 10 --seed 4"
+for meth in off-sft off-fkl on-policy skd; do check "rollout --method $meth" $RO --method $meth -o ro_$meth.h5; done
+check "rollout ssd token by token (--chunk 0, tau 0.005), with --dump-dists" $RO --tau 0.005 --chunk 0 --dump-dists -o ro_ssd0.h5
+check "rollout ssd speculative (--chunk 3)" $RO --tau 0.005 --chunk 3 -o ro_ssd3.h5
+check "rollout ssd --tau 0" $RO --tau 0 -o ro_t0.h5
+check "rollout ssd --tau ln 2" $RO --tau 0.6931471805599453 -o ro_ln2.h5
+check "nk-lm export of the model (the reference's weights)" nk-lm -q export -m "$M" -o hf
 check "divergence --switch fkl --tau 0" $SD divergence -i l.h5 --switch fkl --tau 0 -o d_sw.h5
 check "divergence --tau ln 2: the student everywhere" $SD divergence -i l.h5 --tau 0.6931471805599453 -o d_ln2.h5
 
@@ -109,6 +119,54 @@ for name, split in [("ev_closed", "test"), ("ev_open", "train")]:
           and all("\n" not in p for p in pred))
     report(ok, f"eval {split} ({'open' if name == 'ev_open' else 'closed'}-book): exact, f1, correct and accuracy "
                f"({e.attrs['accuracy']:.3f}) recomputed in Python from the {len(pred)} predictions")
+# rollouts
+R = {n: h5py.File(f"ro_{n}.h5") for n in ["off-sft", "off-fkl", "on-policy", "skd", "ssd0", "ssd3", "t0", "ln2"]}
+def rows(f): return [list(r[:n]) for r, n in zip(f["/rollouts/tokens"][()], f["/rollouts/length"][()])]
+ok = True
+for n, f in R.items():
+    tok, wr, ln = f["/rollouts/tokens"][()], f["/rollouts/writer"][()], f["/rollouts/length"][()]
+    pad = np.arange(10)[None, :] >= ln[:, None]
+    ok &= tok.shape == (4, 10) and bool((tok[pad] == -1).all() and (wr[pad] == -1).all() and np.isnan(f["/rollouts/delta"][()][pad]).all())
+    ok &= f.attrs["supervised_tokens"] == ln.sum() and f.attrs["teacher_tokens"] == (wr == 1).sum()
+    so, to = f["/rollouts/student_prefix_offsets"][()], f["/rollouts/teacher_prefix_offsets"][()]
+    ok &= len(so) == 5 and len(to) == 5 and so[-1] == len(f["/rollouts/student_prefix"]) and bool(((to[1:] - to[:-1]) > (so[1:] - so[:-1])).all())
+report(ok, "rollout files: padding -1 / NaN after each length, CSR prompts (the teacher's longer: the document), counts add up")
+report(all((R[n]["/rollouts/writer"][()] == 1).sum() == R[n].attrs["supervised_tokens"] for n in ["off-sft", "off-fkl"])
+       and (R["on-policy"]["/rollouts/writer"][()] == 1).sum() == 0, "off-policy: the teacher writes every token; on-policy: none")
+a, b = R["ssd0"], R["ssd3"]
+mix = (a["/rollouts/writer"][()] == 1).sum()
+report(rows(a) == rows(b) and (a["/rollouts/writer"][()] == b["/rollouts/writer"][()]).all() and 0 < mix < a.attrs["supervised_tokens"]
+       and b.attrs["teacher_forward_tokens"] >= a.attrs["teacher_forward_tokens"],
+       f"speculative ssd (chunk 3) gives the token-by-token rollouts exactly (the teacher wrote {mix} of {a.attrs['supervised_tokens']}); "
+       f"teacher forward tokens {a.attrs['teacher_forward_tokens']} -> {b.attrs['teacher_forward_tokens']} with dropped drafts")
+report(rows(R["t0"]) == rows(R["off-fkl"]) and rows(R["ln2"]) == rows(R["on-policy"]),
+       "tau 0 is the teacher's rollout, tau ln 2 the student's (same draws)")
+wr, de = a["/rollouts/writer"][()], a["/rollouts/delta"][()]
+report(bool(((wr == 1) == (de > 0.005))[wr >= 0].all()), "ssd: the teacher wrote exactly where delta > tau")
+# an independent forward (tests/unit/lm_reference.py, torch float64) over the exported safetensors
+import json, struct, torch
+sys.path.insert(0, __import__("os").environ["NK_SOURCE"] + "/tests/unit")
+from lm_reference import forward
+raw = open("hf/model.safetensors", "rb").read(); hn = struct.unpack("<Q", raw[:8])[0]
+header = json.loads(raw[8:8 + hn]); data = raw[8 + hn:]
+P = {k: torch.tensor(np.frombuffer(data[v["data_offsets"][0]:v["data_offsets"][1]], "<f4").reshape(v["shape"]).astype(np.float64))
+     for k, v in header.items() if k != "__metadata__"}
+hc = json.load(open("hf/config.json"))
+cfg = dict(d_model=hc["hidden_size"], n_heads=hc["num_attention_heads"], n_kv_heads=hc["num_key_value_heads"],
+           head_dim=hc["hidden_size"] // hc["num_attention_heads"], norm_eps=hc["rms_norm_eps"], rope_theta=hc["rope_theta"],
+           n_layers=hc["num_hidden_layers"], tied_head=int(hc.get("tie_word_embeddings", True)), causal=1)
+worst = 0.0
+for r in range(2):
+    n = int(a["/rollouts/length"][r]); y = list(a["/rollouts/tokens"][r][:n])
+    for which in ["student", "teacher"]:
+        off = a[f"/rollouts/{which}_prefix_offsets"][()]
+        seq = list(a[f"/rollouts/{which}_prefix"][off[r]:off[r + 1]]) + y
+        with torch.no_grad():
+            lg = forward(P, cfg, torch.tensor(np.array(seq, dtype=np.int64)), np.array([0, len(seq)])).log_softmax(-1).numpy()
+        ref = lg[len(seq) - n - 1:len(seq) - 1]
+        got = a[f"/rollouts/{which}_logprobs"][r, :n]
+        worst = max(worst, float(np.abs(got - ref).max()))
+report(worst < 5e-3, f"--dump-dists: both models' log-probabilities equal a torch float64 forward of the exported weights (within {worst:.1e})")
 ec = h5py.File("ev_closed.h5")["/eval"]
 report(np.isfinite(ec.attrs["ppl_general"]) and 1 < ec.attrs["ppl_general"] < 2048 and ec.attrs["open_book"] == 0,
        f"eval --ppl: a finite perplexity on held-out fortunes ({ec.attrs['ppl_general']:.1f})")
@@ -133,7 +191,6 @@ with h5py.File("nan.h5", "w") as f:
 with h5py.File("missing.h5", "w") as f:
     f["student_logits"] = np.zeros((3, 5), "f4")
 EOF
-M="$NK_SOURCE/data/lm/causal.h5"
 expect_fail "eval: a /train/doc index outside /docs/text" 3 "bad_doc.h5.*/train/doc.*index 0" $SD eval -m "$M" -i bad_doc.h5 -o x.h5
 expect_fail "eval: a missing dataset" 3 "no_test.h5.*/test/answer" $SD eval -m "$M" -i no_test.h5 -o x.h5
 expect_fail "eval: an empty question" 3 "empty_q.h5.*/train/question.*index 0" $SD eval -m "$M" -i empty_q.h5 -o x.h5
@@ -143,6 +200,8 @@ import json
 print(json.dumps({'doc': 'word ' * 400, 'question': 'Which word?', 'answer': 'word'}))" > long.jsonl
 check "tasks --from-jsonl: a long document" $SD tasks --from-jsonl long.jsonl -o long.h5
 expect_fail "eval --open-book: document + question over the context" 3 "long.h5.*/train/question.*row 0.*context" $SD eval -m "$M" -i long.h5 --split train --open-book -o x.h5
+expect_fail "rollout: --skd-topk above the vocabulary" 3 "causal.h5.*skd-topk" $SD rollout -m "$M" -i memo.h5 --limit 1 --method skd --skd-topk 5000 -o x.h5
+expect_fail "rollout --open-book prompt over the context" 3 "long.h5.*/train/question.*row 0" $SD rollout -m "$M" -i long.h5 --limit 1 -o x.h5
 expect_fail "divergence: logits of different shapes" 3 "shape.h5.*/teacher_logits" $SD divergence -i shape.h5 -o x.h5
 expect_fail "divergence: NaN in the student's logits" 3 "nan.h5.*/student_logits" $SD divergence -i nan.h5 -o x.h5
 expect_fail "divergence: a missing dataset" 3 "missing.h5.*/teacher_logits" $SD divergence -i missing.h5 -o x.h5

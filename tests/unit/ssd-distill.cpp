@@ -5,12 +5,15 @@
 // differences), and the answer scoring.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <set>
 
 #include "nk/lm/answers.hpp"
+#include "nk/lm/qa.hpp"
 #include "nk/rng.hpp"
+#include "ssd-distill/rollout.hpp"
 #include "ssd-distill/ssd.hpp"
 
 using namespace ssd;
@@ -195,5 +198,119 @@ TEST_SUITE("ssd-distill") {
     CHECK(nk::lm::word_f1("a b b c", "b b d") == doctest::Approx(2 * (2.0 / 4) * (2.0 / 3) / (2.0 / 4 + 2.0 / 3)));
     CHECK(nk::lm::word_f1("", "x") == 0.0);
     CHECK(nk::lm::word_f1("", "") == 1.0);
+  }
+}
+
+
+namespace {
+
+struct Shipped {
+  nk::lm::CausalModel m = nk::lm::load_causal_model(std::string(NK_SOURCE_DIR) + "/data/lm/causal.h5");
+  nk::lm::Model model{m.checkpoint.weights};
+};
+
+std::vector<Rollout> rollouts(const Shipped& s, const Tasks& t, RolloutConfig c, int64_t n) {
+  Roller roller(s.model, s.model, s.m.tokenizer(), c);
+  std::vector<Rollout> out;
+  for (int64_t i = 0; i < n; ++i)
+    out.push_back(roller.run(t.train.question[static_cast<size_t>(i)], t.train.doc[static_cast<size_t>(i)],
+                             t.docs[static_cast<size_t>(t.train.doc[static_cast<size_t>(i)])],
+                             static_cast<uint64_t>(i)));
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE("ssd-distill") {
+  TEST_CASE(
+      "rollouts: speculative ssd equals token by token; tau 0 is the teacher's rollout, tau >= ln 2 the student's") {
+    const Shipped s;
+    const Tasks t = make("memo", Pool::eval, 2);
+    RolloutConfig c;
+    c.max_new = 12;
+    c.seed = 5;
+    c.rule = {nk::lm::Divergence::jsd, 0.005};  // the shipped model barely reads its context: small deltas
+    c.method = Method::ssd;
+    c.chunk = 0;
+    const std::vector<Rollout> plain = rollouts(s, t, c, 6);
+    int64_t teacher = 0, total = 0;
+    for (int64_t chunk : {1, 3, 5}) {
+      c.chunk = chunk;
+      const std::vector<Rollout> spec = rollouts(s, t, c, 6);
+      for (size_t i = 0; i < plain.size(); ++i) {
+        CHECK(spec[i].tokens == plain[i].tokens);
+        CHECK(spec[i].writer == plain[i].writer);
+        CHECK(spec[i].delta == plain[i].delta);
+        // Dropped drafts cost the teacher more forward tokens, never fewer.
+        CHECK(spec[i].teacher_forward >= plain[i].teacher_forward);
+      }
+    }
+    for (const Rollout& r : plain) {
+      for (int8_t w : r.writer) teacher += w;
+      total += r.size();
+      CHECK(r.student_logits.size() == static_cast<size_t>(r.size() * s.model.config().vocab));
+      for (size_t j = 0; j < r.writer.size(); ++j) CHECK((r.writer[j] == 1) == (r.delta[j] > 0.005));
+    }
+    CHECK(teacher > 0);
+    CHECK(teacher < total);  // a real mix at this tau
+
+    c.chunk = 4;
+    c.rule.tau = 0;
+    const std::vector<Rollout> t0 = rollouts(s, t, c, 4);
+    c.method = Method::off_fkl;
+    const std::vector<Rollout> off = rollouts(s, t, c, 4);
+    c.method = Method::ssd;
+    c.rule.tau = std::log(2.0);
+    const std::vector<Rollout> ln2 = rollouts(s, t, c, 4);
+    c.method = Method::on_policy;
+    const std::vector<Rollout> on = rollouts(s, t, c, 4);
+    for (size_t i = 0; i < 4; ++i) {
+      CHECK(t0[i].tokens == off[i].tokens);
+      CHECK(ln2[i].tokens == on[i].tokens);
+      CHECK(std::all_of(on[i].writer.begin(), on[i].writer.end(), [](int8_t w) { return w == 0; }));
+      CHECK(std::all_of(off[i].writer.begin(), off[i].writer.end(), [](int8_t w) { return w == 1; }));
+      // The model that did not write scored the rollout afterwards: both distributions at every position.
+      CHECK(on[i].teacher_logits.size() == on[i].tokens.size() * static_cast<size_t>(s.model.config().vocab));
+      CHECK(off[i].student_logits.size() == off[i].tokens.size() * static_cast<size_t>(s.model.config().vocab));
+    }
+  }
+
+  TEST_CASE("rollouts: both distributions equal a one-pass forward over prompt + rollout; forward tokens add up") {
+    const Shipped s;
+    const Tasks t = make("memo", Pool::eval, 1);
+    RolloutConfig c;
+    c.max_new = 10;
+    c.seed = 2;
+    c.rule = {nk::lm::Divergence::jsd, 0.005};
+    c.method = Method::ssd;
+    c.chunk = 3;
+    Roller roller(s.model, s.model, s.m.tokenizer(), c);
+    const Rollout r = roller.run(t.train.question[0], 0, t.docs[0], 0);
+    const int64_t V = s.model.config().vocab, n = r.size();
+    for (int which = 0; which < 2; ++which) {
+      std::vector<int32_t> seq = which == 0 ? r.student_prefix : r.teacher_prefix;
+      const int64_t p = static_cast<int64_t>(seq.size());
+      seq.insert(seq.end(), r.tokens.begin(), r.tokens.end());
+      nk::lm::Workspace ws(s.model.config(),
+                           {static_cast<int64_t>(seq.size()), static_cast<int64_t>(seq.size()), false});
+      const std::vector<int64_t> offsets{0, static_cast<int64_t>(seq.size())};
+      s.model.forward({seq, offsets}, ws);
+      const std::vector<float>& got = which == 0 ? r.student_logits : r.teacher_logits;
+      double worst = 0;
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t v = 0; v < V; ++v)
+          worst = std::max(worst, static_cast<double>(std::abs(got[static_cast<size_t>(j * V + v)] -
+                                                               ws.logits()[(p - 1 + j) * V + v])));
+      CHECK_MESSAGE(worst < 2e-3, (which == 0 ? "student" : "teacher") << " logits within " << worst);
+    }
+    // Token by token, the teacher runs the question and every token but the last; the student its
+    // whole prompt and the same (the document's prefill is counted apart).
+    c.chunk = 0;
+    Roller plain(s.model, s.model, s.m.tokenizer(), c);
+    const Rollout q = plain.run(t.train.question[0], 0, t.docs[0], 0);
+    const int64_t qn = static_cast<int64_t>(r.student_prefix.size()) - 1;
+    CHECK(q.teacher_forward == qn + q.size() - 1);
+    CHECK(q.student_forward == qn + 1 + q.size() - 1);
+    CHECK(plain.document_prefill() == static_cast<int64_t>(document_tokens(s.m.tokenizer(), t.docs[0]).size()));
   }
 }

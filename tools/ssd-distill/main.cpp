@@ -49,9 +49,36 @@ int main(int argc, char** argv) {
   ev_verb->add_option("--ppl-text", ev.ppl_text, "A text file (paragraphs) for --ppl instead")
       ->check(CLI::ExistingFile);
 
+  ssd::RolloutOptions ro;
+  CLI::App* ro_verb = cli.add_verb(
+      "rollout", "Rollouts of a split's questions: who writes each token (off-sft, off-fkl, on-policy, skd, ssd)",
+      nk::cli::Randomness::seeded);
+  ro_verb
+      ->add_option("-m,--model", ro.model, "A causal nk-lm checkpoint: the student and, with the document, the teacher")
+      ->required();
+  ro_verb->add_option("-i,--input", ro.input, "The task file (tasks)")->required();
+  nk::cli::App::add_output(*ro_verb, ro.output, ro.no_clobber);
+  ro_verb->add_option("--split", ro.split, "train or test")->check(CLI::IsMember({"train", "test"}));
+  ro_verb->add_option("--limit", ro.limit, "The first N questions (0: all)")
+      ->check(Range(int64_t{0}, int64_t{1} << 30));
+  ro_verb->add_option("--method", ro.method, "off-sft, off-fkl, on-policy, skd or ssd")
+      ->check(CLI::IsMember({"off-sft", "off-fkl", "on-policy", "skd", "ssd"}));
+  ro_verb->add_option("--tau", ro.tau, "ssd: the teacher writes where delta > tau (>= 0)")->check(Range(0.0, 1e9));
+  ro_verb->add_option("--switch", ro.switch_name, "D_switch(student || teacher): jsd, fkl or rkl")
+      ->check(CLI::IsMember({"jsd", "fkl", "rkl"}));
+  ro_verb->add_option("--temperature", ro.temperature, "Sampling temperature (0: greedy)")->check(Range(0.0, 1e3));
+  ro_verb->add_option("--max-new", ro.max_new, "Tokens per rollout at most")
+      ->check(Range(int64_t{1}, int64_t{1} << 16));
+  ro_verb->add_option("--chunk", ro.chunk, "ssd: tokens the student drafts per teacher pass (0: token by token)")
+      ->check(Range(int64_t{0}, int64_t{1} << 16));
+  ro_verb->add_option("--skd-topk", ro.skd_topk, "skd: the teacher replaces a student token outside its top K")
+      ->check(Range(int64_t{1}, int64_t{1} << 20));
+  ro_verb->add_flag("--dump-dists", ro.dump_dists, "Also both models' log-probabilities at every position [R, N, V]");
+
   return cli.run(argc, argv, [&] {
     if (*tasks_verb) ssd::tasks_verb(tasks, cli.env());
     if (*div_verb) ssd::divergence_verb(div, cli.env());
     if (*ev_verb) ssd::eval_verb(ev, cli.env());
+    if (*ro_verb) ssd::rollout_verb(ro, cli.env());
   });
 }

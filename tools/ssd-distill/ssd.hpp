@@ -69,4 +69,16 @@ struct EvalOptions {
 /// or with the document in the context (--open-book: the teacher's).
 void eval_verb(const EvalOptions& options, const nk::RunEnv& env);
 
+inline constexpr const char* kRolloutSchema = "ssd-distill.rollout/1";
+
+struct RolloutOptions {
+  std::string model, input, split = "train", output = "-", method = "ssd", switch_name = "jsd";
+  bool no_clobber = false, dump_dists = false;
+  int64_t limit = 0, max_new = 32, chunk = 8, skd_topk = 25;
+  double tau = 0.3, temperature = 1.0;
+};
+/// Rollouts of a split's first --limit questions with the model as both the
+/// student (closed-book) and the teacher (the document in context).
+void rollout_verb(const RolloutOptions& options, const nk::RunEnv& env);
+
 }  // namespace ssd

@@ -1,0 +1,91 @@
+// rollout.hpp - who writes each token of a rollout y for a question x about a
+// document C, and both models' distributions at every position.
+//
+// The student is pi_theta(.|x, y<t); the teacher pi_T(.|x, C, y<t) with the
+// document in its context (its KV cache built once per document and forked).
+// off-sft / off-fkl: the teacher writes; on-policy: the student writes (the
+// teacher scores the finished rollout in one pass); skd: the student samples
+// and the teacher replaces a token outside its own top K; ssd: the teacher
+// writes y_t where delta_t = D_switch(student || teacher) > tau.
+//
+// Draws are keyed by (rollout key, position, writer), so the speculative ssd
+// (the student drafts a chunk, the teacher scores it in one pass, the first
+// position over tau is resampled by the teacher and the rest dropped) gives
+// the same tokens as the token-by-token rule.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "nk/lm/kv_cache.hpp"
+#include "nk/lm/model.hpp"
+#include "nk/lm/tokenizer.hpp"
+#include "ssd-distill/ssd.hpp"
+
+namespace ssd {
+
+enum class Method { off_sft, off_fkl, on_policy, skd, ssd };
+Method parse_method(const std::string& name);
+const char* method_name(Method method);
+
+struct RolloutConfig {
+  Method method = Method::ssd;
+  SwitchRule rule;
+  double temperature = 1.0;  ///< 0: greedy
+  int64_t max_new = 32;
+  int64_t skd_topk = 25;
+  int64_t chunk = 8;  ///< ssd: tokens the student drafts per teacher pass (0: token by token)
+  uint64_t seed = 0;
+};
+
+struct Rollout {
+  std::vector<int32_t> student_prefix, teacher_prefix, tokens;  ///< tokens: y, EOS included when emitted
+  std::vector<int8_t> writer;                                   ///< per token: 1 the teacher wrote it
+  std::vector<double> delta;                                    ///< per token: D_switch(student || teacher)
+  std::vector<float> student_logits, teacher_logits;            ///< [n, V]: the distributions y_t was drawn against
+  int64_t teacher_forward = 0, student_forward = 0;  ///< tokens each model ran (the document's prefill apart)
+  int64_t size() const { return static_cast<int64_t>(tokens.size()); }
+};
+
+/// Rollouts against a student and a teacher model (the same architecture and
+/// tokenizer; the weights may differ). Not thread-safe: one per thread.
+class Roller {
+ public:
+  Roller(const nk::lm::Model& student, const nk::lm::Model& teacher, const nk::lm::Tokenizer& tok,
+         const RolloutConfig& config);
+  /// One rollout of 'question' about document 'doc' (its text 'document');
+  /// 'key' names the rollout's draws. The teacher's prompt must leave room
+  /// for one answer token (a usage error otherwise; callers check first).
+  Rollout run(const std::string& question, int64_t doc, const std::string& document, uint64_t key);
+  /// Tokens the teacher ran to prefill documents (counted apart).
+  int64_t document_prefill() const { return prefill_; }
+  const RolloutConfig& config() const { return config_; }
+
+ private:
+  struct Feed;
+  int32_t document_slot(int64_t doc, const std::string& document);
+  const float* feed(const nk::lm::Model& model, nk::lm::KvCache& cache, nk::lm::Workspace& ws, int32_t slot,
+                    const std::vector<int32_t>& tokens, bool all_rows);
+  int32_t draw(const float* logits, uint64_t key, int64_t position, int which) const;
+  void generate_plain(Rollout& r, int32_t s_slot, int32_t t_slot, int64_t limit, uint64_t key);
+  void generate_speculative(Rollout& r, int32_t s_slot, int32_t t_slot, int64_t limit, uint64_t key);
+
+  const nk::lm::Model& student_;
+  const nk::lm::Model& teacher_;
+  const nk::lm::Tokenizer& tok_;
+  RolloutConfig config_;
+  int64_t V_;
+  nk::lm::KvCache student_cache_, teacher_cache_;
+  nk::lm::Workspace student_ws_, teacher_ws_;
+  std::map<int64_t, int32_t> documents_;  ///< doc -> teacher slot holding BOS + document + "\n"
+  std::vector<int64_t> document_order_;
+  int64_t prefill_ = 0;
+};
+
+/// BOS + document + "\n": the teacher's prefix shared by a document's questions.
+std::vector<int32_t> document_tokens(const nk::lm::Tokenizer& tok, const std::string& document);
+/// "Question: <q>\nAnswer:" (no BOS).
+std::vector<int32_t> question_tokens(const nk::lm::Tokenizer& tok, const std::string& question);
+
+}  // namespace ssd
