@@ -45,11 +45,17 @@ check "rollout ssd speculative (--chunk 3)" $RO --tau 0.005 --chunk 3 -o ro_ssd3
 check "rollout ssd --tau 0" $RO --tau 0 -o ro_t0.h5
 check "rollout ssd --tau ln 2" $RO --tau 0.6931471805599453 -o ro_ln2.h5
 check "nk-lm export of the model (the reference's weights)" nk-lm -q export -m "$M" -o hf
+TR="$SD train -m $M -i memo.h5 --steps 12 --batch 3 --lr 3e-4 --eval-every 6 --max-new 8 --seed 2"
+for meth in off-sft off-fkl on-policy skd ssd; do check "train --method $meth (12 steps)" $TR --method $meth --tau 0.005 -o st_$meth.h5; done
+check "train ssd --loss jsd --chunk 0" $TR --method ssd --tau 0.005 --loss jsd --chunk 0 -o st_jsd.h5
+check "train on-policy --loss rkl" $TR --method on-policy --loss rkl -o st_rkl.h5
+check "eval the trained student (an nk-lm checkpoint)" $SD eval -m st_ssd.h5 -i memo.h5 --max-new 8 -o ev_st.h5
 check "divergence --switch fkl --tau 0" $SD divergence -i l.h5 --switch fkl --tau 0 -o d_sw.h5
 check "divergence --tau ln 2: the student everywhere" $SD divergence -i l.h5 --tau 0.6931471805599453 -o d_ln2.h5
 
-$PY - <<'EOF'
-import sys, h5py, numpy as np
+M="$M" $PY - <<'EOF'
+import os, sys, h5py, numpy as np
+M = os.environ["M"]
 sys.path.insert(0, __import__("os").environ["NK_SOURCE"] + "/tests/cli")
 from nk_check import report, finish
 
@@ -167,6 +173,20 @@ for r in range(2):
         got = a[f"/rollouts/{which}_logprobs"][r, :n]
         worst = max(worst, float(np.abs(got - ref).max()))
 report(worst < 5e-3, f"--dump-dists: both models' log-probabilities equal a torch float64 forward of the exported weights (within {worst:.1e})")
+# train
+ok = True
+for meth in ["off-sft", "off-fkl", "on-policy", "skd", "ssd"]:
+    c = h5py.File(f"st_{meth}.h5")["/curve"]
+    ok &= list(c["step"][()]) == [0, 6, 12] and c.attrs["supervised_tokens"] == c["supervised_tokens"][-1] > 0
+    ok &= bool((np.diff(c["supervised_tokens"][()]) > 0).all() and (np.diff(c["teacher_forward_tokens"][()]) > 0).all())
+    ok &= c["wall_s"][-1] > 0 and np.isfinite(c["train_loss"][1:]).all() and ((c["test_accuracy"][()] >= 0) & (c["test_accuracy"][()] <= 1)).all()
+    frac = c["teacher_fraction"][1:]
+    ok &= (frac == 1).all() if meth.startswith("off") else (frac == 0).all() if meth == "on-policy" else ((frac > 0) & (frac < 1)).all()
+report(ok, "train: /curve at steps 0, 6, 12; cumulative tokens grow; the teacher writes all (off), none (on-policy), a share (skd, ssd)")
+c = h5py.File("st_rkl.h5")["/curve"]
+report(c.attrs["loss"] == "rkl" and np.isfinite(c["train_loss"][1:]).all(), "train --loss rkl: a finite loss in the curve")
+report(h5py.File("st_ssd.h5").attrs["nk_schema"] == "nk-lm.model/1" and h5py.File("ev_st.h5")["/eval"].attrs["model"] == "st_ssd.h5",
+       "train writes an nk-lm checkpoint that eval reads")
 ec = h5py.File("ev_closed.h5")["/eval"]
 report(np.isfinite(ec.attrs["ppl_general"]) and 1 < ec.attrs["ppl_general"] < 2048 and ec.attrs["open_book"] == 0,
        f"eval --ppl: a finite perplexity on held-out fortunes ({ec.attrs['ppl_general']:.1f})")
@@ -202,6 +222,9 @@ check "tasks --from-jsonl: a long document" $SD tasks --from-jsonl long.jsonl -o
 expect_fail "eval --open-book: document + question over the context" 3 "long.h5.*/train/question.*row 0.*context" $SD eval -m "$M" -i long.h5 --split train --open-book -o x.h5
 expect_fail "rollout: --skd-topk above the vocabulary" 3 "causal.h5.*skd-topk" $SD rollout -m "$M" -i memo.h5 --limit 1 --method skd --skd-topk 5000 -o x.h5
 expect_fail "rollout --open-book prompt over the context" 3 "long.h5.*/train/question.*row 0" $SD rollout -m "$M" -i long.h5 --limit 1 -o x.h5
+expect_fail "train: a /train/doc index outside /docs/text" 3 "bad_doc.h5.*/train/doc.*index 0" $SD train -m "$M" -i bad_doc.h5 --steps 1 -o x.h5
+expect_fail "train: document + question over the context" 3 "long.h5.*/train/question.*row 0" $SD train -m "$M" -i long.h5 --steps 1 -o x.h5
+expect_fail "train: a masked-diffusion checkpoint" 3 "diffusion.h5.*masked-diffusion" $SD train -m "$NK_SOURCE/data/lm/diffusion.h5" -i memo.h5 --steps 1 -o x.h5
 expect_fail "divergence: logits of different shapes" 3 "shape.h5.*/teacher_logits" $SD divergence -i shape.h5 -o x.h5
 expect_fail "divergence: NaN in the student's logits" 3 "nan.h5.*/student_logits" $SD divergence -i nan.h5 -o x.h5
 expect_fail "divergence: a missing dataset" 3 "missing.h5.*/teacher_logits" $SD divergence -i missing.h5 -o x.h5

@@ -12,6 +12,7 @@
 
 #include "nk/lm/answers.hpp"
 #include "nk/lm/qa.hpp"
+#include "nk/lm/train.hpp"
 #include "nk/rng.hpp"
 #include "ssd-distill/rollout.hpp"
 #include "ssd-distill/ssd.hpp"
@@ -201,7 +202,6 @@ TEST_SUITE("ssd-distill") {
   }
 }
 
-
 namespace {
 
 struct Shipped {
@@ -312,5 +312,47 @@ TEST_SUITE("ssd-distill") {
     CHECK(q.teacher_forward == qn + q.size() - 1);
     CHECK(q.student_forward == qn + 1 + q.size() - 1);
     CHECK(plain.document_prefill() == static_cast<int64_t>(document_tokens(s.m.tokenizer(), t.docs[0]).size()));
+  }
+}
+
+TEST_SUITE("ssd-distill") {
+  TEST_CASE("one training step on fixed rollouts lowers their loss (fkl, rkl, jsd, off-sft's cross-entropy)") {
+    const Shipped s;
+    const Tasks t = make("memo", Pool::eval, 1);
+    RolloutConfig c;
+    c.max_new = 8;
+    c.seed = 9;
+    c.method = Method::on_policy;
+    std::vector<Rollout> rolls = rollouts(s, t, c, 4);
+    c.method = Method::off_sft;
+    const std::vector<Rollout> off = rollouts(s, t, c, 4);
+    // A student that differs from the teacher: the teacher's logits stay those of the shipped model.
+    for (const auto& [method, name] : std::vector<std::pair<Method, const char*>>{{Method::on_policy, "fkl"},
+                                                                                  {Method::on_policy, "rkl"},
+                                                                                  {Method::on_policy, "jsd"},
+                                                                                  {Method::off_sft, "fkl"}}) {
+      nk::lm::ParameterStore w = s.m.checkpoint.weights;
+      const DistillBatch d = distill_batch(method == Method::off_sft ? off : rolls);
+      const int64_t V = s.model.config().vocab, T = s.model.config().max_seq;
+      nk::lm::AdamWConfig adamw;
+      adamw.weight_decay = 0;
+      nk::lm::Trainer trainer(w, nk::lm::ParameterMask::all(w), {1e-4, 1.0, 1, 2}, adamw, {4 * T, T, true});
+      const nk::lm::Divergence div = parse_divergence(name);
+      const auto loss_now = [&]() {
+        nk::lm::Workspace ws(s.model.config(), {4 * T, T, false});
+        trainer.model().forward(d.packed.batch(), ws);
+        return distill_loss(ws, d, method, div, V, false);
+      };
+      const double before = loss_now();
+      for (int k = 0; k < 3; ++k)
+        trainer.step(1, [&](int64_t, nk::lm::Workspace& ws, nk::lm::TokenBatch& tb) {
+          tb = d.packed.batch();
+          trainer.model().forward(tb, ws);
+          return std::pair<double, int64_t>{distill_loss(ws, d, method, div, V, true), d.packed.rows()};
+        });
+      const double after = loss_now();
+      CHECK_MESSAGE(after < before, method_name(method) << " " << name << ": " << before << " -> " << after);
+      if (method != Method::off_sft) CHECK(before < 1.0);  // student = teacher's weights without the document
+    }
   }
 }

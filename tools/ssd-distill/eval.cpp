@@ -16,6 +16,47 @@ AnswerScore score_answer(const std::string& prediction, const std::string& gold)
   return s;
 }
 
+std::vector<std::string> answers(const nk::lm::Model& model, const nk::lm::Tokenizer& tok, const Tasks& t,
+                                 const std::string& split, bool open_book, int64_t max_new) {
+  const QaSplit& s = split == "train" ? t.train : t.test;
+  const std::string group = "/" + split;
+  const int64_t context = model.config().max_seq;
+  std::vector<std::vector<int32_t>> prompts;
+  for (int64_t i = 0; i < s.size(); ++i) {
+    const size_t u = static_cast<size_t>(i);
+    const int64_t d = s.doc[u];
+    std::vector<int32_t> p =
+        nk::lm::prompt_tokens(tok, s.question[u], open_book ? t.docs[static_cast<size_t>(d)] : std::string());
+    if (static_cast<int64_t>(p.size()) + 1 > context)
+      throw nk::input_error(t.path, group + "/question",
+                            "row " + std::to_string(i) + (open_book ? " with document " + std::to_string(d) : "") +
+                                ": the prompt takes " + std::to_string(p.size()) +
+                                " tokens, leaving no room for an answer in the model's context of " +
+                                std::to_string(context));
+    prompts.push_back(std::move(p));
+  }
+  const std::vector<std::vector<int32_t>> out = nk::lm::greedy(model, tok, prompts, max_new);
+  std::vector<std::string> text;
+  for (const auto& o : out) {
+    std::string a = tok.decode(o);
+    // The answer is the first line (a model may go on with another question).
+    if (const size_t nl = a.find('\n'); nl != std::string::npos) a.resize(nl);
+    text.push_back(std::move(a));
+  }
+  return text;
+}
+
+double accuracy(const nk::lm::Model& model, const nk::lm::Tokenizer& tok, const Tasks& t, const std::string& split,
+                bool open_book, int64_t max_new) {
+  const QaSplit& s = split == "train" ? t.train : t.test;
+  if (s.size() == 0) return std::nan("");
+  const std::vector<std::string> text = answers(model, tok, t, split, open_book, max_new);
+  int64_t right = 0;
+  for (int64_t i = 0; i < s.size(); ++i)
+    right += score_answer(text[static_cast<size_t>(i)], s.answer[static_cast<size_t>(i)]).correct ? 1 : 0;
+  return static_cast<double>(right) / static_cast<double>(s.size());
+}
+
 void eval_verb(const EvalOptions& o, const nk::RunEnv& env) {
   check_output(o.output, o.no_clobber);
   const nk::lm::CausalModel m = nk::lm::load_causal_model(o.model);
@@ -24,33 +65,15 @@ void eval_verb(const EvalOptions& o, const nk::RunEnv& env) {
   const QaSplit& s = o.split == "train" ? t.train : t.test;
   const std::string group = "/" + o.split;
   const nk::lm::Tokenizer& tok = m.tokenizer();
-  const int64_t context = m.config().max_seq;
-  std::vector<std::vector<int32_t>> prompts;
-  for (int64_t i = 0; i < s.size(); ++i) {
-    const size_t u = static_cast<size_t>(i);
-    const int64_t d = s.doc[u];
-    std::vector<int32_t> p =
-        nk::lm::prompt_tokens(tok, s.question[u], o.open_book ? t.docs[static_cast<size_t>(d)] : std::string());
-    if (static_cast<int64_t>(p.size()) + 1 > context)
-      throw nk::input_error(t.path, group + "/question",
-                            "row " + std::to_string(i) + (o.open_book ? " with document " + std::to_string(d) : "") +
-                                ": the prompt takes " + std::to_string(p.size()) +
-                                " tokens, leaving no room for an answer in the model's context of " +
-                                std::to_string(context));
-    prompts.push_back(std::move(p));
-  }
   const nk::lm::Model model(m.checkpoint.weights);
-  const std::vector<std::vector<int32_t>> out = nk::lm::greedy(model, tok, prompts, o.max_new);
+  const std::vector<std::string> text = answers(model, tok, t, o.split, o.open_book, o.max_new);
   std::vector<std::string> prediction;
   std::vector<int8_t> exact, correct;
   std::vector<double> f1;
   int64_t right = 0;
   for (int64_t i = 0; i < s.size(); ++i) {
-    std::string text = tok.decode(out[static_cast<size_t>(i)]);
-    // The answer is the first line (a model may go on with another question).
-    if (const size_t nl = text.find('\n'); nl != std::string::npos) text.resize(nl);
-    const AnswerScore a = score_answer(text, s.answer[static_cast<size_t>(i)]);
-    prediction.push_back(text);
+    const AnswerScore a = score_answer(text[static_cast<size_t>(i)], s.answer[static_cast<size_t>(i)]);
+    prediction.push_back(text[static_cast<size_t>(i)]);
     exact.push_back(a.exact ? 1 : 0);
     correct.push_back(a.correct ? 1 : 0);
     f1.push_back(a.f1);

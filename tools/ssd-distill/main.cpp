@@ -75,10 +75,39 @@ int main(int argc, char** argv) {
       ->check(Range(int64_t{1}, int64_t{1} << 20));
   ro_verb->add_flag("--dump-dists", ro.dump_dists, "Also both models' log-probabilities at every position [R, N, V]");
 
+  ssd::TrainOptions tr;
+  CLI::App* tr_verb =
+      cli.add_verb("train", "Distil the teacher (the document in context) into the closed-book student with one method",
+                   nk::cli::Randomness::seeded);
+  tr_verb->add_option("-m,--model", tr.model, "A causal nk-lm checkpoint: the initial student and the frozen teacher")
+      ->required();
+  tr_verb->add_option("-i,--input", tr.input, "The task file (tasks)")->required();
+  nk::cli::App::add_output(*tr_verb, tr.output, tr.no_clobber)->required();
+  tr_verb->add_option("--method", tr.method, "off-sft, off-fkl, on-policy, skd or ssd")
+      ->check(CLI::IsMember({"off-sft", "off-fkl", "on-policy", "skd", "ssd"}));
+  tr_verb->add_option("--loss", tr.loss, "D_loss: fkl = KL(teacher || student), rkl, jsd (off-sft: cross-entropy)")
+      ->check(CLI::IsMember({"fkl", "rkl", "jsd"}));
+  tr_verb->add_option("--switch", tr.switch_name, "D_switch(student || teacher): jsd, fkl or rkl")
+      ->check(CLI::IsMember({"jsd", "fkl", "rkl"}));
+  tr_verb->add_option("--tau", tr.tau, "ssd: the teacher writes where delta > tau (>= 0)")->check(Range(0.0, 1e9));
+  tr_verb->add_option("--steps", tr.steps, "Optimiser steps")->check(Range(int64_t{1}, int64_t{1} << 24));
+  tr_verb->add_option("--batch", tr.batch, "Rollouts per step")->check(Range(int64_t{1}, int64_t{1} << 12));
+  tr_verb->add_option("--lr", tr.lr, "AdamW learning rate (constant, no weight decay)")->check(Range(1e-12, 1.0));
+  tr_verb->add_option("--eval-every", tr.eval_every, "Closed-book test accuracy every E steps into /curve (0: none)")
+      ->check(Range(int64_t{0}, int64_t{1} << 24));
+  tr_verb->add_option("--temperature", tr.temperature, "Rollout temperature (0: greedy)")->check(Range(0.0, 1e3));
+  tr_verb->add_option("--max-new", tr.max_new, "Tokens per rollout at most")
+      ->check(Range(int64_t{1}, int64_t{1} << 16));
+  tr_verb->add_option("--chunk", tr.chunk, "ssd: tokens the student drafts per teacher pass (0: token by token)")
+      ->check(Range(int64_t{0}, int64_t{1} << 16));
+  tr_verb->add_option("--skd-topk", tr.skd_topk, "skd: the teacher replaces a student token outside its top K")
+      ->check(Range(int64_t{1}, int64_t{1} << 20));
+
   return cli.run(argc, argv, [&] {
     if (*tasks_verb) ssd::tasks_verb(tasks, cli.env());
     if (*div_verb) ssd::divergence_verb(div, cli.env());
     if (*ev_verb) ssd::eval_verb(ev, cli.env());
     if (*ro_verb) ssd::rollout_verb(ro, cli.env());
+    if (*tr_verb) ssd::train_verb(tr, cli.env());
   });
 }

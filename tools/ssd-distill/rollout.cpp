@@ -292,4 +292,39 @@ void Roller::generate_speculative(Rollout& r, int32_t s_slot, int32_t t_slot, in
   }
 }
 
+DistillBatch distill_batch(const std::vector<Rollout>& rollouts) {
+  DistillBatch d;
+  const float B = static_cast<float>(rollouts.size());
+  for (const Rollout& r : rollouts) {
+    std::vector<int32_t> seq = r.student_prefix;
+    seq.insert(seq.end(), r.tokens.begin(), r.tokens.end());
+    const int64_t at = d.packed.rows() + static_cast<int64_t>(r.student_prefix.size()) - 1;
+    d.packed.add(seq);
+    const float w = 1.0f / (static_cast<float>(r.size()) * B);
+    for (int64_t j = 0; j < r.size(); ++j) {
+      d.rows.push_back(at + j);
+      d.weights.push_back(w);
+      d.tokens.push_back(r.tokens[static_cast<size_t>(j)]);
+    }
+    d.targets.insert(d.targets.end(), r.teacher_logits.begin(), r.teacher_logits.end());
+  }
+  return d;
+}
+
+double distill_loss(nk::lm::Workspace& ws, const DistillBatch& d, Method method, nk::lm::Divergence loss, int64_t V,
+                    bool grad) {
+  nk::lm::Target target;
+  if (method == Method::off_sft) {
+    target.kind = nk::lm::Target::Kind::token;
+    target.token = d.tokens.data();
+    loss = nk::lm::Divergence::cross_entropy;
+  } else {
+    target.kind = nk::lm::Target::Kind::full;
+    target.logits = d.targets.data();
+    target.stride = V;
+  }
+  return nk::lm::loss_and_grad(loss, ws.logits(), ws.logit_rows(), V, target, {d.rows, d.weights}, nullptr,
+                               grad ? ws.dlogits() : nullptr);
+}
+
 }  // namespace ssd

@@ -83,6 +83,23 @@ class Roller {
   int64_t prefill_ = 0;
 };
 
+/// A training batch made of rollouts: the student's prompt + rollout of each,
+/// packed; loss rows at the positions that predict rollout tokens, weighted
+/// 1 / (|y| B) (the mean over positions, then over rollouts); the teacher's
+/// logits there (or, for off-sft, the tokens).
+struct DistillBatch {
+  nk::lm::Packed packed;
+  std::vector<int64_t> rows;
+  std::vector<float> weights, targets;  ///< targets: [rows, V] teacher logits
+  std::vector<int32_t> tokens;
+};
+DistillBatch distill_batch(const std::vector<Rollout>& rollouts);
+/// After model.forward(batch.packed.batch(), ws): the loss (cross-entropy on
+/// the tokens for off-sft, else 'loss' from the teacher) and, when 'grad', its
+/// gradient in ws.dlogits().
+double distill_loss(nk::lm::Workspace& ws, const DistillBatch& batch, Method method, nk::lm::Divergence loss, int64_t V,
+                    bool grad);
+
 /// BOS + document + "\n": the teacher's prefix shared by a document's questions.
 std::vector<int32_t> document_tokens(const nk::lm::Tokenizer& tok, const std::string& document);
 /// "Question: <q>\nAnswer:" (no BOS).

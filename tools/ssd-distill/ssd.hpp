@@ -81,4 +81,23 @@ struct RolloutOptions {
 /// student (closed-book) and the teacher (the document in context).
 void rollout_verb(const RolloutOptions& options, const nk::RunEnv& env);
 
+struct TrainOptions {
+  std::string model, input, output, method = "ssd", loss = "fkl", switch_name = "jsd";
+  bool no_clobber = false;
+  double tau = 0.3, lr = 1e-4, temperature = 1.0;
+  int64_t steps = 200, batch = 8, eval_every = 0, max_new = 32, chunk = 8, skd_topk = 25;
+};
+/// Distils the teacher (the model with the document in context, frozen at
+/// the initial weights) into the closed-book student with one method.
+void train_verb(const TrainOptions& options, const nk::RunEnv& env);
+
+/// Greedy answers to a split's questions (the first line of each), closed-book
+/// or with the document in the context; exit 3 naming the row when a prompt
+/// leaves no room for an answer.
+std::vector<std::string> answers(const nk::lm::Model& model, const nk::lm::Tokenizer& tok, const Tasks& tasks,
+                                 const std::string& split, bool open_book, int64_t max_new);
+/// The share of a split's questions answered correctly.
+double accuracy(const nk::lm::Model& model, const nk::lm::Tokenizer& tok, const Tasks& tasks, const std::string& split,
+                bool open_book, int64_t max_new);
+
 }  // namespace ssd

@@ -103,7 +103,7 @@ float from_bf16(uint16_t bits) { return kernels::from_bf16(bits); }
 std::string mode_name(Mode mode) { return mode == Mode::causal ? "causal" : "diffusion"; }
 
 void save_checkpoint(const std::string& path, const ParameterStore& weights, const Tokenizer* tokenizer,
-                     const TrainState* train, StoreAs store_as) {
+                     const TrainState* train, StoreAs store_as, const std::function<void(h5::Writer&)>& extra) {
   const Config& c = weights.config();
   h5::Writer out(path, kSchema);
   out.attr("/", "mode", mode_name(c.mode));
@@ -146,6 +146,7 @@ void save_checkpoint(const std::string& path, const ParameterStore& weights, con
     out.attr("/train", "seed", std::to_string(train->seed));  // text: a double would round seeds over 2^53
     out.attr("/train", "recipe", train->recipe);
   }
+  if (extra) extra(out);
   out.commit();
 }
 

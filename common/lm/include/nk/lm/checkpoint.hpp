@@ -11,6 +11,7 @@
 //   /tokenizer         the byte-level BPE (absent: token ids only)
 //   /train             step, seed, tokens, recipe (attributes); m/<name>, v/<name> float32
 #pragma once
+#include <functional>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -44,8 +45,11 @@ struct Checkpoint {
 /// Atomic (nk::h5::Writer). With bf16 the weights are rounded; the train
 /// state (when given) is always float32, so that a resume continues exactly
 /// only from a float32 checkpoint (train refuses to resume from bf16).
+/// 'extra' (when set) writes a tool's own groups into the same file before it
+/// is published (a training curve beside the weights).
 void save_checkpoint(const std::string& path, const ParameterStore& weights, const Tokenizer* tokenizer,
-                     const TrainState* train, StoreAs store_as);
+                     const TrainState* train, StoreAs store_as,
+                     const std::function<void(h5::Writer&)>& extra = {});
 Checkpoint load_checkpoint(const std::string& path);
 /// The config alone (info, and tools that check a mode before loading).
 Config load_config(const std::string& path);

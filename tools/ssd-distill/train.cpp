@@ -1,0 +1,177 @@
+// train.cpp - the distillation loop: rollouts by the method, then one AdamW
+// step on the mean per-position loss against the teacher; the same loss code,
+// optimiser, batch and schedule for every method.
+#include "nk/lm/train.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#include "nk/error.hpp"
+#include "nk/h5.hpp"
+#include "nk/lm/checkpoint.hpp"
+#include "nk/lm/qa.hpp"
+#include "nk/log.hpp"
+#include "nk/progress.hpp"
+#include "nk/rng.hpp"
+#include "ssd-distill/rollout.hpp"
+
+namespace ssd {
+
+namespace {
+
+inline constexpr const char* kCurveDims = "E";
+
+/// Rows of /train in a seeded order, epoch after epoch: batch 'step' is the
+/// next 'batch' of them.
+std::vector<int64_t> batch_rows(int64_t n, int64_t batch, int64_t step, uint64_t seed) {
+  std::vector<int64_t> out;
+  for (int64_t k = step * batch; k < (step + 1) * batch; ++k) {
+    const int64_t epoch = k / n;
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    std::iota(order.begin(), order.end(), int64_t{0});
+    nk::Rng rng = nk::Rng(seed).split(0xE90C).split(static_cast<uint64_t>(epoch));
+    nk::shuffle(order, rng);
+    out.push_back(order[static_cast<size_t>(k % n)]);
+  }
+  return out;
+}
+
+}  // namespace
+
+void train_verb(const TrainOptions& o, const nk::RunEnv& env) {
+  check_output(o.output, o.no_clobber);
+  nk::lm::CausalModel m = nk::lm::load_causal_model(o.model);
+  const Tasks t = read_tasks(o.input);
+  if (t.train.size() == 0) throw nk::input_error(t.path, "/train/question", "has no questions to train on");
+  const nk::lm::Tokenizer& tok = m.tokenizer();
+  const int64_t context = m.config().max_seq, V = m.config().vocab;
+  for (int64_t i = 0; i < t.train.size(); ++i) {
+    const size_t u = static_cast<size_t>(i);
+    const int64_t p = static_cast<int64_t>(document_tokens(tok, t.docs[static_cast<size_t>(t.train.doc[u])]).size() +
+                                           question_tokens(tok, t.train.question[u]).size());
+    if (p + 1 > context)
+      throw nk::input_error(t.path, "/train/question",
+                            "row " + std::to_string(i) + " with document " + std::to_string(t.train.doc[u]) +
+                                ": the prompt takes " + std::to_string(p) +
+                                " tokens, leaving no room for an answer in the model's context of " +
+                                std::to_string(context));
+  }
+  if (o.skd_topk > V)
+    throw nk::input_error(
+        o.model, "/",
+        "--skd-topk " + std::to_string(o.skd_topk) + " is above the vocabulary (" + std::to_string(V) + ")");
+  const Method method = parse_method(o.method);
+  const nk::lm::Divergence loss_div = parse_divergence(o.loss);
+  // The teacher: the initial weights, frozen; the student trains a copy.
+  const nk::lm::ParameterStore teacher_weights = m.checkpoint.weights;
+  const nk::lm::Model teacher(teacher_weights);
+  nk::lm::ParameterStore& weights = m.checkpoint.weights;
+  const nk::lm::Schedule schedule{o.lr, 1.0, 1, std::max<int64_t>(o.steps, 2)};  // constant after one step
+  nk::lm::AdamWConfig adamw;
+  adamw.weight_decay = 0.0;
+  nk::lm::Trainer trainer(weights, nk::lm::ParameterMask::all(weights), schedule, adamw,
+                          {o.batch * context, context, true});
+  RolloutConfig rc;
+  rc.method = method;
+  rc.rule = {parse_divergence(o.switch_name), o.tau};
+  rc.temperature = o.temperature;
+  rc.max_new = o.max_new;
+  rc.chunk = o.chunk;
+  rc.skd_topk = o.skd_topk;
+  rc.seed = env.seed;
+  Roller roller(trainer.model(), teacher, tok, rc);
+
+  std::vector<double> c_step, c_sup, c_tfwd, c_sfwd, c_frac, c_loss, c_acc, c_wall;
+  int64_t supervised = 0, teacher_fwd = 0, student_fwd = 0, written = 0, window_sup = 0;
+  double window_loss = 0, wall = 0;
+  int64_t window_steps = 0;
+  const auto record = [&](int64_t step) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const double acc = accuracy(trainer.model(), tok, t, "test", false, o.max_new);
+    c_step.push_back(static_cast<double>(step));
+    c_sup.push_back(static_cast<double>(supervised));
+    c_tfwd.push_back(static_cast<double>(teacher_fwd));
+    c_sfwd.push_back(static_cast<double>(student_fwd));
+    c_frac.push_back(window_sup ? static_cast<double>(written) / static_cast<double>(window_sup) : std::nan(""));
+    c_loss.push_back(window_steps ? window_loss / static_cast<double>(window_steps) : std::nan(""));
+    c_acc.push_back(acc);
+    c_wall.push_back(wall);
+    spdlog::info("train {} step {}: test accuracy {:.3f}, loss {:.4f}, teacher fraction {:.3f}, supervised tokens {}",
+                 o.method, step, acc, c_loss.back(), c_frac.back(), supervised);
+    written = window_sup = window_steps = 0;
+    window_loss = 0;
+    (void)t0;
+  };
+  if (o.eval_every > 0) record(0);
+  nk::Progress progress("train", o.steps);
+  std::vector<Rollout> rolls;
+  DistillBatch db;
+  for (int64_t step = 0; step < o.steps; ++step) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<int64_t> batch = batch_rows(t.train.size(), o.batch, step, env.seed);
+    rolls.clear();
+    for (int64_t b = 0; b < o.batch; ++b) {
+      const size_t u = static_cast<size_t>(batch[static_cast<size_t>(b)]);
+      const int64_t d = t.train.doc[u];
+      rolls.push_back(roller.run(t.train.question[u], d, t.docs[static_cast<size_t>(d)],
+                                 static_cast<uint64_t>(step * o.batch + b)));
+    }
+    db = distill_batch(rolls);
+    for (const Rollout& r : rolls) {
+      supervised += r.size();
+      window_sup += r.size();
+      teacher_fwd += r.teacher_forward;
+      student_fwd += r.student_forward + static_cast<int64_t>(r.student_prefix.size()) + r.size();
+      for (int8_t wr : r.writer) written += wr;
+    }
+    const nk::lm::StepStats st = trainer.step(1, [&](int64_t, nk::lm::Workspace& ws, nk::lm::TokenBatch& tb) {
+      tb = db.packed.batch();
+      trainer.model().forward(tb, ws);
+      return std::pair<double, int64_t>{distill_loss(ws, db, method, loss_div, V, true), db.packed.rows()};
+    });
+    if (!std::isfinite(st.loss))
+      throw nk::Error(nk::Exit::runtime, "train: the loss became " + std::to_string(st.loss) + " at step " +
+                                             std::to_string(step) + " (lower --lr)");
+    wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    window_loss += st.loss;
+    ++window_steps;
+    progress.update(step + 1);
+    if (o.eval_every > 0 && ((step + 1) % o.eval_every == 0 || step + 1 == o.steps)) record(step + 1);
+  }
+  progress.finish();
+  const auto curve = [&](nk::h5::Writer& w) {
+    const std::vector<std::pair<const char*, const std::vector<double>*>> cols = {{"step", &c_step},
+                                                                                  {"supervised_tokens", &c_sup},
+                                                                                  {"teacher_forward_tokens", &c_tfwd},
+                                                                                  {"student_forward_tokens", &c_sfwd},
+                                                                                  {"teacher_fraction", &c_frac},
+                                                                                  {"train_loss", &c_loss},
+                                                                                  {"test_accuracy", &c_acc},
+                                                                                  {"wall_s", &c_wall}};
+    for (const auto& [name, v] : cols) {
+      const std::string path = std::string("/curve/") + name;
+      w.allow_nonfinite(path);
+      w.write(path, v->data(), {static_cast<int64_t>(v->size())}, kCurveDims);
+    }
+    w.attr("/curve", "method", o.method);
+    w.attr("/curve", "loss", o.loss);
+    w.attr("/curve", "switch", o.switch_name);
+    w.attr("/curve", "tau", o.tau);
+    w.attr("/curve", "lr", o.lr);
+    w.attr("/curve", "batch", o.batch);
+    w.attr("/curve", "steps", o.steps);
+    w.attr("/curve", "supervised_tokens", supervised);
+    w.attr("/curve", "teacher_forward_tokens", teacher_fwd);
+    w.attr("/curve", "student_forward_tokens", student_fwd);
+    w.attr("/curve", "document_prefill_tokens", roller.document_prefill());
+    w.attr("/curve", "seconds_per_step", o.steps ? wall / static_cast<double>(o.steps) : 0.0);
+    w.attr("/curve", "tasks", t.path);
+  };
+  nk::lm::save_checkpoint(o.output, weights, &tok, nullptr, nk::lm::StoreAs::f32, curve);
+  spdlog::info("train {}: {} steps, {} supervised tokens, teacher forward {}, student forward {}, {:.3f} s a step",
+               o.method, o.steps, supervised, teacher_fwd, student_fwd,
+               o.steps ? wall / static_cast<double>(o.steps) : 0.0);
+}
+
+}  // namespace ssd
