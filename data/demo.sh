@@ -183,5 +183,13 @@ shred-unlearn run -m "$out/su-target.h5" -i "$out/su-tofu.h5" --split forget10 -
   -o "$out/su-unlearned.h5"
 shred-unlearn eval -m "$out/su-unlearned.h5" -i "$out/su-tofu.h5" --split forget10 --max-rows 40 --ppl-docs 16 -o "$out/su-ev-unlearned.h5"
 
+step "ssd-distill: a fictional memo distilled into the closed-book student by Speculative Self-Distillation (the shipped reader is the teacher with the memo in context); closed-book accuracy before and after" \
+     "ssd-distill tasks --task memo --docs 2 -o memo.h5; ssd-distill train -i memo.h5 --method ssd --steps 60 -o student.h5; ssd-distill eval -m student.h5 -i memo.h5 --split train"
+ssd-distill -q tasks --task memo --docs 2 --seed 3 -o "$out/sd-memo.h5"
+ssd-distill eval -m "$here/lm/reader.h5" -i "$out/sd-memo.h5" --split train -o "$out/sd-ev-before.h5"
+ssd-distill train -m "$here/lm/reader.h5" -i "$out/sd-memo.h5" --method ssd --steps 60 --batch 8 --lr 3e-4 --eval-every 30 --seed 1 \
+  -o "$out/sd-student.h5"
+ssd-distill eval -m "$out/sd-student.h5" -i "$out/sd-memo.h5" --split train -o "$out/sd-ev-after.h5"
+
 echo
 echo "demo: outputs in $out"

@@ -67,6 +67,7 @@ recipe() {
     "shred-unlearn sequential") echo "sequential -m $LM -i sut.h5 --split forget10 --requests 1 --steps 1 --max-rows 2 --ppl-docs 0 -o out.h5" ;;
     "ssd-distill tasks") echo "tasks --task memo --docs 2 -o out.h5" ;;
     "ssd-distill train") echo "train -m $LM -i sdt.h5 --steps 1 --batch 2 --max-new 4 --tau 0.005 -o out.h5" ;;
+    "ssd-distill prepare") echo "prepare -m $LM --docs 1 --epochs 1 --batch 4 --replay-windows 0 -o out.h5" ;;
     "ssd-distill rollout") echo "rollout -m $LM -i sdt.h5 --limit 2 --max-new 4 --tau 0.005 -o out.h5" ;;
     "sae-buffer gen") echo "gen --dim 8 --features 16 --rows 100 -o out.h5" ;;
     "sae-buffer train") echo "train -i sbacts.h5 --buffer 100 --budget 200 --latents 32 --k 2 --batch 50 -o out.h5" ;;

@@ -45,11 +45,20 @@ check "rollout ssd speculative (--chunk 3)" $RO --tau 0.005 --chunk 3 -o ro_ssd3
 check "rollout ssd --tau 0" $RO --tau 0 -o ro_t0.h5
 check "rollout ssd --tau ln 2" $RO --tau 0.6931471805599453 -o ro_ln2.h5
 check "nk-lm export of the model (the reference's weights)" nk-lm -q export -m "$M" -o hf
+check "prepare: a tiny reader (2 warm-up documents of each kind, 1 epoch)" $SD prepare -m "$M" --docs 2 --epochs 1 --batch 8 --replay-windows 1 -o reader_t.h5
+check "eval --open-book with the reader" $SD eval -m reader_t.h5 -i memo.h5 --open-book --max-new 8 -o ev_reader.h5
 TR="$SD train -m $M -i memo.h5 --steps 12 --batch 3 --lr 3e-4 --eval-every 6 --max-new 8 --seed 2"
 for meth in off-sft off-fkl on-policy skd ssd; do check "train --method $meth (12 steps)" $TR --method $meth --tau 0.005 -o st_$meth.h5; done
 check "train ssd --loss jsd --chunk 0" $TR --method ssd --tau 0.005 --loss jsd --chunk 0 -o st_jsd.h5
 check "train on-policy --loss rkl" $TR --method on-policy --loss rkl -o st_rkl.h5
 check "eval the trained student (an nk-lm checkpoint)" $SD eval -m st_ssd.h5 -i memo.h5 --max-new 8 -o ev_st.h5
+# The learning check: the shipped reader (the default -m) on 2 memos, 60 steps of on-policy and ssd.
+check "learning: tasks memo (2 documents)" $SD tasks --task memo --docs 2 --seed 3 -o learn.h5
+check "learning: the reader closed-book and open-book on the training questions" sh -c "$SD eval -i learn.h5 --split train -o lb_closed.h5 && $SD eval -i learn.h5 --split train --open-book -o lb_open.h5"
+for meth in on-policy ssd; do
+  check "learning: train --method $meth, 60 steps" $SD train -i learn.h5 --method $meth --steps 60 --batch 8 --lr 3e-4 --eval-every 30 --seed 1 -o learn_$meth.h5
+  check "learning: eval the $meth student closed-book" $SD eval -m learn_$meth.h5 -i learn.h5 --split train -o la_$meth.h5
+done
 check "divergence --switch fkl --tau 0" $SD divergence -i l.h5 --switch fkl --tau 0 -o d_sw.h5
 check "divergence --tau ln 2: the student everywhere" $SD divergence -i l.h5 --tau 0.6931471805599453 -o d_ln2.h5
 
@@ -185,6 +194,17 @@ for meth in ["off-sft", "off-fkl", "on-policy", "skd", "ssd"]:
 report(ok, "train: /curve at steps 0, 6, 12; cumulative tokens grow; the teacher writes all (off), none (on-policy), a share (skd, ssd)")
 c = h5py.File("st_rkl.h5")["/curve"]
 report(c.attrs["loss"] == "rkl" and np.isfinite(c["train_loss"][1:]).all(), "train --loss rkl: a finite loss in the curve")
+acc = lambda f: h5py.File(f)["/eval"].attrs["accuracy"]
+base, ceiling = acc("lb_closed.h5"), acc("lb_open.h5")
+for meth in ["on-policy", "ssd"]:
+    report(acc(f"la_{meth}.h5") > base, f"learning: {meth} raises closed-book training accuracy above the base's "
+           f"({base:.3f} -> {acc(f'la_{meth}.h5'):.3f}; the teacher open-book {ceiling:.3f})")
+fr = h5py.File("learn_ssd.h5")["/curve"]["teacher_fraction"][()]
+report(fr[1] > fr[2] > 0, f"learning: ssd's teacher fraction falls as the student learns ({fr[1]:.3f} -> {fr[2]:.3f})")
+rd = h5py.File("reader_t.h5")
+report(rd.attrs["nk_schema"] == "nk-lm.model/1" and rd.attrs["weights"] == "bfloat16" and "prepare" in rd.attrs["nk_command"]
+       and not np.array_equal(rd["/params/model.norm.weight"][()], h5py.File(M)["/params/model.norm.weight"][()]),
+       "prepare writes a bfloat16 nk-lm checkpoint whose weights moved from the base")
 report(h5py.File("st_ssd.h5").attrs["nk_schema"] == "nk-lm.model/1" and h5py.File("ev_st.h5")["/eval"].attrs["model"] == "st_ssd.h5",
        "train writes an nk-lm checkpoint that eval reads")
 ec = h5py.File("ev_closed.h5")["/eval"]
@@ -224,6 +244,7 @@ expect_fail "rollout: --skd-topk above the vocabulary" 3 "causal.h5.*skd-topk" $
 expect_fail "rollout --open-book prompt over the context" 3 "long.h5.*/train/question.*row 0" $SD rollout -m "$M" -i long.h5 --limit 1 -o x.h5
 expect_fail "train: a /train/doc index outside /docs/text" 3 "bad_doc.h5.*/train/doc.*index 0" $SD train -m "$M" -i bad_doc.h5 --steps 1 -o x.h5
 expect_fail "train: document + question over the context" 3 "long.h5.*/train/question.*row 0" $SD train -m "$M" -i long.h5 --steps 1 -o x.h5
+expect_fail "prepare: a masked-diffusion checkpoint" 3 "diffusion.h5.*masked-diffusion" $SD prepare -m "$NK_SOURCE/data/lm/diffusion.h5" --docs 1 --epochs 1 -o x.h5
 expect_fail "train: a masked-diffusion checkpoint" 3 "diffusion.h5.*masked-diffusion" $SD train -m "$NK_SOURCE/data/lm/diffusion.h5" -i memo.h5 --steps 1 -o x.h5
 expect_fail "divergence: logits of different shapes" 3 "shape.h5.*/teacher_logits" $SD divergence -i shape.h5 -o x.h5
 expect_fail "divergence: NaN in the student's logits" 3 "nan.h5.*/student_logits" $SD divergence -i nan.h5 -o x.h5

@@ -24,18 +24,6 @@ const std::vector<std::pair<Method, const char*>> kMethods = {{Method::shred, "s
                                                               {Method::npo_retain, "npo-retain"},
                                                               {Method::kl_retain, "kl-retain"}};
 
-Packed pack(const std::vector<const Sequence*>& seqs) {
-  Packed p;
-  for (const Sequence* s : seqs) p.add(s->tokens);
-  return p;
-}
-
-int64_t longest(const std::vector<Sequence>& seqs) {
-  int64_t n = 2;
-  for (const Sequence& s : seqs) n = std::max(n, s.size());
-  return n;
-}
-
 /// Mean NPO loss over the batch and the per-token CE weights -2 sigmoid(beta
 /// l_i) / B of its gradient, l_i = log pi(y_i) - log pi_ref(y_i).
 double npo_weights(const std::vector<const Sequence*>& seqs, const std::vector<double>& ref, const float* lp_rows,
@@ -97,27 +85,6 @@ std::vector<int64_t> batch_indices(int64_t n, int64_t batch, int64_t step, uint6
     out.push_back(perm[static_cast<size_t>(pos % n)]);
   }
   return out;
-}
-
-double answer_ce(const std::vector<const Sequence*>& seqs, const nk::lm::TokenBatch& batch, nk::lm::Workspace& ws,
-                 int64_t vocab, float scale, bool accumulate) {
-  std::vector<int64_t> rows;
-  std::vector<int32_t> targets;
-  for (size_t i = 0; i < seqs.size(); ++i) {
-    const Sequence& s = *seqs[i];
-    const int64_t base = batch.offsets[i];
-    for (int64_t t = std::max<int64_t>(1, s.answer_start); t < s.size(); ++t) {
-      rows.push_back(base + t - 1);
-      targets.push_back(s.tokens[static_cast<size_t>(t)]);
-    }
-  }
-  if (rows.empty()) return 0.0;
-  const std::vector<float> w(rows.size(), scale / static_cast<float>(rows.size()));
-  nk::lm::Target target;
-  target.token = targets.data();
-  const double loss = nk::lm::loss_and_grad(nk::lm::Divergence::cross_entropy, ws.logits(), ws.logit_rows(), vocab,
-                                            target, {rows, w}, nullptr, ws.dlogits(), accumulate);
-  return loss / static_cast<double>(scale);
 }
 
 Unlearner::Unlearner(nk::lm::ParameterStore& weights, std::vector<Sequence> forget, std::vector<Sequence> retain,
@@ -304,67 +271,6 @@ void train_answers(nk::lm::ParameterStore& weights, const std::vector<Sequence>&
       trainer.model().forward(b, ws);
       return std::pair<double, int64_t>{answer_ce(seqs, b, ws, V, 1.0f, false), p.rows()};
     });
-  }
-}
-
-void finetune(nk::lm::ParameterStore& weights, const std::vector<Sequence>& data, const std::vector<int32_t>& general,
-              int32_t bos, const FinetuneConfig& c, const std::function<void(int64_t, double)>& on_epoch) {
-  if (data.empty()) throw nk::usage_error("finetune: nothing to train on");
-  const int64_t n = static_cast<int64_t>(data.size()), per_epoch = (n + c.batch - 1) / c.batch;
-  const int64_t steps = c.epochs * per_epoch;
-  const bool replay = c.replay_windows > 0 && static_cast<int64_t>(general.size()) > c.replay_length;
-  const int64_t span = std::max(longest(data), replay ? c.replay_length + 1 : 0);
-  const int64_t rows = std::max(c.batch * longest(data), replay ? c.replay_windows * (c.replay_length + 1) : 0);
-  const nk::lm::Schedule schedule{c.lr, 0.1, std::max<int64_t>(1, steps / 20), std::max<int64_t>(steps, 2)};
-  nk::lm::AdamWConfig adamw;
-  adamw.weight_decay = c.weight_decay;
-  nk::lm::Trainer trainer(weights, nk::lm::ParameterMask::all(weights), schedule, adamw, {rows, span, true});
-  const int64_t V = weights.config().vocab;
-  int64_t step = 0;
-  for (int64_t e = 0; e < c.epochs; ++e) {
-    std::vector<int64_t> perm(static_cast<size_t>(n));
-    std::iota(perm.begin(), perm.end(), 0);
-    nk::Rng rng = nk::Rng(c.seed).split(static_cast<uint64_t>(e));
-    nk::shuffle(perm, rng);
-    double total = 0;
-    for (int64_t b = 0; b < per_epoch; ++b, ++step) {
-      std::vector<const Sequence*> seqs;
-      for (int64_t i = b * c.batch; i < std::min(n, (b + 1) * c.batch); ++i)
-        seqs.push_back(&data[static_cast<size_t>(perm[static_cast<size_t>(i)])]);
-      std::vector<Sequence> windows;
-      if (replay) {
-        nk::Rng wr = nk::Rng(c.seed).split(0x9e9).split(static_cast<uint64_t>(step));
-        for (int64_t k = 0; k < c.replay_windows; ++k) {
-          const uint64_t at = wr.below(general.size() - static_cast<size_t>(c.replay_length));
-          Sequence w;
-          w.tokens.push_back(bos);
-          w.tokens.insert(w.tokens.end(), general.begin() + static_cast<std::ptrdiff_t>(at),
-                          general.begin() + static_cast<std::ptrdiff_t>(at + static_cast<uint64_t>(c.replay_length)));
-          w.answer_start = 1;
-          windows.push_back(std::move(w));
-        }
-      }
-      double qa_loss = 0;
-      Packed p;
-      const nk::lm::StepStats st =
-          trainer.step(replay ? 2 : 1, [&](int64_t micro, nk::lm::Workspace& ws, nk::lm::TokenBatch& batch) {
-            std::vector<const Sequence*> part = seqs;
-            if (micro == 1) {
-              part.clear();
-              for (const Sequence& w : windows) part.push_back(&w);
-            }
-            p = pack(part);
-            batch = p.batch();
-            trainer.model().forward(batch, ws);
-            const double loss = answer_ce(part, batch, ws, V, 1.0f, false);
-            if (micro == 0) qa_loss = loss;
-            return std::pair<double, int64_t>{loss, p.rows()};
-          });
-      if (!std::isfinite(st.loss))
-        throw nk::Error(nk::Exit::runtime, "finetune: the loss became " + std::to_string(st.loss) + " (lower --lr)");
-      total += qa_loss;
-    }
-    if (on_epoch) on_epoch(e + 1, total / static_cast<double>(per_epoch));
   }
 }
 

@@ -66,29 +66,16 @@ class Unlearner {
 /// consumed in order (the last batch of an epoch may wrap into the next).
 std::vector<int64_t> batch_indices(int64_t n, int64_t batch, int64_t step, uint64_t seed);
 
-/// CE on answer tokens (and on whole texts: answer_start 1) over packed
-/// sequences; returns the mean loss and writes w * d loss / d logits.
-double answer_ce(const std::vector<const Sequence*>& seqs, const nk::lm::TokenBatch& batch, nk::lm::Workspace& ws,
-                 int64_t vocab, float scale, bool accumulate);
+/// Answer CE, packing and fine-tuning with replay: nk-lm's shared QA code.
+using nk::lm::answer_ce;
+using nk::lm::finetune;
+using nk::lm::FinetuneConfig;
+using nk::lm::longest;
+using nk::lm::pack;
 
 /// 'steps' AdamW steps of answer CE on batches drawn from the sequences (at a
 /// constant rate): relearning.
 void train_answers(nk::lm::ParameterStore& weights, const std::vector<Sequence>& data, int64_t steps, int64_t batch,
                    double lr, uint64_t seed);
-
-struct FinetuneConfig {
-  int64_t epochs = 10, batch = 16;
-  double lr = 1e-3, weight_decay = 0.01;
-  uint64_t seed = 0;
-  /// Replay of general text against forgetting: each step adds this many
-  /// windows of 'replay_length' tokens cut at random from 'general' (a second
-  /// micro-batch whose mean CE counts with weight 1).
-  int64_t replay_windows = 4, replay_length = 128;
-};
-/// Fine-tunes 'weights' on the sequences (CE on answers and whole texts),
-/// with replay windows from the 'general' token stream (may be empty);
-/// on_epoch(epoch, mean loss on 'data') after each epoch.
-void finetune(nk::lm::ParameterStore& weights, const std::vector<Sequence>& data, const std::vector<int32_t>& general,
-              int32_t bos, const FinetuneConfig& config, const std::function<void(int64_t, double)>& on_epoch);
 
 }  // namespace shred

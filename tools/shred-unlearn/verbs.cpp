@@ -73,14 +73,7 @@ void finetune_verb(const FinetuneOptions& o, const nk::RunEnv& env) {
   }
   // General text for the replay windows: the fortunes nk-lm's corpus trains on.
   std::vector<int32_t> general;
-  if (o.config.replay_windows > 0) {
-    for (const nk::lm::Document& d : nk::lm::debian_text("fortunes")) {
-      if (nk::lm::in_validation(d.name, 0.02)) continue;
-      const std::vector<int32_t> t = m.tokenizer().encode(d.text);
-      general.insert(general.end(), t.begin(), t.end());
-      general.push_back(m.tokenizer().eos());
-    }
-  }
+  if (o.config.replay_windows > 0) general = nk::lm::replay_stream(m.tokenizer());
   FinetuneConfig c = o.config;
   c.seed = env.seed;
   spdlog::info(

@@ -1,6 +1,7 @@
 // main.cpp - ssd-distill: Speculative Self-Distillation, per-token
 // mixed-policy self-distillation of documents into a closed-book model.
 #include "nk/cli.hpp"
+#include "nk/shipped.hpp"
 #include "ssd-distill/ssd.hpp"
 
 int main(int argc, char** argv) {
@@ -37,7 +38,7 @@ int main(int argc, char** argv) {
 
   ssd::EvalOptions ev;
   CLI::App* ev_verb = cli.add_verb("eval", "Greedy answers to a split's questions, closed-book or --open-book, scored");
-  ev_verb->add_option("-m,--model", ev.model, "A causal nk-lm checkpoint")->required();
+  ev_verb->add_option("-m,--model", ev.model, "A causal nk-lm checkpoint (default: the shipped reader, lm/reader.h5)");
   ev_verb->add_option("-i,--input", ev.input, "The task file (tasks)")->required();
   nk::cli::App::add_output(*ev_verb, ev.output, ev.no_clobber);
   ev_verb->add_option("--split", ev.split, "train or test")->check(CLI::IsMember({"train", "test"}));
@@ -79,8 +80,8 @@ int main(int argc, char** argv) {
   CLI::App* tr_verb =
       cli.add_verb("train", "Distil the teacher (the document in context) into the closed-book student with one method",
                    nk::cli::Randomness::seeded);
-  tr_verb->add_option("-m,--model", tr.model, "A causal nk-lm checkpoint: the initial student and the frozen teacher")
-      ->required();
+  tr_verb->add_option("-m,--model", tr.model,
+                      "A causal nk-lm checkpoint: the initial student and the frozen teacher (default: lm/reader.h5)");
   tr_verb->add_option("-i,--input", tr.input, "The task file (tasks)")->required();
   nk::cli::App::add_output(*tr_verb, tr.output, tr.no_clobber)->required();
   tr_verb->add_option("--method", tr.method, "off-sft, off-fkl, on-policy, skd or ssd")
@@ -103,11 +104,35 @@ int main(int argc, char** argv) {
   tr_verb->add_option("--skd-topk", tr.skd_topk, "skd: the teacher replaces a student token outside its top K")
       ->check(Range(int64_t{1}, int64_t{1} << 20));
 
+  ssd::PrepareOptions pr;
+  CLI::App* pr_verb = cli.add_verb(
+      "prepare", "The reader: nk-lm's checkpoint taught to answer from a document in its context (warm-up pool)",
+      nk::cli::Randomness::seeded);
+  pr_verb->add_option("-m,--model", pr.model, "The base causal checkpoint (default: nk-lm's shipped lm/causal.h5)");
+  nk::cli::App::add_output(*pr_verb, pr.output, pr.no_clobber)->required();
+  pr_verb->add_option("--docs", pr.docs, "Warm-up documents of each kind (memo, update, skill)")
+      ->check(Range(int64_t{1}, int64_t{1} << 16));
+  pr_verb->add_option("--epochs", pr.config.epochs, "Passes over the QA pairs")
+      ->check(Range(int64_t{1}, int64_t{1} << 16));
+  pr_verb->add_option("--batch", pr.config.batch, "QA pairs per step")->check(Range(int64_t{1}, int64_t{1} << 12));
+  pr_verb->add_option("--lr", pr.config.lr, "Peak learning rate (warm-up, then cosine to a tenth)")
+      ->check(Range(1e-12, 1.0));
+  pr_verb->add_option("--replay-windows", pr.config.replay_windows, "General-text windows replayed a step (0: none)")
+      ->check(Range(int64_t{0}, int64_t{1} << 12));
+  pr_verb->add_option("--wordnet", pr.wordnet, "WordNet's dict folder (default: Debian's wordnet-base)");
+
   return cli.run(argc, argv, [&] {
     if (*tasks_verb) ssd::tasks_verb(tasks, cli.env());
     if (*div_verb) ssd::divergence_verb(div, cli.env());
-    if (*ev_verb) ssd::eval_verb(ev, cli.env());
-    if (*ro_verb) ssd::rollout_verb(ro, cli.env());
-    if (*tr_verb) ssd::train_verb(tr, cli.env());
+    const auto reader = [](std::string& model) {
+      if (model.empty()) model = nk::shipped_data("lm/reader.h5");
+    };
+    if (*ev_verb) reader(ev.model), ssd::eval_verb(ev, cli.env());
+    if (*ro_verb) reader(ro.model), ssd::rollout_verb(ro, cli.env());
+    if (*tr_verb) reader(tr.model), ssd::train_verb(tr, cli.env());
+    if (*pr_verb) {
+      if (pr.model.empty()) pr.model = nk::shipped_data("lm/causal.h5");
+      ssd::prepare_verb(pr, cli.env());
+    }
   });
 }

@@ -100,4 +100,15 @@ std::vector<std::string> answers(const nk::lm::Model& model, const nk::lm::Token
 double accuracy(const nk::lm::Model& model, const nk::lm::Tokenizer& tok, const Tasks& tasks, const std::string& split,
                 bool open_book, int64_t max_new);
 
+struct PrepareOptions {
+  std::string model, output, wordnet;
+  bool no_clobber = false;
+  int64_t docs = 300;  ///< documents of each task kind
+  nk::lm::FinetuneConfig config;
+};
+/// The reader: nk-lm's causal checkpoint fine-tuned to answer questions from
+/// a document in its context (open-book QA of the warm-up pool's memos,
+/// glossaries and procedures), with general-text replay.
+void prepare_verb(const PrepareOptions& options, const nk::RunEnv& env);
+
 }  // namespace ssd

@@ -10,6 +10,7 @@
 // the ones scored and trained.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,36 @@ struct Packed {
   TokenBatch batch() const { return {tokens, offsets}; }
   int64_t rows() const { return static_cast<int64_t>(tokens.size()); }
 };
+
+/// The sequences packed (a batch picked from a larger set).
+Packed pack(const std::vector<const QaSequence*>& sequences);
+/// The longest sequence's length (at least 2).
+int64_t longest(const std::vector<QaSequence>& sequences);
+
+/// CE on answer tokens (and on whole texts: answer_start 1) over packed
+/// sequences after a forward of them; returns the mean loss and writes (adds,
+/// with 'accumulate') scale * d loss / d logits.
+double answer_ce(const std::vector<const QaSequence*>& seqs, const TokenBatch& batch, Workspace& ws, int64_t vocab,
+                 float scale, bool accumulate);
+
+struct FinetuneConfig {
+  int64_t epochs = 10, batch = 16;
+  double lr = 1e-3, weight_decay = 0.01;
+  uint64_t seed = 0;
+  /// Replay of general text against forgetting: each step adds this many
+  /// windows of 'replay_length' tokens cut at random from 'general' (a second
+  /// micro-batch whose mean CE counts with weight 1).
+  int64_t replay_windows = 4, replay_length = 128;
+};
+/// Fine-tunes 'weights' on the sequences (CE on answers and whole texts;
+/// AdamW, warm-up then cosine to a tenth), with replay windows from the
+/// 'general' token stream (may be empty); on_epoch(epoch, mean loss on
+/// 'data') after each epoch.
+void finetune(ParameterStore& weights, const std::vector<QaSequence>& data, const std::vector<int32_t>& general,
+              int32_t bos, const FinetuneConfig& config, const std::function<void(int64_t, double)>& on_epoch);
+/// The fortunes nk-lm's corpus trains on (not its validation split) as one
+/// token stream, EOS between documents: general text to replay.
+std::vector<int32_t> replay_stream(const Tokenizer& tok);
 
 /// Held-out general text: the paragraphs of 'text' when given, otherwise the
 /// first 'docs' fortunes of nk-lm's validation split (names hashed into the
