@@ -12,6 +12,7 @@
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
 #include "nk/lm/corpus.hpp"
+#include "nk/lm/jsonl.hpp"
 #include "nk/lm/text.hpp"
 #include "nk/log.hpp"
 #include "nk/rng.hpp"
@@ -533,8 +534,6 @@ Tofu read_tofu(const std::string& path) {
 }
 
 Tofu read_tofu_jsonl(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw nk::io_error(path, "cannot read the JSON lines");
   Tofu t;
   t.path = path;
   std::map<std::string, int64_t> author_id;
@@ -548,30 +547,13 @@ Tofu read_tofu_jsonl(const std::string& path) {
     t.authors.push_back(name);
     return id;
   };
-  std::string line;
-  int64_t number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = "line " + std::to_string(number);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const std::exception& e) {
-      throw nk::input_error(path, where, std::string("is not JSON: ") + e.what());
-    }
-    const auto text = [&](const char* key, bool required) -> std::string {
-      if (!j.contains(key)) {
-        if (required) throw nk::input_error(path, where, std::string("has no \"") + key + "\"");
-        return "";
-      }
-      if (!j[key].is_string()) throw nk::input_error(path, where, std::string("\"") + key + "\" is not a string");
-      return j[key].get<std::string>();
-    };
-    if (!j.is_object()) throw nk::input_error(path, where, "is not a JSON object");
+  nk::lm::for_each_json_line(path, [&](const nk::lm::JsonLine& line) {
+    const nlohmann::json& j = line.object;
+    const std::string& where = line.where;
+    const auto text = [&](const char* key, bool required) { return line.text(key, required); };
     if (j.contains("bio")) {
       bio[author_of(text("author", true))] = text("bio", true);
-      continue;
+      return;
     }
     const bool world = j.value("world", false);
     QaSet& s = world ? t.world : t.qa;
@@ -598,7 +580,7 @@ Tofu read_tofu_jsonl(const std::string& path) {
         throw nk::input_error(path, where, "\"split\" is '" + r + "', not forget, holdout or retain");
       role.push_back(r);
     }
-  }
+  });
   for (int64_t a = 0; a < static_cast<int64_t>(t.authors.size()); ++a) t.bios.push_back(bio.count(a) ? bio[a] : "");
   for (int64_t r = 0; r < t.qa.size(); ++r) {
     if (role[static_cast<size_t>(r)] == "forget")

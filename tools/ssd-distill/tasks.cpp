@@ -3,15 +3,14 @@
 #include "ssd-distill/tasks.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <functional>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <set>
 
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
 #include "nk/lm/corpus.hpp"
+#include "nk/lm/jsonl.hpp"
 #include "nk/lm/text.hpp"
 #include "nk/rng.hpp"
 
@@ -383,40 +382,21 @@ Tasks read_tasks(const std::string& path) {
 }
 
 Tasks read_tasks_jsonl(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw nk::io_error(path, "cannot read the JSON lines");
   Tasks t;
   t.path = path;
   t.task = "jsonl";
   std::map<std::string, int64_t> doc_row;
-  std::string line;
-  int64_t number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = "line " + std::to_string(number);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const std::exception& e) {
-      throw nk::input_error(path, where, std::string("is not JSON: ") + e.what());
-    }
-    if (!j.is_object()) throw nk::input_error(path, where, "is not a JSON object");
-    const auto text = [&](const char* key) {
-      if (!j.contains(key)) throw nk::input_error(path, where, std::string("has no \"") + key + "\"");
-      if (!j[key].is_string()) throw nk::input_error(path, where, std::string("\"") + key + "\" is not a string");
-      return j[key].get<std::string>();
-    };
-    const std::string doc = text("doc"), split = j.contains("split") ? text("split") : std::string("train");
+  nk::lm::for_each_json_line(path, [&](const nk::lm::JsonLine& j) {
+    const std::string doc = j.text("doc"), split = j.object.contains("split") ? j.text("split") : "train";
     if (split != "train" && split != "test")
-      throw nk::input_error(path, where, "\"split\" is '" + split + "', not train or test");
+      throw nk::input_error(path, j.where, "\"split\" is '" + split + "', not train or test");
     auto it = doc_row.find(doc);
     if (it == doc_row.end()) {
       it = doc_row.emplace(doc, t.size()).first;
       t.docs.push_back(doc);
     }
-    (split == "train" ? t.train : t.test).add(text("question"), text("answer"), it->second);
-  }
+    (split == "train" ? t.train : t.test).add(j.text("question"), j.text("answer"), it->second);
+  });
   if (t.docs.empty()) throw nk::input_error(path, "line 1", "no questions in the file");
   check_tasks(t);
   return t;
