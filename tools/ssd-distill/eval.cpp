@@ -16,10 +16,21 @@ AnswerScore score_answer(const std::string& prediction, const std::string& gold)
   return s;
 }
 
+void check_room(const Tasks& t, const std::string& split, int64_t row, int64_t prompt, int64_t context,
+                bool with_document) {
+  if (prompt + 1 <= context) return;
+  const QaSplit& s = split == "train" ? t.train : t.test;
+  throw nk::input_error(t.path, "/" + split + "/question",
+                        "row " + std::to_string(row) +
+                            (with_document ? " with document " + std::to_string(s.doc[static_cast<size_t>(row)]) : "") +
+                            ": the prompt takes " + std::to_string(prompt) +
+                            " tokens, leaving no room for an answer in the model's context of " +
+                            std::to_string(context));
+}
+
 std::vector<std::string> answers(const nk::lm::Model& model, const nk::lm::Tokenizer& tok, const Tasks& t,
                                  const std::string& split, bool open_book, int64_t max_new) {
   const QaSplit& s = split == "train" ? t.train : t.test;
-  const std::string group = "/" + split;
   const int64_t context = model.config().max_seq;
   std::vector<std::vector<int32_t>> prompts;
   for (int64_t i = 0; i < s.size(); ++i) {
@@ -27,12 +38,7 @@ std::vector<std::string> answers(const nk::lm::Model& model, const nk::lm::Token
     const int64_t d = s.doc[u];
     std::vector<int32_t> p =
         nk::lm::prompt_tokens(tok, s.question[u], open_book ? t.docs[static_cast<size_t>(d)] : std::string());
-    if (static_cast<int64_t>(p.size()) + 1 > context)
-      throw nk::input_error(t.path, group + "/question",
-                            "row " + std::to_string(i) + (open_book ? " with document " + std::to_string(d) : "") +
-                                ": the prompt takes " + std::to_string(p.size()) +
-                                " tokens, leaving no room for an answer in the model's context of " +
-                                std::to_string(context));
+    check_room(t, split, i, static_cast<int64_t>(p.size()), context, open_book);
     prompts.push_back(std::move(p));
   }
   const std::vector<std::vector<int32_t>> out = nk::lm::greedy(model, tok, prompts, max_new);
@@ -63,7 +69,6 @@ void eval_verb(const EvalOptions& o, const nk::RunEnv& env) {
   const Tasks t = read_tasks(o.input);
   if (o.split != "train" && o.split != "test") throw nk::usage_error("--split must be train or test");
   const QaSplit& s = o.split == "train" ? t.train : t.test;
-  const std::string group = "/" + o.split;
   const nk::lm::Tokenizer& tok = m.tokenizer();
   const nk::lm::Model model(m.checkpoint.weights);
   const std::vector<std::string> text = answers(model, tok, t, o.split, o.open_book, o.max_new);

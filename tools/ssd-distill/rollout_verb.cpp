@@ -59,7 +59,6 @@ void rollout_verb(const RolloutOptions& o, const nk::RunEnv& env) {
   }
   std::vector<std::vector<int32_t>> s_prefix, t_prefix;
   int64_t teacher_forward = 0, student_forward = 0, supervised = 0, teacher_written = 0;
-  const std::string group = "/" + o.split;
   nk::Progress progress("rollout", R);
   for (int64_t i = 0; i < R; ++i) {
     const size_t u = static_cast<size_t>(i);
@@ -67,12 +66,7 @@ void rollout_verb(const RolloutOptions& o, const nk::RunEnv& env) {
     const std::string& doc = t.docs[static_cast<size_t>(d)];
     const int64_t prompt = static_cast<int64_t>(document_tokens(m.tokenizer(), doc).size() +
                                                 question_tokens(m.tokenizer(), s.question[u]).size());
-    if (prompt + 1 > m.config().max_seq)
-      throw nk::input_error(t.path, group + "/question",
-                            "row " + std::to_string(i) + " with document " + std::to_string(d) + ": the prompt takes " +
-                                std::to_string(prompt) +
-                                " tokens, leaving no room for an answer in the model's context of " +
-                                std::to_string(m.config().max_seq));
+    check_room(t, o.split, i, prompt, m.config().max_seq, true);
     const Rollout r = roller.run(s.question[u], d, doc, static_cast<uint64_t>(i));
     const int64_t n = r.size();
     length[u] = n;

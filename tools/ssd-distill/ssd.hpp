@@ -65,6 +65,11 @@ struct EvalOptions {
   bool no_clobber = false, open_book = false, ppl = false;
   int64_t max_new = 32, ppl_docs = 64;
 };
+/// Exit 3 naming the split's row (and its document) when a prompt of
+/// 'prompt' tokens leaves no room for an answer in the model's context.
+void check_room(const Tasks& tasks, const std::string& split, int64_t row, int64_t prompt, int64_t context,
+                bool with_document);
+
 /// Greedy answers to a split's questions, closed-book (the student's view)
 /// or with the document in the context (--open-book: the teacher's).
 void eval_verb(const EvalOptions& options, const nk::RunEnv& env);
@@ -90,6 +95,11 @@ struct TrainOptions {
 /// Distils the teacher (the model with the document in context, frozen at
 /// the initial weights) into the closed-book student with one method.
 void train_verb(const TrainOptions& options, const nk::RunEnv& env);
+
+/// Exit 3 naming the split's row (and its document) when a prompt of
+/// 'prompt' tokens leaves no room for an answer in the model's context.
+void check_room(const Tasks& tasks, const std::string& split, int64_t row, int64_t prompt, int64_t context,
+                bool with_document);
 
 /// Greedy answers to a split's questions (the first line of each), closed-book
 /// or with the document in the context; exit 3 naming the row when a prompt

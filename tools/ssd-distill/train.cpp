@@ -50,12 +50,7 @@ void train_verb(const TrainOptions& o, const nk::RunEnv& env) {
     const size_t u = static_cast<size_t>(i);
     const int64_t p = static_cast<int64_t>(document_tokens(tok, t.docs[static_cast<size_t>(t.train.doc[u])]).size() +
                                            question_tokens(tok, t.train.question[u]).size());
-    if (p + 1 > context)
-      throw nk::input_error(t.path, "/train/question",
-                            "row " + std::to_string(i) + " with document " + std::to_string(t.train.doc[u]) +
-                                ": the prompt takes " + std::to_string(p) +
-                                " tokens, leaving no room for an answer in the model's context of " +
-                                std::to_string(context));
+    check_room(t, "train", i, p, context, true);
   }
   if (o.skd_topk > V)
     throw nk::input_error(
