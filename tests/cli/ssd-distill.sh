@@ -62,6 +62,12 @@ for meth in off-sft off-fkl on-policy skd ssd; do check "train --method $meth ($
 check "train ssd --loss jsd --chunk 0" $TR --method ssd --tau 0.005 --loss jsd --chunk 0 -o st_jsd.h5
 check "train on-policy --loss rkl" $TR --method on-policy --loss rkl -o st_rkl.h5
 check "eval the trained student (an nk-lm checkpoint)" $SD eval -m st_ssd.h5 -i memo.h5 --max-new 8 -o ev_st.h5
+# sweep: on-policy and ssd at two taus (3 runs), whole and as two shards merged by nk-data; report.
+SW="$SD sweep -m $M -i memo.h5 --methods on-policy,ssd --taus 0.005,0.3 --steps 2 --batch 2 --eval-every 1 --max-new 6 --ppl-docs 4 --seed 3"
+check "sweep: 3 runs, the table and the SVGs" sh -c "$SW -o sw.h5 --svg sw > sw.txt"
+check "sweep --shard 0/2, then 1/2" sh -c "$SW --shard 0/2 -o sw0.h5 && $SW --shard 1/2 -o sw1.h5"
+check "nk-data merge of the two shards" nk-data -q merge -o swm.h5 sw0.h5 sw1.h5
+check "report of the merged shards (table, /report, SVGs)" sh -c "$SD report -i swm.h5 -o rep.h5 --svg swm > swm.txt"
 # The learning check: the shipped reader (the default -m) on 2 memos, 60 steps of on-policy and ssd.
 if [ "$LIGHT" = 0 ]; then
 check "learning: tasks memo (2 documents)" $SD tasks --task memo --docs 2 --seed 3 -o learn.h5
@@ -97,6 +103,34 @@ for name, per_doc in [("memo", (14, 7)), ("update", (8, 4)), ("skill", (8, 3))]:
 o = h5py.File("own.h5")
 report(texts(o, "/docs/text") == ["The vault code is 4471.", "Mira leads the choir."] and list(o["/train/doc"][()]) == [0, 1]
        and texts(o, "/test/answer") == ["4471"], "--from-jsonl: equal documents stored once; split train by default")
+
+# sweep: the grid, the shards' merge equal to the whole, the report against a Python recomputation
+w, mg = h5py.File("sw.h5"), h5py.File("swm.h5")
+report([x.decode() for x in w["/runs/method"][()]] == ["on-policy", "ssd", "ssd"] and w["/runs/test_accuracy"].shape == (3, 3)
+       and list(w["/runs/step"][0]) == [0, 1, 2], "sweep: 3 runs (on-policy, ssd at 2 taus), 3 evaluations each")
+same = all(np.array_equal(w[f"/runs/{d}"][()], mg[f"/runs/{d}"][()], equal_nan=True) for d in
+           ["tau", "seed", "supervised_tokens", "teacher_forward_tokens", "teacher_fraction", "test_accuracy", "train_loss", "ppl"])
+report(same, "sweep: the merged shards equal the whole sweep (tokens, accuracies, losses, perplexities)")
+r = h5py.File("rep.h5")
+acc, sup = mg["/runs/test_accuracy"][()], mg["/runs/supervised_tokens"][()]
+plateau = acc[:, -3:].mean(1)
+target = plateau[0] - 0.01
+def reach(i):
+    hit = np.nonzero(acc[i] >= target)[0]
+    return sup[i, hit[0]] if len(hit) else np.nan
+tok = np.array([reach(i) for i in range(3)])
+sav = 1 - tok / tok[0]
+ok = (np.allclose(r["/report/plateau"][()], plateau) and np.allclose(r["/report/tokens_to_target"][()], tok, equal_nan=True)
+      and np.allclose(r["/report/savings"][()], sav, equal_nan=True)
+      and np.allclose(r["/report/teacher_fraction_last"][()], mg["/runs/teacher_fraction"][:, -1], equal_nan=True)
+      and np.allclose(r["/report/ppl_change"][()], mg["/runs/ppl"][()] - mg["/runs"].attrs["base_ppl"]))
+report(ok, "report: plateau, tokens to on-policy's plateau - 1 point, savings, teacher fraction, perplexity change as recomputed")
+t1, t2 = open("sw.txt").read().splitlines(), open("swm.txt").read().splitlines()
+report(len(t1) == 5 and [l.split("\t")[:-1] for l in t1] == [l.split("\t")[:-1] for l in t2],
+       "report: the merged shards' table equals the whole sweep's (but seconds per step)")
+import xml.dom.minidom
+for f in ["sw-accuracy.svg", "sw-teacher.svg", "swm-accuracy.svg"]:
+    report(xml.dom.minidom.parse(f).documentElement.tagName == "svg", f"{f}: an SVG document")
 
 # divergence against numpy in float64
 l = h5py.File("l.h5")
@@ -262,6 +296,12 @@ expect_fail "train: a /train/doc index outside /docs/text" 3 "bad_doc.h5.*/train
 expect_fail "train: document + question over the context" 3 "long.h5.*/train/question.*row 0" $SD train -m "$M" -i long.h5 --steps 1 -o x.h5
 expect_fail "prepare: a masked-diffusion checkpoint" 3 "diffusion.h5.*masked-diffusion" $SD prepare -m "$NK_SOURCE/data/lm/diffusion.h5" --docs 1 --epochs 1 -o x.h5
 expect_fail "train: a masked-diffusion checkpoint" 3 "diffusion.h5.*masked-diffusion" $SD train -m "$NK_SOURCE/data/lm/diffusion.h5" -i memo.h5 --steps 1 -o x.h5
+$PY -c "
+import h5py, shutil
+shutil.copy('sw.h5', 'sw_bad.h5')
+with h5py.File('sw_bad.h5', 'r+') as f: del f['/runs/wall_s']; f['/runs/wall_s'] = [1.0, 2.0]" && pass "a sweep file with a bad /runs/wall_s" || fail "h5py edit"
+expect_fail "report: a curve dataset of the wrong shape" 3 "sw_bad.h5.*/runs/wall_s" $SD report -i sw_bad.h5
+expect_fail "report: not a sweep file" 3 "memo.h5" $SD report -i memo.h5
 expect_fail "divergence: logits of different shapes" 3 "shape.h5.*/teacher_logits" $SD divergence -i shape.h5 -o x.h5
 expect_fail "divergence: NaN in the student's logits" 3 "nan.h5.*/student_logits" $SD divergence -i nan.h5 -o x.h5
 expect_fail "divergence: a missing dataset" 3 "missing.h5.*/teacher_logits" $SD divergence -i missing.h5 -o x.h5

@@ -275,6 +275,71 @@ TEST_SUITE("ssd-distill") {
     }
   }
 
+  TEST_CASE("sweep: the grid of runs (off-sft once per seed, the others per loss, ssd per loss and tau)") {
+    SweepOptions o;
+    o.taus = {0.1, 0.3};
+    o.losses = {"fkl", "rkl"};
+    o.seeds = 2;
+    const std::vector<SweepRun> g = sweep_grid(o);
+    CHECK(g.size() == 2 * (1 + 2 + 2 + 2 + 2 * 2));
+    CHECK(g[0].method == "off-sft");
+    CHECK(g[0].loss == "ce");
+    CHECK(std::isnan(g[0].tau));
+    int64_t ssd_runs = 0;
+    for (const SweepRun& r : g) {
+      if (r.method == "ssd") {
+        ++ssd_runs;
+        CHECK((r.tau == 0.1 || r.tau == 0.3));
+      }
+      if (r.method != "ssd") CHECK(std::isnan(r.tau));
+    }
+    CHECK(ssd_runs == 8);
+    CHECK(g.back().seed == 1);
+    o.methods = {"ssd"};
+    o.losses = {"fkl"};
+    o.seeds = 1;
+    CHECK(sweep_grid(o).size() == 2);
+  }
+
+  TEST_CASE("rollouts decoded side by side (lanes) equal the same rollouts one at a time, for every method") {
+    const Shipped s;
+    const Tasks t = make("memo", Pool::eval, 3);
+    RolloutConfig c;
+    c.max_new = 10;
+    c.seed = 11;
+    c.rule = {nk::lm::Divergence::jsd, 0.005};
+    std::vector<RolloutRequest> requests;
+    for (int64_t i = 0; i < 7; ++i) {
+      const size_t u = static_cast<size_t>(i);
+      requests.push_back({&t.train.question[u], t.train.doc[u], &t.docs[static_cast<size_t>(t.train.doc[u])],
+                          static_cast<uint64_t>(i)});
+    }
+    for (const Method m : {Method::off_sft, Method::off_fkl, Method::on_policy, Method::skd, Method::ssd}) {
+      for (const int64_t chunk : {int64_t{0}, int64_t{3}}) {
+        if (chunk > 0 && m != Method::ssd) continue;
+        c.method = m;
+        c.chunk = chunk;
+        c.skd_topk = 5;
+        const std::vector<Rollout> one = rollouts(s, t, c, 7);
+        Roller side(s.model, s.model, s.m.tokenizer(), c, 3);  // groups of 3, 3 and 1
+        const std::vector<Rollout> many = side.run_batch(requests);
+        REQUIRE(many.size() == one.size());
+        for (size_t i = 0; i < one.size(); ++i) {
+          CAPTURE(method_name(m));
+          CAPTURE(chunk);
+          CAPTURE(i);
+          CHECK(many[i].tokens == one[i].tokens);
+          CHECK(many[i].writer == one[i].writer);
+          CHECK(many[i].teacher_forward == one[i].teacher_forward);
+          CHECK(many[i].student_forward == one[i].student_forward);
+          REQUIRE(many[i].delta.size() == one[i].delta.size());
+          for (size_t j = 0; j < one[i].delta.size(); ++j)
+            CHECK(many[i].delta[j] == doctest::Approx(one[i].delta[j]).epsilon(1e-4));
+        }
+      }
+    }
+  }
+
   TEST_CASE("rollouts: both distributions equal a one-pass forward over prompt + rollout; forward tokens add up") {
     const Shipped s;
     const Tasks t = make("memo", Pool::eval, 1);

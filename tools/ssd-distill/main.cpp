@@ -54,9 +54,9 @@ int main(int argc, char** argv) {
   CLI::App* ro_verb = cli.add_verb(
       "rollout", "Rollouts of a split's questions: who writes each token (off-sft, off-fkl, on-policy, skd, ssd)",
       nk::cli::Randomness::seeded);
-  ro_verb
-      ->add_option("-m,--model", ro.model, "A causal nk-lm checkpoint: the student and, with the document, the teacher")
-      ->required();
+  ro_verb->add_option(
+      "-m,--model", ro.model,
+      "A causal nk-lm checkpoint: the student and, with the document, the teacher (default: lm/reader.h5)");
   ro_verb->add_option("-i,--input", ro.input, "The task file (tasks)")->required();
   nk::cli::App::add_output(*ro_verb, ro.output, ro.no_clobber);
   ro_verb->add_option("--split", ro.split, "train or test")->check(CLI::IsMember({"train", "test"}));
@@ -104,6 +104,50 @@ int main(int argc, char** argv) {
   tr_verb->add_option("--skd-topk", tr.skd_topk, "skd: the teacher replaces a student token outside its top K")
       ->check(Range(int64_t{1}, int64_t{1} << 20));
 
+  ssd::SweepOptions sw;
+  CLI::App* sw_verb = cli.add_verb(
+      "sweep", "Every method (and tau, loss, seed) trained on one task file: runs, curves, the report and its SVGs",
+      nk::cli::Randomness::seeded);
+  sw_verb->add_option("-m,--model", sw.train.model,
+                      "A causal nk-lm checkpoint: the initial student and the frozen teacher (default: lm/reader.h5)");
+  sw_verb->add_option("-i,--input", sw.train.input, "The task file (tasks)")->required();
+  nk::cli::App::add_output(*sw_verb, sw.output, sw.no_clobber);
+  sw_verb->add_option("--methods", sw.methods, "Comma list of off-sft, off-fkl, on-policy, skd, ssd")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"off-sft", "off-fkl", "on-policy", "skd", "ssd"}));
+  sw_verb->add_option("--taus", sw.taus, "ssd: comma list of tau (>= 0)")->delimiter(',')->check(Range(0.0, 1e9));
+  sw_verb->add_option("--losses", sw.losses, "Comma list of D_loss (fkl, rkl, jsd) for every method but off-sft")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"fkl", "rkl", "jsd"}));
+  sw_verb->add_option("--seeds", sw.seeds, "Seeds per configuration (--seed, --seed + 1, ...)")
+      ->check(Range(int64_t{1}, int64_t{1} << 16));
+  sw_verb->add_option("--switch", sw.train.switch_name, "D_switch(student || teacher): jsd, fkl or rkl")
+      ->check(CLI::IsMember({"jsd", "fkl", "rkl"}));
+  sw_verb->add_option("--steps", sw.train.steps, "Optimiser steps per run")->check(Range(int64_t{1}, int64_t{1} << 24));
+  sw_verb->add_option("--batch", sw.train.batch, "Rollouts per step")->check(Range(int64_t{1}, int64_t{1} << 12));
+  sw_verb->add_option("--lr", sw.train.lr, "AdamW learning rate (constant, no weight decay)")->check(Range(1e-12, 1.0));
+  sw_verb->add_option("--eval-every", sw.train.eval_every, "Closed-book test accuracy every E steps")
+      ->check(Range(int64_t{1}, int64_t{1} << 24));
+  sw_verb->add_option("--temperature", sw.train.temperature, "Rollout temperature (0: greedy)")->check(Range(0.0, 1e3));
+  sw_verb->add_option("--max-new", sw.train.max_new, "Tokens per rollout at most")
+      ->check(Range(int64_t{1}, int64_t{1} << 16));
+  sw_verb->add_option("--chunk", sw.train.chunk, "ssd: tokens the student drafts per teacher pass (0: token by token)")
+      ->check(Range(int64_t{0}, int64_t{1} << 16));
+  sw_verb->add_option("--skd-topk", sw.train.skd_topk, "skd: the teacher replaces a student token outside its top K")
+      ->check(Range(int64_t{1}, int64_t{1} << 20));
+  sw_verb->add_option("--ppl-docs", sw.ppl_docs, "Held-out fortunes for the perplexity change (0: none)")
+      ->check(Range(int64_t{0}, int64_t{1} << 20));
+  nk::cli::App::output(sw_verb->add_option(
+      "--svg", sw.svg, "Whole grid: write PREFIX-accuracy.svg and PREFIX-teacher.svg (prefix, no extension)"));
+  cli.add_shard(*sw_verb);
+
+  ssd::ReportOptions rp;
+  CLI::App* rp_verb = cli.add_verb("report", "The table and SVGs of a sweep file (or of its merged shards)");
+  nk::cli::App::add_input(*rp_verb, rp.input, "a sweep file")->required();
+  nk::cli::App::add_optional_output(*rp_verb, rp.output, rp.no_clobber, "the table as HDF5 (/report)");
+  nk::cli::App::output(
+      rp_verb->add_option("--svg", rp.svg, "Write PREFIX-accuracy.svg and PREFIX-teacher.svg (prefix, no extension)"));
+
   ssd::PrepareOptions pr;
   CLI::App* pr_verb = cli.add_verb(
       "prepare", "The reader: nk-lm's checkpoint taught to answer from a document in its context (warm-up pool)",
@@ -130,6 +174,8 @@ int main(int argc, char** argv) {
     if (*ev_verb) reader(ev.model), ssd::eval_verb(ev, cli.env());
     if (*ro_verb) reader(ro.model), ssd::rollout_verb(ro, cli.env());
     if (*tr_verb) reader(tr.model), ssd::train_verb(tr, cli.env());
+    if (*sw_verb) reader(sw.train.model), ssd::sweep_verb(sw, cli.env());
+    if (*rp_verb) ssd::report_verb(rp, cli.env());
     if (*pr_verb) {
       if (pr.model.empty()) pr.model = nk::shipped_data("lm/causal.h5");
       ssd::prepare_verb(pr, cli.env());

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "nk/error.hpp"
 #include "nk/lm/generate.hpp"
@@ -55,27 +56,46 @@ std::vector<int32_t> question_tokens(const nk::lm::Tokenizer& tok, const std::st
   return tok.encode("Question: " + question + "\nAnswer:");
 }
 
+struct Roller::Lane {
+  Rollout r;
+  std::vector<int32_t> q;  ///< the question's tokens (no BOS)
+  int32_t s_slot = -1, t_slot = -1;
+  int64_t limit = 0;
+  uint64_t key = 0;
+  std::vector<float> s_cur, t_cur;  ///< each model's logits for the next position
+  // ssd, speculative: this round's draft and the student's logits before each token.
+  std::vector<int32_t> draft;
+  std::vector<float> draft_logits;
+  int64_t chunk = 0;
+};
+
 Roller::Roller(const nk::lm::Model& student, const nk::lm::Model& teacher, const nk::lm::Tokenizer& tok,
-               const RolloutConfig& config)
+               const RolloutConfig& config, int64_t lanes)
     : student_(student),
       teacher_(teacher),
       tok_(tok),
       config_(config),
       V_(student.config().vocab),
-      student_cache_(student.config(), {16, 0, 2}),
-      teacher_cache_(teacher.config(), {16, 0, kDocumentSlots + 2}),
-      student_ws_(student.config(), {student.config().max_seq, student.config().max_seq, false}),
-      teacher_ws_(teacher.config(), {teacher.config().max_seq, teacher.config().max_seq, false}) {
+      lanes_(std::max<int64_t>(1, lanes)),
+      student_cache_(student.config(), {16, 0, static_cast<int64_t>(lanes_) + 1}),
+      teacher_cache_(teacher.config(), {16, 0, kDocumentSlots + lanes_ + 1}),
+      student_ws_(student.config(), {lanes_ * student.config().max_seq, student.config().max_seq, false}),
+      teacher_ws_(teacher.config(), {lanes_ * teacher.config().max_seq, teacher.config().max_seq, false}) {
   if (student.config().vocab != teacher.config().vocab || student.config().max_seq != teacher.config().max_seq)
     throw nk::usage_error("the student and the teacher must share the vocabulary and the context");
   if (config_.max_new < 1) throw nk::usage_error("--max-new must be at least 1");
   if (config_.chunk < 0) throw nk::usage_error("--chunk must be at least 0");
 }
 
-const float* Roller::feed(const nk::lm::Model& model, nk::lm::KvCache& cache, nk::lm::Workspace& ws, int32_t slot,
-                          const std::vector<int32_t>& tokens, bool all_rows) {
-  const std::vector<int64_t> offsets{0, static_cast<int64_t>(tokens.size())};
-  const std::vector<int32_t> slots{slot};
+const float* Roller::feed(const nk::lm::Model& model, nk::lm::KvCache& cache, nk::lm::Workspace& ws,
+                          const std::vector<int32_t>& slots, const std::vector<std::vector<int32_t>>& seqs,
+                          bool all_rows) {
+  std::vector<int32_t> tokens;
+  std::vector<int64_t> offsets{0};
+  for (const auto& s : seqs) {
+    tokens.insert(tokens.end(), s.begin(), s.end());
+    offsets.push_back(static_cast<int64_t>(tokens.size()));
+  }
   nk::lm::ForwardOptions o;
   o.logits = all_rows ? nk::lm::LogitRows::all : nk::lm::LogitRows::last;
   o.cache = &cache;
@@ -85,7 +105,7 @@ const float* Roller::feed(const nk::lm::Model& model, nk::lm::KvCache& cache, nk
 
 int32_t Roller::document_slot(int64_t doc, const std::string& document) {
   if (const auto it = documents_.find(doc); it != documents_.end()) return it->second;
-  if (static_cast<int64_t>(documents_.size()) >= kDocumentSlots) {  // the oldest document leaves
+  if (static_cast<int64_t>(documents_.size()) >= kDocumentSlots) {  // the oldest document leaves (forks keep its pages)
     const int64_t old = document_order_.front();
     document_order_.erase(document_order_.begin());
     teacher_cache_.close(documents_.at(old));
@@ -93,7 +113,7 @@ int32_t Roller::document_slot(int64_t doc, const std::string& document) {
   }
   const std::vector<int32_t> tokens = document_tokens(tok_, document);
   const int32_t slot = teacher_cache_.open();
-  feed(teacher_, teacher_cache_, teacher_ws_, slot, tokens, false);
+  feed(teacher_, teacher_cache_, teacher_ws_, {slot}, {tokens}, false);
   prefill_ += static_cast<int64_t>(tokens.size());
   documents_[doc] = slot;
   document_order_.push_back(doc);
@@ -109,186 +129,258 @@ int32_t Roller::draw(const float* logits, uint64_t key, int64_t position, int wh
 }
 
 Rollout Roller::run(const std::string& question, int64_t doc, const std::string& document, uint64_t key) {
-  Rollout r;
-  const std::vector<int32_t> q = question_tokens(tok_, question);
-  r.student_prefix.push_back(tok_.bos());
-  r.student_prefix.insert(r.student_prefix.end(), q.begin(), q.end());
-  r.teacher_prefix = document_tokens(tok_, document);
-  r.teacher_prefix.insert(r.teacher_prefix.end(), q.begin(), q.end());
-  const int64_t context = student_.config().max_seq;
-  const int64_t limit = std::min<int64_t>(config_.max_new, context - static_cast<int64_t>(r.teacher_prefix.size()));
-  if (limit < 1)
-    throw nk::usage_error("the teacher's prompt takes " + std::to_string(r.teacher_prefix.size()) +
-                          " tokens: no room for an answer in the context of " + std::to_string(context));
-  const int32_t doc_slot = document_slot(doc, document);
-  const int32_t t_slot = teacher_cache_.fork(doc_slot);
-  const int32_t s_slot = student_cache_.open();
-  if (config_.method == Method::ssd && config_.chunk > 0)
-    generate_speculative(r, s_slot, t_slot, limit, key);
-  else
-    generate_plain(r, s_slot, t_slot, limit, key);
-  teacher_cache_.close(t_slot);
-  student_cache_.close(s_slot);
-  // delta everywhere (both distributions are known at every position now).
-  const int64_t n = r.size();
-  r.delta.resize(static_cast<size_t>(n));
-  for (int64_t t = 0; t < n; ++t)
-    r.delta[static_cast<size_t>(t)] =
-        config_.rule.delta(r.student_logits.data() + t * V_, r.teacher_logits.data() + t * V_, V_);
-  return r;
+  return std::move(run_batch({{&question, doc, &document, key}}).front());
 }
 
-void Roller::generate_plain(Rollout& r, int32_t s_slot, int32_t t_slot, int64_t limit, uint64_t key) {
+std::vector<Rollout> Roller::run_batch(const std::vector<RolloutRequest>& requests) {
+  std::vector<Rollout> out;
+  const int64_t context = student_.config().max_seq;
+  for (size_t first = 0; first < requests.size(); first += static_cast<size_t>(lanes_)) {
+    const size_t last = std::min(requests.size(), first + static_cast<size_t>(lanes_));
+    std::vector<Lane> lanes(last - first);
+    for (size_t i = first; i < last; ++i) {
+      const RolloutRequest& q = requests[i];
+      Lane& L = lanes[i - first];
+      L.q = question_tokens(tok_, *q.question);
+      L.r.student_prefix.push_back(tok_.bos());
+      L.r.student_prefix.insert(L.r.student_prefix.end(), L.q.begin(), L.q.end());
+      L.r.teacher_prefix = document_tokens(tok_, *q.document);
+      L.r.teacher_prefix.insert(L.r.teacher_prefix.end(), L.q.begin(), L.q.end());
+      L.limit = std::min<int64_t>(config_.max_new, context - static_cast<int64_t>(L.r.teacher_prefix.size()));
+      if (L.limit < 1)
+        throw nk::usage_error("the teacher's prompt takes " + std::to_string(L.r.teacher_prefix.size()) +
+                              " tokens: no room for an answer in the context of " + std::to_string(context));
+      L.key = q.key;
+      L.t_slot = teacher_cache_.fork(document_slot(q.doc, *q.document));
+      L.s_slot = student_cache_.open();
+      L.s_cur.resize(static_cast<size_t>(V_));
+      L.t_cur.resize(static_cast<size_t>(V_));
+    }
+    if (config_.method == Method::ssd && config_.chunk > 0)
+      generate_speculative(lanes);
+    else
+      generate_plain(lanes);
+    for (Lane& L : lanes) {
+      teacher_cache_.close(L.t_slot);
+      student_cache_.close(L.s_slot);
+      // delta everywhere (both distributions are known at every position now).
+      Rollout& r = L.r;
+      const int64_t n = r.size();
+      r.delta.resize(static_cast<size_t>(n));
+      for (int64_t t = 0; t < n; ++t)
+        r.delta[static_cast<size_t>(t)] =
+            config_.rule.delta(r.student_logits.data() + t * V_, r.teacher_logits.data() + t * V_, V_);
+      out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+void Roller::start(std::vector<Lane>& lanes, bool student, bool teacher) {
+  std::vector<int32_t> slots;
+  std::vector<std::vector<int32_t>> seqs;
+  if (student) {
+    for (Lane& L : lanes) slots.push_back(L.s_slot), seqs.push_back(L.r.student_prefix);
+    const float* l = feed(student_, student_cache_, student_ws_, slots, seqs, false);
+    for (size_t i = 0; i < lanes.size(); ++i) {
+      std::copy(l + static_cast<int64_t>(i) * V_, l + static_cast<int64_t>(i + 1) * V_, lanes[i].s_cur.begin());
+      lanes[i].r.student_forward += static_cast<int64_t>(lanes[i].r.student_prefix.size());
+    }
+  }
+  if (teacher) {
+    slots.clear(), seqs.clear();
+    for (Lane& L : lanes) slots.push_back(L.t_slot), seqs.push_back(L.q);
+    const float* l = feed(teacher_, teacher_cache_, teacher_ws_, slots, seqs, false);
+    for (size_t i = 0; i < lanes.size(); ++i) {
+      std::copy(l + static_cast<int64_t>(i) * V_, l + static_cast<int64_t>(i + 1) * V_, lanes[i].t_cur.begin());
+      lanes[i].r.teacher_forward += static_cast<int64_t>(lanes[i].q.size());
+    }
+  }
+}
+
+void Roller::step(std::vector<Lane>& lanes, const std::vector<size_t>& which, const std::vector<int32_t>& ys,
+                  bool student, bool teacher) {
+  if (which.empty()) return;
+  std::vector<int32_t> slots;
+  std::vector<std::vector<int32_t>> seqs;
+  for (size_t k = 0; k < which.size(); ++k) seqs.push_back({ys[k]});
+  for (int m = 0; m < 2; ++m) {
+    if (!(m == 0 ? student : teacher)) continue;
+    slots.clear();
+    for (size_t i : which) slots.push_back(m == 0 ? lanes[i].s_slot : lanes[i].t_slot);
+    const float* l = m == 0 ? feed(student_, student_cache_, student_ws_, slots, seqs, false)
+                            : feed(teacher_, teacher_cache_, teacher_ws_, slots, seqs, false);
+    for (size_t k = 0; k < which.size(); ++k) {
+      Lane& L = lanes[which[k]];
+      std::copy(l + static_cast<int64_t>(k) * V_, l + static_cast<int64_t>(k + 1) * V_,
+                (m == 0 ? L.s_cur : L.t_cur).begin());
+      (m == 0 ? L.r.student_forward : L.r.teacher_forward) += 1;
+    }
+  }
+}
+
+void Roller::generate_plain(std::vector<Lane>& lanes) {
   const Method m = config_.method;
   const bool need_student = m != Method::off_sft && m != Method::off_fkl;
   const bool need_teacher = m != Method::on_policy;
-  std::vector<float> s_cur(static_cast<size_t>(V_)), t_cur(static_cast<size_t>(V_));
-  const std::vector<int32_t> q(r.student_prefix.begin() + 1, r.student_prefix.end());
-  if (need_student) {
-    const float* l = feed(student_, student_cache_, student_ws_, s_slot, r.student_prefix, false);
-    std::copy(l, l + V_, s_cur.begin());
-    r.student_forward += static_cast<int64_t>(r.student_prefix.size());
-  }
-  if (need_teacher) {
-    const float* l = feed(teacher_, teacher_cache_, teacher_ws_, t_slot, q, false);
-    std::copy(l, l + V_, t_cur.begin());
-    r.teacher_forward += static_cast<int64_t>(q.size());
-  }
+  start(lanes, need_student, need_teacher);
   std::vector<int32_t> ids(static_cast<size_t>(std::max<int64_t>(1, config_.skd_topk)));
   std::vector<float> values(ids.size());
-  for (int64_t t = 0; t < limit; ++t) {
-    if (need_student) r.student_logits.insert(r.student_logits.end(), s_cur.begin(), s_cur.end());
-    if (need_teacher) r.teacher_logits.insert(r.teacher_logits.end(), t_cur.begin(), t_cur.end());
-    int32_t y = 0;
-    int8_t by_teacher = 0;
-    switch (m) {
-      case Method::off_sft:
-      case Method::off_fkl:
-        y = draw(t_cur.data(), key, t, kTeacher), by_teacher = 1;
-        break;
-      case Method::on_policy:
-        y = draw(s_cur.data(), key, t, kStudent);
-        break;
-      case Method::ssd:
-        if (config_.rule.delta(s_cur.data(), t_cur.data(), V_) > config_.rule.tau)
-          y = draw(t_cur.data(), key, t, kTeacher), by_teacher = 1;
-        else
-          y = draw(s_cur.data(), key, t, kStudent);
-        break;
-      case Method::skd: {
-        y = draw(s_cur.data(), key, t, kStudent);
-        const int64_t K = std::min<int64_t>(config_.skd_topk, V_);
-        nk::lm::top_k(t_cur.data(), 1, V_, K, ids.data(), values.data());
-        if (std::find(ids.begin(), ids.begin() + K, y) == ids.begin() + K)
-          y = draw(t_cur.data(), key, t, kTeacher), by_teacher = 1;
-        break;
+  std::vector<size_t> live(lanes.size());
+  std::iota(live.begin(), live.end(), size_t{0});
+  std::vector<size_t> next;
+  std::vector<int32_t> ys;
+  while (!live.empty()) {
+    next.clear(), ys.clear();
+    for (size_t i : live) {
+      Lane& L = lanes[i];
+      Rollout& r = L.r;
+      const int64_t t = r.size();
+      const float* s_cur = L.s_cur.data();
+      const float* t_cur = L.t_cur.data();
+      if (need_student) r.student_logits.insert(r.student_logits.end(), L.s_cur.begin(), L.s_cur.end());
+      if (need_teacher) r.teacher_logits.insert(r.teacher_logits.end(), L.t_cur.begin(), L.t_cur.end());
+      int32_t y = 0;
+      int8_t by_teacher = 0;
+      switch (m) {
+        case Method::off_sft:
+        case Method::off_fkl:
+          y = draw(t_cur, L.key, t, kTeacher), by_teacher = 1;
+          break;
+        case Method::on_policy:
+          y = draw(s_cur, L.key, t, kStudent);
+          break;
+        case Method::ssd:
+          if (config_.rule.delta(s_cur, t_cur, V_) > config_.rule.tau)
+            y = draw(t_cur, L.key, t, kTeacher), by_teacher = 1;
+          else
+            y = draw(s_cur, L.key, t, kStudent);
+          break;
+        case Method::skd: {
+          y = draw(s_cur, L.key, t, kStudent);
+          const int64_t K = std::min<int64_t>(config_.skd_topk, V_);
+          nk::lm::top_k(t_cur, 1, V_, K, ids.data(), values.data());
+          if (std::find(ids.begin(), ids.begin() + K, y) == ids.begin() + K)
+            y = draw(t_cur, L.key, t, kTeacher), by_teacher = 1;
+          break;
+        }
       }
+      r.tokens.push_back(y);
+      r.writer.push_back(by_teacher);
+      if (y == tok_.eos() || t + 1 >= L.limit) continue;
+      next.push_back(i);
+      ys.push_back(y);
     }
-    r.tokens.push_back(y);
-    r.writer.push_back(by_teacher);
-    if (y == tok_.eos() || t + 1 >= limit) break;
-    const std::vector<int32_t> one{y};
-    if (need_student) {
-      const float* l = feed(student_, student_cache_, student_ws_, s_slot, one, false);
-      std::copy(l, l + V_, s_cur.begin());
-      r.student_forward += 1;
-    }
-    if (need_teacher) {
-      const float* l = feed(teacher_, teacher_cache_, teacher_ws_, t_slot, one, false);
-      std::copy(l, l + V_, t_cur.begin());
-      r.teacher_forward += 1;
-    }
+    step(lanes, next, ys, need_student, need_teacher);
+    live.swap(next);
   }
-  // The model that did not write scores the finished rollout in one pass.
-  const int64_t n = r.size();
-  std::vector<int32_t> pass;
-  if (!need_teacher) {
-    pass = q;
-    pass.insert(pass.end(), r.tokens.begin(), r.tokens.end() - 1);
-    const float* l = feed(teacher_, teacher_cache_, teacher_ws_, t_slot, pass, true);
-    const int64_t rows = static_cast<int64_t>(pass.size());
-    r.teacher_logits.assign(l + (rows - n) * V_, l + rows * V_);
-    r.teacher_forward += rows;
-  }
-  if (!need_student) {
-    pass = r.student_prefix;
-    pass.insert(pass.end(), r.tokens.begin(), r.tokens.end() - 1);
-    const float* l = feed(student_, student_cache_, student_ws_, s_slot, pass, true);
-    const int64_t rows = static_cast<int64_t>(pass.size());
-    r.student_logits.assign(l + (rows - n) * V_, l + rows * V_);
-    r.student_forward += rows;
+  // The model that did not write scores the finished rollouts in one pass.
+  for (int which = 0; which < 2; ++which) {
+    const bool scored = which == 0 ? !need_student : !need_teacher;
+    if (!scored) continue;
+    std::vector<int32_t> slots;
+    std::vector<std::vector<int32_t>> seqs;
+    for (Lane& L : lanes) {
+      std::vector<int32_t> pass = which == 0 ? L.r.student_prefix : L.q;
+      pass.insert(pass.end(), L.r.tokens.begin(), L.r.tokens.end() - 1);
+      slots.push_back(which == 0 ? L.s_slot : L.t_slot);
+      seqs.push_back(std::move(pass));
+    }
+    const float* l = which == 0 ? feed(student_, student_cache_, student_ws_, slots, seqs, true)
+                                : feed(teacher_, teacher_cache_, teacher_ws_, slots, seqs, true);
+    int64_t row = 0;
+    for (size_t i = 0; i < lanes.size(); ++i) {
+      Rollout& r = lanes[i].r;
+      const int64_t rows = static_cast<int64_t>(seqs[i].size()), n = r.size();
+      (which == 0 ? r.student_logits : r.teacher_logits).assign(l + (row + rows - n) * V_, l + (row + rows) * V_);
+      (which == 0 ? r.student_forward : r.teacher_forward) += rows;
+      row += rows;
+    }
   }
 }
 
-void Roller::generate_speculative(Rollout& r, int32_t s_slot, int32_t t_slot, int64_t limit, uint64_t key) {
-  const int64_t s_base = static_cast<int64_t>(r.student_prefix.size());
-  const int64_t t_base = static_cast<int64_t>(r.teacher_prefix.size());
-  const std::vector<int32_t> q(r.student_prefix.begin() + 1, r.student_prefix.end());
-  std::vector<float> s_cur(static_cast<size_t>(V_)), t_cur(static_cast<size_t>(V_));
-  const float* l = feed(student_, student_cache_, student_ws_, s_slot, r.student_prefix, false);
-  std::copy(l, l + V_, s_cur.begin());
-  r.student_forward += s_base;
-  l = feed(teacher_, teacher_cache_, teacher_ws_, t_slot, q, false);
-  std::copy(l, l + V_, t_cur.begin());
-  r.teacher_forward += static_cast<int64_t>(q.size());
-  std::vector<int32_t> draft;
-  std::vector<float> draft_logits, teacher_rows;
-  bool done = false;
-  while (!done) {
-    const int64_t n = r.size();
-    const int64_t c = std::min(config_.chunk, limit - n);
-    // The student drafts up to c tokens (stopping at EOS), feeding each.
-    draft.clear();
-    draft_logits.clear();
-    for (int64_t j = 0; j < c; ++j) {
-      draft_logits.insert(draft_logits.end(), s_cur.begin(), s_cur.end());
-      const int32_t y = draw(s_cur.data(), key, n + j, kStudent);
-      draft.push_back(y);
-      if (y == tok_.eos() || n + j + 1 >= limit) break;
-      l = feed(student_, student_cache_, student_ws_, s_slot, {y}, false);
-      std::copy(l, l + V_, s_cur.begin());
-      r.student_forward += 1;
+void Roller::generate_speculative(std::vector<Lane>& lanes) {
+  start(lanes, true, true);
+  std::vector<size_t> live(lanes.size()), drafting, next, feed_lanes;
+  std::iota(live.begin(), live.end(), size_t{0});
+  std::vector<int32_t> ys, slots;
+  std::vector<std::vector<int32_t>> seqs;
+  while (!live.empty()) {
+    // The student drafts up to 'chunk' tokens in every live rollout (stopping at EOS), feeding each.
+    for (size_t i : live) {
+      Lane& L = lanes[i];
+      L.draft.clear(), L.draft_logits.clear();
+      L.chunk = std::min(config_.chunk, L.limit - L.r.size());
     }
-    const int64_t d = static_cast<int64_t>(draft.size());
-    // The teacher scores the draft in one pass: its logits at positions n..n+d-1 are t_cur and the
-    // rows after the first d-1 draft tokens; the row after the last one continues the next round.
-    l = feed(teacher_, teacher_cache_, teacher_ws_, t_slot, draft, true);
-    r.teacher_forward += d;
-    teacher_rows.assign(t_cur.begin(), t_cur.end());
-    teacher_rows.insert(teacher_rows.end(), l, l + (d - 1) * V_);
-    int64_t reject = -1;
-    for (int64_t j = 0; j < d && reject < 0; ++j)
-      if (config_.rule.delta(draft_logits.data() + j * V_, teacher_rows.data() + j * V_, V_) > config_.rule.tau)
-        reject = j;
-    const int64_t keep = reject < 0 ? d : reject;
-    for (int64_t j = 0; j < keep; ++j) {
-      r.tokens.push_back(draft[static_cast<size_t>(j)]);
-      r.writer.push_back(0);
+    drafting = live;
+    while (!drafting.empty()) {
+      feed_lanes.clear(), ys.clear();
+      for (size_t i : drafting) {
+        Lane& L = lanes[i];
+        const int64_t n = L.r.size(), j = static_cast<int64_t>(L.draft.size());
+        L.draft_logits.insert(L.draft_logits.end(), L.s_cur.begin(), L.s_cur.end());
+        const int32_t y = draw(L.s_cur.data(), L.key, n + j, kStudent);
+        L.draft.push_back(y);
+        if (y == tok_.eos() || n + j + 1 >= L.limit) continue;
+        feed_lanes.push_back(i);
+        ys.push_back(y);
+      }
+      step(lanes, feed_lanes, ys, true, false);
+      drafting.clear();
+      for (size_t i : feed_lanes)
+        if (static_cast<int64_t>(lanes[i].draft.size()) < lanes[i].chunk) drafting.push_back(i);
     }
-    r.student_logits.insert(r.student_logits.end(), draft_logits.begin(), draft_logits.begin() + keep * V_);
-    r.teacher_logits.insert(r.teacher_logits.end(), teacher_rows.begin(), teacher_rows.begin() + keep * V_);
-    if (reject < 0) {
-      std::copy(l + (d - 1) * V_, l + d * V_, t_cur.begin());
-      done = draft.back() == tok_.eos() || r.size() >= limit;
-      continue;
+    // The teacher scores every draft in one pass: its logits at positions n..n+d-1 are t_cur and
+    // the rows after the first d-1 draft tokens; the row after the last continues the next round.
+    slots.clear(), seqs.clear();
+    for (size_t i : live) slots.push_back(lanes[i].t_slot), seqs.push_back(lanes[i].draft);
+    const float* l = feed(teacher_, teacher_cache_, teacher_ws_, slots, seqs, true);
+    next.clear(), feed_lanes.clear(), ys.clear();
+    int64_t row = 0;
+    std::vector<float> teacher_rows;
+    for (size_t i : live) {
+      Lane& L = lanes[i];
+      Rollout& r = L.r;
+      const float* rows = l + row * V_;
+      const int64_t n = r.size(), d = static_cast<int64_t>(L.draft.size());
+      row += d;
+      r.teacher_forward += d;
+      teacher_rows.assign(L.t_cur.begin(), L.t_cur.end());
+      teacher_rows.insert(teacher_rows.end(), rows, rows + (d - 1) * V_);
+      int64_t reject = -1;
+      for (int64_t j = 0; j < d && reject < 0; ++j)
+        if (config_.rule.delta(L.draft_logits.data() + j * V_, teacher_rows.data() + j * V_, V_) > config_.rule.tau)
+          reject = j;
+      const int64_t keep = reject < 0 ? d : reject;
+      for (int64_t j = 0; j < keep; ++j) {
+        r.tokens.push_back(L.draft[static_cast<size_t>(j)]);
+        r.writer.push_back(0);
+      }
+      r.student_logits.insert(r.student_logits.end(), L.draft_logits.begin(), L.draft_logits.begin() + keep * V_);
+      r.teacher_logits.insert(r.teacher_logits.end(), teacher_rows.begin(), teacher_rows.begin() + keep * V_);
+      if (reject < 0) {
+        std::copy(rows + (d - 1) * V_, rows + d * V_, L.t_cur.begin());
+        if (!(L.draft.back() == tok_.eos() || r.size() >= L.limit)) next.push_back(i);
+        continue;
+      }
+      // The teacher writes the rejected position; the rest of the draft is dropped.
+      const float* t_row = teacher_rows.data() + reject * V_;
+      const int32_t y = draw(t_row, L.key, n + reject, kTeacher);
+      r.student_logits.insert(r.student_logits.end(), L.draft_logits.begin() + reject * V_,
+                              L.draft_logits.begin() + (reject + 1) * V_);
+      r.teacher_logits.insert(r.teacher_logits.end(), t_row, t_row + V_);
+      r.tokens.push_back(y);
+      r.writer.push_back(1);
+      student_cache_.truncate(L.s_slot, static_cast<int64_t>(r.student_prefix.size()) + n + reject);
+      teacher_cache_.truncate(L.t_slot, static_cast<int64_t>(r.teacher_prefix.size()) + n + reject);
+      if (y == tok_.eos() || r.size() >= L.limit) continue;
+      feed_lanes.push_back(i);
+      ys.push_back(y);
+      next.push_back(i);
     }
-    // The teacher writes the rejected position; the rest of the draft is dropped.
-    const float* t_row = teacher_rows.data() + reject * V_;
-    const int32_t y = draw(t_row, key, n + reject, kTeacher);
-    r.student_logits.insert(r.student_logits.end(), draft_logits.begin() + reject * V_,
-                            draft_logits.begin() + (reject + 1) * V_);
-    r.teacher_logits.insert(r.teacher_logits.end(), t_row, t_row + V_);
-    r.tokens.push_back(y);
-    r.writer.push_back(1);
-    student_cache_.truncate(s_slot, s_base + n + reject);
-    teacher_cache_.truncate(t_slot, t_base + n + reject);
-    if (y == tok_.eos() || r.size() >= limit) break;
-    l = feed(student_, student_cache_, student_ws_, s_slot, {y}, false);
-    std::copy(l, l + V_, s_cur.begin());
-    r.student_forward += 1;
-    l = feed(teacher_, teacher_cache_, teacher_ws_, t_slot, {y}, false);
-    std::copy(l, l + V_, t_cur.begin());
-    r.teacher_forward += 1;
+    step(lanes, feed_lanes, ys, true, true);
+    std::sort(next.begin(), next.end());
+    live.swap(next);
   }
 }
 

@@ -48,34 +48,55 @@ struct Rollout {
   int64_t size() const { return static_cast<int64_t>(tokens.size()); }
 };
 
+/// One rollout to run: 'question' about document 'doc' (its text
+/// 'document'); 'key' names its draws.
+struct RolloutRequest {
+  const std::string* question = nullptr;
+  int64_t doc = 0;
+  const std::string* document = nullptr;
+  uint64_t key = 0;
+};
+
 /// Rollouts against a student and a teacher model (the same architecture and
-/// tokenizer; the weights may differ). Not thread-safe: one per thread.
+/// tokenizer; the weights may differ). Up to 'lanes' rollouts decode side by
+/// side: every decoding step feeds one token of each through one forward of
+/// each model (the rows share the weights' reads); a rollout's tokens do not
+/// depend on which others run beside it. Not thread-safe: one per thread.
 class Roller {
  public:
   Roller(const nk::lm::Model& student, const nk::lm::Model& teacher, const nk::lm::Tokenizer& tok,
-         const RolloutConfig& config);
-  /// One rollout of 'question' about document 'doc' (its text 'document');
-  /// 'key' names the rollout's draws. The teacher's prompt must leave room
-  /// for one answer token (a usage error otherwise; callers check first).
+         const RolloutConfig& config, int64_t lanes = 1);
+  /// One rollout. The teacher's prompt must leave room for one answer token
+  /// (a usage error otherwise; callers check first).
   Rollout run(const std::string& question, int64_t doc, const std::string& document, uint64_t key);
+  /// Several, 'lanes' at a time, in the order given.
+  std::vector<Rollout> run_batch(const std::vector<RolloutRequest>& requests);
   /// Tokens the teacher ran to prefill documents (counted apart).
   int64_t document_prefill() const { return prefill_; }
   const RolloutConfig& config() const { return config_; }
 
  private:
-  struct Feed;
+  struct Lane;
   int32_t document_slot(int64_t doc, const std::string& document);
-  const float* feed(const nk::lm::Model& model, nk::lm::KvCache& cache, nk::lm::Workspace& ws, int32_t slot,
-                    const std::vector<int32_t>& tokens, bool all_rows);
+  /// One forward of 'model' over segment i = seqs[i] continuing cache slot
+  /// slots[i]; returns the logits (all rows, segments in order, or the last
+  /// row of each).
+  const float* feed(const nk::lm::Model& model, nk::lm::KvCache& cache, nk::lm::Workspace& ws,
+                    const std::vector<int32_t>& slots, const std::vector<std::vector<int32_t>>& seqs, bool all_rows);
+  /// Feeds one token (ys[k]) to lanes[which[k]] in the student and/or the
+  /// teacher and keeps the next-token logits as their current rows.
+  void step(std::vector<Lane>& lanes, const std::vector<size_t>& which, const std::vector<int32_t>& ys, bool student,
+            bool teacher);
   int32_t draw(const float* logits, uint64_t key, int64_t position, int which) const;
-  void generate_plain(Rollout& r, int32_t s_slot, int32_t t_slot, int64_t limit, uint64_t key);
-  void generate_speculative(Rollout& r, int32_t s_slot, int32_t t_slot, int64_t limit, uint64_t key);
+  void start(std::vector<Lane>& lanes, bool student, bool teacher);
+  void generate_plain(std::vector<Lane>& lanes);
+  void generate_speculative(std::vector<Lane>& lanes);
 
   const nk::lm::Model& student_;
   const nk::lm::Model& teacher_;
   const nk::lm::Tokenizer& tok_;
   RolloutConfig config_;
-  int64_t V_;
+  int64_t V_, lanes_;
   nk::lm::KvCache student_cache_, teacher_cache_;
   nk::lm::Workspace student_ws_, teacher_ws_;
   std::map<int64_t, int32_t> documents_;  ///< doc -> teacher slot holding BOS + document + "\n"

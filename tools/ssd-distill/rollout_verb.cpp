@@ -14,6 +14,8 @@ namespace ssd {
 
 namespace {
 
+constexpr int64_t kLanes = 16;  // rollouts decoded side by side
+
 void write_csr(nk::h5::Writer& w, const std::string& name, const std::vector<std::vector<int32_t>>& rows) {
   std::vector<int32_t> flat;
   std::vector<int64_t> offsets{0};
@@ -46,7 +48,7 @@ void rollout_verb(const RolloutOptions& o, const nk::RunEnv& env) {
                           "--skd-topk " + std::to_string(c.skd_topk) + " is above the vocabulary (" +
                               std::to_string(m.config().vocab) + ")");
   const nk::lm::Model model(m.checkpoint.weights);
-  Roller roller(model, model, m.tokenizer(), c);
+  Roller roller(model, model, m.tokenizer(), c, kLanes);
   const int64_t N = o.max_new, V = m.config().vocab;
   std::vector<int32_t> tokens(static_cast<size_t>(R * N), -1);
   std::vector<int8_t> writer(static_cast<size_t>(R * N), -1);
@@ -62,12 +64,24 @@ void rollout_verb(const RolloutOptions& o, const nk::RunEnv& env) {
   nk::Progress progress("rollout", R);
   for (int64_t i = 0; i < R; ++i) {
     const size_t u = static_cast<size_t>(i);
-    const int64_t d = s.doc[u];
-    const std::string& doc = t.docs[static_cast<size_t>(d)];
-    const int64_t prompt = static_cast<int64_t>(document_tokens(m.tokenizer(), doc).size() +
-                                                question_tokens(m.tokenizer(), s.question[u]).size());
+    const int64_t prompt =
+        static_cast<int64_t>(document_tokens(m.tokenizer(), t.docs[static_cast<size_t>(s.doc[u])]).size() +
+                             question_tokens(m.tokenizer(), s.question[u]).size());
     check_room(t, o.split, i, prompt, m.config().max_seq, true);
-    const Rollout r = roller.run(s.question[u], d, doc, static_cast<uint64_t>(i));
+  }
+  std::vector<Rollout> group;
+  for (int64_t i = 0; i < R; ++i) {
+    const size_t u = static_cast<size_t>(i);
+    if (i % kLanes == 0) {
+      std::vector<RolloutRequest> requests;
+      for (int64_t k = i; k < std::min(R, i + kLanes); ++k) {
+        const int64_t d = s.doc[static_cast<size_t>(k)];
+        requests.push_back(
+            {&s.question[static_cast<size_t>(k)], d, &t.docs[static_cast<size_t>(d)], static_cast<uint64_t>(k)});
+      }
+      group = roller.run_batch(requests);
+    }
+    const Rollout& r = group[static_cast<size_t>(i % kLanes)];
     const int64_t n = r.size();
     length[u] = n;
     for (int64_t j = 0; j < n; ++j) {
@@ -114,6 +128,8 @@ void rollout_verb(const RolloutOptions& o, const nk::RunEnv& env) {
   w.attr("/", "teacher_tokens", teacher_written);
   w.attr("/", "teacher_forward_tokens", teacher_forward);
   w.attr("/", "student_forward_tokens", student_forward);
+  w.attr("/", "bos", static_cast<int64_t>(m.tokenizer().bos()));
+  w.attr("/", "eos", static_cast<int64_t>(m.tokenizer().eos()));
   w.attr("/", "document_prefill_tokens", roller.document_prefill());
   w.commit();
   spdlog::info(

@@ -3,6 +3,7 @@
 // (divergence).
 #pragma once
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -95,11 +96,26 @@ struct TrainOptions {
 /// Distils the teacher (the model with the document in context, frozen at
 /// the initial weights) into the closed-book student with one method.
 void train_verb(const TrainOptions& options, const nk::RunEnv& env);
+/// Exit 3 (2 for a bad name) before any training: a training prompt without
+/// room for an answer, --skd-topk above the vocabulary.
+void check_train(const nk::lm::CausalModel& model, const Tasks& tasks, const TrainOptions& options);
 
-/// Exit 3 naming the split's row (and its document) when a prompt of
-/// 'prompt' tokens leaves no room for an answer in the model's context.
-void check_room(const Tasks& tasks, const std::string& split, int64_t row, int64_t prompt, int64_t context,
-                bool with_document);
+/// A training run's evaluations (closed-book test accuracy every
+/// --eval-every steps, and at step 0) with the counts up to each.
+struct Curve {
+  std::vector<double> step, supervised, teacher_forward, student_forward, teacher_fraction, train_loss, test_accuracy,
+      wall;
+};
+struct TrainRun {
+  Curve curve;
+  int64_t supervised = 0, teacher_forward = 0, student_forward = 0, prefill = 0;
+  int64_t trained = 0;  ///< rows of the training forward and backward (prompts + rollouts)
+  double seconds_per_step = 0, rollout_seconds = 0;  ///< per step: all, and the rollouts' share
+};
+/// One distillation run: 'weights' (the initial student, and the frozen
+/// teacher's copy) train in place; draws and batch order follow 'seed'.
+TrainRun distill(nk::lm::ParameterStore& weights, const nk::lm::Tokenizer& tok, const Tasks& tasks,
+                 const TrainOptions& options, uint64_t seed, bool show_progress);
 
 /// Greedy answers to a split's questions (the first line of each), closed-book
 /// or with the document in the context; exit 3 naming the row when a prompt
@@ -109,6 +125,74 @@ std::vector<std::string> answers(const nk::lm::Model& model, const nk::lm::Token
 /// The share of a split's questions answered correctly.
 double accuracy(const nk::lm::Model& model, const nk::lm::Tokenizer& tok, const Tasks& tasks, const std::string& split,
                 bool open_book, int64_t max_new);
+
+inline constexpr const char* kSweepSchema = "ssd-distill.sweep/1";
+inline constexpr const char* kReportSchema = "ssd-distill.report/1";
+
+struct SweepOptions {
+  TrainOptions train;  ///< model, input, steps, batch, lr, eval_every, ... (method, loss and tau per run)
+  std::string output = "-", svg;
+  bool no_clobber = false;
+  std::vector<std::string> methods{"off-sft", "off-fkl", "on-policy", "skd", "ssd"}, losses{"fkl"};
+  std::vector<double> taus{0.3};
+  int64_t seeds = 1, ppl_docs = 64;
+};
+/// One run of the grid: off-sft once per seed (cross-entropy), the other
+/// methods once per loss, ssd once per loss and tau.
+struct SweepRun {
+  std::string method, loss;
+  double tau = 0;    ///< NaN but for ssd
+  int64_t seed = 0;  ///< index: the run's seed is --seed + index
+};
+std::vector<SweepRun> sweep_grid(const SweepOptions& options);
+/// The grid's runs (this shard's slice), one training run each from the
+/// same initial weights, into /runs; the whole grid also prints the report.
+void sweep_verb(const SweepOptions& options, const nk::RunEnv& env);
+
+struct SweepResult {
+  std::string method, loss;
+  double tau = 0;
+  int64_t seed = 0;
+  double ppl = 0, seconds_per_step = 0;
+  Curve curve;
+};
+struct SweepBase {
+  std::string task;
+  double accuracy = 0, teacher_accuracy = 0, ppl = 0;  ///< closed-book base, open-book teacher, base perplexity
+};
+struct Sweep {
+  std::string path;
+  SweepBase base;
+  std::vector<SweepResult> runs;
+};
+/// A sweep file (or the merge of its shards, nk-data merge); exit 3 naming
+/// the dataset whose shape does not fit.
+Sweep read_sweep(const std::string& path);
+
+/// One configuration (method, loss, tau) over its seeds.
+struct ConfigSummary {
+  std::string name, method, loss;
+  double tau = 0;
+  int64_t runs = 0;
+  /// Per run: plateau = mean of the last 3 evaluations; reached = plateau >=
+  /// A* - 1 point (A*: on-policy's plateau at that seed); tokens (supervised,
+  /// teacher forward) at the first evaluation >= A* - 1 point (NaN: never);
+  /// savings = 1 - tokens / on-policy's tokens; teacher fraction in the first
+  /// and last evaluation window; perplexity change; seconds per step.
+  std::vector<double> plateau, reached, tokens, teacher_tokens, savings, fraction_first, fraction_last, ppl_change,
+      seconds;
+};
+std::vector<ConfigSummary> summarise(const Sweep& sweep);
+
+struct ReportOptions {
+  std::string input, output, svg;
+  bool no_clobber = false;
+};
+/// The table (on 'to'), optionally /report as HDF5 and the SVGs
+/// SVG-accuracy.svg (test accuracy vs supervised tokens) and
+/// SVG-teacher.svg (teacher fraction vs step).
+void report(const Sweep& sweep, const ReportOptions& options, FILE* to);
+void report_verb(const ReportOptions& options, const nk::RunEnv& env);
 
 struct PrepareOptions {
   std::string model, output, wordnet;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
@@ -39,29 +40,33 @@ std::vector<int64_t> batch_rows(int64_t n, int64_t batch, int64_t step, uint64_t
 
 }  // namespace
 
-void train_verb(const TrainOptions& o, const nk::RunEnv& env) {
-  check_output(o.output, o.no_clobber);
-  nk::lm::CausalModel m = nk::lm::load_causal_model(o.model);
-  const Tasks t = read_tasks(o.input);
+void check_train(const nk::lm::CausalModel& m, const Tasks& t, const TrainOptions& o) {
   if (t.train.size() == 0) throw nk::input_error(t.path, "/train/question", "has no questions to train on");
   const nk::lm::Tokenizer& tok = m.tokenizer();
-  const int64_t context = m.config().max_seq, V = m.config().vocab;
   for (int64_t i = 0; i < t.train.size(); ++i) {
     const size_t u = static_cast<size_t>(i);
     const int64_t p = static_cast<int64_t>(document_tokens(tok, t.docs[static_cast<size_t>(t.train.doc[u])]).size() +
                                            question_tokens(tok, t.train.question[u]).size());
-    check_room(t, "train", i, p, context, true);
+    check_room(t, "train", i, p, m.config().max_seq, true);
   }
-  if (o.skd_topk > V)
-    throw nk::input_error(
-        o.model, "/",
-        "--skd-topk " + std::to_string(o.skd_topk) + " is above the vocabulary (" + std::to_string(V) + ")");
+  if (o.skd_topk > m.config().vocab)
+    throw nk::input_error(o.model, "/",
+                          "--skd-topk " + std::to_string(o.skd_topk) + " is above the vocabulary (" +
+                              std::to_string(m.config().vocab) + ")");
+  parse_method(o.method);
+  parse_divergence(o.loss);
+  parse_divergence(o.switch_name);
+}
+
+TrainRun distill(nk::lm::ParameterStore& weights, const nk::lm::Tokenizer& tok, const Tasks& t, const TrainOptions& o,
+                 uint64_t seed, bool show_progress) {
+  const nk::lm::Config& config = weights.config();
+  const int64_t context = config.max_seq, V = config.vocab;
   const Method method = parse_method(o.method);
   const nk::lm::Divergence loss_div = parse_divergence(o.loss);
-  // The teacher: the initial weights, frozen; the student trains a copy.
-  const nk::lm::ParameterStore teacher_weights = m.checkpoint.weights;
+  // The teacher: the initial weights, frozen; the student trains 'weights'.
+  const nk::lm::ParameterStore teacher_weights = weights;
   const nk::lm::Model teacher(teacher_weights);
-  nk::lm::ParameterStore& weights = m.checkpoint.weights;
   const nk::lm::Schedule schedule{o.lr, 1.0, 1, std::max<int64_t>(o.steps, 2)};  // constant after one step
   nk::lm::AdamWConfig adamw;
   adamw.weight_decay = 0.0;
@@ -74,50 +79,54 @@ void train_verb(const TrainOptions& o, const nk::RunEnv& env) {
   rc.max_new = o.max_new;
   rc.chunk = o.chunk;
   rc.skd_topk = o.skd_topk;
-  rc.seed = env.seed;
-  Roller roller(trainer.model(), teacher, tok, rc);
+  rc.seed = seed;
+  Roller roller(trainer.model(), teacher, tok, rc, o.batch);  // the batch's rollouts decode side by side
 
-  std::vector<double> c_step, c_sup, c_tfwd, c_sfwd, c_frac, c_loss, c_acc, c_wall;
-  int64_t supervised = 0, teacher_fwd = 0, student_fwd = 0, written = 0, window_sup = 0;
+  TrainRun run;
+  Curve& c = run.curve;
+  int64_t written = 0, window_sup = 0, window_steps = 0;
   double window_loss = 0, wall = 0;
-  int64_t window_steps = 0;
   const auto record = [&](int64_t step) {
-    const auto t0 = std::chrono::steady_clock::now();
     const double acc = accuracy(trainer.model(), tok, t, "test", false, o.max_new);
-    c_step.push_back(static_cast<double>(step));
-    c_sup.push_back(static_cast<double>(supervised));
-    c_tfwd.push_back(static_cast<double>(teacher_fwd));
-    c_sfwd.push_back(static_cast<double>(student_fwd));
-    c_frac.push_back(window_sup ? static_cast<double>(written) / static_cast<double>(window_sup) : std::nan(""));
-    c_loss.push_back(window_steps ? window_loss / static_cast<double>(window_steps) : std::nan(""));
-    c_acc.push_back(acc);
-    c_wall.push_back(wall);
-    spdlog::info("train {} step {}: test accuracy {:.3f}, loss {:.4f}, teacher fraction {:.3f}, supervised tokens {}",
-                 o.method, step, acc, c_loss.back(), c_frac.back(), supervised);
+    c.step.push_back(static_cast<double>(step));
+    c.supervised.push_back(static_cast<double>(run.supervised));
+    c.teacher_forward.push_back(static_cast<double>(run.teacher_forward));
+    c.student_forward.push_back(static_cast<double>(run.student_forward));
+    c.teacher_fraction.push_back(window_sup ? static_cast<double>(written) / static_cast<double>(window_sup)
+                                            : std::nan(""));
+    c.train_loss.push_back(window_steps ? window_loss / static_cast<double>(window_steps) : std::nan(""));
+    c.test_accuracy.push_back(acc);
+    c.wall.push_back(wall);
+    spdlog::log(show_progress ? spdlog::level::info : spdlog::level::debug,
+                "train {} step {}: test accuracy {:.3f}, loss {:.4f}, teacher fraction {:.3f}, supervised tokens {}",
+                o.method, step, acc, c.train_loss.back(), c.teacher_fraction.back(), run.supervised);
     written = window_sup = window_steps = 0;
     window_loss = 0;
-    (void)t0;
   };
   if (o.eval_every > 0) record(0);
-  nk::Progress progress("train", o.steps);
+  std::optional<nk::Progress> progress;
+  if (show_progress) progress.emplace("train", o.steps);
   std::vector<Rollout> rolls;
   DistillBatch db;
   for (int64_t step = 0; step < o.steps; ++step) {
     const auto start = std::chrono::steady_clock::now();
-    const std::vector<int64_t> batch = batch_rows(t.train.size(), o.batch, step, env.seed);
-    rolls.clear();
+    const std::vector<int64_t> batch = batch_rows(t.train.size(), o.batch, step, seed);
+    std::vector<RolloutRequest> requests;
     for (int64_t b = 0; b < o.batch; ++b) {
       const size_t u = static_cast<size_t>(batch[static_cast<size_t>(b)]);
       const int64_t d = t.train.doc[u];
-      rolls.push_back(roller.run(t.train.question[u], d, t.docs[static_cast<size_t>(d)],
-                                 static_cast<uint64_t>(step * o.batch + b)));
+      requests.push_back(
+          {&t.train.question[u], d, &t.docs[static_cast<size_t>(d)], static_cast<uint64_t>(step * o.batch + b)});
     }
+    rolls = roller.run_batch(requests);
+    run.rollout_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     db = distill_batch(rolls);
+    run.trained += db.packed.rows();
     for (const Rollout& r : rolls) {
-      supervised += r.size();
+      run.supervised += r.size();
       window_sup += r.size();
-      teacher_fwd += r.teacher_forward;
-      student_fwd += r.student_forward + static_cast<int64_t>(r.student_prefix.size()) + r.size();
+      run.teacher_forward += r.teacher_forward;
+      run.student_forward += r.student_forward + static_cast<int64_t>(r.student_prefix.size()) + r.size();
       for (int8_t wr : r.writer) written += wr;
     }
     const nk::lm::StepStats st = trainer.step(1, [&](int64_t, nk::lm::Workspace& ws, nk::lm::TokenBatch& tb) {
@@ -131,19 +140,34 @@ void train_verb(const TrainOptions& o, const nk::RunEnv& env) {
     wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     window_loss += st.loss;
     ++window_steps;
-    progress.update(step + 1);
+    if (progress) progress->update(step + 1);
     if (o.eval_every > 0 && ((step + 1) % o.eval_every == 0 || step + 1 == o.steps)) record(step + 1);
   }
-  progress.finish();
+  if (progress) progress->finish();
+  run.prefill = roller.document_prefill();
+  run.seconds_per_step = o.steps ? wall / static_cast<double>(o.steps) : 0.0;
+  run.rollout_seconds /= static_cast<double>(std::max<int64_t>(1, o.steps));
+  return run;
+}
+
+void train_verb(const TrainOptions& o, const nk::RunEnv& env) {
+  check_output(o.output, o.no_clobber);
+  nk::lm::CausalModel m = nk::lm::load_causal_model(o.model);
+  const Tasks t = read_tasks(o.input);
+  check_train(m, t, o);
+  const nk::lm::Tokenizer& tok = m.tokenizer();
+  const TrainRun run = distill(m.checkpoint.weights, tok, t, o, env.seed, true);
+  const Curve& c = run.curve;
   const auto curve = [&](nk::h5::Writer& w) {
-    const std::vector<std::pair<const char*, const std::vector<double>*>> cols = {{"step", &c_step},
-                                                                                  {"supervised_tokens", &c_sup},
-                                                                                  {"teacher_forward_tokens", &c_tfwd},
-                                                                                  {"student_forward_tokens", &c_sfwd},
-                                                                                  {"teacher_fraction", &c_frac},
-                                                                                  {"train_loss", &c_loss},
-                                                                                  {"test_accuracy", &c_acc},
-                                                                                  {"wall_s", &c_wall}};
+    const std::vector<std::pair<const char*, const std::vector<double>*>> cols = {
+        {"step", &c.step},
+        {"supervised_tokens", &c.supervised},
+        {"teacher_forward_tokens", &c.teacher_forward},
+        {"student_forward_tokens", &c.student_forward},
+        {"teacher_fraction", &c.teacher_fraction},
+        {"train_loss", &c.train_loss},
+        {"test_accuracy", &c.test_accuracy},
+        {"wall_s", &c.wall}};
     for (const auto& [name, v] : cols) {
       const std::string path = std::string("/curve/") + name;
       w.allow_nonfinite(path);
@@ -156,17 +180,20 @@ void train_verb(const TrainOptions& o, const nk::RunEnv& env) {
     w.attr("/curve", "lr", o.lr);
     w.attr("/curve", "batch", o.batch);
     w.attr("/curve", "steps", o.steps);
-    w.attr("/curve", "supervised_tokens", supervised);
-    w.attr("/curve", "teacher_forward_tokens", teacher_fwd);
-    w.attr("/curve", "student_forward_tokens", student_fwd);
-    w.attr("/curve", "document_prefill_tokens", roller.document_prefill());
-    w.attr("/curve", "seconds_per_step", o.steps ? wall / static_cast<double>(o.steps) : 0.0);
+    w.attr("/curve", "supervised_tokens", run.supervised);
+    w.attr("/curve", "teacher_forward_tokens", run.teacher_forward);
+    w.attr("/curve", "student_forward_tokens", run.student_forward);
+    w.attr("/curve", "document_prefill_tokens", run.prefill);
+    w.attr("/curve", "training_tokens", run.trained);
+    w.attr("/curve", "seconds_per_step", run.seconds_per_step);
+    w.attr("/curve", "rollout_seconds_per_step", run.rollout_seconds);
     w.attr("/curve", "tasks", t.path);
   };
-  nk::lm::save_checkpoint(o.output, weights, &tok, nullptr, nk::lm::StoreAs::f32, curve);
-  spdlog::info("train {}: {} steps, {} supervised tokens, teacher forward {}, student forward {}, {:.3f} s a step",
-               o.method, o.steps, supervised, teacher_fwd, student_fwd,
-               o.steps ? wall / static_cast<double>(o.steps) : 0.0);
+  nk::lm::save_checkpoint(o.output, m.checkpoint.weights, &tok, nullptr, nk::lm::StoreAs::f32, curve);
+  spdlog::info("train {}: {} steps, {} supervised tokens, teacher forward {}, student forward {}, {:.3f} s a step ({:.3f} s of rollouts){}",
+               o.method, o.steps, run.supervised, run.teacher_forward, run.student_forward, run.seconds_per_step,
+               run.rollout_seconds,
+               c.test_accuracy.empty() ? std::string() : fmt::format(", test accuracy {:.3f}", c.test_accuracy.back()));
 }
 
 }  // namespace ssd

@@ -27,6 +27,16 @@ RECIPES = [
      "setup": [TASKS],
      "inputs": {"tasks": "{w}/t.h5"},
      "run": SD + " train -m " + MODEL + " -i {tasks} --steps 1 --batch 2 --max-new 4 --tau 0.005 -o {out}"},
+    {"tool": "ssd-distill", "verb": "sweep",
+     "setup": [TASKS],
+     "inputs": {"tasks": "{w}/t.h5"},
+     "run": SD + " sweep -m " + MODEL + " -i {tasks} --methods ssd --steps 1 --batch 2 --eval-every 1 --max-new 4"
+            " --ppl-docs 2 -o {out}"},
+    {"tool": "ssd-distill", "verb": "report",
+     "setup": [TASKS, SD + " sweep -m " + MODEL + " -i {w}/t.h5 --methods on-policy,ssd --steps 2 --batch 2"
+               " --eval-every 1 --max-new 4 --ppl-docs 2 -o {w}/sw.h5"],
+     "inputs": {"sweep": "{w}/sw.h5"},
+     "run": SD + " report -i {sweep} -o {out}"},
     {"tool": "ssd-distill", "verb": "prepare",
      "setup": ["cp " + MODEL + " {w}/m.h5"],
      "inputs": {"model": "{w}/m.h5"},
