@@ -43,6 +43,12 @@ check "a spike-sft network through --model-cmd 'spike-sft serve'" sh -c "spike-s
 import h5py, numpy as np, sys
 a, b = h5py.File('snn_cert.h5')['/certify'], h5py.File('snn_cert2.h5')['/certify']
 sys.exit(0 if np.array_equal(a['count'][()], b['count'][()]) and (a['count'][()] > 0).all() else 1)" && pass "  spike-sft serve: counts reproduce, every item counted" || fail "  spike-sft serve: counts"
+check "the same spike-sft network read directly (--model snn.h5), 1 and 2 threads" sh -c "$PC certify -i four.h5 --model snn.h5 --sigma 0.25 --n 200 -o snn_own.h5 && $PC --threads 2 certify -i four.h5 --model snn.h5 --sigma 0.25 --n 200 -o snn_own2.h5"
+"$PY" -c "
+import h5py, numpy as np, sys
+a, b, c = (h5py.File(f)['/certify'] for f in ('snn_cert.h5', 'snn_own.h5', 'snn_own2.h5'))
+sys.exit(0 if np.array_equal(a['count'][()], b['count'][()]) and np.array_equal(b['count'][()], c['count'][()]) else 1)" && pass "  spike-sft --model: CERTIFY's counts equal those through 'spike-sft serve' (direct coding), for any thread count" || fail "  spike-sft --model: counts"
+check "  the head proxy on the spiking network's firing rates: calibrate and approve" sh -c "$PC calibrate -i pool.h5 --model snn.h5 --sigma 0.25 --proxy head --head-data head.h5 --head-n 100 --radii 0.25 --n 100 -o px_snn.h5 && $PC approve -i pool.h5 --model snn.h5 --proxy px_snn.h5 -o ap_snn.h5"
 
 "$PY" - <<'PYEOF'
 import h5py, numpy as np, os, sys, torch, torch.nn as nn

@@ -1,8 +1,10 @@
 // classifier.hpp - the base classifier f that randomized smoothing queries:
-// an nk-nn.model/1 network, or the user's own model as a program
+// an nk-nn.model/1 network, a spiking network of spike-sft
+// (spike-sft.model/1 or .adapted/1), or the user's own model as a program
 // (--model-cmd, protocol in proxy-certify(1) MODEL COMMAND).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,12 +27,21 @@ class Classifier {
   int64_t capacity() const { return capacity_; }
   /// logits [batch, classes] of x [batch, input] (NHWC), batch <= capacity().
   virtual void logits(const float* x, int64_t batch, float* out) = 0;
-  /// The network, when the model is an nk-nn file (the head proxy reads its
-  /// penultimate features); null for a model command.
+  /// The network, when the model is an nk-nn file (the GPU path runs it);
+  /// null otherwise.
   virtual const nk::nn::Network<float>* network() const { return nullptr; }
-  /// After logits(): the input of the last layer [batch, feature_size()] (nk-nn only).
+  /// Whether logits() also leaves the penultimate features (the head proxy
+  /// reads them): nk-nn and spike-sft models, not a model command.
+  virtual bool has_features() const { return false; }
+  /// After logits(): the input of the last layer [batch, feature_size()]
+  /// (a spiking network: the last hidden layer's firing rates).
   virtual const float* features() const { return nullptr; }
   int64_t feature_size() const { return feature_size_; }
+  /// Feeds the bytes that identify the model (a proxy file names the model
+  /// it was calibrated for): the layers and weights, or the command's name.
+  virtual void fingerprint(const std::function<void(const void*, size_t)>& feed) const {
+    feed(name_.data(), name_.size());
+  }
 
  protected:
   nk::nn::Shape input_;
@@ -40,13 +51,14 @@ class Classifier {
 };
 
 struct ModelOptions {
-  std::string model;      ///< --model: an nk-nn.model/1 file
+  std::string model;      ///< --model: an nk-nn.model/1 or spike-sft model file
   std::string model_cmd;  ///< --model-cmd: a program speaking the frame protocol
 };
 
 /// Opens the model named by 'options' for batches of up to 'capacity' items.
-/// A file is read and checked (nk::nn::read_model; exit 3 naming file and
-/// dataset); its output must be class logits (>= 2). A command is started
+/// A file is read and checked (nk::nn::read_model, or nk::snn::read_model
+/// when its nk_schema is spike-sft's; exit 3 naming file and dataset); its
+/// output must be class logits (>= 2). A command is started
 /// with NK_MODEL_INPUT=H,W,C (the data's shape) and NK_MODEL_BATCH and must
 /// answer "classes K" on its first line.
 std::unique_ptr<Classifier> open_classifier(const ModelOptions& options, const nk::nn::Shape& data_shape,

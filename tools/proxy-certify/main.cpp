@@ -8,7 +8,7 @@ namespace {
 const int64_t kMaxSamples = int64_t{1} << 40;
 
 void add_model(CLI::App* verb, pc::ModelOptions& model) {
-  auto* file = verb->add_option("--model", model.model, "Base classifier: an nk-nn.model/1 file (train's output)");
+  auto* file = verb->add_option("--model", model.model, "Base classifier: an nk-nn.model/1 file (train's output) or a spike-sft model");
   auto* cmd = verb->add_option("--model-cmd", model.model_cmd,
                                "Base classifier as a program: float32 batches in, logits out (proxy-certify(1) MODEL COMMAND)");
   file->excludes(cmd);

@@ -23,8 +23,8 @@ CleanPass clean_pass(Classifier& model, const nk::data::Source& data, int64_t be
   pass.margin.resize(count);
   pass.top_prob.resize(count);
   const bool with_features = features && model.features();
-  if (features && !model.network()) {
-    throw nk::usage_error("the head proxy reads penultimate features: it needs --model (an nk-nn file), not --model-cmd");
+  if (features && !model.has_features()) {
+    throw nk::usage_error("the head proxy reads penultimate features: it needs --model (an nk-nn or spike-sft file), not --model-cmd");
   }
   if (features) pass.features.resize(count, model.feature_size());
   std::vector<float> logits(static_cast<size_t>(cap * classes));
@@ -167,16 +167,7 @@ std::string model_fingerprint(const Classifier& model) {
     const auto* p = static_cast<const unsigned char*>(data);
     for (size_t j = 0; j < bytes; ++j) hash = (hash ^ p[j]) * 0x100000001b3ULL;
   };
-  if (const nk::nn::Network<float>* net = model.network()) {
-    for (const auto& layer : net->layers) {
-      const std::string line = layer.spec.text();
-      feed(line.data(), line.size());
-      feed(layer.weight.data(), layer.weight.size() * sizeof(float));
-      feed(layer.bias.data(), layer.bias.size() * sizeof(float));
-    }
-  } else {
-    feed(model.name().data(), model.name().size());
-  }
+  model.fingerprint(feed);
   char text[24];
   std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
   return text;

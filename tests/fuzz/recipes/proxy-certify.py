@@ -6,6 +6,7 @@ POOL = ("nk-data -q import-idx " + FM + "t10k-images-idx3-ubyte.gz " + FM + "t10
         " --limit 40 -o {w}/pool.h5")
 MODEL = PC + " train -i {w}/pool.h5 --arch mlp --epochs 1 --batch 20 -o {w}/m.h5"
 REF = PC + " certify -i {w}/pool.h5 --model {w}/m.h5 --n0 5 --n 20 -o {w}/ref.h5"
+SNN = "spike-sft -q pretrain -i {w}/pool.h5 --hidden 16 --steps 3 --epochs 1 --batch 20 -o {w}/snn.h5"
 PROXY = PC + " calibrate -i {w}/pool.h5 --model {w}/m.h5 --recipe heavy --n0 5 --n 20 -o {w}/px.h5"
 
 RECIPES = [
@@ -15,6 +16,9 @@ RECIPES = [
     {"tool": "proxy-certify", "verb": "certify",
      "setup": [POOL, MODEL], "inputs": {"data": "{w}/pool.h5", "model": "{w}/m.h5"},
      "run": PC + " certify -i {data} --model {model} --n0 5 --n 20 -o {out}"},
+    {"tool": "proxy-certify", "verb": "certify --model SNN",
+     "setup": [POOL, SNN], "inputs": {"data": "{w}/pool.h5", "model": "{w}/snn.h5"},
+     "run": PC + " certify -i {data} --model {model} --sigma 0.25 --n0 5 --n 20 -o {out}"},
     {"tool": "proxy-certify", "verb": "predict",
      "setup": [POOL, MODEL], "inputs": {"data": "{w}/pool.h5", "model": "{w}/m.h5"},
      "run": PC + " predict -i {data} --model {model} --n 20 -o {out}"},
