@@ -55,6 +55,7 @@ check "rollout ssd speculative (--chunk 3)" $RO --tau 0.005 --chunk 3 -o ro_ssd3
 check "rollout ssd --tau 0" $RO --tau 0 -o ro_t0.h5
 check "rollout ssd --tau ln 2" $RO --tau 0.6931471805599453 -o ro_ln2.h5
 check "nk-lm export of the model (the reference's weights)" nk-lm -q export -m "$M" -o hf
+check "the route of a real model: nk-lm import of the export, eval with it and with the original" sh -c "nk-lm -q import hf -o imported.h5 && $SD eval -m imported.h5 -i memo.h5 --max-new 8 -o ev_imp.h5 && $SD eval -m $M -i memo.h5 --max-new 8 -o ev_orig.h5"
 check "prepare: a tiny reader (1 warm-up document of each kind, 1 epoch)" $SD prepare -m "$M" --docs 1 --epochs 1 --batch 8 --replay-windows $REPLAY -o reader_t.h5
 check "eval --open-book with the reader" $SD eval -m reader_t.h5 -i memo.h5 --open-book --max-new 8 -o ev_reader.h5
 TR="$SD train -m $M -i memo.h5 --steps $STEPS --batch 3 --lr 3e-4 --eval-every $EVERY --max-new 8 --seed 2"
@@ -104,6 +105,9 @@ o = h5py.File("own.h5")
 report(texts(o, "/docs/text") == ["The vault code is 4471.", "Mira leads the choir."] and list(o["/train/doc"][()]) == [0, 1]
        and texts(o, "/test/answer") == ["4471"], "--from-jsonl: equal documents stored once; split train by default")
 
+a, b = h5py.File("ev_imp.h5")["/eval"], h5py.File("ev_orig.h5")["/eval"]
+report(texts(a, "prediction") == texts(b, "prediction") and a.attrs["accuracy"] == b.attrs["accuracy"],
+       "an imported model (nk-lm import of the export) answers as the original does")
 # sweep: the grid, the shards' merge equal to the whole, the report against a Python recomputation
 w, mg = h5py.File("sw.h5"), h5py.File("swm.h5")
 report([x.decode() for x in w["/runs/method"][()]] == ["on-policy", "ssd", "ssd"] and w["/runs/test_accuracy"].shape == (3, 3)
@@ -116,6 +120,7 @@ acc, sup = mg["/runs/test_accuracy"][()], mg["/runs/supervised_tokens"][()]
 plateau = acc[:, -3:].mean(1)
 target = plateau[0] - 0.01
 def reach(i):
+    if not target > mg["/runs"].attrs["base_accuracy"]: return np.nan
     hit = np.nonzero(acc[i] >= target)[0]
     return sup[i, hit[0]] if len(hit) else np.nan
 tok = np.array([reach(i) for i in range(3)])

@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   ro_verb->add_option("--temperature", ro.temperature, "Sampling temperature (0: greedy)")->check(Range(0.0, 1e3));
   ro_verb->add_option("--max-new", ro.max_new, "Tokens per rollout at most")
       ->check(Range(int64_t{1}, int64_t{1} << 16));
-  ro_verb->add_option("--chunk", ro.chunk, "ssd: tokens the student drafts per teacher pass (0: token by token)")
+  ro_verb->add_option("--chunk", ro.chunk, "ssd: the longest draft of the student per teacher pass (0: token by token)")
       ->check(Range(int64_t{0}, int64_t{1} << 16));
   ro_verb->add_option("--skd-topk", ro.skd_topk, "skd: the teacher replaces a student token outside its top K")
       ->check(Range(int64_t{1}, int64_t{1} << 20));
@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
   tr_verb->add_option("--temperature", tr.temperature, "Rollout temperature (0: greedy)")->check(Range(0.0, 1e3));
   tr_verb->add_option("--max-new", tr.max_new, "Tokens per rollout at most")
       ->check(Range(int64_t{1}, int64_t{1} << 16));
-  tr_verb->add_option("--chunk", tr.chunk, "ssd: tokens the student drafts per teacher pass (0: token by token)")
+  tr_verb->add_option("--chunk", tr.chunk, "ssd: the longest draft of the student per teacher pass (0: token by token)")
       ->check(Range(int64_t{0}, int64_t{1} << 16));
   tr_verb->add_option("--skd-topk", tr.skd_topk, "skd: the teacher replaces a student token outside its top K")
       ->check(Range(int64_t{1}, int64_t{1} << 20));
@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
   sw_verb->add_option("--temperature", sw.train.temperature, "Rollout temperature (0: greedy)")->check(Range(0.0, 1e3));
   sw_verb->add_option("--max-new", sw.train.max_new, "Tokens per rollout at most")
       ->check(Range(int64_t{1}, int64_t{1} << 16));
-  sw_verb->add_option("--chunk", sw.train.chunk, "ssd: tokens the student drafts per teacher pass (0: token by token)")
+  sw_verb->add_option("--chunk", sw.train.chunk, "ssd: the longest draft of the student per teacher pass (0: token by token)")
       ->check(Range(int64_t{0}, int64_t{1} << 16));
   sw_verb->add_option("--skd-topk", sw.train.skd_topk, "skd: the teacher replaces a student token outside its top K")
       ->check(Range(int64_t{1}, int64_t{1} << 20));

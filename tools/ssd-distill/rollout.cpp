@@ -66,7 +66,8 @@ struct Roller::Lane {
   // ssd, speculative: this round's draft and the student's logits before each token.
   std::vector<int32_t> draft;
   std::vector<float> draft_logits;
-  int64_t chunk = 0;
+  int64_t chunk = 0;       ///< this round's draft length
+  int64_t next_chunk = 0;  ///< the next round's (adapts to how much of the drafts the teacher keeps)
 };
 
 Roller::Roller(const nk::lm::Model& student, const nk::lm::Model& teacher, const nk::lm::Tokenizer& tok,
@@ -301,20 +302,46 @@ void Roller::generate_plain(std::vector<Lane>& lanes) {
 
 void Roller::generate_speculative(std::vector<Lane>& lanes) {
   start(lanes, true, true);
-  std::vector<size_t> live(lanes.size()), drafting, next, feed_lanes;
+  std::vector<size_t> live(lanes.size()), drafting, verifying, next, feed_lanes;
   std::iota(live.begin(), live.end(), size_t{0});
+  for (Lane& L : lanes) L.next_chunk = config_.chunk;
   std::vector<int32_t> ys, slots;
   std::vector<std::vector<int32_t>> seqs;
+  // Writes the teacher's keyed draw at position n of lane i from 'teacher_row'; queues the token
+  // for both models unless the rollout ends.
+  const auto teacher_writes = [&](size_t i, const float* student_row, const float* teacher_row) {
+    Lane& L = lanes[i];
+    Rollout& r = L.r;
+    const int32_t y = draw(teacher_row, L.key, r.size(), kTeacher);
+    r.student_logits.insert(r.student_logits.end(), student_row, student_row + V_);
+    r.teacher_logits.insert(r.teacher_logits.end(), teacher_row, teacher_row + V_);
+    r.tokens.push_back(y);
+    r.writer.push_back(1);
+    if (y == tok_.eos() || r.size() >= L.limit) return;
+    feed_lanes.push_back(i);
+    ys.push_back(y);
+    next.push_back(i);
+  };
   while (!live.empty()) {
-    // The student drafts up to 'chunk' tokens in every live rollout (stopping at EOS), feeding each.
+    next.clear(), feed_lanes.clear(), ys.clear(), drafting.clear();
+    // Position n's two distributions are known (s_cur, t_cur): where delta > tau there, the teacher
+    // writes at once (no draft to drop); elsewhere the student drafts up to 'chunk' tokens
+    // (stopping at EOS), feeding each.
     for (size_t i : live) {
       Lane& L = lanes[i];
+      if (config_.rule.delta(L.s_cur.data(), L.t_cur.data(), V_) > config_.rule.tau) {
+        teacher_writes(i, L.s_cur.data(), L.t_cur.data());
+        continue;
+      }
       L.draft.clear(), L.draft_logits.clear();
-      L.chunk = std::min(config_.chunk, L.limit - L.r.size());
+      L.chunk = std::min(L.next_chunk, L.limit - L.r.size());
+      drafting.push_back(i);
     }
-    drafting = live;
+    verifying = drafting;
+    std::vector<size_t> feeding;
+    std::vector<int32_t> draft_ys;
     while (!drafting.empty()) {
-      feed_lanes.clear(), ys.clear();
+      feeding.clear(), draft_ys.clear();
       for (size_t i : drafting) {
         Lane& L = lanes[i];
         const int64_t n = L.r.size(), j = static_cast<int64_t>(L.draft.size());
@@ -322,61 +349,56 @@ void Roller::generate_speculative(std::vector<Lane>& lanes) {
         const int32_t y = draw(L.s_cur.data(), L.key, n + j, kStudent);
         L.draft.push_back(y);
         if (y == tok_.eos() || n + j + 1 >= L.limit) continue;
-        feed_lanes.push_back(i);
-        ys.push_back(y);
+        feeding.push_back(i);
+        draft_ys.push_back(y);
       }
-      step(lanes, feed_lanes, ys, true, false);
+      step(lanes, feeding, draft_ys, true, false);
       drafting.clear();
-      for (size_t i : feed_lanes)
+      for (size_t i : feeding)
         if (static_cast<int64_t>(lanes[i].draft.size()) < lanes[i].chunk) drafting.push_back(i);
     }
     // The teacher scores every draft in one pass: its logits at positions n..n+d-1 are t_cur and
     // the rows after the first d-1 draft tokens; the row after the last continues the next round.
-    slots.clear(), seqs.clear();
-    for (size_t i : live) slots.push_back(lanes[i].t_slot), seqs.push_back(lanes[i].draft);
-    const float* l = feed(teacher_, teacher_cache_, teacher_ws_, slots, seqs, true);
-    next.clear(), feed_lanes.clear(), ys.clear();
-    int64_t row = 0;
-    std::vector<float> teacher_rows;
-    for (size_t i : live) {
-      Lane& L = lanes[i];
-      Rollout& r = L.r;
-      const float* rows = l + row * V_;
-      const int64_t n = r.size(), d = static_cast<int64_t>(L.draft.size());
-      row += d;
-      r.teacher_forward += d;
-      teacher_rows.assign(L.t_cur.begin(), L.t_cur.end());
-      teacher_rows.insert(teacher_rows.end(), rows, rows + (d - 1) * V_);
-      int64_t reject = -1;
-      for (int64_t j = 0; j < d && reject < 0; ++j)
-        if (config_.rule.delta(L.draft_logits.data() + j * V_, teacher_rows.data() + j * V_, V_) > config_.rule.tau)
-          reject = j;
-      const int64_t keep = reject < 0 ? d : reject;
-      for (int64_t j = 0; j < keep; ++j) {
-        r.tokens.push_back(L.draft[static_cast<size_t>(j)]);
-        r.writer.push_back(0);
+    if (!verifying.empty()) {
+      slots.clear(), seqs.clear();
+      for (size_t i : verifying) slots.push_back(lanes[i].t_slot), seqs.push_back(lanes[i].draft);
+      const float* l = feed(teacher_, teacher_cache_, teacher_ws_, slots, seqs, true);
+      int64_t row = 0;
+      std::vector<float> teacher_rows;
+      for (size_t i : verifying) {
+        Lane& L = lanes[i];
+        Rollout& r = L.r;
+        const float* rows = l + row * V_;
+        const int64_t n = r.size(), d = static_cast<int64_t>(L.draft.size());
+        row += d;
+        r.teacher_forward += d;
+        teacher_rows.assign(L.t_cur.begin(), L.t_cur.end());
+        teacher_rows.insert(teacher_rows.end(), rows, rows + (d - 1) * V_);
+        int64_t reject = -1;
+        for (int64_t j = 0; j < d && reject < 0; ++j)
+          if (config_.rule.delta(L.draft_logits.data() + j * V_, teacher_rows.data() + j * V_, V_) > config_.rule.tau)
+            reject = j;
+        const int64_t keep = reject < 0 ? d : reject;
+        for (int64_t j = 0; j < keep; ++j) {
+          r.tokens.push_back(L.draft[static_cast<size_t>(j)]);
+          r.writer.push_back(0);
+        }
+        r.student_logits.insert(r.student_logits.end(), L.draft_logits.begin(), L.draft_logits.begin() + keep * V_);
+        r.teacher_logits.insert(r.teacher_logits.end(), teacher_rows.begin(), teacher_rows.begin() + keep * V_);
+        if (reject < 0) {
+          // All kept: draft longer next time.
+          L.next_chunk = std::min(config_.chunk, 2 * d);
+          std::copy(rows + (d - 1) * V_, rows + d * V_, L.t_cur.begin());
+          if (!(L.draft.back() == tok_.eos() || r.size() >= L.limit)) next.push_back(i);
+          continue;
+        }
+        // The teacher writes the rejected position; the rest of the draft is dropped (and the next
+        // draft is as long as the part kept, plus one).
+        L.next_chunk = std::max<int64_t>(1, reject + 1);
+        student_cache_.truncate(L.s_slot, static_cast<int64_t>(r.student_prefix.size()) + n + reject);
+        teacher_cache_.truncate(L.t_slot, static_cast<int64_t>(r.teacher_prefix.size()) + n + reject);
+        teacher_writes(i, L.draft_logits.data() + reject * V_, teacher_rows.data() + reject * V_);
       }
-      r.student_logits.insert(r.student_logits.end(), L.draft_logits.begin(), L.draft_logits.begin() + keep * V_);
-      r.teacher_logits.insert(r.teacher_logits.end(), teacher_rows.begin(), teacher_rows.begin() + keep * V_);
-      if (reject < 0) {
-        std::copy(rows + (d - 1) * V_, rows + d * V_, L.t_cur.begin());
-        if (!(L.draft.back() == tok_.eos() || r.size() >= L.limit)) next.push_back(i);
-        continue;
-      }
-      // The teacher writes the rejected position; the rest of the draft is dropped.
-      const float* t_row = teacher_rows.data() + reject * V_;
-      const int32_t y = draw(t_row, L.key, n + reject, kTeacher);
-      r.student_logits.insert(r.student_logits.end(), L.draft_logits.begin() + reject * V_,
-                              L.draft_logits.begin() + (reject + 1) * V_);
-      r.teacher_logits.insert(r.teacher_logits.end(), t_row, t_row + V_);
-      r.tokens.push_back(y);
-      r.writer.push_back(1);
-      student_cache_.truncate(L.s_slot, static_cast<int64_t>(r.student_prefix.size()) + n + reject);
-      teacher_cache_.truncate(L.t_slot, static_cast<int64_t>(r.teacher_prefix.size()) + n + reject);
-      if (y == tok_.eos() || r.size() >= L.limit) continue;
-      feed_lanes.push_back(i);
-      ys.push_back(y);
-      next.push_back(i);
     }
     step(lanes, feed_lanes, ys, true, true);
     std::sort(next.begin(), next.end());

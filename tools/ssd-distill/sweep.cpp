@@ -250,8 +250,11 @@ std::vector<ConfigSummary> summarise(const Sweep& s) {
     const auto it = on_by_seed.find(seed);
     return (it != on_by_seed.end() ? mean(it->second) : mean(on_all)) - 0.01;
   };
+  // Tokens to the target; NaN when never reached, or when the target is not
+  // above the base student's accuracy (nothing learnt to count tokens for).
   const auto reach = [&](const SweepResult& r, std::vector<double> Curve::*counter) {
     const double a = target(r.seed);
+    if (!(a > s.base.accuracy)) return std::nan("");
     for (size_t e = 0; e < r.curve.test_accuracy.size(); ++e)
       if (r.curve.test_accuracy[e] >= a) return (r.curve.*counter)[e];
     return std::nan("");

@@ -8,8 +8,8 @@
 #     fkl is in the first) at one seed; the shards merged; `report`: the table
 #     and the SVGs (test accuracy vs supervised tokens; teacher fraction);
 #  3. the goals over the three tasks (summary.py);
-#  4. speed: one on-policy and one ssd step of ssd-distill against the same
-#     steps in eager PyTorch (torch_ssd.py: PyPI's, from shred-unlearn's
+#  4. speed: one on-policy and one ssd step of ssd-distill on each task, and
+#     (memo) against the same steps in eager PyTorch (torch_ssd.py: PyPI's, from shred-unlearn's
 #     venv.sh; Debian's too), and the FLOPs a step needs against the CPU's
 #     FMA peak.
 # Environment: STEPS (400), EVERY (25), SEEDS (3), LR (3e-4), BATCH (8),
@@ -74,31 +74,34 @@ fi
 # 4. Speed: the same step in ssd-distill and in eager PyTorch.
 if has 4; then
   echo
-  echo "speed: one training step (batch $BATCH rollouts of at most 32 tokens, their scoring, forward + backward, AdamW), memo, 2 threads:"
-  i="$out/memo.tasks.h5"
-  $S rollout -i "$i" --limit 400 --method on-policy -o "$work/prompts.h5"
+  echo "speed: one training step (batch $BATCH rollouts of at most 32 tokens, their scoring, forward + backward, AdamW), 2 threads:"
   mhz=$(awk -F: '/cpu MHz/{gsub(/ /, "", $2); print $2; exit}' /proc/cpuinfo)
   peak=$($PY -c "print(2 * 32 * $mhz / 1e3)")
   declare -A nk_s
-  for m in on-policy ssd; do
-    ssd-distill --threads 2 train -i "$i" --method "$m" --steps 41 --batch "$BATCH" --lr "$LR" --seed 1 -o "$work/st-$m.h5" 2>"$work/st-$m.log"
-    read -r sec roll sup tf sf pre tt < <($PY -c "
+  for task in $TASKS; do
+    i="$out/$task.tasks.h5"
+    for m in on-policy ssd; do
+      ssd-distill --threads 2 train -i "$i" --method "$m" --steps 41 --batch "$BATCH" --lr "$LR" --seed 1 -o "$work/st-$m.h5" 2>"$work/st-$m.log"
+      read -r sec roll sup tf sf pre tt < <($PY -c "
 import h5py; a = h5py.File('$work/st-$m.h5')['/curve'].attrs
 print(a['seconds_per_step'], a['rollout_seconds_per_step'], a['supervised_tokens'] / 41, a['teacher_forward_tokens'] / 41,
       a['student_forward_tokens'] / 41, a['document_prefill_tokens'] / 41, a['training_tokens'] / 41)")
-    nk_s[$m]=$sec
-    # FLOPs: 2 N per forward token (rollouts, scoring, document prefill), 6 N per training token.
-    # (the student's forward count includes the training pass; its backward is 4 N a token more)
-    flops=$($PY -c "print(2 * 1967808 * ($tf + $pre + $sf) + 4 * 1967808 * $tt)")
-    echo "  nk ssd-distill $m: $sec s a step ($roll s of rollouts), $sup supervised tokens a step; >= $($PY -c "print(round($flops / $peak / 1e9 * 1e3, 2))") ms at the machine's peak ($($PY -c "print(round($flops / $sec / 1e9, 1))") GFLOP/s)"
+      nk_s[$task-$m]=$sec
+      # FLOPs: 2 N per forward token (rollouts, scoring, document prefill; the student's count includes
+      # the training pass), 4 N more per training token (its backward).
+      flops=$($PY -c "print(2 * 1967808 * ($tf + $pre + $sf) + 4 * 1967808 * $tt)")
+      echo "  $task, nk ssd-distill $m: $sec s a step ($roll s of rollouts), $sup supervised tokens a step; >= $($PY -c "print(round($flops / $peak / 1e9 * 1e3, 2))") ms at the machine's peak ($($PY -c "print(round($flops / $sec / 1e9, 1))") GFLOP/s)"
+    done
+    echo "  $task: ssd / on-policy step $($PY -c "print(round(${nk_s[$task-ssd]} / ${nk_s[$task-on-policy]}, 2))")x (goal <= 1.5x, aim 1.2x; the limit is 1.0x)"
   done
-  echo "  ssd / on-policy step: $($PY -c "print(round(${nk_s[ssd]} / ${nk_s[on-policy]}, 2))")x (goal <= 1.5x, aim 1.2x; the limit is 1.0x)"
+  i="$out/memo.tasks.h5"
+  $S rollout -i "$i" --limit 400 --method on-policy -o "$work/prompts.h5"
   PYV=$(bash "$root/tests/bench/shred-unlearn/venv.sh" | tail -1)
   for py in "$PYV" /usr/bin/python3; do
     for m in on-policy ssd; do
       line=$("$py" "$here/torch_ssd.py" "$root/data/lm/reader.h5" "$work/prompts.h5" --method "$m" --steps 10 --batch "$BATCH" --threads 2)
       sec=$(echo "$line" | awk '{print $2}')
-      echo "  PyTorch $(echo "$line" | awk '{print $NF}') $m ($py): $sec s a step ($(echo "$line" | awk '{print $4}') s of rollouts, $(echo "$line" | awk '{print $6}') supervised tokens) -> nk is $($PY -c "print(round($sec / ${nk_s[$m]}, 2))")x faster"
+      echo "  memo, PyTorch $(echo "$line" | awk '{print $NF}') $m ($py): $sec s a step ($(echo "$line" | awk '{print $4}') s of rollouts, $(echo "$line" | awk '{print $6}') supervised tokens) -> nk is $($PY -c "print(round($sec / ${nk_s[memo-$m]}, 2))")x faster"
     done
   done
   echo "  machine limit: 2 cores x 32 flop/cycle x $mhz MHz = $($PY -c "print(round($peak))") GFLOP/s (AVX2 FMA)"

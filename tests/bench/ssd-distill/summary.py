@@ -43,7 +43,10 @@ print("|---|" + "---|" * 7)
 for t in tasks:
     cfgs = ["ssd tau 0.1 fkl", "ssd tau 0.2 fkl", "ssd tau 0.3 fkl", "ssd tau 0.5 fkl", "ssd tau 0.693 fkl",
             "ssd tau 0.3 rkl", "ssd tau 0.3 jsd"]
-    print(f"| {t} | " + " | ".join(f"{get(t, c, 'plateau'):.3f} ({100 * get(t, c, 'savings'):+.0f}%)" for c in cfgs) + " |")
+    def cell(c):
+        sv = get(t, c, "savings")
+        return f"{get(t, c, 'plateau'):.3f} ({'never' if not np.isfinite(sv) else f'{100 * sv:+.0f}%'})"
+    print(f"| {t} | " + " | ".join(cell(c) for c in cfgs) + " |")
 
 S, ON = "ssd tau 0.3 fkl", "on-policy fkl"
 sav = [get(t, S, "savings") for t in tasks]
