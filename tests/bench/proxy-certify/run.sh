@@ -102,15 +102,18 @@ dst.create_dataset('/images', data=noisy)
 for k, v in src['/images'].attrs.items(): dst['/images'].attrs[k] = v
 src.copy('/labels', dst)"
   start=$SECONDS
-  spike-sft -q pretrain $T -i "$work/train-noisy.h5" --hidden 256 --steps 8 --epochs 3 --batch 100 --seed 1 -o "$out/snn-0.25.h5"
+  [ -f "$out/snn-0.25.h5" ] ||
+    spike-sft -q pretrain $T -i "$work/train-noisy.h5" --hidden 256 --steps 8 --epochs 3 --batch 100 --seed 1 -o "$out/snn-0.25.h5"
   echo "  spike-sft pretrain: $((SECONDS - start)) s"
   nk-data -q import-idx $FM/t10k-images-idx3-ubyte.gz --offset 9000 --limit 20 -o "$work/few.h5"
   proxy-certify -q certify $T -i "$work/few.h5" --model "$out/snn-0.25.h5" --sigma 0.25 --n0 1 --n 2000 --batch 1000 -o "$work/tp-snn.h5"
   $PY -c "
 import h5py; c = h5py.File('$work/tp-snn.h5')['/certify']
 print(f'  CERTIFY through the spiking network: {len(c[\"pred\"]) * (c.attrs[\"n0\"] + c.attrs[\"n\"]) / c.attrs[\"seconds\"]:.0f} noisy forwards/s (2 threads, batch 1000)')"
-  proxy-certify -q certify $T -i "$work/pool.h5" --model "$out/snn-0.25.h5" --sigma 0.25 --n "$SNN_N" --seed 2 -o "$out/ref-snn-0.25.h5"
-  proxy-certify -q eval $T -i "$work/pool.h5" --model "$out/snn-0.25.h5" --sigma 0.25 --reference "$out/ref-snn-0.25.h5" \
+  # (a rerun keeps the reference of the same model: delete OUT_DIR/ref-snn-0.25.h5 to redo it)
+  [ -f "$out/ref-snn-0.25.h5" ] && [ "$out/ref-snn-0.25.h5" -nt "$out/snn-0.25.h5" ] ||
+    proxy-certify -q certify $T -i "$work/pool.h5" --model "$out/snn-0.25.h5" --sigma 0.25 --n "$SNN_N" --seed 2 -o "$out/ref-snn-0.25.h5"
+  proxy-certify -q eval $T -i "$work/pool.h5" --model "$out/snn-0.25.h5" --reference "$out/ref-snn-0.25.h5" \
     --calibration 1000 --splits "$SPLITS" --target 0.05 --radii 0.25,0.5,0.75,1 --head-data "$work/head.h5" \
     --seed 3 --svg "$out/curve-snn-0.25.svg" -o "$out/eval-snn-0.25.h5" > "$out/eval-snn-0.25.tsv"
   $PY "$here/goals.py" "$out/eval-snn-0.25.h5"
