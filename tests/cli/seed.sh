@@ -69,6 +69,7 @@ recipe() {
     "ssd-distill train") echo "train -m $LM -i sdt.h5 --steps 1 --batch 2 --max-new 4 --tau 0.005 -o out.h5" ;;
     "ssd-distill prepare") echo "prepare -m $LM --docs 1 --epochs 1 --batch 4 --replay-windows 0 -o out.h5" ;;
     "ssd-distill rollout") echo "rollout -m $LM -i sdt.h5 --limit 2 --max-new 4 --tau 0.005 -o out.h5" ;;
+    "ssd-distill sweep") echo "sweep -m $LM -i sdt.h5 --methods ssd --steps 1 --batch 2 --eval-every 1 --max-new 4 --ppl-docs 2 -o out.h5" ;;
     "sae-buffer gen") echo "gen --dim 8 --features 16 --rows 100 -o out.h5" ;;
     "sae-buffer train") echo "train -i sbacts.h5 --buffer 100 --budget 200 --latents 32 --k 2 --batch 50 -o out.h5" ;;
     "sae-buffer eval") echo "eval -i sbsae.h5 --acts sbacts.h5 -o out.h5" ;;

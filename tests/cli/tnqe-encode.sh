@@ -8,6 +8,7 @@ check "import astronaut as 16x16 RGB" nk-data -q import "$SKIMAGE_DATA/astronaut
 check "import 6 Fashion-MNIST images (28x28)" nk-data -q import-idx "$FMNIST/t10k-images-idx3-ubyte.gz" "$FMNIST/t10k-labels-idx1-ubyte.gz" --limit 6 -o fm.h5
 check "encode sequential, bond 4, with QASM" tnqe-encode -q encode -i cam.h5 --bond 4 --qasm qasm -o seq.h5
 check "encode parallel, bond 4" tnqe-encode -q encode -i cam.h5 --bond 4 --strategy parallel -o par.h5
+check "encode --no-verify and baseline --verify-qubits 0: not simulated, fidelity NaN" sh -c "tnqe-encode -q encode -i cam.h5 --bond 4 --no-verify -o nover.h5 && tnqe-encode -q baseline -i cam.h5 --verify-qubits 0 -o bnover.h5 && $PY -c \"import h5py, math, sys; sys.exit(0 if all(math.isnan(h5py.File(f)['/metrics/fidelity'][0]) for f in ('nover.h5', 'bnover.h5')) else 1)\""
 check "encode RGB through a pipe" sh -c 'nk-data -q import "$0/astronaut.png" --channels 3 --resize 16x16 -o - | tnqe-encode -q encode -i - --bond 8 -o rgb.h5' "$SKIMAGE_DATA"
 check "encode --tol without a bond cap" tnqe-encode -q encode -i cam.h5 --bond 0 --tol 0.05 -o tol.h5
 check "encode layered, trained" tnqe-encode -q encode -i cam.h5 --layers 3 --train --iterations 30 -o lay.h5

@@ -60,6 +60,7 @@ void write_metrics(nk::h5::Writer& out, const std::string& strategy, const std::
   const int64_t n = static_cast<int64_t>(recs.size());
   out.allow_nonfinite("/metrics/psnr");  // Inf: an exact reproduction
   out.allow_nonfinite("/metrics/ssim");  // NaN: vectors have none
+  out.allow_nonfinite("/metrics/fidelity");  // NaN: not simulated (--no-verify, above --verify-qubits)
   auto column = [&](const std::string& name, auto get, const std::string& units = "") {
     std::vector<double> v(n);
     for (int64_t i = 0; i < n; ++i) v[i] = get(recs[i]);

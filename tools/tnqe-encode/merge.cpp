@@ -63,6 +63,7 @@ void merge(const MergeOptions& o) {
   const int64_t n = static_cast<int64_t>(order.size());
   out.allow_nonfinite("/metrics/psnr");  // Inf: an exact reproduction
   out.allow_nonfinite("/metrics/ssim");  // NaN: vectors have none
+  out.allow_nonfinite("/metrics/fidelity");  // NaN: not simulated (--no-verify, above --verify-qubits)
   out.write("/metrics/index", order.data(), {n}, "N");
   for (const char* col : columns) {
     const std::string name = col;

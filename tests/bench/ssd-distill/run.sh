@@ -77,7 +77,7 @@ if has 4; then
   echo "speed: one training step (batch $BATCH rollouts of at most 32 tokens, their scoring, forward + backward, AdamW), 2 threads:"
   mhz=$(awk -F: '/cpu MHz/{gsub(/ /, "", $2); print $2; exit}' /proc/cpuinfo)
   peak=$($PY -c "print(2 * 32 * $mhz / 1e3)")
-  declare -A nk_s
+  declare -A nk_s nk_tok
   for task in $TASKS; do
     i="$out/$task.tasks.h5"
     for m in on-policy ssd; do
@@ -86,7 +86,7 @@ if has 4; then
 import h5py; a = h5py.File('$work/st-$m.h5')['/curve'].attrs
 print(a['seconds_per_step'], a['rollout_seconds_per_step'], a['supervised_tokens'] / 41, a['teacher_forward_tokens'] / 41,
       a['student_forward_tokens'] / 41, a['document_prefill_tokens'] / 41, a['training_tokens'] / 41)")
-      nk_s[$task-$m]=$sec
+      nk_s[$task-$m]=$sec nk_tok[$task-$m]=$sup
       # FLOPs: 2 N per forward token (rollouts, scoring, document prefill; the student's count includes
       # the training pass), 4 N more per training token (its backward).
       flops=$($PY -c "print(2 * 1967808 * ($tf + $pre + $sf) + 4 * 1967808 * $tt)")
@@ -101,7 +101,7 @@ print(a['seconds_per_step'], a['rollout_seconds_per_step'], a['supervised_tokens
     for m in on-policy ssd; do
       line=$("$py" "$here/torch_ssd.py" "$root/data/lm/reader.h5" "$work/prompts.h5" --method "$m" --steps 10 --batch "$BATCH" --threads 2)
       sec=$(echo "$line" | awk '{print $2}')
-      echo "  memo, PyTorch $(echo "$line" | awk '{print $NF}') $m ($py): $sec s a step ($(echo "$line" | awk '{print $4}') s of rollouts, $(echo "$line" | awk '{print $6}') supervised tokens) -> nk is $($PY -c "print(round($sec / ${nk_s[memo-$m]}, 2))")x faster"
+      echo "  memo, PyTorch $(echo "$line" | awk '{print $NF}') $m ($py): $sec s a step ($(echo "$line" | awk '{print $4}') s of rollouts, $(echo "$line" | awk '{print $6}') supervised tokens) -> nk is $($PY -c "print(round($sec / ${nk_s[memo-$m]}, 2))")x faster a step, $($PY -c "print(round($sec / $(echo "$line" | awk '{print $6}') / (${nk_s[memo-$m]} / ${nk_tok[memo-$m]}), 2))")x a supervised token"
     done
   done
   echo "  machine limit: 2 cores x 32 flop/cycle x $mhz MHz = $($PY -c "print(round($peak))") GFLOP/s (AVX2 FMA)"
