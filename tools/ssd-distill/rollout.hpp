@@ -11,7 +11,8 @@
 // Draws are keyed by (rollout key, position, writer), so the speculative ssd
 // (the student drafts a chunk, the teacher scores it in one pass, the first
 // position over tau is resampled by the teacher and the rest dropped) gives
-// the same tokens as the token-by-token rule.
+// the same tokens as the token-by-token rule (in exact arithmetic: passes of
+// 32 rows or more round differently from smaller ones, see ssd-distill(1)).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -61,7 +62,8 @@ struct RolloutRequest {
 /// tokenizer; the weights may differ). Up to 'lanes' rollouts decode side by
 /// side: every decoding step feeds one token of each through one forward of
 /// each model (the rows share the weights' reads); a rollout's tokens do not
-/// depend on which others run beside it. Not thread-safe: one per thread.
+/// depend on which others run beside it, up to the forward's rounding (which
+/// depends on a pass's row count). Not thread-safe: one per thread.
 class Roller {
  public:
   Roller(const nk::lm::Model& student, const nk::lm::Model& teacher, const nk::lm::Tokenizer& tok,
