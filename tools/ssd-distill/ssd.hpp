@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nk/lm/loss.hpp"
@@ -106,10 +107,13 @@ struct Curve {
   std::vector<double> step, supervised, teacher_forward, student_forward, teacher_fraction, train_loss, test_accuracy,
       wall;
 };
+/// The curve's columns by their dataset names (train's /curve/NAME [E],
+/// sweep's /runs/NAME [R, E]), in that order.
+const std::vector<std::pair<const char*, std::vector<double> Curve::*>>& curve_columns();
 struct TrainRun {
   Curve curve;
   int64_t supervised = 0, teacher_forward = 0, student_forward = 0, prefill = 0;
-  int64_t trained = 0;  ///< rows of the training forward and backward (prompts + rollouts)
+  int64_t trained = 0;                               ///< rows of the training forward and backward (prompts + rollouts)
   double seconds_per_step = 0, rollout_seconds = 0;  ///< per step: all, and the rollouts' share
 };
 /// One distillation run: 'weights' (the initial student, and the frozen

@@ -23,20 +23,6 @@ namespace {
 inline constexpr const char* kRunDims = "R";
 inline constexpr const char* kCurveDims = "R,E";
 
-/// The curve columns of /runs (each [R, E]).
-const std::vector<std::pair<const char*, std::vector<double> Curve::*>>& curve_columns() {
-  static const std::vector<std::pair<const char*, std::vector<double> Curve::*>> cols = {
-      {"step", &Curve::step},
-      {"supervised_tokens", &Curve::supervised},
-      {"teacher_forward_tokens", &Curve::teacher_forward},
-      {"student_forward_tokens", &Curve::student_forward},
-      {"teacher_fraction", &Curve::teacher_fraction},
-      {"train_loss", &Curve::train_loss},
-      {"test_accuracy", &Curve::test_accuracy},
-      {"wall_s", &Curve::wall}};
-  return cols;
-}
-
 std::string config_name(const std::string& method, const std::string& loss, double tau) {
   std::string s = method;
   if (method == "ssd") s += fmt::format(" tau {:.3g}", tau);

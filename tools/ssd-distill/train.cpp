@@ -40,6 +40,19 @@ std::vector<int64_t> batch_rows(int64_t n, int64_t batch, int64_t step, uint64_t
 
 }  // namespace
 
+const std::vector<std::pair<const char*, std::vector<double> Curve::*>>& curve_columns() {
+  static const std::vector<std::pair<const char*, std::vector<double> Curve::*>> cols = {
+      {"step", &Curve::step},
+      {"supervised_tokens", &Curve::supervised},
+      {"teacher_forward_tokens", &Curve::teacher_forward},
+      {"student_forward_tokens", &Curve::student_forward},
+      {"teacher_fraction", &Curve::teacher_fraction},
+      {"train_loss", &Curve::train_loss},
+      {"test_accuracy", &Curve::test_accuracy},
+      {"wall_s", &Curve::wall}};
+  return cols;
+}
+
 void check_train(const nk::lm::CausalModel& m, const Tasks& t, const TrainOptions& o) {
   if (t.train.size() == 0) throw nk::input_error(t.path, "/train/question", "has no questions to train on");
   const nk::lm::Tokenizer& tok = m.tokenizer();
@@ -159,16 +172,8 @@ void train_verb(const TrainOptions& o, const nk::RunEnv& env) {
   const TrainRun run = distill(m.checkpoint.weights, tok, t, o, env.seed, true);
   const Curve& c = run.curve;
   const auto curve = [&](nk::h5::Writer& w) {
-    const std::vector<std::pair<const char*, const std::vector<double>*>> cols = {
-        {"step", &c.step},
-        {"supervised_tokens", &c.supervised},
-        {"teacher_forward_tokens", &c.teacher_forward},
-        {"student_forward_tokens", &c.student_forward},
-        {"teacher_fraction", &c.teacher_fraction},
-        {"train_loss", &c.train_loss},
-        {"test_accuracy", &c.test_accuracy},
-        {"wall_s", &c.wall}};
-    for (const auto& [name, v] : cols) {
+    for (const auto& [name, member] : curve_columns()) {
+      const std::vector<double>* v = &(c.*member);
       const std::string path = std::string("/curve/") + name;
       w.allow_nonfinite(path);
       w.write(path, v->data(), {static_cast<int64_t>(v->size())}, kCurveDims);
@@ -190,10 +195,12 @@ void train_verb(const TrainOptions& o, const nk::RunEnv& env) {
     w.attr("/curve", "tasks", t.path);
   };
   nk::lm::save_checkpoint(o.output, m.checkpoint.weights, &tok, nullptr, nk::lm::StoreAs::f32, curve);
-  spdlog::info("train {}: {} steps, {} supervised tokens, teacher forward {}, student forward {}, {:.3f} s a step ({:.3f} s of rollouts){}",
-               o.method, o.steps, run.supervised, run.teacher_forward, run.student_forward, run.seconds_per_step,
-               run.rollout_seconds,
-               c.test_accuracy.empty() ? std::string() : fmt::format(", test accuracy {:.3f}", c.test_accuracy.back()));
+  spdlog::info(
+      "train {}: {} steps, {} supervised tokens, teacher forward {}, student forward {}, {:.3f} s a step ({:.3f} s of "
+      "rollouts){}",
+      o.method, o.steps, run.supervised, run.teacher_forward, run.student_forward, run.seconds_per_step,
+      run.rollout_seconds,
+      c.test_accuracy.empty() ? std::string() : fmt::format(", test accuracy {:.3f}", c.test_accuracy.back()));
 }
 
 }  // namespace ssd
