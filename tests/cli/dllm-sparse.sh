@@ -97,6 +97,21 @@ import h5py, shutil
 shutil.copy('plan_step.h5', 'block0.h5')
 h5py.File('block0.h5', 'r+').attrs['block'] = 0"
 expect_fail "a plan whose block attribute is 0 (was SIGFPE)" 3 "block0.h5.*block.*1..65536" dllm-sparse eval -i traj.h5 --plan block0.h5 -o out.h5
+# Trajectories whose steps differ in L, and a plan of more steps than the trajectory (#40).
+$PY -c "
+import h5py, shutil
+shutil.copy('traj.h5', 'unequal.h5')
+with h5py.File('unequal.h5', 'r+') as f:
+    for x in 'qkv':
+        a = f['/steps/003/' + x][...]
+        del f['/steps/003/' + x]
+        f['/steps/003/' + x] = a[:, :690]   # the same 11 blocks of 64, 10 positions fewer
+shutil.copy('traj.h5', 'short.h5')
+with h5py.File('short.h5', 'r+') as f:
+    del f['/steps/006'], f['/steps/007']"
+expect_fail "plan: a step of another L (the same block count)" 3 "unequal.h5.*/steps/003/q.*\\[4,690,48\\] differs from \\[4,700,48\\]" dllm-sparse plan -i unequal.h5 -o out.h5
+expect_fail "eval: a step of another L" 3 "unequal.h5.*/steps/003/q.*differs" dllm-sparse eval -i unequal.h5 --plan plan_step.h5 -o out.h5
+expect_fail "eval: a plan of 8 steps over a trajectory of 6" 3 "plan_step.h5.*/mask_of_step.*plans 8 steps.*short.h5.*has 6" dllm-sparse eval -i short.h5 --plan plan_step.h5 -o out.h5
 expect_fail "KV heads that do not divide the heads" 3 "3 KV heads do not divide 4" dllm-sparse attend -i gqa3.h5 --dense -o out.h5
 expect_fail "a mask that does not fit the block grid" 3 "badmask.h5.*/mask.*block grid" dllm-sparse attend -i ok.h5 --mask badmask.h5 -o out.h5
 expect_fail "a mask with an empty query block" 3 "head 1, query block 1 keeps no key block" dllm-sparse attend -i ok.h5 --mask holemask.h5 -o out.h5

@@ -57,6 +57,19 @@ check "--allow-partial" nk-data merge part0.h5 part2.h5 --allow-partial -o parti
 expect_fail "duplicate shard" 3 "shard 0/3 is given twice" nk-data merge part0.h5 part0.h5 part1.h5 part2.h5 -o dup.h5
 expect_fail "shapes that do not fit" 3 "dataset /x: shape \[2,4\] does not fit" nk-data merge part0.h5 odd.h5 part2.h5 -o bad.h5
 expect_fail "a dataset missing in one part" 3 "input 'lacking.h5': dataset /config: missing here" nk-data merge part0.h5 lacking.h5 part2.h5 -o bad.h5
+# CSR offsets that decrease, go negative or add up past int64 (#40).
+$PY - <<'EOF2'
+import h5py, numpy as np
+for name, offsets in [("decreasing", [0, 5, 3, 6]), ("negative", [0, -4]), ("huge", [0, 2**62, 2**62 + 5])]:
+    for part in range(2):
+        with h5py.File(f"off_{name}{part}.h5", "w") as f:
+            f.attrs["nk_schema"] = "test.merge/1"
+            f["/offsets"] = np.array(offsets if part == 1 or name == "huge" else [0, 1], np.int64)
+            f["/offsets"].attrs["nk_merge"] = "offsets"
+EOF2
+expect_fail "decreasing CSR offsets" 3 "off_decreasing1.h5.*/offsets.*must not decrease \(index 2: 3 < 5\)" nk-data merge off_decreasing0.h5 off_decreasing1.h5 -o bad.h5
+expect_fail "negative CSR offsets" 3 "off_negative1.h5.*/offsets.*must not decrease" nk-data merge off_negative0.h5 off_negative1.h5 -o bad.h5
+expect_fail "CSR offsets that overflow int64 once joined" 3 "off_huge1.h5.*/offsets.*overflow int64" nk-data merge off_huge0.h5 off_huge1.h5 -o bad.h5
 check "merge through a pipe" sh -c 'nk-data merge part0.h5 part1.h5 part2.h5 -o - | nk-data info - --format tsv > piped.tsv'
 grep -q $'/x\t\[10,3\]' piped.tsv && pass "piped merge has /x [10,3]" || fail "piped merge shape"
 [ ! -e dup.h5 ] && [ ! -e bad.h5 ] && pass "failed merges leave no file" || fail "failed merge left a file"

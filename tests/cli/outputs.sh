@@ -59,4 +59,39 @@ check "  ... with no output and no temporary file" sh -c 'test ! -e long.h5 && !
 check "SIGPIPE: a reader that stops early leaves no temporary output behind" sh -c \
   'sbr-render -q render -i strokes.h5 -o - --svg piped.svg | head -c 10 >/dev/null; ! find . -name ".piped.svg.tmp.*" | grep -q .'
 
+# Checksummed files (#40): HDF5 1.10 format (superblock v3, checksummed
+# metadata), datasets chunked with Fletcher-32; h5py and h5dump read them; an
+# overwritten data byte or metadata byte is exit 3 naming the file, no crash.
+check "h5dump reads a tool's output" sh -c 'h5dump -d /images cam.h5 > /dev/null'
+check "  ... the superblock is version 3, /images chunked with Fletcher-32, h5py reads it" "$PY" -c "
+import h5py, numpy as np
+raw = open('cam.h5', 'rb').read()
+assert raw[:8] == b'\\x89HDF\\r\\n\\x1a\\n' and raw[8] == 3, raw[8]
+f = h5py.File('cam.h5', 'r')
+d = f['/images']
+assert d.chunks is not None and d.fletcher32, (d.chunks, d.fletcher32)
+assert np.isfinite(d[...]).all()
+"
+"$PY" -c "
+import h5py, shutil
+shutil.copy('cam.h5', 'data_flip.h5')
+with h5py.File('cam.h5', 'r') as f:
+    offset = f['/images'].id.get_chunk_info(0).byte_offset
+raw = bytearray(open('cam.h5', 'rb').read())
+raw[offset + 100] ^= 0x5a
+open('data_flip.h5', 'wb').write(raw)
+"
+"$PY" -c "
+import h5py
+with h5py.File('cam.h5', 'r') as f:
+    header = h5py.h5o.get_info(f['/images'].id).addr
+raw = bytearray(open('cam.h5', 'rb').read())
+assert raw[header:header + 4] == b'OHDR', raw[header:header + 4]   # a version 2 object header: checksummed
+raw[header + 12] ^= 0x5a
+open('meta_flip.h5', 'wb').write(raw)
+"
+expect_fail "a byte of /images' object header overwritten: its checksum tells (exit 3)" 3 "meta_flip.h5.*(checksum|corrupt)" nk-data export meta_flip.h5 -o flip.png
+expect_fail "a data byte overwritten: Fletcher-32 tells (exit 3)" 3 "data_flip.h5.*/images.*(checksum|Fletcher)" nk-data export data_flip.h5 -o flip.png
+check "no output, no temporary file" sh -c 'test ! -e flip.png && ! find . -name ".flip.png.tmp.*" | grep -q .'
+
 finish

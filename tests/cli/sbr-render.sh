@@ -138,6 +138,12 @@ expect_fail "not an image" 3 "notimg" sh -c 'echo hello > notimg.txt; sbr-render
 expect_fail "target of another size" 3 "canvas" sbr-render audit -i cam.h5 --target cam128.png
 expect_fail "bad --size" 2 "WxH" sbr-render render -i cam.h5 --size 12 -o bad.png
 expect_fail "absurd --size: refused before allocating" 2 "GB" sbr-render render -i cam.h5 --size 65536x65536 -o bad.png
+# Memory the process may use is what its limits leave, not the machine's free memory (#40):
+# 20000x20000 needs about 9.6 GB; under ulimit -v 4 GB it is refused before allocating.
+expect_fail "--size 20000x20000 under ulimit -v 4 GB: refused before allocating" 2 "needs 9 GB.*ulimit" sh -c 'ulimit -v 4000000; sbr-render speed -i cam.h5 --size 20000x20000 --no-brute'
+check "--frame-count 100000 of a 5-stroke painting (was half an hour)" sbr-render -q paint -i "$IMG" --strokes 5 --iterations 5 --frames many --frame-count 100000 -o few.h5
+n=$("$PY" -c "import h5py; print(len(h5py.File('few.h5')['/strokes']))")
+[ "$(ls many | wc -l)" = "$n" ] && pass "  one frame per stroke: $n" || fail "  $(ls many | wc -l) frames for $n strokes"
 check "no partial outputs" sh -c '! ls bad.h5 bad.png 2>/dev/null'
 no_temp_files "no temp files left" .
 "$PY" -c "import h5py; h5py.File('huge.h5', 'w').create_dataset('images', shape=(2**40, 8, 8, 1), dtype='f4', chunks=(1, 8, 8, 1))"

@@ -276,7 +276,26 @@ with h5py.File('noindices.h5', 'r+') as f:
     layers = [k for k in f['delta'].keys() if 'indices' in f['delta'][k]]
     del f['delta'][layers[0]]['indices']
 "
-expect_fail "an adapted model whose delta layer lost /indices" 3 "noindices.h5.*/delta/layer[0-9]+/indices.*needs both" spike-sft eval -i noindices.h5 --task tasks.h5:invert
+expect_fail "an adapted model whose delta layer lost /indices" 3 "noindices.h5.*/delta/layer[0-9]+/indices.*missing" spike-sft eval -i noindices.h5 --task tasks.h5:invert
+# Adapted models a user edited (#40): a delta removed, an index repeated, a layer the model lacks.
+"$PY" -c "
+import h5py, numpy as np, shutil
+for name in ['nodelta', 'dupindex', 'extralayer']:
+    shutil.copy('spe.h5', name + '.h5')
+with h5py.File('nodelta.h5', 'r+') as f:
+    del f['/delta/layer0']
+with h5py.File('dupindex.h5', 'r+') as f:
+    g = [f['delta'][k] for k in f['delta'] if len(f['delta'][k]['indices']) > 1][0]
+    i = g['indices'][...]; v = g['values'][...]
+    del g['indices'], g['values']
+    g['indices'] = np.concatenate([i[:1], i[:-1]]); g['values'] = v
+with h5py.File('extralayer.h5', 'r+') as f:
+    f['/delta/layer9/indices'] = np.array([0], np.int64); f['/delta/layer9/values'] = np.array([1.0], np.float32)
+"
+expect_fail "an adapted model without the delta of layer 0" 3 "nodelta.h5.*/delta/layer0/indices.*missing" spike-sft eval -i nodelta.h5 --task tasks.h5:invert
+expect_fail "an adapted model that repeats a delta index" 3 "dupindex.h5.*/delta/layer[0-9]+/indices.*repeats" spike-sft eval -i dupindex.h5 --task tasks.h5:invert
+expect_fail "an adapted model with a delta of layer 9" 3 "extralayer.h5.*/delta/layer9/indices.*not a delta of the model's layers" spike-sft eval -i extralayer.h5 --task tasks.h5:invert
+expect_fail "pickit of a plain model" 3 "base.h5.*nk_schema is 'spike-sft.model/1', expected spike-sft.adapted/1" spike-sft pickit -i spe.h5 base.h5 --method ties -o bad.h5
 "$PY" -c "
 import h5py, shutil
 shutil.copy('base.h5', 'nanmodel.h5')

@@ -388,6 +388,7 @@ def main():
                 os.makedirs(w)
             r["_dir"] = w
             made.append((steps, w))
+            set_up_from = time.time()
             for step in steps[done:]:
                 cmd = step.format(w=w, src=env["NK_SOURCE"])
                 status, out, err, _ = run_case(cmd, w, env, 600)
@@ -405,6 +406,8 @@ def main():
                 print(f"fuzz: {r['tool']} {r['verb']} fails on valid input (exit {status}):\n{err.decode(errors='replace')}",
                       file=sys.stderr)
                 broken_recipes += 1
+            if a.verbose:
+                print(f"set-up {r['tool']} {r['verb']}: {time.time() - set_up_from:.1f} s", flush=True)
         if broken_recipes:
             return 2
         cases_started = time.time()  # the time limit counts the cases, not the set-up

@@ -95,6 +95,23 @@ std::vector<StepRef> trajectory_steps(const nk::h5::File& file) {
   if (out.empty()) {
     throw nk::input_error(file.path(), "/steps", "no denoising steps (groups /steps/NNN or /layers/LL/steps/NNN with q, k, v)");
   }
+  // Every step of a layer has the shapes of its first (H, L, d of q, k and v):
+  // checked from the metadata, before any verb reads a step.
+  size_t first = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i].layer != out[first].layer) first = i;
+    for (const char* part : {"/q", "/k", "/v"}) {
+      const std::string name = out[i].group + part;
+      if (!file.has(name)) throw nk::input_error(file.path(), name, "missing (a step needs q, k and v)");
+      if (i == first) continue;
+      const std::vector<int64_t> shape = file.info(name).shape, want = file.info(out[first].group + part).shape;
+      if (shape != want) {
+        throw nk::input_error(file.path(), name, "shape " + nk::h5::shape_text(shape) + " differs from " +
+                                                     nk::h5::shape_text(want) + " in the first step of its layer (" +
+                                                     out[first].group + part + ")");
+      }
+    }
+  }
   return out;
 }
 

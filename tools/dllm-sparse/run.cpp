@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 #include "dllm-sparse/dllm_io.hpp"
 #include "dllm-sparse/dllm_plan.hpp"
@@ -134,6 +135,19 @@ void eval(const EvalOptions& o) {
   const int64_t block = static_cast<int64_t>(block_attr);
   const std::string policy = plan_file.attr_string("/", "policy").value_or("?");
   const std::vector<StepRef> steps = trajectory_steps(file);
+  // A plan's layers plan exactly the trajectory's steps (checked before any attention runs).
+  std::map<std::string, int64_t> steps_of_layer;
+  for (const StepRef& ref : steps) ++steps_of_layer[ref.layer];
+  for (const auto& [layer, count] : steps_of_layer) {
+    const std::string name = layer + "/mask_of_step";
+    if (!plan_file.has(layer + "/masks") || !plan_file.has(name)) continue;  // read_mask names what is missing
+    const std::vector<int64_t> shape = plan_file.info(name).shape;
+    if (shape.size() != 1 || shape[0] != count) {
+      throw nk::input_error(o.plan, name, "plans " + (shape.size() == 1 ? std::to_string(shape[0]) : nk::h5::shape_text(shape)) +
+                                              " steps, the trajectory '" + file.path() + "' has " + std::to_string(count) +
+                                              (layer.empty() ? "" : " in " + layer));
+    }
+  }
   nk::h5::Writer out(o.output, kEvalSchema, o.no_clobber);
   nk::Progress progress("eval", static_cast<int64_t>(steps.size()));
   FILE* to = o.output == "-" ? stderr : stdout;
@@ -148,6 +162,7 @@ void eval(const EvalOptions& o) {
   auto flush = [&] {
     if (layer_now == "\x01") return;
     const int64_t s = static_cast<int64_t>(dense_s.size());
+
     out.write(layer_now + "/recall", recall.data(), {s, heads}, "S,H");
     out.write(layer_now + "/error", error.data(), {s, heads}, "S,H");
     out.write(layer_now + "/dense_seconds", dense_s.data(), {s}, "S", "s");

@@ -8,6 +8,7 @@
 // with the attributes of its group.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -98,10 +99,12 @@ void merge_offsets(h5::Writer& out, const std::vector<Part>& parts, const std::s
   std::vector<int64_t> joined{0};
   for (const Part& part : parts) {
     const h5::Array<int64_t> offsets = part.file.read<int64_t>(path, 1, "items+1");
-    if (offsets.data.empty() || offsets.data[0] != 0) {
-      throw input_error(part.file.path(), path, "CSR offsets must start at 0");
-    }
+    h5::require_offsets(part.file.path(), path, offsets.data);
     const int64_t base = joined.back();
+    if (base > std::numeric_limits<int64_t>::max() - offsets.data.back()) {
+      throw input_error(part.file.path(), path, "CSR offsets up to " + std::to_string(offsets.data.back()) +
+                                                    " after " + std::to_string(base) + " in earlier parts overflow int64");
+    }
     for (size_t i = 1; i < offsets.data.size(); ++i) joined.push_back(base + offsets.data[i]);
   }
   const auto dims = parts[0].file.info(path).dims;

@@ -55,6 +55,12 @@ void write_frames(const std::string& dir, const Painting& p, int width, int heig
   if (ec) throw nk::io_error(dir, "cannot create the frames folder: " + ec.message());
   Painting partial = p;
   const size_t n = p.strokes.size();
+  // Each frame adds at least one stroke: beyond one frame per stroke they
+  // would repeat (and 100,000 of them take half an hour).
+  if (n > 0 && size_t(count) > n) {
+    spdlog::info("--frame-count {}: {} frames, one per stroke", count, n);
+    count = int(n);
+  }
   for (int f = 1; f <= count; ++f) {
     partial.strokes.assign(p.strokes.begin(), p.strokes.begin() + long(n * size_t(f) / size_t(count)));
     char name[32];
@@ -69,7 +75,8 @@ std::pair<int, int> output_size(const std::string& size, const Painting& p) {
   const double bytes = double(wh.first) * wh.second * 3 * sizeof(float) * 2;
   if (bytes > nk::h5::available_memory_bytes())
     throw nk::usage_error("--size " + std::to_string(wh.first) + "x" + std::to_string(wh.second) + " needs " +
-                          std::to_string(int64_t(bytes / 1e9)) + " GB, more than this machine has available");
+                          std::to_string(int64_t(bytes / 1e9)) + " GB, more than this process may still use "
+                          "(free memory, ulimit -v and -d, memory cgroups)");
   return wh;
 }
 

@@ -255,6 +255,11 @@ Models read_aligned(const PickitOptions& o) {
   in.base = read_model(o.inputs[0], false);
   const snn::Network& base = in.base;
   for (const std::string& path : o.inputs) {
+    {
+      // PickIt merges task deltas: a plain model has none.
+      const nk::h5::File file = nk::h5::File::open(path);
+      file.require_schema(snn::kAdaptedSchema);
+    }
     snn::Network own_base = read_model(path, false);
     if (own_base.config.sizes != base.config.sizes || own_base.config.channels != base.config.channels) {
       throw nk::input_error(path, "/model",

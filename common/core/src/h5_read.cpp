@@ -117,14 +117,21 @@ bool File::has(const std::string& dataset) const {
   while (std::getline(parts, part, '/')) {
     if (part.empty()) continue;
     prefix += "/" + part;
-    if (H5Lexists(file_.get(), prefix.c_str(), H5P_DEFAULT) <= 0) {
-      detail::innermost_error();
-      return false;
+    const htri_t exists = H5Lexists(file_.get(), prefix.c_str(), H5P_DEFAULT);
+    if (exists < 0) {
+      // Not "no": the group holding the link could not be read.
+      throw input_error(path_, prefix, detail::with_reason("cannot read its group (file corrupt?)"));
     }
+    if (exists == 0) return false;
   }
   if (prefix.empty()) return false;
   Handle object(H5Oopen(file_.get(), prefix.c_str(), H5P_DEFAULT));
-  return object.valid() && H5Iget_type(object.get()) == H5I_DATASET;
+  if (!object.valid()) {
+    // A link to an object that cannot be opened: a corrupt (e.g. checksum
+    // failing) object header, or a soft or external link leading nowhere.
+    throw input_error(path_, prefix, detail::with_reason("cannot open (file corrupt, or a link leading nowhere?)"));
+  }
+  return H5Iget_type(object.get()) == H5I_DATASET;
 }
 
 void File::require(const std::string& dataset) const {
@@ -420,6 +427,22 @@ void require_finite(const std::string& file, const std::string& dataset, const A
       throw input_error(file, dataset,
                         std::string(std::isnan(values.data[i]) ? "NaN" : "Inf") + " at index [" + index + "]");
     }
+  }
+}
+
+void require_offsets(const std::string& file, const std::string& dataset, const std::vector<int64_t>& offsets,
+                     int64_t end) {
+  if (offsets.empty()) throw input_error(file, dataset, "CSR offsets need at least one entry (0)");
+  if (offsets[0] != 0) throw input_error(file, dataset, "CSR offsets must start at 0, found " + std::to_string(offsets[0]));
+  for (size_t i = 1; i < offsets.size(); ++i) {
+    if (offsets[i] < offsets[i - 1]) {
+      throw input_error(file, dataset, "CSR offsets must not decrease (index " + std::to_string(i) + ": " +
+                                           std::to_string(offsets[i]) + " < " + std::to_string(offsets[i - 1]) + ")");
+    }
+  }
+  if (end >= 0 && offsets.back() != end) {
+    throw input_error(file, dataset, "CSR offsets must end at " + std::to_string(end) + ", the data's length; found " +
+                                         std::to_string(offsets.back()));
   }
 }
 

@@ -1,7 +1,10 @@
 // h5_types.cpp - HDF5 handles, type mapping and error-stack helpers.
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -72,14 +75,88 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return text + "]";
 }
 
-double available_memory_bytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key, unit;
-  double kib = 0;
-  while (meminfo >> key >> kib >> unit) {
-    if (key == "MemAvailable:") return kib * 1024.0;
+namespace {
+
+/// A "Key:   N kB" line of /proc/self/status, in bytes (0 when absent).
+double status_bytes(const std::string& wanted) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(wanted + ":", 0) == 0) return std::strtod(line.c_str() + wanted.size() + 1, nullptr) * 1024.0;
   }
-  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  return 0;
+}
+
+/// A number in a cgroup file, or -1 when the file is absent or says "max".
+double cgroup_number(const std::string& path) {
+  std::ifstream in(path);
+  std::string word;
+  if (!(in >> word) || word == "max") return -1;
+  char* end = nullptr;
+  const double value = std::strtod(word.c_str(), &end);
+  return end && *end == '\0' ? value : -1;
+}
+
+/// What the memory cgroups of this process (v2 or v1, each level up to the
+/// root: Slurm's job and step limits, containers) still allow, or -1.
+double cgroup_headroom() {
+  std::ifstream self("/proc/self/cgroup");
+  std::string line;
+  double best = -1;
+  auto take = [&](double limit, double usage) {
+    // v1 reports "no limit" as a huge page-rounded number.
+    if (limit < 0 || limit >= 9.2e18 || usage < 0) return;
+    const double left = std::max(0.0, limit - usage);
+    best = best < 0 ? left : std::min(best, left);
+  };
+  while (std::getline(self, line)) {
+    const size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1);
+    std::string path = line.substr(b + 1);
+    const bool v2 = line.rfind("0::", 0) == 0;
+    const bool v1 = controllers == "memory" || controllers.find("memory,") == 0 || controllers.find(",memory") != std::string::npos;
+    if (!v2 && !v1) continue;
+    const std::string root = v2 ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory";
+    for (;;) {
+      const std::string dir = root + (path == "/" ? "" : path);
+      if (v2) take(cgroup_number(dir + "/memory.max"), cgroup_number(dir + "/memory.current"));
+      else take(cgroup_number(dir + "/memory.limit_in_bytes"), cgroup_number(dir + "/memory.usage_in_bytes"));
+      if (path.empty() || path == "/") break;
+      const size_t up = path.find_last_of('/');
+      path = up == 0 || up == std::string::npos ? "/" : path.substr(0, up);
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+double available_memory_bytes() {
+  double available = -1;
+  {
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key, unit;
+    double kib = 0;
+    while (meminfo >> key >> kib >> unit) {
+      if (key == "MemAvailable:") {
+        available = kib * 1024.0;
+        break;
+      }
+    }
+  }
+  if (available < 0) available = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  // What is left of `ulimit -v` (address space) and `ulimit -d` (data).
+  const std::pair<int, const char*> limits[] = {{RLIMIT_AS, "VmSize"}, {RLIMIT_DATA, "VmData"}};
+  for (const auto& [resource, used] : limits) {
+    rlimit limit{};
+    if (getrlimit(resource, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+      available = std::min(available, std::max(0.0, static_cast<double>(limit.rlim_cur) - status_bytes(used)));
+    }
+  }
+  const double cgroup = cgroup_headroom();
+  if (cgroup >= 0) available = std::min(available, cgroup);
+  return available;
 }
 
 std::string library_version() {
@@ -96,14 +173,22 @@ void silence_library_errors() {
 }
 
 std::string innermost_error() {
-  std::string message;
+  // The API call's own message (depth 0), unless a deeper one says a
+  // checksum failed: that one says what happened.
+  std::pair<std::string, std::string> found;  // (depth 0, checksum)
   auto walk = [](unsigned depth, const H5E_error2_t* entry, void* out) -> herr_t {
-    if (depth == 0 && entry->desc) *static_cast<std::string*>(out) = entry->desc;
+    auto* messages = static_cast<std::pair<std::string, std::string>*>(out);
+    if (!entry->desc) return 0;
+    const std::string text = entry->desc;
+    if (depth == 0) messages->first = text;
+    if (messages->second.empty() && (text.find("checksum") != std::string::npos || text.find("Fletcher") != std::string::npos)) {
+      messages->second = text;
+    }
     return 0;
   };
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, walk, &message);
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, walk, &found);
   H5Eclear2(H5E_DEFAULT);
-  return message;
+  return found.second.empty() ? found.first : found.second;
 }
 
 namespace {

@@ -1,7 +1,10 @@
 // h5_write.cpp - nk::h5::Writer: build an HDF5 file and publish it atomically.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 #include "h5_internal.hpp"
@@ -18,21 +21,79 @@ Handle untimed(hid_t plist_class) {
   return plist;
 }
 
+// Chunks of about this many bytes (HDF5's default chunk cache holds one).
+constexpr double kChunkBytes = 1 << 20;
+
+}  // namespace
+
+/// The core driver's buffer of a file written to standard output, kept
+/// through HDF5's file image callbacks: at H5Fclose the driver hands back the
+/// finished image (the superblock's "open for writing" flag cleared), which a
+/// copy taken before the close would still carry.
+struct MemoryImage {
+  unsigned char* buffer = nullptr;
+  size_t size = 0;
+  std::vector<unsigned char> closed;
+};
+
+namespace {
+
+void* image_malloc(size_t size, H5FD_file_image_op_t /*op*/, void* udata) {
+  auto* image = static_cast<MemoryImage*>(udata);
+  image->buffer = static_cast<unsigned char*>(std::malloc(size));
+  image->size = image->buffer ? size : 0;
+  return image->buffer;
+}
+
+void* image_memcpy(void* dest, const void* src, size_t size, H5FD_file_image_op_t /*op*/, void* /*udata*/) {
+  return std::memcpy(dest, src, size);
+}
+
+void* image_realloc(void* ptr, size_t size, H5FD_file_image_op_t /*op*/, void* udata) {
+  auto* image = static_cast<MemoryImage*>(udata);
+  void* moved = std::realloc(ptr, size);
+  if (moved) image->buffer = static_cast<unsigned char*>(moved), image->size = size;
+  return moved;
+}
+
+herr_t image_free(void* ptr, H5FD_file_image_op_t op, void* udata) {
+  auto* image = static_cast<MemoryImage*>(udata);
+  if (ptr && ptr == image->buffer) {
+    if (op == H5FD_FILE_IMAGE_OP_FILE_CLOSE) image->closed.assign(image->buffer, image->buffer + image->size);
+    image->buffer = nullptr, image->size = 0;
+  }
+  std::free(ptr);
+  return 0;
+}
+
+void* image_udata_copy(void* udata) { return udata; }
+herr_t image_udata_free(void* /*udata*/) { return 0; }
+
 }  // namespace
 
 Writer::Writer(const std::string& path, const std::string& schema, bool no_clobber) : path_(path) {
   detail::silence_library_errors();
   Handle fcpl = untimed(H5P_FILE_CREATE);
+  // The HDF5 1.10 file format: superblock, object headers, B-trees and heaps
+  // carry checksums, so a corrupted file of ours is a checksum error on
+  // reading, not a crash inside the library (h5py and h5dump of 1.10 or
+  // later read it; HDF5 1.8 cannot).
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
+  H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V110, H5F_LIBVER_V110);
   if (path == "-") {
     if (isatty(STDOUT_FILENO)) {
       throw usage_error("refusing to write HDF5 to a terminal: redirect standard output or give -o FILE");
     }
-    Handle fapl(H5Pcreate(H5P_FILE_ACCESS));
     H5Pset_fapl_core(fapl.get(), 1 << 20, 0);
+    H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG);  // commit()'s close hands the image back
+    image_ = std::make_unique<MemoryImage>();
+    H5FD_file_image_callbacks_t callbacks = {image_malloc,     image_memcpy,     image_realloc, image_free,
+                                             image_udata_copy, image_udata_free, image_.get()};
+    H5Pset_file_image_callbacks(fapl.get(), &callbacks);
     file_ = Handle(H5Fcreate("standard-output", H5F_ACC_TRUNC, fcpl.get(), fapl.get()));
   } else {
     target_ = std::make_unique<AtomicFile>(path, no_clobber);
-    file_ = Handle(H5Fcreate(target_->temp_path().c_str(), H5F_ACC_TRUNC, fcpl.get(), H5P_DEFAULT));
+    file_ = Handle(H5Fcreate(target_->temp_path().c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get()));
   }
   if (!file_.valid()) throw io_error(path, detail::with_reason("cannot create HDF5 file"));
   const RunContext& context = run_context();
@@ -58,7 +119,27 @@ void Writer::create_parent_groups(const std::string& dataset) {
   detail::innermost_error();
 }
 
-Handle Writer::dataset_create_plist() const { return untimed(H5P_DATASET_CREATE); }
+Handle Writer::dataset_create_plist(const std::vector<hsize_t>& extent, size_t element_bytes, bool checksummed) const {
+  Handle dcpl = untimed(H5P_DATASET_CREATE);
+  const bool empty = std::any_of(extent.begin(), extent.end(), [](hsize_t e) { return e == 0; });
+  if (!checksummed || extent.empty() || empty) return dcpl;
+  // Chunks of about kChunkBytes: whole rows along the first axes, halving an
+  // axis only once every axis before it is down to 1.
+  std::vector<hsize_t> chunk = extent;
+  double bytes = static_cast<double>(element_bytes);
+  for (hsize_t e : chunk) bytes *= static_cast<double>(e);
+  for (size_t axis = 0; axis < chunk.size() && bytes > kChunkBytes; ++axis) {
+    while (chunk[axis] > 1 && bytes > kChunkBytes) {
+      const hsize_t half = (chunk[axis] + 1) / 2;
+      bytes = bytes / static_cast<double>(chunk[axis]) * static_cast<double>(half);
+      chunk[axis] = half;
+    }
+  }
+  if (H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()) < 0 || H5Pset_fletcher32(dcpl.get()) < 0) {
+    throw io_error(path_, detail::with_reason("cannot set up a chunked, checksummed dataset"));
+  }
+  return dcpl;
+}
 
 namespace {
 
@@ -95,7 +176,7 @@ void Writer::write(const std::string& dataset, const T* data, const std::vector<
   const std::vector<hsize_t> extent(shape.begin(), shape.end());
   Handle space(H5Screate_simple(static_cast<int>(extent.size()), extent.data(), nullptr));
   Handle type = detail::memory_type<T>();
-  Handle dcpl = dataset_create_plist();
+  Handle dcpl = dataset_create_plist(extent, sizeof(T), true);
   Handle ds(H5Dcreate2(file_.get(), dataset.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
   if (!ds.valid()) throw io_error(path_, detail::with_reason("cannot create dataset " + dataset));
   hsize_t count = 1;
@@ -123,7 +204,7 @@ void Writer::write_strings(const std::string& dataset, const std::vector<std::st
   Handle type(H5Tcopy(H5T_C_S1));
   H5Tset_size(type.get(), H5T_VARIABLE);
   H5Tset_cset(type.get(), H5T_CSET_UTF8);
-  Handle dcpl = dataset_create_plist();
+  Handle dcpl = dataset_create_plist(extent, sizeof(char*), false);  // variable-length: contiguous
   Handle ds(H5Dcreate2(file_.get(), dataset.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT));
   if (!ds.valid()) throw io_error(path_, detail::with_reason("cannot create dataset " + dataset));
   std::vector<const char*> pointers;
@@ -139,7 +220,8 @@ void Writer::write_raw(const std::string& dataset, const RawDataset& raw) {
   create_parent_groups(dataset);
   const std::vector<hsize_t> extent(raw.info.shape.begin(), raw.info.shape.end());
   Handle space(H5Screate_simple(static_cast<int>(extent.size()), extent.data(), nullptr));
-  Handle dcpl = dataset_create_plist();
+  const bool variable = H5Tis_variable_str(raw.mem_type.get()) > 0 || H5Tdetect_class(raw.mem_type.get(), H5T_VLEN) > 0;
+  Handle dcpl = dataset_create_plist(extent, H5Tget_size(raw.mem_type.get()), !variable);
   Handle ds(H5Dcreate2(file_.get(), dataset.c_str(), raw.mem_type.get(), space.get(), H5P_DEFAULT, dcpl.get(),
                        H5P_DEFAULT));
   if (!ds.valid()) throw io_error(path_, detail::with_reason("cannot create dataset " + dataset));
@@ -200,13 +282,16 @@ void Writer::attr(const std::string& object, const std::string& name, const std:
 void Writer::commit() {
   if (committed_) return;
   if (!target_) {
-    // The image is only a valid file after a global flush.
-    if (H5Fflush(file_.get(), H5F_SCOPE_GLOBAL) < 0) throw io_error(path_, detail::with_reason("cannot finish HDF5 image"));
-    const ssize_t size = H5Fget_file_image(file_.get(), nullptr, 0);
-    if (size < 0) throw io_error(path_, detail::with_reason("cannot finish HDF5 image"));
-    std::vector<unsigned char> image(static_cast<size_t>(size));
-    H5Fget_file_image(file_.get(), image.data(), image.size());
-    file_.reset();
+    if (H5Fclose(file_.get()) < 0) throw io_error(path_, detail::with_reason("cannot finish HDF5 image"));
+    file_ = Handle();
+    std::vector<unsigned char> image = std::move(image_->closed);
+    // The driver's buffer grows in 1 MiB steps: the file ends at the
+    // superblock's end-of-file address (version 3: bytes 28-35, little-endian).
+    if (image.size() < 48 || image[8] != 3) throw io_error(path_, "cannot finish HDF5 image (no superblock version 3)");
+    uint64_t end = 0;
+    for (int b = 7; b >= 0; --b) end = end << 8 | image[28 + static_cast<size_t>(b)];
+    if (end == 0 || end > image.size()) throw io_error(path_, "cannot finish HDF5 image (end of file " + std::to_string(end) + ")");
+    image.resize(static_cast<size_t>(end));
     queue_stdout(std::move(image));
   } else {
     if (H5Fclose(file_.get()) < 0) {

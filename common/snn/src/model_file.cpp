@@ -1,6 +1,7 @@
 // model_file.cpp - see model_file.hpp.
 #include "nk/snn/model_file.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "nk/error.hpp"
@@ -80,6 +81,13 @@ void add_delta(const nk::h5::File& file, int64_t l, Matrix& w, Vector& b) {
       throw nk::input_error(name, delta + "/indices", "entry " + std::to_string(e) + " is outside the weight matrix");
     w.data()[at] += value.data[static_cast<size_t>(e)];
   }
+  // Each moved weight once (in any order): a repeated index would add its delta twice.
+  std::vector<int64_t> sorted = index.data;
+  std::sort(sorted.begin(), sorted.end());
+  const auto repeated = std::adjacent_find(sorted.begin(), sorted.end());
+  if (repeated != sorted.end()) {
+    throw nk::input_error(name, delta + "/indices", "repeats entry " + std::to_string(*repeated) + " (each moved weight once)");
+  }
   if (file.has(delta + "/bias")) {
     const nk::h5::Array<float> db = file.read<float>(delta + "/bias", 1, "out");
     if (db.shape[0] != out) throw nk::input_error(name, delta + "/bias", "does not match the layer");
@@ -130,6 +138,22 @@ Network read_model(const std::string& path, bool apply_delta) {
   }
   read_neurons(file, c);
   if (file.has("/model/channels")) read_conv_shape(file, c);
+  if (adapted) {
+    // Deltas of layers the model does not have, or of no known kind.
+    for (const std::string& ds : file.datasets()) {
+      if (ds.rfind("/delta/", 0) != 0) continue;
+      const size_t slash = ds.find('/', 7);
+      const std::string layer = ds.substr(7, slash == std::string::npos ? std::string::npos : slash - 7);
+      const std::string digits = layer.rfind("layer", 0) == 0 ? layer.substr(5) : "";
+      const bool known = !digits.empty() && digits.size() < 6 &&
+                         digits.find_first_not_of("0123456789") == std::string::npos &&
+                         std::stoll(digits) < c.layers() && std::to_string(std::stoll(digits)) == digits;
+      if (!known) {
+        throw nk::input_error(name, ds, "is not a delta of the model's layers (/delta/layer0 .. /delta/layer" +
+                                            std::to_string(c.layers() - 1) + ")");
+      }
+    }
+  }
   for (int64_t l = 0; l < c.layers(); ++l) {
     const std::string w = "/model/weight" + std::to_string(l), b = "/model/bias" + std::to_string(l);
     const nk::h5::Array<float> weight = file.read<float>(w, 2, "out,in");
@@ -151,11 +175,12 @@ Network read_model(const std::string& path, bool apply_delta) {
     if (adapted && apply_delta) {
       const std::string d = "/delta/layer" + std::to_string(l);
       const bool indices = file.has(d + "/indices"), values = file.has(d + "/values"), bias_delta = file.has(d + "/bias");
-      if (indices != values || (bias_delta && !indices)) {
+      // spike-sft spe writes every layer's delta (empty where no weight moved).
+      if (!indices || !values || (bias_delta && !indices)) {
         throw nk::input_error(name, d + (indices ? "/values" : "/indices"),
-                              "missing (a delta layer needs both /indices and /values)");
+                              "missing (an adapted model has /indices and /values for every layer)");
       }
-      if (indices) add_delta(file, l, net.weight.back(), net.bias.back());
+      add_delta(file, l, net.weight.back(), net.bias.back());
     }
   }
   return net;

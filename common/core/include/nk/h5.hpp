@@ -141,11 +141,19 @@ template <class T>
 void require_finite(const std::string& file, const std::string& dataset, const Array<T>& values,
                     int64_t first_row = 0);
 
+/// Throws exit 3 naming file and dataset unless 'offsets' are CSR offsets:
+/// at least one entry, the first 0, none decreasing, and (when end >= 0) the
+/// last equal to 'end', the length of the data they index.
+void require_offsets(const std::string& file, const std::string& dataset, const std::vector<int64_t>& offsets,
+                     int64_t end = -1);
+
 /// An output file under construction. Writes go to a temporary file in the
 /// destination's folder (or to memory for '-'); commit() makes it visible
 /// atomically (fsync, rename, fsync folder) or writes the image to stdout. A
 /// Writer destroyed without commit() removes its temporary file, so a failed
 /// run leaves no partial output and never touches an existing file.
+struct MemoryImage;  // the in-memory file of a Writer to standard output (h5_write.cpp)
+
 class Writer {
  public:
   /// 'schema' becomes the root attribute nk_schema, e.g. "nk-data.images/1".
@@ -198,9 +206,13 @@ class Writer {
 
  private:
   void create_parent_groups(const std::string& dataset);
-  Handle dataset_create_plist() const;
+  /// Chunked with the Fletcher-32 checksum filter where the dataset has
+  /// elements of a fixed size; contiguous for scalars, empty datasets and
+  /// variable-length strings.
+  Handle dataset_create_plist(const std::vector<hsize_t>& extent, size_t element_bytes, bool checksummed) const;
   std::string path_;
   std::unique_ptr<AtomicFile> target_;  ///< null when writing to stdout
+  std::unique_ptr<MemoryImage> image_;  ///< the file's bytes when writing to stdout
   std::set<std::string> nonfinite_ok_;
   bool committed_ = false;
   Handle file_;
@@ -209,8 +221,10 @@ class Writer {
 /// "[2,3,4]": a shape for messages.
 std::string shape_text(const std::vector<int64_t>& shape);
 
-/// Bytes of memory this process can still take (MemAvailable), for refusing
-/// absurd sizes before allocating.
+/// Bytes of memory this process can still take, for refusing absurd sizes
+/// before allocating: the least of MemAvailable, what is left of the address
+/// space and data limits (ulimit -v, -d) and of every memory cgroup above it
+/// (v2 memory.max or v1 memory.limit_in_bytes: Slurm jobs, containers).
 double available_memory_bytes();
 
 /// The HDF5 library version, e.g. "1.10.8".
