@@ -138,6 +138,8 @@ for fn in rastrigin levy ackley styblinski-tang; do
   done
 done
 check "evaluate with x* drawn from --seed" $AL evaluate -i pts3.h5 --function levy --seed 5 -o ev-seeded.h5
+"$PY" -c "import h5py, numpy as np; h5py.File('far.h5', 'w')['/x'] = np.full((2, 3), 1e300)"
+expect_fail "evaluate at finite points where levy overflows (was exit 1)" 3 "far.h5.*/x.*row 0: levy is not finite there" $AL evaluate -i far.h5 --function levy -o bad.h5
 check "global: one run (levy, n = 3)" $AL global --function levy --dim 3 --budget 3000 --eps 1e-6 --seed 4 -o g1.h5
 check "global: the same run again" $AL global --function levy --dim 3 --budget 3000 --eps 1e-6 --seed 4 --threads 1 -o g1b.h5
 check "global: x* from the run's seed equals evaluate's" $AL evaluate -i pts3.h5 --function levy --seed 4 -o ev-seed4.h5

@@ -189,6 +189,8 @@ import h5py, numpy as np
 x = h5py.File('q.h5')['/images'][()].copy()
 x[1, 3, 4] = np.nan
 with h5py.File('nan.h5', 'w') as f: f['/images'] = x
+x[1, 3, 4] = 1e30
+with h5py.File('big.h5', 'w') as f: f['/images'] = x
 with h5py.File('small.h5', 'w') as f:
     f['/images'] = np.random.default_rng(0).random((20, 8, 8, 1)).astype(np.float32); f['/labels'] = np.arange(20) % 2
 with h5py.File('wide.h5', 'w') as f:
@@ -196,6 +198,7 @@ with h5py.File('wide.h5', 'w') as f:
     f['/model/params/001/weight'] = np.zeros((3, 400), np.float32); f['/model/params/001/bias'] = np.zeros(3, np.float32)
 "
 check "  a prior of 8x8 images" $IA train-prior -i small.h5 --channels 8,16 --groups 4 --time-dim 16 --steps 2 --batch 4 -o prior8.h5
+expect_fail "a query pixel of 1e30 (pixels are in [0,1])" 3 "big.h5.*/images.*item 1 has the value .*\\[0,1\\]" $IA sample --query big.h5 --index 1 --extractor planted:mask-left --prior prior.h5 -o out.h5
 expect_fail "NaN in a query" 3 "nan.h5.*/images.*NaN" $IA sample --query nan.h5 --index 1 --extractor planted:mask-left --prior prior.h5 -o out.h5
 expect_fail "an extractor of another input shape" 3 "wide.h5.*/model.*20,20,1" $IA sample --query q.h5 --extractor wide.h5 --prior prior.h5 -o out.h5
 expect_fail "a prior of another image shape" 3 "prior8.h5.*/prior.*8,8,1" $IA sample --query q.h5 --extractor planted:mask-left --prior prior8.h5 -o out.h5

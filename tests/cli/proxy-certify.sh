@@ -20,6 +20,8 @@ with h5py.File('sharp.h5', 'r+') as f:
 "
 check "pool of 300 test items, calibration and head splits" sh -c "nk-data -q import-idx $FMNIST/t10k-images-idx3-ubyte.gz $FMNIST/t10k-labels-idx1-ubyte.gz --limit 300 -o pool.h5 && nk-data -q import-idx $IMG --offset 5000 --limit 100 -o head.h5"
 check "certify the pool (n = 600)" $PC certify -i pool.h5 --model mlp.h5 --n 600 --seed 3 -o ref.h5
+expect_fail "--alpha 1e-300 (the beta quantile did not converge: exit 1)" 2 "alpha" $PC certify -i pool.h5 --model mlp.h5 --n 20 --alpha 1e-300 -o bad.h5
+check "--alpha 1e-12, the smallest taken" $PC certify -i pool.h5 --model mlp.h5 --n0 5 --n 20 --alpha 1e-12 -o tiny_alpha.h5
 # The shards on the pool's first 60 items: each item's noise depends on its index and the seed only.
 check "certify the first 60 items in two shards, merged" sh -c "nk-data -q import-idx $FMNIST/t10k-images-idx3-ubyte.gz $FMNIST/t10k-labels-idx1-ubyte.gz --limit 60 -o pool60.h5 && $PC certify -i pool60.h5 --model mlp.h5 --n 600 --seed 3 --shard 0/2 --threads 2 -o s0.h5 && $PC certify -i pool60.h5 --model mlp.h5 --n 600 --seed 3 --shard 1/2 --threads 1 -o s1.h5 && nk-data -q merge s0.h5 s1.h5 -o merged.h5"
 check "certify the CNN" sh -c "$PC certify -i pool.h5 --model cnn.h5 --n 100 --n0 20 -o cnn_cert.h5"

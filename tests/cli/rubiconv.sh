@@ -81,6 +81,7 @@ variant("not_L.h5", **{"/cu_seqlens": np.array([0, 2999])})
 variant("nan_x.h5", **{"/x": np.where(np.arange(24000).reshape(2, 3000, 4) == 7001, np.nan, src["/x"][...]).astype(np.float32)})
 variant("inf_k.h5", **{"/k": np.where(np.arange(2800).reshape(4, 700) == 5, np.inf, src["/k"][...]).astype(np.float32)})
 variant("h_mismatch.h5", **{"/k": src["/k"][:3]})
+variant("huge_x.h5", **{"/x": (src["/x"][...] * 1e37).astype(np.float32)})
 variant("long_k.h5", **{"/k": np.zeros((4, 3001), np.float32)})
 with h5py.File("absurd.h5", "w") as f:
     f.create_dataset("/x", shape=(1, 1 << 36, 64), dtype=np.float32, chunks=(1, 1 << 16, 64))
@@ -94,6 +95,8 @@ with h5py.File("other_tool.h5", "w") as f:
     f["/x"] = np.zeros((1, 4, 1), np.float32)
 PYEOF
 expect_fail "cu_seqlens not increasing" 3 "input 'not_increasing.h5': dataset /cu_seqlens: row 0 must not decrease \(index 2: 5 < 10\)" rubiconv apply -i not_increasing.h5 -o bad.h5
+expect_fail "finite /x whose convolution overflows float32 (was exit 1)" 3 "huge_x.h5.*/x.*overflows float32 in /y" rubiconv apply -i huge_x.h5 -o bad.h5
+expect_fail "  ... and in grad" 3 "huge_x.h5.*/x, /dy.*overflows float32 in /d[xk]" rubiconv grad -i huge_x.h5 -o bad.h5
 expect_fail "cu_seqlens not starting at 0" 3 "dataset /cu_seqlens: must start at 0, found 3" rubiconv apply -i not_zero.h5 -o bad.h5
 expect_fail "cu_seqlens not ending at L" 3 "dataset /cu_seqlens: must end at L = 3000, found 2999" rubiconv apply -i not_L.h5 -o bad.h5
 expect_fail "NaN in x" 3 "dataset /x: NaN at index \[0,1750,1\]" rubiconv apply -i nan_x.h5 -o bad.h5

@@ -103,6 +103,7 @@ check "the capture holds the residuals alone" sh -c 'h5ls -r cap.h5 | grep -q "l
 check "labels" $SB labels -i cap.h5 -m "$NK_SOURCE/data/lm/causal.h5" -o labels.h5
 check "train on the middle layer (--hook middle)" $SB train -i cap.h5 --hook middle --buffer 200 --budget 2000 --latents 384 --k 16 --batch 128 -o lm_sae.h5
 check "eval with labels: probes and absorption" $SB eval -i lm_sae.h5 --acts cap.h5 --hook 2 --labels labels.h5 -o lm_ev.h5
+expect_fail "--hook 2^64 (was 'stoll', exit 1)" 2 "hook '18446744073709551616'" $SB eval -i lm_sae.h5 --acts cap.h5 --hook 18446744073709551616 -o bad.h5
 "$PY" - <<'PYEOF'
 import h5py, sys
 a = h5py.File("lm_ev.h5").attrs

@@ -69,6 +69,7 @@ with h5py.File("t_noretain.h5", "w") as f:
         f["/splits/" + s] = np.array(rows, dtype=np.int64)
 PYEOF
 check "run: SHRED on the file without retain rows" $SU run -m target.h5 -i t_noretain.h5 --split forget10 --method shred --steps $STEPS --batch 4 --lr 3e-5 --percent 10 --topk 16 --seed 2 -o shred_noretain.h5
+check "graddiff --retain-weight 0: gradient ascent alone (was a 0/0 loss)" $SU run -m target.h5 -i t.h5 --split forget10 --method graddiff --retain-weight 0 --steps 1 --batch 2 -o rw0.h5
 expect_fail "graddiff refuses a split that leaves no retain rows" 3 "t_noretain.h5.*/splits/forget10.*no retain rows" $SU run -m target.h5 -i t_noretain.h5 --split forget10 --method graddiff --steps 2 -o o.h5
 
 "$PY" - <<'PYEOF'

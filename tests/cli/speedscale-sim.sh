@@ -195,5 +195,11 @@ expect_fail "bad --work" 2 "work" speedscale-sim gen --work lognormal:1 -o out.h
 expect_fail "absurd --jobs x --instances" 2 "memory" speedscale-sim gen --jobs 4000000000 --instances 4000000000 -o out.h5
 if [ -e out.h5 ]; then fail "a failed run left out.h5"; else pass "no output file after failures"; fi
 no_temp_files "no temp files left" .
+"$PY" -c "
+import h5py, numpy as np
+with h5py.File('far.h5', 'w') as f:
+    g = f.create_group('/instances/000000')
+    g['release'] = np.array([0.0, 1.0, 2.0]); g['deadline'] = np.array([1.0, 1e300, 3.0]); g['work'] = np.array([1.0, 1.0, 1.0])"
+expect_fail "a deadline of 1e300 beside windows of 1 (was a missed deadline, exit 1)" 3 "far.h5.*/instances/000000.*below double precision at the instance's time scale" speedscale-sim -q solve -i far.h5 -o far_out.h5
 expect_fail "a --dt that would re-evaluate qOA more than 2^26 times (refused before any work)" 2 "at most 2\^26" speedscale-sim -q solve -i bursty.h5 --algo yds,qoa --dt 1e-300 -o dt.h5
 finish

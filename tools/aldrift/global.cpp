@@ -183,7 +183,14 @@ void evaluate(const EvaluateOptions& o, const nk::RunEnv& env) {
                                      o.x_star_file.empty() ? draw_x_star(static_cast<int64_t>(env.seed), n)
                                                            : read_x_star(o.x_star_file, n));
   std::vector<double> d(m);
-  for (int64_t i = 0; i < m; ++i) d[i] = f(&x.data[i * n]);
+  for (int64_t i = 0; i < m; ++i) {
+    d[i] = f(&x.data[i * n]);
+    // Finite points where the function overflows float64 (|x| ~ 1e80 and up for the quartic ones).
+    if (!std::isfinite(d[i])) {
+      throw nk::input_error(o.input, "/x", "row " + std::to_string(i) + ": " + o.function +
+                                               " is not finite there (coordinates too large)");
+    }
+  }
   nk::h5::Writer out(o.output, kGlobalSchema, o.no_clobber);
   out.write("/d", d.data(), {m}, "m");
   out.write("/x_star", f.x_star.data(), {n}, "n");

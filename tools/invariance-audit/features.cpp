@@ -14,6 +14,7 @@ namespace ia {
 void features(const FeaturesOptions& o, const nk::RunEnv& env) {
   (void)env;
   nk::data::Options accept;
+  accept.unit_range = true;  // the U-Net prior and the extractors take pixels in [0,1]
   accept.vectors = false;
   accept.labels = nk::data::Labels::ignore;
   const nk::data::Source data = nk::data::Source::open(o.input, accept);

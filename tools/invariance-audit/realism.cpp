@@ -19,6 +19,7 @@ RealismReference::RealismReference(const std::string& path, nk::nn::Shape shape,
                                    uint64_t seed)
     : n(count) {
   nk::data::Options accept;
+  accept.unit_range = true;  // the U-Net prior and the extractors take pixels in [0,1]
   accept.vectors = false;
   accept.labels = nk::data::Labels::ignore;
   const nk::data::Source reference = nk::data::Source::open(path, accept);

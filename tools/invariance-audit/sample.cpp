@@ -20,6 +20,7 @@ namespace ia {
 
 void sample(const SampleOptions& o, const nk::RunEnv& env) {
   nk::data::Options accept;
+  accept.unit_range = true;  // the U-Net prior and the extractors take pixels in [0,1]
   accept.vectors = false;
   accept.labels = nk::data::Labels::ignore;
   const nk::data::Source queries = nk::data::Source::open(o.query, accept);

@@ -26,6 +26,7 @@ void train_dedicated(const TrainDedicatedOptions& o, const nk::RunEnv& env) {
   if (o.until_frechet > 0 && (o.queries.empty() || o.reference.empty()))
     throw nk::usage_error("--until-frechet needs --queries and --reference (as eval's)");
   nk::data::Options accept;
+  accept.unit_range = true;  // the U-Net prior and the extractors take pixels in [0,1]
   accept.vectors = false;
   accept.image_files = false;
   accept.labels = nk::data::Labels::ignore;

@@ -30,6 +30,7 @@ std::vector<nk::nn::LayerSpec> specs(const std::vector<std::string>& lines) {
 void train_extractor(const TrainExtractorOptions& o, const nk::RunEnv& env) {
   const bool classifier = o.kind == "cnn" || o.kind == "mlp";
   nk::data::Options accept;
+  accept.unit_range = true;  // the U-Net prior and the extractors take pixels in [0,1]
   accept.vectors = false;
   accept.image_files = false;
   accept.labels = classifier ? nk::data::Labels::required : nk::data::Labels::ignore;

@@ -15,6 +15,7 @@ namespace ia {
 
 void train_prior(const TrainPriorOptions& o, const nk::RunEnv& env) {
   nk::data::Options accept;
+  accept.unit_range = true;  // the U-Net prior and the extractors take pixels in [0,1]
   accept.vectors = false;
   accept.image_files = false;
   accept.labels = nk::data::Labels::ignore;

@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   add_sigma(cert_verb, cert.sigma);
   cert_verb->add_option("--n0", cert.n0, "Noisy samples that select the class")->check(CLI::Range(int64_t{1}, kMaxSamples));
   cert_verb->add_option("--n", cert.n, "Noisy samples that estimate pA")->check(CLI::Range(int64_t{1}, kMaxSamples));
-  cert_verb->add_option("--alpha", cert.alpha, "Failure probability of each certificate, in (0, 0.5)")->check(CLI::Range(0.0, 0.5));
+  cert_verb->add_option("--alpha", cert.alpha, "Failure probability of each certificate, in [1e-12, 0.5]")->check(CLI::Range(1e-12, 0.5));
   cert_verb->add_option("--batch", cert.batch, "Noisy copies per forward")->check(CLI::Range(int64_t{1}, int64_t{65536}));
   cli.add_shard(*cert_verb);
 
@@ -67,7 +67,7 @@ int main(int argc, char** argv) {
   add_model(pred_verb, pred.model);
   add_sigma(pred_verb, pred.sigma);
   pred_verb->add_option("--n", pred.n, "Noisy samples")->check(CLI::Range(int64_t{1}, kMaxSamples));
-  pred_verb->add_option("--alpha", pred.alpha, "Test level, in (0, 0.5)")->check(CLI::Range(0.0, 0.5));
+  pred_verb->add_option("--alpha", pred.alpha, "Test level, in [1e-12, 0.5]")->check(CLI::Range(1e-12, 0.5));
   pred_verb->add_option("--batch", pred.batch, "Noisy copies per forward")->check(CLI::Range(int64_t{1}, int64_t{65536}));
   cli.add_shard(*pred_verb);
 
@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   cal_verb->add_option("--n0", cal.n0, "heavy: CERTIFY's selection samples")->check(CLI::Range(int64_t{1}, kMaxSamples));
   cal_verb->add_option("--n", cal.n, "heavy: CERTIFY's estimation samples")->check(CLI::Range(int64_t{1}, kMaxSamples));
-  cal_verb->add_option("--alpha", cal.alpha, "heavy and head: CERTIFY's alpha")->check(CLI::Range(0.0, 0.5));
+  cal_verb->add_option("--alpha", cal.alpha, "heavy and head: CERTIFY's alpha")->check(CLI::Range(1e-12, 0.5));
   cal_verb->add_option("--head-data", cal.head_data, "head: items whose CERTIFY radii train the head (a split apart from -i)");
   cal_verb->add_option("--head-n", cal.head_n, "head: CERTIFY samples per training item")->check(CLI::Range(int64_t{1}, kMaxSamples));
   cal_verb->add_option("--batch", cal.batch, "Noisy copies per forward")->check(CLI::Range(int64_t{1}, int64_t{65536}));
@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1e-9, 1e9));
   app_verb->add_option("--n0", app.n0, "fallback: CERTIFY's selection samples")->check(CLI::Range(int64_t{1}, kMaxSamples));
   app_verb->add_option("--n", app.n, "fallback: CERTIFY's estimation samples")->check(CLI::Range(int64_t{1}, kMaxSamples));
-  app_verb->add_option("--alpha", app.alpha, "fallback: CERTIFY's alpha")->check(CLI::Range(0.0, 0.5));
+  app_verb->add_option("--alpha", app.alpha, "fallback: CERTIFY's alpha")->check(CLI::Range(1e-12, 0.5));
   app_verb->add_option("--batch", app.batch, "Noisy copies per forward")->check(CLI::Range(int64_t{1}, int64_t{65536}));
   cli.add_shard(*app_verb);
 

@@ -1,6 +1,10 @@
 // run.cpp - rubiconv apply / grad: read and check the input file, run the
 // method, write the output file.
 
+#include <algorithm>
+#include <cmath>
+#include <string>
+
 #include "rubiconv/engine.hpp"
 #include "nk/context.hpp"
 #include "nk/error.hpp"
@@ -123,6 +127,25 @@ void describe(nk::h5::Writer& out, const Plan& plan, double seconds, bool cuda, 
   if (cuda) nk::kernels::write_timing(out, gpu);
 }
 
+/// Finite inputs whose convolution overflows the precision (|x| |k| L, or
+/// |dy| |k| L, beyond its range) are the input's fault: exit 3 naming the
+/// input, before the writer's check of the results (exit 1).
+template <class Real>
+void require_representable(const nk::h5::File& file, const Inputs<Real>& in, const std::vector<Real>& result,
+                           const std::string& name) {
+  if (std::all_of(result.begin(), result.end(), [](Real v) { return std::isfinite(v); })) return;
+  auto peak = [](const nk::h5::Array<Real>& a) {
+    Real m = 0;
+    for (Real v : a.data) m = std::max(m, std::abs(v));
+    return static_cast<double>(m);
+  };
+  throw nk::input_error(file.path(), in.dy.data.empty() ? "/x" : "/x, /dy",
+                        "the convolution overflows " + std::string(sizeof(Real) == 4 ? "float32" : "float64") + " in " +
+                            name + " (max |x| " + std::to_string(peak(in.x)) + ", max |k| " + std::to_string(peak(in.k)) +
+                            (in.dy.data.empty() ? "" : ", max |dy| " + std::to_string(peak(in.dy))) +
+                            "): scale the inputs down");
+}
+
 template <class Real>
 void apply_typed(const nk::h5::File& file, const RunOptions& o, const nk::RunEnv& env) {
   const Inputs<Real> in = load<Real>(file, o, env.shard, false);
@@ -139,6 +162,7 @@ void apply_typed(const nk::h5::File& file, const RunOptions& o, const nk::RunEnv
   } else {
     seconds = plan_seconds + nk::best_seconds(o.repeats, [&] { apply(in.problem(), plan, y.data()); });
   }
+  require_representable(file, in, y, "/y");
   out.write("/y", y.data(), {in.batch, in.length, in.channels}, "B,L,H");
   describe(out, plan, seconds, env.cuda(), gpu);
   out.commit();
@@ -169,6 +193,8 @@ void grad_typed(const nk::h5::File& file, const RunOptions& o, const nk::RunEnv&
       grad(in.problem(), plan, in.dy.data.data(), dx.data(), dk.data(), o.skip ? dbias.data() : nullptr);
     });
   }
+  require_representable(file, in, dx, "/dx");
+  require_representable(file, in, dk, "/dk");
   out.write("/dx", dx.data(), {in.batch, in.length, in.channels}, "B,L,H");
   out.write("/dk", dk.data(), {in.channels, in.filter_length}, "H,Lk");
   out.attr("/dk", "nk_merge", "sum");

@@ -103,7 +103,7 @@ Activations Activations::open(const std::string& path, const std::string& hook) 
     if (h == "early") layer = 1;
     else if (h == "middle") layer = layers / 2;
     else if (h == "last") layer = layers;
-    else if (!h.empty() && std::all_of(h.begin(), h.end(), ::isdigit)) layer = std::stoll(h);
+    else if (!h.empty() && h.size() <= 9 && std::all_of(h.begin(), h.end(), ::isdigit)) layer = std::stoll(h);
     else throw nk::usage_error("--hook '" + h + "': expected early, middle, last or a layer number");
     char name[48];
     std::snprintf(name, sizeof name, "/capture/layer_%02lld/resid", static_cast<long long>(layer));

@@ -216,7 +216,8 @@ void Unlearner::run(const std::function<void(const StepRecord&)>& on_step) {
   adamw.weight_decay = 0.0;  // decay would move every weight, forget or not
   nk::lm::Trainer trainer(weights_, nk::lm::ParameterMask::all(weights_), schedule, adamw,
                           {config_.batch * span, span, true});
-  const bool with_retain = needs_retain(config_.method);
+  // A retain weight of 0 drops the retain term (its losses are divided by the weight: 0/0).
+  const bool with_retain = needs_retain(config_.method) && config_.retain_weight > 0;
   double seconds = 0;
   for (int64_t k = 0; k < config_.steps; ++k, ++step_) {
     const std::vector<int64_t> fb =

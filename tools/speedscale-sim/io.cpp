@@ -26,6 +26,10 @@ void validate(const std::string& file, const Instance& inst) {
                                            std::to_string(inst.work.size()) + "; they must be equal");
   }
   if (inst.work.empty()) throw nk::input_error(file, group, "instance " + inst.name + " has no jobs");
+  // The instance's time scale: a window far below it (one deadline of 1e300
+  // beside windows of 1) loses the algorithms' 1e-9 checks to rounding.
+  double scale = 0;
+  for (int64_t j = 0; j < inst.size(); ++j) scale = std::max({scale, std::abs(inst.release[j]), std::abs(inst.deadline[j])});
   for (int64_t j = 0; j < inst.size(); ++j) {
     const double r = inst.release[j], d = inst.deadline[j], w = inst.work[j];
     if (!std::isfinite(r) || !std::isfinite(d) || !std::isfinite(w)) {
@@ -36,11 +40,10 @@ void validate(const std::string& file, const Instance& inst) {
                                              " is not after release " + std::to_string(r));
     }
     if (!(w > 0)) throw nk::input_error(file, group, job_text(inst, j) + ": work " + std::to_string(w) + " must be > 0");
-    // Windows far below the time scale of the instance lose the 1e-9 check to rounding.
-    const double scale = std::max(std::abs(r), std::abs(d));
     if (d - r < 1e-12 * scale) {
       throw nk::input_error(file, group, job_text(inst, j) + ": window [" + std::to_string(r) + ", " + std::to_string(d) +
-                                             ") is below double precision at this time scale");
+                                             ") is below double precision at the instance's time scale (" +
+                                             std::to_string(scale) + ")");
     }
   }
 }

@@ -78,6 +78,7 @@ Source Source::open(const std::string& path, const Options& options) {
   if (s.owned_->attr_string("/", "nk_schema")) s.owned_->require_schema("nk-data.");
   s.file_ = s.owned_.get();
   s.group_ = options.group;
+  s.unit_range_ = options.unit_range;
   s.open_arrays(options);
   s.open_labels(options);
   return s;
@@ -88,6 +89,7 @@ Source Source::open(const h5::File& file, const Options& options) {
   s.path_ = file.path();
   s.file_ = &file;
   s.group_ = options.group;
+  s.unit_range_ = options.unit_range;
   s.open_arrays(options);
   s.open_labels(options);
   return s;
@@ -190,6 +192,16 @@ h5::Array<float> Source::read(int64_t begin, int64_t end) const {
   }
   out = file_->read_rows<float>(dataset_, begin, end);
   h5::require_finite(path_, dataset_, out, begin);
+  if (unit_range_) {
+    const int64_t per_item = end > begin ? static_cast<int64_t>(out.data.size()) / (end - begin) : 1;
+    for (size_t i = 0; i < out.data.size(); ++i) {
+      if (out.data[i] < 0.0f || out.data[i] > 1.0f) {
+        throw input_error(path_, dataset_, "item " + std::to_string(begin + static_cast<int64_t>(i) / per_item) +
+                                               " has the value " + std::to_string(out.data[i]) +
+                                               " (this tool takes values in [0,1])");
+      }
+    }
+  }
   if (kind_ == Kind::images && rank_ == 3) out.shape.push_back(1);
   return out;
 }

@@ -32,6 +32,7 @@ struct Options {
   bool image_files = true;        ///< accept a PNG/JPEG/PGM/... path as a one-item source
   std::vector<int64_t> channels;  ///< the image channel counts C accepted; empty: any C >= 1
   int64_t max_side = 0;           ///< refuse nk-data images with H or W above this (0: no bound)
+  bool unit_range = false;        ///< refuse values outside [0,1] when read (tools whose models take pixels in [0,1])
   Labels labels = Labels::optional;
   /// Read GROUP/images, GROUP/vectors and GROUP/labels instead of the root's
   /// (e.g. "/tasks/invert/train"); empty: the root.
@@ -129,6 +130,7 @@ class Source {
   const h5::File* file_ = nullptr;   ///< the HDF5 file read from; null for an image file
   Image image_;                      ///< the decoded image of an image file
   bool has_labels_ = false;
+  bool unit_range_ = false;
   std::vector<int64_t> labels_;
   int64_t classes_ = 0;
 };
