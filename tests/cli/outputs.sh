@@ -90,8 +90,12 @@ assert raw[header:header + 4] == b'OHDR', raw[header:header + 4]   # a version 2
 raw[header + 12] ^= 0x5a
 open('meta_flip.h5', 'wb').write(raw)
 "
-expect_fail "a byte of /images' object header overwritten: its checksum tells (exit 3)" 3 "meta_flip.h5.*(checksum|corrupt)" nk-data export meta_flip.h5 -o flip.png
-expect_fail "a data byte overwritten: Fletcher-32 tells (exit 3)" 3 "data_flip.h5.*/images.*(checksum|Fletcher)" nk-data export data_flip.h5 -o flip.png
+# libhdf5 1.10.8 leaks 424 bytes on the failing checksum's path (its own
+# allocation, not neurkit's): under the sanitizers these two runs skip the
+# leak check, as the fuzzer's bad-input cases do.
+NOLEAK="env ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+expect_fail "a byte of /images' object header overwritten: its checksum tells (exit 3)" 3 "meta_flip.h5.*(checksum|corrupt)" $NOLEAK nk-data export meta_flip.h5 -o flip.png
+expect_fail "a data byte overwritten: Fletcher-32 tells (exit 3)" 3 "data_flip.h5.*/images.*(checksum|Fletcher)" $NOLEAK nk-data export data_flip.h5 -o flip.png
 check "no output, no temporary file" sh -c 'test ! -e flip.png && ! find . -name ".flip.png.tmp.*" | grep -q .'
 
 finish
