@@ -295,6 +295,7 @@ with h5py.File('extralayer.h5', 'r+') as f:
 expect_fail "an adapted model without the delta of layer 0" 3 "nodelta.h5.*/delta/layer0/indices.*missing" spike-sft eval -i nodelta.h5 --task tasks.h5:invert
 expect_fail "an adapted model that repeats a delta index" 3 "dupindex.h5.*/delta/layer[0-9]+/indices.*repeats" spike-sft eval -i dupindex.h5 --task tasks.h5:invert
 expect_fail "an adapted model with a delta of layer 9" 3 "extralayer.h5.*/delta/layer9/indices.*not a delta of the model's layers" spike-sft eval -i extralayer.h5 --task tasks.h5:invert
+expect_fail "pretrain --holdout 0: no test split (was a NaN accuracy, exit 1)" 2 "holdout.*holds out none" spike-sft pretrain -i fm.h5 --holdout 0 --hidden 8 --epochs 1 -o bad.h5
 expect_fail "pickit of a plain model" 3 "base.h5.*nk_schema is 'spike-sft.model/1', expected spike-sft.adapted/1" spike-sft pickit -i spe.h5 base.h5 --method ties -o bad.h5
 "$PY" -c "
 import h5py, shutil

@@ -255,11 +255,9 @@ Models read_aligned(const PickitOptions& o) {
   in.base = read_model(o.inputs[0], false);
   const snn::Network& base = in.base;
   for (const std::string& path : o.inputs) {
-    {
-      // PickIt merges task deltas: a plain model has none.
-      const nk::h5::File file = nk::h5::File::open(path);
-      file.require_schema(snn::kAdaptedSchema);
-    }
+    // PickIt merges task deltas: a plain model has none.
+    const nk::h5::File file = nk::h5::File::open(path);
+    file.require_schema(snn::kAdaptedSchema);
     snn::Network own_base = read_model(path, false);
     if (own_base.config.sizes != base.config.sizes || own_base.config.channels != base.config.channels) {
       throw nk::input_error(path, "/model",
@@ -282,7 +280,6 @@ Models read_aligned(const PickitOptions& o) {
     }
     in.bases.push_back(std::move(own_base));
     in.models.push_back(std::move(model));
-    const nk::h5::File file = nk::h5::File::open(path);
     in.task_names.push_back(file.attr_string("/", "task").value_or(""));
   }
   if (in.aligned == 0) spdlog::info("alignment: a no-op (every model shares the base of {})", o.inputs[0]);

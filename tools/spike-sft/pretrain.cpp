@@ -72,6 +72,11 @@ Split split_data(const TrainOptions& o, nk::Rng& rng) {
     }
   } else {
     const auto held = static_cast<size_t>(std::llround(o.holdout * static_cast<double>(order.size())));
+    // The test accuracy of an empty split would be 0/0.
+    if (held == 0) {
+      throw nk::usage_error("--holdout " + std::to_string(o.holdout) + " holds out none of the " +
+                            std::to_string(order.size()) + " examples: give a larger --holdout or --test FILE");
+    }
     split.test = subset(all, std::vector<int64_t>(order.end() - static_cast<std::ptrdiff_t>(held), order.end()));
     order.resize(order.size() - held);
     split.train = subset(all, order);
