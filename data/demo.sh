@@ -191,5 +191,13 @@ ssd-distill train -m "$here/lm/reader.h5" -i "$out/sd-memo.h5" --method ssd --st
   -o "$out/sd-student.h5"
 ssd-distill eval -m "$out/sd-student.h5" -i "$out/sd-memo.h5" --split train -o "$out/sd-ev-after.h5"
 
+step "sparda-forecast: the shipped causal model's attention on Debian's fortunes; Forecasts trained to predict each next layer's KV blocks (16-token blocks, top-4), their recall and attention coverage against the selector" \
+     "nk-lm corpus --source fortunes --tokenizer data/lm/causal.h5 -o f.h5; nk-lm capture -m data/lm/causal.h5 --corpus f.h5 -o cap.h5; sparda-forecast train -i cap.h5 -o fc.h5; sparda-forecast eval ..."
+nk-lm -q corpus --source fortunes --tokenizer "$here/lm/causal.h5" -o "$out/sp-corpus.h5"
+nk-lm -q capture -m "$here/lm/causal.h5" --corpus "$out/sp-corpus.h5" -o "$out/sp-capture.h5"
+sparda-forecast -q train -i "$out/sp-capture.h5" --block 16 --topk 4 --seed 1 -o "$out/sp-forecast.h5"
+sparda-forecast eval -i "$out/sp-capture.h5" --forecast "$out/sp-forecast.h5" --block 16 --topk 4 -o "$out/sp-eval.h5"
+rm -f "$out/sp-capture.h5" "$out/sp-corpus.h5"
+
 echo
 echo "demo: outputs in $out"

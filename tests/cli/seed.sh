@@ -33,6 +33,7 @@ proxy-certify -q calibrate -i fm.h5 --model pcm.h5 -o pcpx.h5
 sagesched -q trace --requests 8 --max-context 256 --seed 1 -o sstb.h5
 shred-unlearn -q tofu --authors 6 --questions 2 --world 6 --seed 1 -o sut.h5
 ssd-distill -q tasks --task memo --docs 2 --seed 1 -o sdt.h5
+sparda-forecast -q gen --planted --layers 2 --tokens 64 --block 16 --head-dim 8 --d-model 32 --seed 1 -o spt.h5
 invariance-audit -q train-prior -i fm.h5 --channels 4,8 --groups 2 --time-dim 8 --steps 2 --batch 4 -o iap.h5
 
 # recipe TOOL VERB: the verb's arguments (with --seed 7); outputs are every out*.h5
@@ -45,6 +46,8 @@ recipe() {
     "rubiconv gen") echo "gen --length 256 --channels 4 -o out.h5" ;;
     "snapmla-decode gen") echo "gen --tokens 70 --heads 2 --d-c 16 --d-r 8 --ragged --batch 2 -o out.h5" ;;
     "snapmla-decode serve") echo "serve --budget-mib 0.1 --requests 2 --prompt-tokens 8 --output-tokens 8 --heads 1 --d-c 16 --d-r 8 -o out.h5" ;;
+    "sparda-forecast gen") echo "gen --layers 2 --tokens 64 --head-dim 8 --d-model 32 -o out.h5" ;;
+    "sparda-forecast train") echo "train -i spt.h5 --block 16 --topk 1 --steps 2 -o out.h5" ;;
     "speedscale-sim gen") echo "gen --jobs 10 --instances 2 -o out.h5" ;;
     "speedscale-sim predict") echo "predict -i inst.h5 --noise 0.3 -o out.h5" ;;
     "speedscale-sim eval") echo "eval -i inst.h5 --noise 0,0.5 -o out.h5" ;;

@@ -1,0 +1,193 @@
+# sparda-forecast.sh - gen | select | train | eval through files and pipes;
+# the selector's and the Forecast's blocks against numpy (pooled keys, group
+# softmax sums, forced blocks, top-k with ties to the lower index); eval's
+# recall and coverage recomputed in numpy; planted traces learned from zero
+# to recall >= 0.95; batched, h5py-written and nk-lm-captured traces; bad input.
+. "$(dirname "$0")/lib.sh"
+
+SEL="--block 16 --topk 4"
+check "gen --planted | select --by selector through a pipe" sh -c "sparda-forecast gen --planted --noise 0.05 --layers 3 --tokens 512 --block 16 --seed 2 -o - | tee p.h5 | sparda-forecast -q select -i - $SEL -o sel.h5"
+check "train --init zero (KL only) on the planted trace" sparda-forecast -q train -i p.h5 $SEL --init zero --steps 600 -o fz.h5
+check "train --kl topk (lstsq start)" sparda-forecast -q train -i p.h5 $SEL --kl topk --steps 50 -o ft.h5
+check "select --by forecast" sparda-forecast -q select -i p.h5 --by forecast --forecast fz.h5 $SEL -o fsel.h5
+check "eval prints a per-layer table" sh -c "sparda-forecast eval -i p.h5 --forecast fz.h5 $SEL -o ev.h5 | head -1 | grep -q '^layer	recall	coverage	queries'"
+check "eval --positions 200:330" sparda-forecast -q eval -i p.h5 --forecast fz.h5 $SEL --positions 200:330 -o evp.h5
+check "a batch of 3 sequences (leading axis)" sh -c "sparda-forecast -q gen --planted --batch 3 --layers 2 --tokens 256 --block 16 --seed 3 -o b.h5 && sparda-forecast -q select -i b.h5 $SEL -o bsel.h5 && sparda-forecast -q train -i b.h5 $SEL --steps 20 -o bf.h5 && sparda-forecast -q select -i b.h5 --by forecast --forecast bf.h5 $SEL -o bfsel.h5"
+check "init 0 blocks, 3 local blocks" sparda-forecast -q select -i p.h5 --block 16 --topk 5 --init-blocks 0 --local-blocks 3 -o sel03.h5
+
+if "$PY" - <<'PYEOF'
+import h5py, numpy as np, sys
+fails = 0
+def check(name, ok):
+    global fails
+    print(("ok   " if ok else "FAIL ") + name); fails += 0 if ok else 1
+def rope(x, pos, theta):  # rotate-half, x [n, heads, d]
+    d = x.shape[-1]; half = d // 2
+    inv = theta ** (-2.0 * np.arange(half) / d)
+    ang = pos[:, None] * inv[None, :]; c, s = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+    a, b = x[..., :half], x[..., half:]
+    return np.concatenate([a * c - b * s, b * c + a * s], -1)
+def forced(t, B, init, local):
+    own = t // B
+    return sorted(set(range(min(init, own + 1))) | set(range(max(own - local + 1, 0), own + 1)))
+def select(scores_fn, T, G, B, init, local, topk):
+    K = init + local + topk; out = np.full((G, T, K), -1, np.int32)
+    for g in range(G):
+        for t in range(T):
+            f = forced(t, B, init, local); nc = t // B
+            pool = [j for j in range(nc) if j not in f]
+            if pool:
+                s = scores_fn(g, t)[:nc]
+                pool = sorted(pool, key=lambda j: (-s[j], j))[:topk]
+            row = f + pool; out[g, t, :len(row)] = row
+    return out
+def pooled(k, B):
+    H, T, d = k.shape; nb = T // B
+    return k[:, :nb * B].reshape(H, nb, B, d).mean(2)
+def selector_scores(q, kb, Gs):
+    d = q.shape[-1]
+    def fn(g, t):
+        nc = t // B
+        tot = np.zeros(kb.shape[1])
+        for h in range(g * Gs, (g + 1) * Gs):
+            z = kb[g, :nc] @ q[h, t] / np.sqrt(d)
+            if nc: p = np.exp(z - z.max()); tot[:nc] += p / p.sum()
+        return tot
+    return fn
+B, topk = 16, 4
+f = h5py.File("p.h5"); L = f.attrs["layers"]; theta = f.attrs["rope_theta"]
+sel = h5py.File("sel.h5"); fsel = h5py.File("fsel.h5"); fc = h5py.File("fz.h5")
+for l in range(L):
+    g = f[f"capture/layer_{l:02d}"]; q = g["q"][...].astype(np.float64); k = g["k"][...].astype(np.float64)
+    Hq, T, d = q.shape; Hkv = k.shape[0]; kb = pooled(k, B)
+    want = select(selector_scores(q, kb, Hq // Hkv), T, Hkv, B, 1, 2, topk)
+    got = sel[f"layer_{l:02d}/blocks"][...]
+    check(f"layer {l}: selector blocks equal numpy's ({(got == want).all(1).all(1).mean() if got.shape == want.shape else 'shape'} rows)", got.shape == want.shape and (got == want).all())
+    # the Forecast: f_g = RoPE_t(h W)[g], ranked by f_g . Kb_j / sqrt(d)
+    src = f[f"capture/layer_{max(l - 1, 0):02d}/attn_in"][...].astype(np.float64)
+    w = fc["layer_00/w_curr" if l == 0 else f"layer_{l - 1:02d}/w_forecast"][...].astype(np.float64)
+    fq = rope((src @ w).reshape(T, Hkv, d), np.arange(T, dtype=np.float64), theta)
+    want = select(lambda g_, t: kb[g_] @ fq[t, g_] / np.sqrt(d), T, Hkv, B, 1, 2, topk)
+    got = fsel[f"layer_{l:02d}/blocks"][...]
+    agree = (got == want).all(-1).mean()
+    check(f"layer {l}: forecast blocks equal numpy's on {agree:.4f} of queries (>= 0.999; float rounding may swap near-ties)", agree >= 0.999)
+    if l == 1:
+        s03 = h5py.File("sel03.h5")["layer_01/blocks"][...]
+        want = select(selector_scores(q, kb, Hq // Hkv), T, Hkv, B, 0, 3, 5)
+        check("--init-blocks 0 --local-blocks 3 --topk 5: equal numpy's", s03.shape == want.shape and (s03 == want).all())
+# eval: recall and coverage recomputed over positions 200..329
+ev = h5py.File("evp.h5")
+for l in range(L):
+    g = f[f"capture/layer_{l:02d}"]; q = g["q"][...].astype(np.float64); k = g["k"][...].astype(np.float64)
+    Hq, T, d = q.shape; Hkv = k.shape[0]; Gs = Hq // Hkv
+    S = sel[f"layer_{l:02d}/blocks"][...]; F = fsel[f"layer_{l:02d}/blocks"][...]
+    rec, cov, n = 0.0, 0.0, 0
+    for gg in range(Hkv):
+        for t in range(200, 330):
+            fo = forced(t, B, 1, 2); nf = len(fo)
+            if len([j for j in range(t // B) if j not in fo]) <= topk: continue
+            s_nf = set(S[gg, t, nf:]) - {-1}; f_all = set(F[gg, t]) - {-1}; s_all = set(S[gg, t]) - {-1}
+            rec += len(s_nf & f_all) / topk
+            mass = np.zeros(t // B + 1)
+            for h in range(gg * Gs, (gg + 1) * Gs):
+                z = k[gg, :t + 1] @ q[h, t] / np.sqrt(d); p = np.exp(z - z.max()); p /= p.sum()
+                np.add.at(mass, np.arange(t + 1) // B, p / Gs)
+            cov += sum(mass[j] for j in f_all) / sum(mass[j] for j in s_all); n += 1
+    check(f"layer {l}: eval recall {ev['recall'][l]:.6f} = numpy {rec / n:.6f}", abs(ev["recall"][l] - rec / n) < 1e-9)
+    check(f"layer {l}: eval coverage {ev['coverage'][l]:.6f} = numpy {cov / n:.6f}", abs(ev["coverage"][l] - cov / n) < 1e-9)
+    check(f"layer {l}: eval counted {ev['queries'][l]} queries = numpy {n}", ev["queries"][l] == n)
+full = h5py.File("ev.h5")
+check(f"planted trace, trained from zero by KL: recall >= 0.95 in every layer ({np.round(full['recall'][...], 4)})", (full["recall"][...] >= 0.95).all())
+check(f"... and coverage >= 0.99 ({np.round(full['coverage'][...], 4)})", (full["coverage"][...] >= 0.99).all())
+loss = fc["loss"][...]
+check(f"the KL falls during training (layer means {loss[:, :10].mean():.4f} -> {loss[:, -10:].mean():.4f})", loss[:, -10:].mean() < 0.5 * loss[:, :10].mean())
+# batched: each sequence selected as its own trace
+b = h5py.File("b.h5"); bs = h5py.File("bsel.h5")["layer_01/blocks"][...]
+q = b["capture/layer_01/q"][...].astype(np.float64); k = b["capture/layer_01/k"][...].astype(np.float64)
+ok = bs.shape == (3, 2, 256, 7)
+for i in range(3):
+    kb = pooled(k[i], B)
+    ok = ok and (bs[i] == select(selector_scores(q[i], kb, 2), 256, 2, B, 1, 2, topk)).all()
+check("batch axis: each sequence's selection equals numpy's", ok)
+sys.exit(1 if fails else 0)
+PYEOF
+then pass "python reference checks"; else fail "python reference checks"; fi
+
+# A trace written by h5py with no nk_ attributes (float64, packed rows of two
+# lengths with /capture/offsets as nk-lm capture --corpus writes them).
+"$PY" - <<'PYEOF'
+import h5py, numpy as np
+src = h5py.File("p.h5")
+with h5py.File("plain.h5", "w") as f:
+    f.attrs["rope_theta"] = 10000.0
+    for l in range(2):
+        g = src[f"capture/layer_{l:02d}"]
+        for n in ("attn_in", "q", "k"):
+            f[f"capture/layer_{l:02d}/{n}"] = g[n][...].astype(np.float64)
+with h5py.File("packed.h5", "w") as f:
+    f.attrs["rope_theta"] = 10000.0
+    f["capture/offsets"] = np.array([0, 300, 512], np.int64)
+    for l in range(2):
+        g = src[f"capture/layer_{l:02d}"]
+        for n in ("attn_in", "q", "k", "v"):
+            f[f"capture/layer_{l:02d}/{n}"] = g[n][...]
+PYEOF
+check "an h5py trace (float64, no v, no nk_schema) gives the same blocks" sh -c "sparda-forecast -q select -i plain.h5 $SEL -o plain_sel.h5 && $PY -c \"import h5py, numpy as np, sys; a = h5py.File('plain_sel.h5'); b = h5py.File('sel.h5'); sys.exit(0 if all((a[f'layer_0{l}/blocks'][...] == b[f'layer_0{l}/blocks'][...]).all() for l in range(2)) else 1)\""
+check "packed rows (/capture/offsets): each row is its own sequence" sh -c "sparda-forecast -q select -i packed.h5 $SEL -o packed_sel.h5 && $PY -c \"
+import h5py, numpy as np, sys
+a = h5py.File('packed_sel.h5'); b = h5py.File('sel.h5')['layer_01/blocks'][...]
+x = a['layer_01/blocks'][...]
+ok = x.shape == (2, 512, 7) and (a['offsets'][...] == [0, 300, 512]).all() and (x[:, :300] == b[:, :300]).all()
+# the second row starts again at position 0: its first query reads only block 0 of its own
+ok = ok and (x[:, 300, 0] == 0).all() and (x[:, 300, 1:] == -1).all()
+sys.exit(0 if ok else 1)\""
+
+# The shipped nk-lm model: a capture of text, trained and evaluated.
+fortune_text() { for f in /usr/share/games/fortunes/computers /usr/share/games/fortunes/science; do [ -f "$f" ] && head -c 3000 "$f"; done; }
+if [ -f /usr/share/games/fortunes/computers ] && [ -f "$NK_SOURCE/data/lm/causal.h5" ]; then
+  fortune_text > text.txt
+  check "nk-lm capture --corpus | train | eval (the shipped causal model)" sh -c "nk-lm -q corpus --text text.txt --paragraphs --tokenizer $NK_SOURCE/data/lm/causal.h5 -o corpus.h5 && nk-lm -q capture -m $NK_SOURCE/data/lm/causal.h5 --corpus corpus.h5 --split train -o cap.h5 && sparda-forecast -q train -i cap.h5 $SEL --steps 100 -o capf.h5 && sparda-forecast eval -i cap.h5 --forecast capf.h5 $SEL -o cape.h5"
+fi
+
+# Bad input: one line naming file, dataset and layer; exit 3; no output.
+"$PY" - <<'PYEOF'
+import h5py, numpy as np, shutil
+def copy(name):
+    shutil.copy("p.h5", name); return h5py.File(name, "r+")
+with copy("shape.h5") as f:
+    del f["capture/layer_02/q"]; f["capture/layer_02/q"] = np.zeros((4, 500, 16), np.float32)
+with copy("nan.h5") as f:
+    x = f["capture/layer_01/k"][...]; x[1, 77, 3] = np.nan; del f["capture/layer_01/k"]; f["capture/layer_01/k"] = x
+with copy("gqa.h5") as f:
+    for l in range(3):
+        x = f[f"capture/layer_{l:02d}/q"][...]; del f[f"capture/layer_{l:02d}/q"]; f[f"capture/layer_{l:02d}/q"] = x[:3]
+with copy("theta.h5") as f:
+    del f.attrs["rope_theta"]
+with copy("short.h5") as f:
+    for l in range(3):
+        for n in ("attn_in", "q", "k", "v"):
+            x = f[f"capture/layer_{l:02d}/{n}"][...]; del f[f"capture/layer_{l:02d}/{n}"]
+            f[f"capture/layer_{l:02d}/{n}"] = x[:10] if n == "attn_in" else x[:, :10]
+with copy("ragged.h5") as f:
+    f["capture/offsets"] = np.array([0, 300, 200, 512], np.int64)
+PYEOF
+check "a forecast of another model (D 96)" sparda-forecast -q gen --planted --layers 3 --tokens 256 --d-model 96 --block 16 -o other.h5
+check "... trained" sparda-forecast -q train -i other.h5 $SEL --steps 5 -o otherf.h5
+expect_fail "layers of different shapes" 3 "shape.h5.*layer_02/q.*layer 2 has shape \[4,500,16\]" sparda-forecast select -i shape.h5 $SEL -o x.h5
+expect_fail "NaN in a key" 3 "nan.h5.*layer_01/k" sparda-forecast train -i nan.h5 $SEL -o x.h5
+expect_fail "Hq not a multiple of Hkv" 3 "gqa.h5.*2 KV heads do not divide the 3 query heads" sparda-forecast select -i gqa.h5 $SEL -o x.h5
+expect_fail "no rope_theta" 3 "theta.h5.*rope_theta is missing" sparda-forecast select -i theta.h5 $SEL -o x.h5
+expect_fail "T below one block" 3 "short.h5.*layer 0: T = 10 tokens hold no complete block of 16" sparda-forecast eval -i short.h5 --forecast fz.h5 $SEL -o x.h5
+expect_fail "topk above the block count" 3 "p.h5.*--topk 40 is above the 32 complete blocks" sparda-forecast select -i p.h5 --block 16 --topk 40 -o x.h5
+expect_fail "a forecast of another model" 3 "otherf.h5.*w_curr.*\[96,32\].*another model" sparda-forecast eval -i p.h5 --forecast otherf.h5 $SEL -o x.h5
+expect_fail "decreasing /capture/offsets" 3 "ragged.h5.*capture/offsets" sparda-forecast select -i ragged.h5 $SEL -o x.h5
+expect_fail "a forecast that is not one" 3 "sel.h5.*nk_schema.*expected a forecast" sparda-forecast select -i p.h5 --by forecast --forecast sel.h5 $SEL -o x.h5
+expect_fail "not a trace" 3 "fz.h5.*nk_schema" sparda-forecast select -i fz.h5 $SEL -o x.h5
+expect_fail "empty standard input" 3 "standard input" sh -c "sparda-forecast select -i - $SEL -o x.h5 < /dev/null"
+expect_fail "truncated trace" 3 "trunc.h5" sh -c "head -c 20000 p.h5 > trunc.h5 && sparda-forecast select -i trunc.h5 $SEL -o x.h5"
+expect_fail "--by forecast without --forecast" 2 "needs --forecast" sparda-forecast select -i p.h5 --by forecast $SEL -o x.h5
+expect_fail "--positions outside T" 2 "positions 100:900" sparda-forecast eval -i p.h5 --forecast fz.h5 $SEL --positions 100:900 -o x.h5
+expect_fail "--planted with too small a D" 2 "d-model >= 2 x kv-heads x head-dim = 64" sparda-forecast gen --planted --d-model 32 -o x.h5
+check "no output was left by the failures" test ! -e x.h5
+no_temp_files "no temp files" .
+finish

@@ -1,0 +1,34 @@
+"""sparda-forecast: every verb that reads a file (tests/fuzz/fuzz.py)."""
+
+# A planted trace of 2 layers (T 96 = 6 blocks of 16), 4 query heads over 2 KV heads.
+TRACE = ("sparda-forecast -q --threads 1 gen --planted --layers 2 --tokens 96 --block 16 --heads 4 --kv-heads 2 "
+         "--head-dim 8 --d-model 32 --seed 2 -o {w}/trace.h5")
+FORECAST = "sparda-forecast -q --threads 1 train -i {w}/trace.h5 --block 16 --topk 2 --steps 3 -o {w}/forecast.h5"
+SEL = "--block 16 --topk 2"
+
+RECIPES = [
+    {"tool": "sparda-forecast", "verb": "select",
+     "setup": [TRACE],
+     "inputs": {"trace": "{w}/trace.h5"},
+     "run": "sparda-forecast -q --threads 1 select -i {trace} " + SEL + " -o {out}"},
+    {"tool": "sparda-forecast", "verb": "select -i - (stdin)",
+     "setup": [TRACE],
+     "inputs": {"trace": "{w}/trace.h5"},
+     "run": "sparda-forecast -q --threads 1 select -i - " + SEL + " -o {out} < {trace}"},
+    {"tool": "sparda-forecast", "verb": "select --by forecast",
+     "setup": [TRACE, FORECAST],
+     "inputs": {"trace": "{w}/trace.h5", "forecast": "{w}/forecast.h5"},
+     "run": "sparda-forecast -q --threads 1 select -i {trace} --by forecast --forecast {forecast} " + SEL + " -o {out}"},
+    {"tool": "sparda-forecast", "verb": "train",
+     "setup": [TRACE],
+     "inputs": {"trace": "{w}/trace.h5"},
+     "run": "sparda-forecast -q --threads 1 train -i {trace} " + SEL + " --steps 2 --queries 8 -o {out}"},
+    {"tool": "sparda-forecast", "verb": "eval",
+     "setup": [TRACE, FORECAST],
+     "inputs": {"trace": "{w}/trace.h5", "forecast": "{w}/forecast.h5"},
+     "run": "sparda-forecast -q --threads 1 eval -i {trace} --forecast {forecast} " + SEL + " --positions 40:96 -o {out}"},
+    {"tool": "sparda-forecast", "verb": "--config",
+     "setup": [TRACE, "printf 'threads = 1\\nquiet = true\\n[select]\\nblock = 16\\ntopk = 2\\n' > {w}/c.toml"],
+     "inputs": {"config": "{w}/c.toml"}, "text": {"config": True},
+     "run": "sparda-forecast --config {config} select -i {w}/trace.h5 -o {out}"},
+]

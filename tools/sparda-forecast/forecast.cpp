@@ -1,0 +1,182 @@
+// forecast.cpp - Forecast weights, their queries and the KL (forecast.hpp).
+#include "sparda-forecast/forecast.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "nk/error.hpp"
+#include "nk/h5.hpp"
+#include "nk/lm/layers.hpp"
+#include "sparda-forecast/sparda.hpp"
+
+namespace sparda {
+
+namespace {
+
+std::string weight_name(int64_t m) {
+  char buf[48];
+  if (m == 0) return "/layer_00/w_curr";
+  std::snprintf(buf, sizeof buf, "/layer_%02lld/w_forecast", static_cast<long long>(m - 1));
+  return buf;
+}
+
+}  // namespace
+
+Forecast Forecast::read(const std::string& path, const Trace& trace) {
+  const nk::h5::File f = nk::h5::File::open(path);
+  if (auto schema = f.attr_string("/", "nk_schema"); schema && schema->rfind("sparda-forecast.forecast/", 0) != 0)
+    throw nk::input_error(path, "", "nk_schema is '" + *schema + "'; expected a forecast file (sparda-forecast train)");
+  Forecast fc;
+  fc.layers = trace.layers, fc.kv_heads = trace.kv_heads, fc.head_dim = trace.head_dim, fc.d_model = trace.d_model;
+  const std::vector<int64_t> want{trace.d_model, trace.kv_heads * trace.head_dim};
+  for (int64_t m = 0; m < trace.layers; ++m) {
+    const std::string n = weight_name(m);
+    if (!f.has(n))
+      throw nk::input_error(path, n,
+                            "missing: the trace '" + nk::display_name(trace.path()) + "' has " +
+                                std::to_string(trace.layers) + " layers, so layer " + std::to_string(m) +
+                                " needs this forecast (a forecast of another model?)");
+    const nk::h5::DatasetInfo info = f.info(n);
+    if (info.shape != want)
+      throw nk::input_error(path, n,
+                            "shape " + nk::h5::shape_text(info.shape) + " does not fit the trace's layer " +
+                                std::to_string(m) + ": expected [D, Hkv*d] = " + nk::h5::shape_text(want) +
+                                " (a forecast of another model?)");
+    const nk::h5::Array<double> a = f.read<double>(n);
+    nk::h5::require_finite(path, n, a);
+    fc.w.emplace_back(Eigen::Map<const Matrix>(a.data.data(), want[0], want[1]));
+  }
+  if (const auto theta = f.attr_number("/", "rope_theta"); theta && *theta != trace.rope_theta)
+    throw nk::input_error(
+        path, "/",
+        "rope_theta " + std::to_string(*theta) + " differs from the trace's " + std::to_string(trace.rope_theta));
+  return fc;
+}
+
+void Forecast::write(nk::h5::Writer& out) const {
+  for (int64_t m = 0; m < layers; ++m) {
+    std::vector<float> x(static_cast<size_t>(w[m].size()));
+    for (int64_t i = 0; i < w[m].size(); ++i) x[static_cast<size_t>(i)] = static_cast<float>(w[m].data()[i]);
+    out.write(weight_name(m), x.data(), {d_model, kv_heads * head_dim}, "D,Hkv*d");
+  }
+  if (!loss.empty() && !loss[0].empty()) {
+    const int64_t steps = static_cast<int64_t>(loss[0].size());
+    std::vector<double> x;
+    for (const auto& l : loss) x.insert(x.end(), l.begin(), l.end());
+    out.write("/loss", x.data(), {layers, steps}, "L,steps");
+  }
+  out.attr("/", "layers", layers);
+  out.attr("/", "kv_heads", kv_heads);
+  out.attr("/", "head_dim", head_dim);
+  out.attr("/", "d_model", d_model);
+}
+
+Target load_target(const Trace& trace, int64_t m, int64_t block, bool queries, bool keys) {
+  Target tg;
+  tg.layer = m, tg.block = block;
+  tg.h = trace.read(source_layer(m), "attn_in");
+  if (queries) tg.q = trace.read(m, "q");
+  std::vector<float> k = trace.read(m, "k");
+  const int64_t H = trace.kv_heads, d = trace.head_dim, S = trace.sequences();
+  tg.first_block.assign(1, 0);
+  for (int64_t s = 0; s < S; ++s) tg.first_block.push_back(tg.first_block.back() + trace.length(s) / block);
+  tg.pooled.resize(static_cast<size_t>(H * tg.first_block.back() * d));
+  for (int64_t s = 0; s < S; ++s)
+    nk::lm::pool_keys(k.data() + H * trace.offsets[s] * d, H, trace.length(s), d, block,
+                      tg.pooled.data() + H * tg.first_block[s] * d);
+  if (keys) tg.k = std::move(k);
+  return tg;
+}
+
+std::vector<int32_t> select_layer(const Trace& trace, const Target& tg, const nk::lm::BlockSelectorConfig& sel,
+                                  const Matrix* w, int64_t s, int64_t begin, int64_t end) {
+  const int64_t Hq = trace.heads, Hkv = trace.kv_heads, d = trace.head_dim, T = trace.length(s), D = trace.d_model,
+                K = sel.width();
+  const int64_t n = end - begin, off = trace.offsets[s], nb = tg.blocks(s);
+  std::vector<int32_t> out(static_cast<size_t>(Hkv * n * K));
+  const float* pooled = tg.pooled.data() + Hkv * tg.first_block[s] * d;
+  const float* q = w ? nullptr : tg.q.data() + Hq * off * d;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  constexpr int64_t kChunk = 2048;  // forecast rows at a time
+  for (int64_t c0 = begin; c0 < end; c0 += kChunk) {
+    const int64_t c1 = std::min(end, c0 + kChunk);
+    Matrix f;
+    if (w) {
+      std::vector<int32_t> pos(static_cast<size_t>(c1 - c0));
+      for (int64_t t = c0; t < c1; ++t) pos[static_cast<size_t>(t - c0)] = static_cast<int32_t>(t);
+      f = forecast_queries(*w, tg.h.data() + (off + c0) * D, pos.data(), c1 - c0, Hkv, d, trace.rope_theta);
+    }
+#pragma omp parallel
+    {
+      std::vector<double> sc(static_cast<size_t>(std::max<int64_t>(nb, 1))), scratch(sc.size());
+#pragma omp for collapse(2) schedule(dynamic, 64)
+      for (int64_t g = 0; g < Hkv; ++g)
+        for (int64_t t = c0; t < c1; ++t) {
+          const int64_t nc = std::min(sel.candidates(t), nb);
+          if (w) {
+            for (int64_t j = 0; j < nc; ++j) {
+              double dot = 0;
+              for (int64_t i = 0; i < d; ++i) dot += f(t - c0, g * d + i) * pooled[(g * nb + j) * d + i];
+              sc[static_cast<size_t>(j)] = dot * scale;
+            }
+          } else {
+            nk::lm::group_scores(sel, q, Hq, T, t, pooled, Hkv, nb, d, g, sc.data(), scratch.data());
+          }
+          nk::lm::select_blocks(sel, t, sc.data(), out.data() + (g * n + t - begin) * K);
+        }
+    }
+  }
+  return out;
+}
+
+Matrix forecast_queries(const Matrix& w, const float* h, const int32_t* positions, int64_t n, int64_t kv_heads,
+                        int64_t head_dim, double rope_theta) {
+  const int64_t D = w.rows();
+  const Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> x(h, n, D);
+  Matrix f = x.cast<double>() * w;
+  nk::lm::rope(f.data(), positions, n, kv_heads, head_dim, rope_theta);
+  return f;
+}
+
+double kl_full(const double* p, const double* z, int64_t n, double* dz) {
+  double most = -INFINITY;
+  for (int64_t j = 0; j < n; ++j) most = std::max(most, z[j]);
+  double sum = 0;
+  for (int64_t j = 0; j < n; ++j) sum += std::exp(z[j] - most);
+  const double lse = most + std::log(sum);
+  double kl = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const double logq = z[j] - lse;
+    if (p[j] > 0) kl += p[j] * (std::log(p[j]) - logq);
+    dz[j] = std::exp(logq) - p[j];
+  }
+  return kl;
+}
+
+double kl_topk(const double* p, const double* z, int64_t n, const char* selected, double* dz) {
+  double most = -INFINITY;
+  for (int64_t j = 0; j < n; ++j) most = std::max(most, z[j]);
+  double sum = 0, rest = 0, p_rest = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const double e = std::exp(z[j] - most);
+    sum += e;
+    if (!selected[j]) rest += e, p_rest += p[j];
+  }
+  const double lse = most + std::log(sum);
+  const double q_rest = rest / sum;
+  double kl = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const double logq = z[j] - lse, q = std::exp(logq);
+    if (selected[j]) {
+      if (p[j] > 0) kl += p[j] * (std::log(p[j]) - logq);
+      dz[j] = q - p[j];
+    } else {
+      dz[j] = q_rest > 0 ? q - p_rest * q / q_rest : q;
+    }
+  }
+  if (p_rest > 0) kl += p_rest * (std::log(p_rest) - std::log(std::max(q_rest, 1e-300)));
+  return kl;
+}
+
+}  // namespace sparda

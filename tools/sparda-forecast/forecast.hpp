@@ -1,0 +1,74 @@
+// forecast.hpp - the Forecast projections, what they read and the KL they
+// are trained by.
+//
+// Target layer m's blocks are forecast from the attention input of its
+// source layer, m - 1 (layer 0: its own input, through w_curr): the group
+// query f_g(t) = RoPE_t((h(t) W)[g*d .. g*d+d)), one per GQA group, scored
+// against layer m's pooled keys as z_j = f_g . Kb_j / sqrt(d) (no softmax
+// at selection: blocks are ranked by z).
+#pragma once
+#include <Eigen/Core>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nk/lm/block_select.hpp"
+#include "sparda-forecast/trace.hpp"
+
+namespace nk::h5 {
+class Writer;
+}
+
+namespace sparda {
+
+using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+/// The layer whose attention input forecasts layer m's blocks.
+inline int64_t source_layer(int64_t m) {
+  return m == 0 ? 0 : m - 1;
+}
+
+struct Forecast {
+  int64_t layers = 0, kv_heads = 0, head_dim = 0, d_model = 0;
+  /// w[m] [D, Hkv*d] forecasts layer m: w[0] is /layer_00/w_curr, w[m >= 1]
+  /// is /layer_(m-1)/w_forecast.
+  std::vector<Matrix> w;
+  /// Training loss per target layer and step (written as /loss [L, steps]).
+  std::vector<std::vector<double>> loss;
+
+  /// Reads a forecast file and checks it against the trace it will be used
+  /// on (layers, d_model, KV heads, head dimension): exit 3 naming file,
+  /// dataset and layer.
+  static Forecast read(const std::string& path, const Trace& trace);
+  void write(nk::h5::Writer& out) const;
+};
+
+/// Target layer m of a trace, sequence-major: the source layer's attention
+/// input [total, D], layer m's queries [seq][Hq][T_s][d], and pooled keys
+/// [seq][Hkv][nb_s][d] (nb_s = T_s / block).
+struct Target {
+  int64_t layer = 0, block = 0;
+  std::vector<float> h, q, k, pooled;  ///< k [seq][Hkv][T_s][d] kept only when asked
+  std::vector<int64_t> first_block;    ///< sequence s's blocks start at first_block[s] (size S+1)
+  int64_t blocks(int64_t s) const { return first_block[s + 1] - first_block[s]; }
+};
+Target load_target(const Trace& trace, int64_t m, int64_t block, bool queries = true, bool keys = false);
+
+/// Layer m's selection for sequence s at query positions [begin, end):
+/// [Hkv, end - begin, width] block indices (forced first, -1 padding), by the
+/// selector (w null) or by the Forecast w[m].
+std::vector<int32_t> select_layer(const Trace& trace, const Target& tg, const nk::lm::BlockSelectorConfig& sel,
+                                  const Matrix* w, int64_t s, int64_t begin, int64_t end);
+
+/// Forecast group queries [n, Hkv*d] of n rows of attention input (rows of
+/// D floats at stride D) at the given positions.
+Matrix forecast_queries(const Matrix& w, const float* h, const int32_t* positions, int64_t n, int64_t kv_heads,
+                        int64_t head_dim, double rope_theta);
+
+/// KL(p || softmax z) over n blocks; dz = its gradient in z.
+double kl_full(const double* p, const double* z, int64_t n, double* dz);
+/// The authors' top-k KL: the blocks in 'selected' (1/0 per block) plus one
+/// rest bucket holding the mass of all others, for p and for softmax z.
+double kl_topk(const double* p, const double* z, int64_t n, const char* selected, double* dz);
+
+}  // namespace sparda

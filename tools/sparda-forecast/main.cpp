@@ -1,0 +1,92 @@
+// main.cpp - sparda-forecast: a Forecast projection that predicts the next
+// layer's KV blocks of block-sparse attention, for lookahead prefetch (SparDA).
+#include "nk/cli.hpp"
+#include "sparda-forecast/sparda.hpp"
+
+namespace {
+
+void add_selector(CLI::App& verb, nk::lm::BlockSelectorConfig& sel) {
+  verb.add_option("--block", sel.block, "Tokens per KV block")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  verb.add_option("--init-blocks", sel.init_blocks, "Leading blocks every query reads")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  verb.add_option("--local-blocks", sel.local_blocks, "Blocks ending with the query's own that it reads")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  verb.add_option("--topk", sel.topk, "Other complete blocks picked by score")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  nk::cli::App cli("sparda-forecast", "Forecast projections that predict the next layer's KV blocks (SparDA)");
+  cli.app().require_subcommand(1);
+
+  sparda::GenOptions gen;
+  CLI::App* gen_verb = cli.add_verb("gen", "Synthetic traces (attention input, post-RoPE q, k, v per layer)",
+                                    nk::cli::Randomness::seeded);
+  nk::cli::App::add_output(*gen_verb, gen.output, gen.no_clobber);
+  gen_verb->add_option("--layers", gen.layers, "Layers L")->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  gen_verb->add_option("--heads", gen.heads, "Query heads Hq (a multiple of --kv-heads)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  gen_verb->add_option("--kv-heads", gen.kv_heads, "KV heads Hkv (GQA groups)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  gen_verb->add_option("--head-dim", gen.head_dim, "Head dimension d (even)")
+      ->check(CLI::Range(int64_t{2}, int64_t{1024}));
+  gen_verb->add_option("--d-model", gen.d_model, "Width D of the attention input")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  gen_verb->add_option("--tokens", gen.tokens, "Tokens T per sequence")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  gen_verb->add_option("--batch", gen.batch, "Sequences B (a leading batch axis when > 1)")
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  gen_verb->add_option("--block", gen.block, "Tokens per block of the planted key topics")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  gen_verb->add_option("--rope-theta", gen.rope_theta, "RoPE base")->check(CLI::Range(1.0 + 1e-9, 1e12));
+  gen_verb->add_flag("--planted", gen.planted,
+                     "The next layer's group queries a linear map of this layer's attention input");
+  gen_verb->add_option("--noise", gen.noise, "Per-head query noise, relative to the group's query")
+      ->check(CLI::Range(0.0, 100.0));
+
+  sparda::SelectOptions select;
+  CLI::App* select_verb = cli.add_verb("select", "Each group's blocks per query: /layer_LL/blocks [Hkv,T,K]");
+  nk::cli::App::add_input(*select_verb, select.input, "trace (nk-lm capture or sparda-forecast gen)");
+  nk::cli::App::add_output(*select_verb, select.output, select.no_clobber);
+  select_verb
+      ->add_option("--by", select.by, "selector (the layer's own queries) or forecast (the previous layer's input)")
+      ->check(CLI::IsMember({"selector", "forecast"}));
+  select_verb->add_option("--forecast", select.forecast, "Forecast file (sparda-forecast train), for --by forecast");
+  add_selector(*select_verb, select.selector);
+
+  sparda::TrainOptions train;
+  CLI::App* train_verb = cli.add_verb(
+      "train", "Fit the Forecast projections by KL to the selector's block distribution", nk::cli::Randomness::seeded);
+  nk::cli::App::add_input(*train_verb, train.input, "trace (nk-lm capture or sparda-forecast gen)");
+  nk::cli::App::add_output(*train_verb, train.output, train.no_clobber);
+  train_verb->add_option("--steps", train.steps, "Adam steps per layer")
+      ->check(CLI::Range(int64_t{0}, int64_t{10000000}));
+  train_verb->add_option("--queries", train.queries, "Sampled queries per step")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  train_verb->add_option("--lr", train.lr, "Adam learning rate (cosine decay to a tenth)")
+      ->check(CLI::Range(1e-9, 10.0));
+  train_verb
+      ->add_option("--kl", train.kl, "full (all complete blocks) or topk (the selector's blocks plus one rest bucket)")
+      ->check(CLI::IsMember({"full", "topk"}));
+  train_verb->add_option("--init", train.init, "lstsq (regression on the group-mean query) or zero")
+      ->check(CLI::IsMember({"lstsq", "zero"}));
+  add_selector(*train_verb, train.selector);
+
+  sparda::EvalOptions eval;
+  CLI::App* eval_verb =
+      cli.add_verb("eval", "Recall and attention coverage of the Forecast's blocks against the selector's, per layer");
+  nk::cli::App::add_input(*eval_verb, eval.input, "trace (nk-lm capture or sparda-forecast gen)");
+  nk::cli::App::add_output(*eval_verb, eval.output, eval.no_clobber);
+  eval_verb->add_option("--forecast", eval.forecast, "Forecast file (sparda-forecast train)")->required();
+  eval_verb->add_option("--positions", eval.positions, "Query positions A:B (A..B-1; default all)");
+  add_selector(*eval_verb, eval.selector);
+
+  return cli.run(argc, argv, [&] {
+    if (*gen_verb) sparda::gen(gen, cli.env());
+    if (*select_verb) sparda::select(select, cli.env());
+    if (*train_verb) sparda::train(train, cli.env());
+    if (*eval_verb) sparda::eval(eval, cli.env());
+  });
+}

@@ -1,0 +1,53 @@
+// sparda.hpp - the verbs of sparda-forecast: the Forecast projection that
+// predicts the next layer's KV blocks of block-sparse attention (SparDA).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "nk/lm/block_select.hpp"
+#include "nk/run_env.hpp"
+
+namespace sparda {
+
+inline constexpr const char* kTraceSchema = "sparda-forecast.trace/1";
+inline constexpr const char* kForecastSchema = "sparda-forecast.forecast/1";
+inline constexpr const char* kSelectionSchema = "sparda-forecast.selection/1";
+inline constexpr const char* kEvalSchema = "sparda-forecast.eval/1";
+
+struct GenOptions {
+  std::string output = "-";
+  bool no_clobber = false;
+  int64_t layers = 3, heads = 4, kv_heads = 2, head_dim = 16, d_model = 128, tokens = 1024, batch = 1;
+  int64_t block = 64;  ///< the block the planted structure is made of
+  double rope_theta = 1e4;
+  bool planted = false;
+  double noise = 0.1;  ///< planted: per-head query noise relative to the group's query
+};
+void gen(const GenOptions& options, const nk::RunEnv& env);
+
+struct SelectOptions {
+  std::string input = "-", output = "-", forecast;
+  bool no_clobber = false;
+  std::string by = "selector";
+  nk::lm::BlockSelectorConfig selector;
+};
+void select(const SelectOptions& options, const nk::RunEnv& env);
+
+struct TrainOptions {
+  std::string input = "-", output = "-";
+  bool no_clobber = false;
+  int64_t steps = 300, queries = 256;
+  double lr = 1e-2;
+  std::string kl = "full", init = "lstsq";
+  nk::lm::BlockSelectorConfig selector;
+};
+void train(const TrainOptions& options, const nk::RunEnv& env);
+
+struct EvalOptions {
+  std::string input = "-", output = "-", forecast, positions;
+  bool no_clobber = false;
+  nk::lm::BlockSelectorConfig selector;
+};
+void eval(const EvalOptions& options, const nk::RunEnv& env);
+
+}  // namespace sparda
