@@ -45,6 +45,7 @@ void capture_corpus(const CaptureOptions& o, const nk::RunEnv& env, const nk::lm
   }
   nk::h5::Writer out(o.output, kCaptureSchema, o.no_clobber);
   nk::lm::write_capture_rows(out, observer, rows);
+  nk::lm::write_query_key_weights(out, ck.weights, observer);
   out.attr("/", "corpus", o.corpus);
   out.attr("/", "split", o.split);
   out.attr("/", "shard", env.shard.text());
@@ -113,6 +114,7 @@ void capture(const CaptureOptions& o, const nk::RunEnv& env) {
   if (!o.output.empty()) {
     nk::h5::Writer out(o.output, kCaptureSchema, o.no_clobber);
     nk::lm::write_capture(out, observer, sequence);
+    nk::lm::write_query_key_weights(out, ck.weights, observer);
     out.commit();
   }
   spdlog::info("capture: {} tokens, {} records (layer x step)", sequence.size(), observer.records().size());

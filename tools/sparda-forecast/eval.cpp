@@ -51,7 +51,11 @@ void eval(const EvalOptions& o, const nk::RunEnv&) {
   const Trace trace = Trace::open(o.input);
   require_selector(trace, o.selector);
   const auto [begin, end_arg] = parse_positions(o.positions, trace.longest());
-  const Forecast fc = Forecast::read(o.forecast, trace);
+  const bool infinigen = o.by == "infinigen";
+  if (!infinigen && o.forecast.empty())
+    throw nk::usage_error("eval --by forecast needs --forecast FILE (sparda-forecast train)");
+  if (infinigen && !o.forecast.empty()) throw nk::usage_error("--forecast applies to --by forecast");
+  const Forecast fc = infinigen ? Forecast{} : Forecast::read(o.forecast, trace);
   nk::h5::Writer out(o.output, kEvalSchema, o.no_clobber);
   const nk::lm::BlockSelectorConfig sel = o.selector;
   const int64_t L = trace.layers, S = trace.sequences(), Hq = trace.heads, Hkv = trace.kv_heads, G = trace.group(),
@@ -61,13 +65,16 @@ void eval(const EvalOptions& o, const nk::RunEnv&) {
   nk::Progress progress("eval", L * S);
   for (int64_t m = 0; m < L; ++m) {
     const Target tg = load_target(trace, m, sel.block, true, true);
+    Speculator sp;
+    if (infinigen) sp = make_speculator(trace, tg, o.rank);
+    const Scorer by{infinigen ? nullptr : &fc.w[m], infinigen ? &sp : nullptr};
     double rsum = 0, csum = 0;
     int64_t count = 0;
     for (int64_t seq = 0; seq < S; ++seq) {
       const int64_t T = trace.length(seq), end = std::min(end_arg, T), n = end - begin;
       if (n <= 0) continue;
-      const std::vector<int32_t> Sel = select_layer(trace, tg, sel, nullptr, seq, begin, end);
-      const std::vector<int32_t> F = select_layer(trace, tg, sel, &fc.w[m], seq, begin, end);
+      const std::vector<int32_t> Sel = select_layer(trace, tg, sel, Scorer{}, seq, begin, end);
+      const std::vector<int32_t> F = select_layer(trace, tg, sel, by, seq, begin, end);
       const float* q = tg.q.data() + Hq * trace.offsets[seq] * d;
       const float* k = tg.k.data() + Hkv * trace.offsets[seq] * d;
 #pragma omp parallel reduction(+ : rsum, csum, count)
@@ -140,6 +147,8 @@ void eval(const EvalOptions& o, const nk::RunEnv&) {
       rm += recall[static_cast<size_t>(m)], cm += coverage[static_cast<size_t>(m)], ++used;
   out.attr("/", "mean_recall", used ? rm / static_cast<double>(used) : std::nan(""));
   out.attr("/", "mean_coverage", used ? cm / static_cast<double>(used) : std::nan(""));
+  out.attr("/", "by", o.by);
+  if (infinigen) out.attr("/", "rank", std::min(o.rank, d));
   out.attr("/", "positions", std::to_string(begin) + ":" + std::to_string(end_arg));
   out.attr("/", "block", sel.block);
   out.attr("/", "init_blocks", sel.init_blocks);

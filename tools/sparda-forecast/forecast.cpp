@@ -1,6 +1,7 @@
 // forecast.cpp - Forecast weights, their queries and the KL (forecast.hpp).
 #include "sparda-forecast/forecast.hpp"
 
+#include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -89,23 +90,68 @@ Target load_target(const Trace& trace, int64_t m, int64_t block, bool queries, b
   return tg;
 }
 
+Speculator make_speculator(const Trace& trace, const Target& tg, int64_t rank) {
+  const int64_t m = tg.layer, D = trace.d_model, Hq = trace.heads, Hkv = trace.kv_heads, G = trace.group(),
+                d = trace.head_dim;
+  if (!trace.has(m, "wq"))
+    throw nk::input_error(trace.path(), Trace::name(m, "wq"),
+                          "missing: InfiniGen needs layer " + std::to_string(m) +
+                              "'s query projection [D, Hq*d] (nk-lm capture writes it)");
+  Speculator sp;
+  sp.rank = std::min(rank, d);
+  const std::vector<float> w = trace.read(m, "wq");
+  sp.wq = Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(w.data(), D, Hq * d)
+              .cast<double>();
+  // Calibration positions: every position, or an even subsample of 8,192.
+  const int64_t N = trace.total(), stride = std::max<int64_t>(1, N / 8192);
+  for (int64_t g = 0; g < Hkv; ++g) {
+    Eigen::MatrixXd gram = Eigen::MatrixXd::Zero(d, d);
+    for (int64_t s = 0; s < trace.sequences(); ++s)
+      for (int64_t t = 0; t < trace.length(s); ++t) {
+        if ((trace.offsets[s] + t) % stride) continue;
+        for (int64_t h = g * G; h < (g + 1) * G; ++h) {
+          const Eigen::Map<const Eigen::VectorXf> q(tg.q.data() + (Hq * trace.offsets[s] + h * trace.length(s) + t) * d,
+                                                    d);
+          gram.noalias() += q.cast<double>() * q.cast<double>().transpose();
+        }
+      }
+    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(gram);  // ascending eigenvalues
+    sp.basis.emplace_back(eig.eigenvectors().rightCols(sp.rank).rowwise().reverse());
+  }
+  return sp;
+}
+
 std::vector<int32_t> select_layer(const Trace& trace, const Target& tg, const nk::lm::BlockSelectorConfig& sel,
-                                  const Matrix* w, int64_t s, int64_t begin, int64_t end) {
-  const int64_t Hq = trace.heads, Hkv = trace.kv_heads, d = trace.head_dim, T = trace.length(s), D = trace.d_model,
-                K = sel.width();
+                                  const Scorer& by, int64_t s, int64_t begin, int64_t end) {
+  const int64_t Hq = trace.heads, Hkv = trace.kv_heads, G = trace.group(), d = trace.head_dim, T = trace.length(s),
+                D = trace.d_model, K = sel.width();
   const int64_t n = end - begin, off = trace.offsets[s], nb = tg.blocks(s);
   std::vector<int32_t> out(static_cast<size_t>(Hkv * n * K));
   const float* pooled = tg.pooled.data() + Hkv * tg.first_block[s] * d;
-  const float* q = w ? nullptr : tg.q.data() + Hq * off * d;
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  constexpr int64_t kChunk = 2048;  // forecast rows at a time
+  const Speculator* sp = by.infinigen;
+  // InfiniGen's partial key cache: the pooled keys' r skewed coordinates, [nb, r] per group.
+  std::vector<Matrix> partial;
+  if (sp)
+    for (int64_t g = 0; g < Hkv; ++g)
+      partial.push_back(Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+                            pooled + g * nb * d, nb, d)
+                            .cast<double>() *
+                        sp->basis[static_cast<size_t>(g)]);
+  constexpr int64_t kChunk = 2048;  // query rows at a time
   for (int64_t c0 = begin; c0 < end; c0 += kChunk) {
     const int64_t c1 = std::min(end, c0 + kChunk);
-    Matrix f;
-    if (w) {
-      std::vector<int32_t> pos(static_cast<size_t>(c1 - c0));
-      for (int64_t t = c0; t < c1; ++t) pos[static_cast<size_t>(t - c0)] = static_cast<int32_t>(t);
-      f = forecast_queries(*w, tg.h.data() + (off + c0) * D, pos.data(), c1 - c0, Hkv, d, trace.rope_theta);
+    std::vector<int32_t> pos(static_cast<size_t>(c1 - c0));
+    for (int64_t t = c0; t < c1; ++t) pos[static_cast<size_t>(t - c0)] = static_cast<int32_t>(t);
+    Matrix f;  // forecast: [rows, Hkv*d]; infinigen: [rows, Hq*r] (speculated queries in skewed coordinates)
+    if (by.forecast)
+      f = forecast_queries(*by.forecast, tg.h.data() + (off + c0) * D, pos.data(), c1 - c0, Hkv, d, trace.rope_theta);
+    if (sp) {
+      const Matrix full =
+          forecast_queries(sp->wq, tg.h.data() + (off + c0) * D, pos.data(), c1 - c0, Hq, d, trace.rope_theta);
+      f.resize(c1 - c0, Hq * sp->rank);
+      for (int64_t h = 0; h < Hq; ++h)
+        f.middleCols(h * sp->rank, sp->rank) = full.middleCols(h * d, d) * sp->basis[static_cast<size_t>(h / G)];
     }
 #pragma omp parallel
     {
@@ -114,14 +160,31 @@ std::vector<int32_t> select_layer(const Trace& trace, const Target& tg, const nk
       for (int64_t g = 0; g < Hkv; ++g)
         for (int64_t t = c0; t < c1; ++t) {
           const int64_t nc = std::min(sel.candidates(t), nb);
-          if (w) {
+          if (by.forecast) {
             for (int64_t j = 0; j < nc; ++j) {
               double dot = 0;
               for (int64_t i = 0; i < d; ++i) dot += f(t - c0, g * d + i) * pooled[(g * nb + j) * d + i];
               sc[static_cast<size_t>(j)] = dot * scale;
             }
+          } else if (sp) {
+            // The selector's rule on the speculated partial scores: group sum of the heads' softmaxes.
+            std::fill(sc.begin(), sc.begin() + nc, 0.0);
+            const Matrix& kp = partial[static_cast<size_t>(g)];
+            for (int64_t h = g * G; h < (g + 1) * G && nc > 0; ++h) {
+              double most = -INFINITY;
+              for (int64_t j = 0; j < nc; ++j) {
+                double dot = 0;
+                for (int64_t i = 0; i < sp->rank; ++i) dot += f(t - c0, h * sp->rank + i) * kp(j, i);
+                most = std::max(most, scratch[static_cast<size_t>(j)] = dot * scale);
+              }
+              double sum = 0;
+              for (int64_t j = 0; j < nc; ++j)
+                sum += (scratch[static_cast<size_t>(j)] = std::exp(scratch[static_cast<size_t>(j)] - most));
+              for (int64_t j = 0; j < nc; ++j) sc[static_cast<size_t>(j)] += scratch[static_cast<size_t>(j)] / sum;
+            }
           } else {
-            nk::lm::group_scores(sel, q, Hq, T, t, pooled, Hkv, nb, d, g, sc.data(), scratch.data());
+            nk::lm::group_scores(sel, tg.q.data() + Hq * off * d, Hq, T, t, pooled, Hkv, nb, d, g, sc.data(),
+                                 scratch.data());
           }
           nk::lm::select_blocks(sel, t, sc.data(), out.data() + (g * n + t - begin) * K);
         }

@@ -54,11 +54,34 @@ struct Target {
 };
 Target load_target(const Trace& trace, int64_t m, int64_t block, bool queries = true, bool keys = false);
 
+/// InfiniGen's speculation for target layer m (training-free): the source
+/// layer's attention input times layer m's own query projection wq, scored
+/// on the r channels that skewing makes largest. Skewing: per KV head g, the
+/// orthonormal basis V_g of the top-r eigenvectors of the Gram matrix of the
+/// group's post-RoPE queries (q.k = (qV).(kV) for the full basis, so the
+/// first r columns carry most of every score); the partial key cache holds
+/// the pooled keys' r coordinates in V_g.
+struct Speculator {
+  Matrix wq;                  ///< [D, Hq*d], layer m's query projection (x W, before RoPE)
+  std::vector<Matrix> basis;  ///< per KV head: [d, r]
+  int64_t rank = 0;
+};
+/// Builds the speculator of target layer m from the trace (wq of layer m,
+/// calibration on up to 8,192 of its query positions); exit 3 when the trace
+/// has no wq.
+Speculator make_speculator(const Trace& trace, const Target& tg, int64_t rank);
+
+/// How a selection scores blocks: the selector (both null), the Forecast
+/// weight of the target layer, or InfiniGen's speculator.
+struct Scorer {
+  const Matrix* forecast = nullptr;
+  const Speculator* infinigen = nullptr;
+};
+
 /// Layer m's selection for sequence s at query positions [begin, end):
-/// [Hkv, end - begin, width] block indices (forced first, -1 padding), by the
-/// selector (w null) or by the Forecast w[m].
+/// [Hkv, end - begin, width] block indices (forced first, -1 padding).
 std::vector<int32_t> select_layer(const Trace& trace, const Target& tg, const nk::lm::BlockSelectorConfig& sel,
-                                  const Matrix* w, int64_t s, int64_t begin, int64_t end);
+                                  const Scorer& by, int64_t s, int64_t begin, int64_t end);
 
 /// Forecast group queries [n, Hkv*d] of n rows of attention input (rows of
 /// D floats at stride D) at the given positions.

@@ -51,8 +51,13 @@ int main(int argc, char** argv) {
   nk::cli::App::add_input(*select_verb, select.input, "trace (nk-lm capture or sparda-forecast gen)");
   nk::cli::App::add_output(*select_verb, select.output, select.no_clobber);
   select_verb
-      ->add_option("--by", select.by, "selector (the layer's own queries) or forecast (the previous layer's input)")
-      ->check(CLI::IsMember({"selector", "forecast"}));
+      ->add_option("--by", select.by,
+                   "selector (the layer's own queries), forecast (the previous layer's input) or infinigen (that input "
+                   "times this "
+                   "layer's wq, skewed)")
+      ->check(CLI::IsMember({"selector", "forecast", "infinigen"}));
+  select_verb->add_option("--rank", select.rank, "infinigen: skewed channels r per head")
+      ->check(CLI::Range(int64_t{1}, int64_t{1024}));
   select_verb->add_option("--forecast", select.forecast, "Forecast file (sparda-forecast train), for --by forecast");
   add_selector(*select_verb, select.selector);
 
@@ -79,7 +84,11 @@ int main(int argc, char** argv) {
       cli.add_verb("eval", "Recall and attention coverage of the Forecast's blocks against the selector's, per layer");
   nk::cli::App::add_input(*eval_verb, eval.input, "trace (nk-lm capture or sparda-forecast gen)");
   nk::cli::App::add_output(*eval_verb, eval.output, eval.no_clobber);
-  eval_verb->add_option("--forecast", eval.forecast, "Forecast file (sparda-forecast train)")->required();
+  eval_verb->add_option("--by", eval.by, "forecast (--forecast) or infinigen (the trace's wq, skewed)")
+      ->check(CLI::IsMember({"forecast", "infinigen"}));
+  eval_verb->add_option("--forecast", eval.forecast, "Forecast file (sparda-forecast train), for --by forecast");
+  eval_verb->add_option("--rank", eval.rank, "infinigen: skewed channels r per head")
+      ->check(CLI::Range(int64_t{1}, int64_t{1024}));
   eval_verb->add_option("--positions", eval.positions, "Query positions A:B (A..B-1; default all)");
   add_selector(*eval_verb, eval.selector);
 

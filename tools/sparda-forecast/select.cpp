@@ -11,7 +11,7 @@ namespace sparda {
 void select(const SelectOptions& o, const nk::RunEnv&) {
   const Trace trace = Trace::open(o.input);
   require_selector(trace, o.selector);
-  const bool by_forecast = o.by == "forecast";
+  const bool by_forecast = o.by == "forecast", by_infinigen = o.by == "infinigen";
   if (by_forecast && o.forecast.empty())
     throw nk::usage_error("--by forecast needs --forecast FILE (sparda-forecast train)");
   if (!by_forecast && !o.forecast.empty()) throw nk::usage_error("--forecast applies to --by forecast");
@@ -21,10 +21,12 @@ void select(const SelectOptions& o, const nk::RunEnv&) {
   nk::Progress progress("select", trace.layers * S);
   for (int64_t m = 0; m < trace.layers; ++m) {
     const Target tg = load_target(trace, m, o.selector.block, !by_forecast);
+    Speculator sp;
+    if (by_infinigen) sp = make_speculator(trace, tg, o.rank);
+    const Scorer by{by_forecast ? &fc.w[m] : nullptr, by_infinigen ? &sp : nullptr};
     std::vector<int32_t> blocks;
     for (int64_t s = 0; s < S; ++s) {
-      const std::vector<int32_t> one =
-          select_layer(trace, tg, o.selector, by_forecast ? &fc.w[m] : nullptr, s, 0, trace.length(s));
+      const std::vector<int32_t> one = select_layer(trace, tg, o.selector, by, s, 0, trace.length(s));
       blocks.insert(blocks.end(), one.begin(), one.end());
       progress.update(m * S + s + 1);
     }
@@ -36,6 +38,7 @@ void select(const SelectOptions& o, const nk::RunEnv&) {
     out.write("/offsets", trace.offsets.data(), {trace.sequences() + 1}, "R+1");
   progress.finish();
   out.attr("/", "by", o.by);
+  if (by_infinigen) out.attr("/", "rank", std::min(o.rank, trace.head_dim));
   out.attr("/", "block", o.selector.block);
   out.attr("/", "init_blocks", o.selector.init_blocks);
   out.attr("/", "local_blocks", o.selector.local_blocks);

@@ -29,6 +29,7 @@ struct SelectOptions {
   std::string input = "-", output = "-", forecast;
   bool no_clobber = false;
   std::string by = "selector";
+  int64_t rank = 32;  ///< infinigen: skewed channels r
   nk::lm::BlockSelectorConfig selector;
 };
 void select(const SelectOptions& options, const nk::RunEnv& env);
@@ -45,6 +46,8 @@ void train(const TrainOptions& options, const nk::RunEnv& env);
 
 struct EvalOptions {
   std::string input = "-", output = "-", forecast, positions;
+  std::string by = "forecast";
+  int64_t rank = 32;
   bool no_clobber = false;
   nk::lm::BlockSelectorConfig selector;
 };

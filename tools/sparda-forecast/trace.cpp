@@ -96,6 +96,16 @@ Trace Trace::open(const std::string& path) {
       if (!nk::h5::is_float(info.dtype))
         throw nk::input_error(path, n, "is " + info.type_text + ", not floating point");
     }
+    for (const auto& [what, heads] : {std::pair{"wq", t.heads}, std::pair{"wk", t.kv_heads}}) {
+      const std::string n = name(l, what);
+      if (!f.has(n)) continue;
+      const std::vector<int64_t> shape{t.d_model, heads * t.head_dim};
+      const nk::h5::DatasetInfo info = f.info(n);
+      if (info.shape != shape)
+        throw nk::input_error(path, n,
+                              layer + " has shape " + nk::h5::shape_text(info.shape) +
+                                  "; expected [D, heads*d] = " + nk::h5::shape_text(shape));
+    }
     bytes = std::max(bytes, 4.0 * static_cast<double>(t.total()) *
                                 (static_cast<double>(t.d_model) +
                                  static_cast<double>(t.heads + 2 * t.kv_heads) * static_cast<double>(t.head_dim)));
@@ -111,7 +121,8 @@ std::vector<float> Trace::read(int64_t layer, const std::string& what) const {
   const std::string n = name(layer, what);
   nk::h5::Array<float> a = file.read<float>(n);
   nk::h5::require_finite(file.path(), n, a);
-  if (layout != Layout::packed || what == "attn_in") return std::move(a.data);  // already sequence-major
+  if (layout != Layout::packed || (what != "q" && what != "k" && what != "v"))
+    return std::move(a.data);  // already sequence-major
   // [H, total, d] -> [sequence][H][T_s][d]
   const int64_t H = a.shape[0], d = a.shape[2], N = total();
   std::vector<float> out(a.data.size());

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "nk/error.hpp"
@@ -162,6 +163,26 @@ void write_capture_rows(nk::h5::Writer& out, const CaptureObserver& capture,
   }
   write_model_attributes(out, c);
   out.attr("/", "rows", R);
+}
+
+void write_query_key_weights(nk::h5::Writer& out, const ParameterStore& weights, const CaptureObserver& capture) {
+  const Config& c = weights.config();
+  if (c.attention != AttentionKind::gqa) return;
+  std::vector<char> done(static_cast<size_t>(c.n_layers + 1), 0);
+  for (const auto& r : capture.records()) {
+    if (r.q.empty() || r.layer >= c.n_layers || done[static_cast<size_t>(r.layer)]) continue;
+    done[static_cast<size_t>(r.layer)] = 1;
+    const std::string g = "/capture/layer_" + two(r.layer, 2);
+    for (const auto& [part, name, heads] : {std::tuple{"self_attn.q_proj.weight", "/wq", c.n_heads},
+                                            std::tuple{"self_attn.k_proj.weight", "/wk", c.n_kv_heads}}) {
+      const std::span<const float> w = weights.tensor(layer_tensor(r.layer, part));  // [heads*hd, D]
+      const int64_t rows = heads * c.head_dim, D = c.d_model;
+      std::vector<float> t(static_cast<size_t>(rows * D));
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < D; ++j) t[static_cast<size_t>(j * rows + i)] = w[static_cast<size_t>(i * D + j)];
+      out.write(g + name, t.data(), {D, rows}, heads == c.n_heads ? "D,Hq*d" : "D,Hkv*d");
+    }
+  }
 }
 
 void write_trajectory(nk::h5::Writer& out, const CaptureObserver& capture) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "nk/lm/model.hpp"
+#include "nk/lm/params.hpp"
 
 namespace nk::h5 {
 class Writer;
@@ -59,6 +60,11 @@ void write_capture(nk::h5::Writer& out, const CaptureObserver& capture, std::spa
 /// attributes as write_capture's, and rows = R.
 void write_capture_rows(nk::h5::Writer& out, const CaptureObserver& capture,
                         const std::vector<std::vector<int32_t>>& rows);
+/// Beside a capture: /capture/layer_LL/wq [D, Hq*hd] and wk [D, Hkv*hd] (the
+/// query and key projections as x W, before RoPE) of every layer whose q/k/v
+/// were captured (InfiniGen-style speculation reads them). MLA models have
+/// no such projections: nothing is written.
+void write_query_key_weights(nk::h5::Writer& out, const ParameterStore& weights, const CaptureObserver& capture);
 /// dllm-sparse.trajectory/1: /layers/LL/steps/NNN/{q [H,L,d], k, v [Hkv,L,d]}.
 void write_trajectory(nk::h5::Writer& out, const CaptureObserver& capture);
 /// louver-index.kv/1 for one layer of the last step: /keys and /values
