@@ -113,6 +113,52 @@ sys.exit(1 if fails else 0)
 PYEOF
 then pass "python reference checks"; else fail "python reference checks"; fi
 
+# The decode engine, replayed over the planted trace: a device pool of 0.1 MiB
+# (51 blocks of 2 KiB) so that blocks are evicted and fetched again.
+DEC="--block 16 --topk 4 --positions 300:400 --device-mem 0.1"
+check "decode --mode resident" sparda-forecast -q decode -i p.h5 --mode resident $DEC -o dres.h5
+check "decode --mode sync (0.02 GB/s cap)" sparda-forecast -q decode -i p.h5 --mode sync $DEC --bandwidth 0.02 -o dsync.h5
+check "decode --mode forecast" sparda-forecast -q decode -i p.h5 --mode forecast --forecast fz.h5 $DEC -o dfc.h5
+check "a wrong forecast (trained on another trace)" sh -c "sparda-forecast -q gen --planted --layers 3 --tokens 512 --block 16 --seed 9 -o other9.h5 && sparda-forecast -q train -i other9.h5 $SEL --steps 20 -o wrong.h5"
+check "decode --mode forecast --verify with the wrong forecast" sparda-forecast -q decode -i p.h5 --mode forecast --verify --forecast wrong.h5 $DEC -o dver.h5
+check "decode --bandwidth auto, batched trace" sparda-forecast -q decode -i b.h5 --mode forecast --forecast bf.h5 --block 16 --topk 4 --positions 200:256 --device-mem 0.2 --bandwidth auto -o dbatch.h5
+if "$PY" - <<'PYEOF'
+import h5py, numpy as np, sys
+fails = 0
+def check(name, ok):
+    global fails
+    print(("ok   " if ok else "FAIL ") + name); fails += 0 if ok else 1
+res, syn, fc, ver = [h5py.File(n) for n in ("dres.h5", "dsync.h5", "dfc.h5", "dver.h5")]
+f = h5py.File("p.h5"); fsel = h5py.File("fsel.h5"); B = 16
+for l in range(3):
+    n = f"layer_{l:02d}/out"
+    check(f"layer {l}: sync == resident bit for bit", (res[n][...] == syn[n][...]).all())
+    check(f"layer {l}: forecast --verify (a wrong forecast) == sync bit for bit", (ver[n][...] == syn[n][...]).all())
+    # forecast: attention over the Forecast's blocks, in numpy
+    g = f[f"capture/layer_{l:02d}"]; q, k, v = [g[x][...].astype(np.float64) for x in "qkv"]
+    Hq, T, d = q.shape; Hkv = k.shape[0]; G = Hq // Hkv; blocks = fsel[f"layer_{l:02d}/blocks"][...]
+    want = np.zeros((Hq, 100, d))
+    for i, t in enumerate(range(300, 400)):
+        for h in range(Hq):
+            js = sorted(set(blocks[h // G, t]) - {-1})
+            idx = np.concatenate([np.arange(j * B, min((j + 1) * B, t + 1)) for j in js])
+            z = k[h // G, idx] @ q[h, t] / np.sqrt(d); p = np.exp(z - z.max()); p /= p.sum()
+            want[h, i] = p @ v[h // G, idx]
+    err = np.abs(fc[n][...] - want).max() / np.abs(want).max()
+    check(f"layer {l}: forecast output = numpy attention over the Forecast's blocks (rel {err:.1e} <= 1e-5)", err <= 1e-5)
+for name, x in (("sync", syn), ("forecast", fc), ("verify", ver)):
+    s = x["stats"]
+    check(f"{name}: bytes copied {s['bytes'][0]} = misses {s['misses'][0]} x block bytes {s['block_bytes'][0]}", s["bytes"][0] == s["misses"][0] * s["block_bytes"][0] == s["misses"][0] * 2 * B * 16 * 4)
+    check(f"{name}: every requested block is a hit or a miss, and blocks were evicted and fetched again ({s['misses'][0]} misses > 51 slots)", s["hits"][0] + s["misses"][0] == s["requested"][0] and s["misses"][0] > 51)
+s = syn["stats"]; rate = s["bytes"][0] / s["copy_busy_seconds"][0]
+check(f"the copy thread keeps the 0.02 GB/s cap within 10% ({rate / 1e9:.4f} GB/s while busy)", abs(rate / 2e7 - 1) <= 0.10)
+check(f"... and sync's wall time covers the transfers ({s['wall_seconds'][0]:.3f} s >= {s['bytes'][0] / 2e7:.3f} s)", s["wall_seconds"][0] >= s["bytes"][0] / 2e7)
+db = h5py.File("dbatch.h5")
+check("batched decode: [B,Hq,P,d] outputs and an auto bandwidth", db["layer_01/out"].shape == (3, 4, 56, 16) and db["stats/bandwidth"][0] > 0)
+sys.exit(1 if fails else 0)
+PYEOF
+then pass "decode against numpy and between modes"; else fail "decode against numpy and between modes"; fi
+
 # A trace written by h5py with no nk_ attributes (float64, packed rows of two
 # lengths with /capture/offsets as nk-lm capture --corpus writes them).
 "$PY" - <<'PYEOF'
@@ -239,6 +285,10 @@ expect_fail "empty standard input" 3 "standard input" sh -c "sparda-forecast sel
 expect_fail "truncated trace" 3 "trunc.h5" sh -c "head -c 20000 p.h5 > trunc.h5 && sparda-forecast select -i trunc.h5 $SEL -o x.h5"
 expect_fail "--by forecast without --forecast" 2 "needs --forecast" sparda-forecast select -i p.h5 --by forecast $SEL -o x.h5
 expect_fail "--positions outside T" 2 "positions 100:900" sparda-forecast eval -i p.h5 --forecast fz.h5 $SEL --positions 100:900 -o x.h5
+expect_fail "decode without values" 3 "plain.h5.*layer_00/v.*missing" sparda-forecast decode -i plain.h5 $SEL -o x.h5
+expect_fail "decode with too small a device pool" 2 "device-mem holds 2 blocks" sparda-forecast decode -i p.h5 $SEL --positions 300:400 --device-mem 0.004 -o x.h5
+expect_fail "decode --verify in sync mode" 2 "verify applies to" sparda-forecast decode -i p.h5 $SEL --verify -o x.h5
+expect_fail "decode --bandwidth fast" 2 "bandwidth 'fast'" sparda-forecast decode -i p.h5 $SEL --bandwidth fast -o x.h5
 expect_fail "--planted with too small a D" 2 "d-model >= 2 x kv-heads x head-dim = 64" sparda-forecast gen --planted --d-model 32 -o x.h5
 check "no output was left by the failures" test ! -e x.h5
 no_temp_files "no temp files" .

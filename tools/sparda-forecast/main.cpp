@@ -92,10 +92,34 @@ int main(int argc, char** argv) {
   eval_verb->add_option("--positions", eval.positions, "Query positions A:B (A..B-1; default all)");
   add_selector(*eval_verb, eval.selector);
 
+  sparda::DecodeOptions decode;
+  CLI::App* decode_verb = cli.add_verb(
+      "decode",
+      "Decode through the offload engine (host and device KV pools, a capped copy thread), replayed over a trace");
+  nk::cli::App::add_input(*decode_verb, decode.input, "trace with v (nk-lm capture or sparda-forecast gen)");
+  nk::cli::App::add_output(*decode_verb, decode.output, decode.no_clobber);
+  decode_verb
+      ->add_option("--mode", decode.mode,
+                   "sync (select, fetch, attend), forecast (lookahead), infinigen (lookahead) or resident")
+      ->check(CLI::IsMember({"sync", "forecast", "infinigen", "resident"}));
+  decode_verb->add_option("--forecast", decode.forecast, "Forecast file (sparda-forecast train), for --mode forecast");
+  decode_verb->add_flag("--verify", decode.verify,
+                        "Lookahead modes: also run the selector and fetch its misses at the layer (output = sync)");
+  decode_verb->add_option("--positions", decode.positions,
+                          "Decoded positions A:B (default all of the shortest sequence)");
+  decode_verb->add_option("--device-mem", decode.device_mib, "Device pool capacity, MiB")->check(CLI::Range(1e-3, 1e7));
+  decode_verb->add_option(
+      "--bandwidth", decode.bandwidth,
+      "Copy bandwidth cap in GB/s (0: uncapped), or auto (transfer time = resident's compute time)");
+  decode_verb->add_option("--rank", decode.rank, "infinigen: skewed channels r per head")
+      ->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  add_selector(*decode_verb, decode.selector);
+
   return cli.run(argc, argv, [&] {
     if (*gen_verb) sparda::gen(gen, cli.env());
     if (*select_verb) sparda::select(select, cli.env());
     if (*train_verb) sparda::train(train, cli.env());
     if (*eval_verb) sparda::eval(eval, cli.env());
+    if (*decode_verb) sparda::decode(decode, cli.env());
   });
 }

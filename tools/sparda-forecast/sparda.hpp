@@ -13,6 +13,7 @@ inline constexpr const char* kTraceSchema = "sparda-forecast.trace/1";
 inline constexpr const char* kForecastSchema = "sparda-forecast.forecast/1";
 inline constexpr const char* kSelectionSchema = "sparda-forecast.selection/1";
 inline constexpr const char* kEvalSchema = "sparda-forecast.eval/1";
+inline constexpr const char* kDecodeSchema = "sparda-forecast.decode/1";
 
 struct GenOptions {
   std::string output = "-";
@@ -52,5 +53,14 @@ struct EvalOptions {
   nk::lm::BlockSelectorConfig selector;
 };
 void eval(const EvalOptions& options, const nk::RunEnv& env);
+
+struct DecodeOptions {
+  std::string input = "-", output = "-", forecast, positions, mode = "sync", bandwidth = "0";
+  bool no_clobber = false, verify = false;
+  int64_t rank = 32;
+  double device_mib = 64;  ///< the device pool's capacity
+  nk::lm::BlockSelectorConfig selector;
+};
+void decode(const DecodeOptions& options, const nk::RunEnv& env);
 
 }  // namespace sparda

@@ -1,0 +1,305 @@
+// decode.cpp - decoding through the offload engine, replayed over a trace:
+// for each position of --positions and each layer, the blocks a mode picks
+// are brought to the device pool and attended over (the query's own partial
+// block is the device-resident tail). Modes:
+//   sync      the selector's blocks, fetched at the layer (sparse offload)
+//   forecast  layer l's Forecast picks layer l+1's blocks, fetched while
+//             layer l computes (layer 0: its own w_curr, fetched at once);
+//             --verify also runs the selector and fetches its misses at the
+//             layer, and attends over the selector's blocks (= sync)
+//   infinigen as forecast, by InfiniGen's speculation
+//   resident  every block on the device: the selector's, no copies
+#include <omp.h>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include "nk/error.hpp"
+#include "nk/h5.hpp"
+#include "nk/log.hpp"
+#include "nk/progress.hpp"
+#include "sparda-forecast/engine.hpp"
+#include "sparda-forecast/forecast.hpp"
+#include "sparda-forecast/sparda.hpp"
+
+namespace sparda {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+enum class Kind { sync, forecast, infinigen, resident };
+
+Kind parse_mode(const std::string& m) {
+  if (m == "sync") return Kind::sync;
+  if (m == "forecast") return Kind::forecast;
+  if (m == "infinigen") return Kind::infinigen;
+  return Kind::resident;
+}
+
+/// The blocks of one layer's selection for every sequence, as engine keys
+/// (the query's own block excluded: it is the tail), and per (sequence,
+/// group) the blocks in increasing order with their index among the keys
+/// (-1: the tail).
+struct Plan {
+  std::vector<Engine::Key> keys;
+  std::vector<std::vector<std::pair<int32_t, int64_t>>> blocks;  ///< [seq * Hkv + g]
+};
+
+Plan make_plan(const std::vector<std::vector<int32_t>>& selection, int64_t layer, int64_t t, int64_t Hkv, int64_t K,
+               int64_t block) {
+  Plan p;
+  const int64_t S = static_cast<int64_t>(selection.size()), own = t / block;
+  p.blocks.resize(static_cast<size_t>(S * Hkv));
+  for (int64_t s = 0; s < S; ++s)
+    for (int64_t g = 0; g < Hkv; ++g) {
+      auto& list = p.blocks[static_cast<size_t>(s * Hkv + g)];
+      for (int64_t e = 0; e < K; ++e) {
+        const int32_t j = selection[static_cast<size_t>(s)][static_cast<size_t>(g * K + e)];
+        if (j < 0) continue;
+        if (j == own) {
+          list.push_back({j, -1});
+        } else {
+          list.push_back({j, static_cast<int64_t>(p.keys.size())});
+          p.keys.push_back({static_cast<int32_t>(s), static_cast<int32_t>(layer), static_cast<int32_t>(g), j});
+        }
+      }
+      std::sort(list.begin(), list.end());
+    }
+  return p;
+}
+
+struct Run {
+  std::vector<std::vector<float>> out;  ///< per layer [S, Hq, P, d]
+  std::vector<double> step_s;
+  EngineStats stats;
+  double select_s = 0, attend_s = 0, wall_s = 0;
+};
+
+struct Replay {
+  const Trace& trace;
+  const DecodeOptions& o;
+  std::vector<Target> tg;             ///< per layer: its q, k, pooled keys and (for layer m) the attn_in of m-1
+  std::vector<std::vector<float>> v;  ///< per layer, sequence-major
+  const Forecast* fc = nullptr;
+  std::vector<Speculator> sp;
+  int64_t begin = 0, end = 0;
+
+  /// The selection of target layer m at t for every sequence: [Hkv * K] each.
+  std::vector<std::vector<int32_t>> select(int64_t m, int64_t t, const Scorer& by) const {
+    std::vector<std::vector<int32_t>> out;
+    for (int64_t s = 0; s < trace.sequences(); ++s)
+      out.push_back(select_layer(trace, tg[static_cast<size_t>(m)], o.selector, by, s, t, t + 1));
+    return out;
+  }
+  Scorer scorer(Kind kind, int64_t m) const {
+    if (kind == Kind::forecast) return {&fc->w[static_cast<size_t>(m)], nullptr};
+    if (kind == Kind::infinigen) return {nullptr, &sp[static_cast<size_t>(m)]};
+    return {};
+  }
+
+  Run run(Kind kind, bool verify, double bandwidth, int64_t device_blocks) const {
+    const int64_t L = trace.layers, S = trace.sequences(), Hq = trace.heads, Hkv = trace.kv_heads, d = trace.head_dim,
+                  K = o.selector.width(), B = o.selector.block, P = end - begin;
+    const bool lookahead = kind == Kind::forecast || kind == Kind::infinigen;
+    Engine engine(d, B, kind == Kind::resident ? 0 : device_blocks, bandwidth);
+    for (int64_t l = 0; l < L; ++l)
+      for (int64_t s = 0; s < S; ++s)
+        for (int64_t g = 0; g < Hkv; ++g) {
+          const int64_t at = (Hkv * trace.offsets[s] + g * trace.length(s)) * d;
+          engine.set_host(s, l, g, tg[static_cast<size_t>(l)].k.data() + at, v[static_cast<size_t>(l)].data() + at);
+        }
+    Run r;
+    r.out.assign(static_cast<size_t>(L), std::vector<float>(static_cast<size_t>(S * Hq * P * d)));
+    std::vector<float> q(static_cast<size_t>(Hq * d)), o1(q.size());
+    nk::Progress progress("decode", P);
+    const auto wall0 = Clock::now();
+    for (int64_t t = begin; t < end; ++t) {
+      const auto step0 = Clock::now();
+      std::vector<std::vector<int32_t>> ahead_sel;
+      Engine::Ticket ahead;
+      for (int64_t l = 0; l < L; ++l) {
+        // This layer's blocks: the selector's, or what the previous layer forecast (and fetched).
+        auto t0 = Clock::now();
+        std::vector<std::vector<int32_t>> sel;
+        Engine::Ticket ticket;
+        bool fetched = false;
+        if (!lookahead) {
+          sel = select(l, t, {});
+        } else if (l == 0) {
+          sel = select(0, t, scorer(kind, 0));
+        } else {
+          sel = std::move(ahead_sel), ticket = std::move(ahead), fetched = true;
+        }
+        // Lookahead: the next layer's blocks, on their way while this layer computes.
+        if (lookahead && l + 1 < L) {
+          ahead_sel = select(l + 1, t, scorer(kind, l + 1));
+          r.select_s += since(t0);
+          ahead = engine.fetch(make_plan(ahead_sel, l + 1, t, Hkv, K, B).keys);
+          t0 = Clock::now();
+        }
+        if (verify && lookahead) {
+          if (fetched) engine.release(ticket);  // the forecast's blocks stay cached: the selector's hit them
+          sel = select(l, t, {});
+          fetched = false;
+        }
+        r.select_s += since(t0);
+        const Plan plan = make_plan(sel, l, t, Hkv, K, B);
+        if (kind != Kind::resident) {
+          if (!fetched) ticket = engine.fetch(plan.keys);
+          engine.wait(ticket);
+        }
+        // Attend, per sequence.
+        t0 = Clock::now();
+        const Target& x = tg[static_cast<size_t>(l)];
+        for (int64_t s = 0; s < S; ++s) {
+          const int64_t T = trace.length(s), off = trace.offsets[s];
+          std::vector<std::vector<BlockRef>> refs(static_cast<size_t>(Hkv));
+          for (int64_t g = 0; g < Hkv; ++g) {
+            const float* hk = x.k.data() + (Hkv * off + g * T) * d;
+            const float* hv = v[static_cast<size_t>(l)].data() + (Hkv * off + g * T) * d;
+            for (const auto& [j, key] : plan.blocks[static_cast<size_t>(s * Hkv + g)]) {
+              if (key < 0 || kind == Kind::resident)
+                refs[static_cast<size_t>(g)].push_back(
+                    {hk + j * B * d, hv + j * B * d, B, static_cast<int64_t>(j) * B});
+              else
+                refs[static_cast<size_t>(g)].push_back(engine.device(ticket, static_cast<size_t>(key)));
+            }
+          }
+          for (int64_t h = 0; h < Hq; ++h) std::copy_n(x.q.data() + (Hq * off + h * T + t) * d, d, q.begin() + h * d);
+          sparse_attend(q.data(), Hq, Hkv, d, t, refs, o1.data());
+          float* dst = r.out[static_cast<size_t>(l)].data();
+          for (int64_t h = 0; h < Hq; ++h) std::copy_n(o1.begin() + h * d, d, dst + ((s * Hq + h) * P + t - begin) * d);
+        }
+        r.attend_s += since(t0);
+        if (kind != Kind::resident) engine.release(ticket);
+      }
+      r.step_s.push_back(since(step0));
+      progress.update(t - begin + 1);
+    }
+    progress.finish();
+    r.wall_s = since(wall0);
+    r.stats = engine.stats();
+    return r;
+  }
+};
+
+/// --bandwidth: GB/s (0: uncapped) or auto (bytes/s < 0).
+double parse_bandwidth(const std::string& text) {
+  if (text == "auto") return -1;
+  size_t used = 0;
+  double v = -1;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !std::isfinite(v) || v < 0 || v > 1e6)
+    throw nk::usage_error("--bandwidth '" + text + "' is not GB/s in 0..1e6 (0: uncapped) or auto");
+  return v * 1e9;
+}
+
+}  // namespace
+
+void decode(const DecodeOptions& o, const nk::RunEnv& env) {
+  // The copy thread stands in for a DMA engine, which takes no compute core:
+  // it gets one of its own (OpenMP's idle workers spin and would starve it).
+  const int compute_threads = std::max(1, env.threads - 1);
+  omp_set_num_threads(compute_threads);
+  Eigen::setNbThreads(compute_threads);
+  const Trace trace = Trace::open(o.input);
+  require_selector(trace, o.selector);
+  const Kind kind = parse_mode(o.mode);
+  const bool lookahead = kind == Kind::forecast || kind == Kind::infinigen;
+  if (kind == Kind::forecast && o.forecast.empty())
+    throw nk::usage_error("--mode forecast needs --forecast FILE (sparda-forecast train)");
+  if (kind != Kind::forecast && !o.forecast.empty()) throw nk::usage_error("--forecast applies to --mode forecast");
+  if (o.verify && !lookahead) throw nk::usage_error("--verify applies to --mode forecast and infinigen");
+  double bandwidth = parse_bandwidth(o.bandwidth);
+  int64_t shortest = trace.length(0);
+  for (int64_t s = 1; s < trace.sequences(); ++s) shortest = std::min(shortest, trace.length(s));
+  Replay rp{trace, o, {}, {}, nullptr, {}, 0, shortest};
+  if (!o.positions.empty()) {
+    const size_t colon = o.positions.find(':');
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("");
+      if (colon > 0) rp.begin = std::stoll(o.positions.substr(0, colon));
+      if (colon + 1 < o.positions.size()) rp.end = std::stoll(o.positions.substr(colon + 1));
+    } catch (const std::exception&) {
+      throw nk::usage_error("--positions '" + o.positions + "' is not A:B");
+    }
+    if (rp.begin < 0 || rp.end > shortest || rp.begin >= rp.end)
+      throw nk::usage_error("--positions " + o.positions + " is not a non-empty range inside 0:" +
+                            std::to_string(shortest) + " (the shortest sequence)");
+  }
+  const Forecast fc = kind == Kind::forecast ? Forecast::read(o.forecast, trace) : Forecast{};
+  rp.fc = &fc;
+  for (int64_t l = 0; l < trace.layers; ++l) {
+    if (!trace.has(l, "v"))
+      throw nk::input_error(trace.path(), Trace::name(l, "v"), "missing: decoding attends over the values");
+    rp.tg.push_back(load_target(trace, l, o.selector.block, true, true));
+    rp.v.push_back(trace.read(l, "v"));
+    if (kind == Kind::infinigen) rp.sp.push_back(make_speculator(trace, rp.tg.back(), o.rank));
+  }
+  nk::h5::Writer out(o.output, kDecodeSchema, o.no_clobber);
+  const int64_t block_bytes = 2 * o.selector.block * trace.head_dim * static_cast<int64_t>(sizeof(float));
+  const int64_t device_blocks = static_cast<int64_t>(o.device_mib * 1048576.0 / static_cast<double>(block_bytes));
+  if (bandwidth < 0) {
+    // auto: the link moves sync's misses of a step in the time resident computes a step.
+    const Run resident = rp.run(Kind::resident, false, 0, 0);
+    const Run sync = rp.run(Kind::sync, false, 0, device_blocks);
+    const double tc = resident.wall_s / static_cast<double>(rp.end - rp.begin);
+    bandwidth = std::max(
+        1.0, static_cast<double>(sync.stats.bytes) / static_cast<double>(rp.end - rp.begin) / std::max(tc, 1e-9));
+    spdlog::info("--bandwidth auto: {:.3f} GB/s (resident {:.3f} ms a step, sync copies {:.0f} KiB a step)",
+                 bandwidth / 1e9, tc * 1e3,
+                 static_cast<double>(sync.stats.bytes) / static_cast<double>(rp.end - rp.begin) / 1024.0);
+  }
+  const Run r = rp.run(kind, o.verify, bandwidth, device_blocks);
+
+  const int64_t L = trace.layers, S = trace.sequences(), Hq = trace.heads, d = trace.head_dim, P = rp.end - rp.begin;
+  for (int64_t l = 0; l < L; ++l) {
+    char name[40];
+    std::snprintf(name, sizeof name, "/layer_%02lld/out", static_cast<long long>(l));
+    if (S == 1)
+      out.write(name, r.out[static_cast<size_t>(l)].data(), {Hq, P, d}, "Hq,P,d");
+    else
+      out.write(name, r.out[static_cast<size_t>(l)].data(), {S, Hq, P, d}, "B,Hq,P,d");
+  }
+  std::vector<int64_t> positions(static_cast<size_t>(P));
+  for (int64_t t = rp.begin; t < rp.end; ++t) positions[static_cast<size_t>(t - rp.begin)] = t;
+  out.write("/positions", positions.data(), {P}, "P");
+  out.write("/stats/step_seconds", r.step_s.data(), {P}, "P", "s");
+  const auto scalar = [&](const char* n, auto value) { out.write(std::string("/stats/") + n, &value, {1}, "1"); };
+  scalar("requested", r.stats.requested);
+  scalar("hits", r.stats.hits);
+  scalar("misses", r.stats.misses);
+  scalar("bytes", r.stats.bytes);
+  scalar("transfers", r.stats.transfers);
+  scalar("block_bytes", block_bytes);
+  scalar("wait_seconds", r.stats.wait_s);
+  scalar("copy_busy_seconds", r.stats.copy_busy_s);
+  scalar("select_seconds", r.select_s);
+  scalar("attend_seconds", r.attend_s);
+  scalar("wall_seconds", r.wall_s);
+  scalar("bandwidth", bandwidth);
+  out.attr("/", "mode", o.mode);
+  out.attr("/", "verify", static_cast<int64_t>(o.verify));
+  out.attr("/", "device_blocks", device_blocks);
+  out.attr("/", "block", o.selector.block);
+  out.attr("/", "topk", o.selector.topk);
+  out.commit();
+  spdlog::info(
+      "decode {}: {} steps x {} sequences, {:.3f} ms a step; {} of {} blocks hit, {:.1f} MiB copied, {:.3f} s waiting",
+      o.mode, P, S, r.wall_s / static_cast<double>(P) * 1e3, r.stats.hits, r.stats.requested,
+      static_cast<double>(r.stats.bytes) / 1048576.0, r.stats.wait_s);
+}
+
+}  // namespace sparda
