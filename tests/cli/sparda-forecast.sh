@@ -188,6 +188,12 @@ ok = x.shape == (2, 512, 7) and (a['offsets'][...] == [0, 300, 512]).all() and (
 ok = ok and (x[:, 300, 0] == 0).all() and (x[:, 300, 1:] == -1).all()
 sys.exit(0 if ok else 1)\""
 
+check "decode packed rows of two lengths: NaN past the shorter row's end, the rest = the single-trace decode" sh -c "sparda-forecast -q decode -i packed.h5 --block 16 --topk 4 --positions 200:260 -o dpk.h5 && sparda-forecast -q decode -i p.h5 --block 16 --topk 4 --positions 200:260 --mode resident -o dpk1.h5 && $PY -c \"
+import h5py, numpy as np, sys
+a = h5py.File('dpk.h5')['layer_01/out'][...]; b = h5py.File('dpk1.h5')['layer_01/out'][...]
+ok = a.shape == (2, 4, 60, 16) and (a[0] == b).all() and np.isnan(a[1, :, 12:]).all() and not np.isnan(a[1, :, :12]).any()
+sys.exit(0 if ok else 1)\""
+
 # The shipped nk-lm model: a capture of text, trained and evaluated.
 fortune_text() { for f in /usr/share/games/fortunes/computers /usr/share/games/fortunes/science; do [ -f "$f" ] && head -c 3000 "$f"; done; }
 if [ -f /usr/share/games/fortunes/computers ] && [ -f "$NK_SOURCE/data/lm/causal.h5" ]; then

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <tuple>
 
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
@@ -96,7 +97,9 @@ struct Replay {
   std::vector<std::vector<int32_t>> select(int64_t m, int64_t t, const Scorer& by) const {
     std::vector<std::vector<int32_t>> out;
     for (int64_t s = 0; s < trace.sequences(); ++s)
-      out.push_back(select_layer(trace, tg[static_cast<size_t>(m)], o.selector, by, s, t, t + 1));
+      out.push_back(t < trace.length(s)
+                        ? select_layer(trace, tg[static_cast<size_t>(m)], o.selector, by, s, t, t + 1)
+                        : std::vector<int32_t>(static_cast<size_t>(trace.kv_heads * o.selector.width()), -1));
     return out;
   }
   Scorer scorer(Kind kind, int64_t m) const {
@@ -161,6 +164,11 @@ struct Replay {
         const Target& x = tg[static_cast<size_t>(l)];
         for (int64_t s = 0; s < S; ++s) {
           const int64_t T = trace.length(s), off = trace.offsets[s];
+          if (t >= T) {  // this sequence has ended: undefined
+            float* dst = r.out[static_cast<size_t>(l)].data();
+            for (int64_t h = 0; h < Hq; ++h) std::fill_n(dst + ((s * Hq + h) * P + t - begin) * d, d, std::nanf(""));
+            continue;
+          }
           std::vector<std::vector<BlockRef>> refs(static_cast<size_t>(Hkv));
           for (int64_t g = 0; g < Hkv; ++g) {
             const float* hk = x.k.data() + (Hkv * off + g * T) * d;
@@ -223,22 +231,9 @@ void decode(const DecodeOptions& o, const nk::RunEnv& env) {
   if (kind != Kind::forecast && !o.forecast.empty()) throw nk::usage_error("--forecast applies to --mode forecast");
   if (o.verify && !lookahead) throw nk::usage_error("--verify applies to --mode forecast and infinigen");
   double bandwidth = parse_bandwidth(o.bandwidth);
-  int64_t shortest = trace.length(0);
-  for (int64_t s = 1; s < trace.sequences(); ++s) shortest = std::min(shortest, trace.length(s));
-  Replay rp{trace, o, {}, {}, nullptr, {}, 0, shortest};
-  if (!o.positions.empty()) {
-    const size_t colon = o.positions.find(':');
-    try {
-      if (colon == std::string::npos) throw std::invalid_argument("");
-      if (colon > 0) rp.begin = std::stoll(o.positions.substr(0, colon));
-      if (colon + 1 < o.positions.size()) rp.end = std::stoll(o.positions.substr(colon + 1));
-    } catch (const std::exception&) {
-      throw nk::usage_error("--positions '" + o.positions + "' is not A:B");
-    }
-    if (rp.begin < 0 || rp.end > shortest || rp.begin >= rp.end)
-      throw nk::usage_error("--positions " + o.positions + " is not a non-empty range inside 0:" +
-                            std::to_string(shortest) + " (the shortest sequence)");
-  }
+  const int64_t longest = trace.longest();
+  Replay rp{trace, o, {}, {}, nullptr, {}, 0, longest};
+  std::tie(rp.begin, rp.end) = parse_positions(o.positions, longest);
   const Forecast fc = kind == Kind::forecast ? Forecast::read(o.forecast, trace) : Forecast{};
   rp.fc = &fc;
   for (int64_t l = 0; l < trace.layers; ++l) {
@@ -268,6 +263,7 @@ void decode(const DecodeOptions& o, const nk::RunEnv& env) {
   for (int64_t l = 0; l < L; ++l) {
     char name[40];
     std::snprintf(name, sizeof name, "/layer_%02lld/out", static_cast<long long>(l));
+    out.allow_nonfinite(name);  // NaN: positions past a sequence's end
     if (S == 1)
       out.write(name, r.out[static_cast<size_t>(l)].data(), {Hq, P, d}, "Hq,P,d");
     else

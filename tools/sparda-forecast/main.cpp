@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
   decode_verb->add_flag("--verify", decode.verify,
                         "Lookahead modes: also run the selector and fetch its misses at the layer (output = sync)");
   decode_verb->add_option("--positions", decode.positions,
-                          "Decoded positions A:B (default all of the shortest sequence)");
+                          "Decoded positions A:B (default all; NaN past a sequence's end)");
   decode_verb->add_option("--device-mem", decode.device_mib, "Device pool capacity, MiB")->check(CLI::Range(1e-3, 1e7));
   decode_verb->add_option(
       "--bandwidth", decode.bandwidth,

@@ -166,6 +166,31 @@ std::vector<int32_t> Trace::to_layout(const std::vector<int32_t>& x, int64_t hea
   return out;
 }
 
+/// --positions A:B inside 0:T (either end may be left out).
+std::pair<int64_t, int64_t> parse_positions(const std::string& text, int64_t T) {
+  if (text.empty()) return {0, T};
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos) throw nk::usage_error("--positions '" + text + "' is not A:B");
+  const auto number = [&](const std::string& s, int64_t fallback) -> int64_t {
+    if (s.empty()) return fallback;
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(s, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != s.size() || s.size() > 18)
+      throw nk::usage_error("--positions '" + text + "': '" + s + "' is not a position");
+    return v;
+  };
+  const int64_t a = number(text.substr(0, colon), 0), b = number(text.substr(colon + 1), T);
+  if (a < 0 || b > T || a >= b)
+    throw nk::usage_error("--positions " + text + " is not a non-empty range inside 0:" + std::to_string(T) +
+                          " (the longest sequence)");
+  return {a, b};
+}
+
 void require_selector(const Trace& trace, const nk::lm::BlockSelectorConfig& sel) {
   const int64_t T = trace.longest();
   if (T < sel.block)

@@ -52,6 +52,9 @@ struct Trace {
   explicit Trace(nk::h5::File f) : file(std::move(f)) {}
 };
 
+/// --positions A:B (A..B-1) inside 0:T; empty: 0:T. A usage error otherwise.
+std::pair<int64_t, int64_t> parse_positions(const std::string& text, int64_t T);
+
 /// Exit 3 unless the longest sequence holds a complete block and --topk is
 /// not above its number of complete blocks.
 void require_selector(const Trace& trace, const nk::lm::BlockSelectorConfig& sel);
