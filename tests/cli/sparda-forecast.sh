@@ -250,6 +250,21 @@ check(f"layer 2, r = 8: InfiniGen's blocks equal numpy's on {same / total:.4f} o
 sys.exit(1 if fails else 0)
 PYEOF
   then pass "InfiniGen against numpy"; else fail "InfiniGen against numpy"; fi
+  # Decoding the model itself: the engine as nk::lm's attention (chunked prefill of random prompts, then generation).
+  MDEC="--model $NK_SOURCE/data/lm/causal.h5 --prompt-tokens 150 --steps 24 --chunk 40 --block 16 --topk 4 --device-mem 0.2"
+  head -c 450 /usr/share/games/fortunes/science > short.txt
+  check "a Forecast of the shipped model from a short capture of other text (a poor one)" sh -c "nk-lm -q capture -m $NK_SOURCE/data/lm/causal.h5 --text short.txt -o cap2.h5 && sparda-forecast -q train -i cap2.h5 $SEL --steps 5 -o poor.h5"
+  check "decode --model: resident, sync (0.5 GB/s), forecast, forecast --verify with the poor Forecast" sh -c "sparda-forecast -q decode $MDEC --mode resident -o mres.h5 && sparda-forecast -q decode $MDEC --mode sync --bandwidth 0.5 -o msync.h5 && sparda-forecast -q decode $MDEC --mode forecast --forecast capf.h5 -o mfc.h5 && sparda-forecast -q decode $MDEC --mode forecast --verify --forecast poor.h5 -o mver.h5"
+  check "decode --model: resident, sync and verify generate the same tokens; bytes = misses x block bytes" sh -c "$PY -c \"
+import h5py, numpy as np, sys
+r, s, v = h5py.File('mres.h5'), h5py.File('msync.h5'), h5py.File('mver.h5')
+ok = (r['tokens'][...] == s['tokens'][...]).all() and (v['tokens'][...] == s['tokens'][...]).all()
+ok = ok and s['stats/misses'][0] > 0 and s['stats/bytes'][0] == s['stats/misses'][0] * s['stats/block_bytes'][0]
+ok = ok and h5py.File('mfc.h5')['tokens'].shape == (24, 1)
+sys.exit(0 if ok else 1)\""
+  expect_fail "decode --model --mode infinigen" 2 "replays traces only" sparda-forecast decode $MDEC --mode infinigen -o x.h5
+  expect_fail "decode --model --mode forecast without a Forecast" 2 "needs --forecast" sparda-forecast decode $MDEC --mode forecast -o x.h5
+  expect_fail "decode --model past the context" 2 "pass the model's context of 256" sparda-forecast decode --model $NK_SOURCE/data/lm/causal.h5 --prompt-tokens 250 --steps 24 -o x.h5
   expect_fail "InfiniGen on a trace without wq" 3 "p.h5.*layer_00/wq.*missing" sparda-forecast eval -i p.h5 --by infinigen $SEL -o x.h5
 fi
 
@@ -284,6 +299,7 @@ expect_fail "no rope_theta" 3 "theta.h5.*rope_theta is missing" sparda-forecast 
 expect_fail "T below one block" 3 "short.h5.*layer 0: T = 10 tokens hold no complete block of 16" sparda-forecast eval -i short.h5 --forecast fz.h5 $SEL -o x.h5
 expect_fail "topk above the block count" 3 "p.h5.*--topk 40 is above the 32 complete blocks" sparda-forecast select -i p.h5 --block 16 --topk 40 -o x.h5
 expect_fail "a forecast of another model" 3 "otherf.h5.*w_curr.*\[96,32\].*another model" sparda-forecast eval -i p.h5 --forecast otherf.h5 $SEL -o x.h5
+expect_fail "decode --model with a Forecast of another model" 3 "otherf.h5.*w_curr.*of the model" sparda-forecast decode --model "$NK_SOURCE/data/lm/causal.h5" --prompt-tokens 100 --steps 2 --mode forecast --forecast otherf.h5 $SEL -o x.h5
 expect_fail "decreasing /capture/offsets" 3 "ragged.h5.*capture/offsets" sparda-forecast select -i ragged.h5 $SEL -o x.h5
 expect_fail "a forecast that is not one" 3 "sel.h5.*nk_schema.*expected a forecast" sparda-forecast select -i p.h5 --by forecast --forecast sel.h5 $SEL -o x.h5
 expect_fail "not a trace" 3 "fz.h5.*nk_schema" sparda-forecast select -i fz.h5 $SEL -o x.h5

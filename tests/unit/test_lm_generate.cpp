@@ -104,6 +104,79 @@ TEST_SUITE("lm_generate") {
     CHECK_FALSE(small.reserve(small.open(), c.max_seq + 1));
   }
 
+  TEST_CASE("gqa attention backend: a dense cache written in the test gives the full forward's logits (chunked, token by token)") {
+    const nk::lm::Config c = config(nk::lm::Mode::causal);
+    nk::lm::ParameterStore w(c);
+    w.init(8);
+    const nk::lm::Model m(w);
+    const std::vector<int32_t> seq = random_tokens(29, 9, c.vocab);
+    const std::vector<float> ref = full_logits(m, seq);
+    // The reference backend: every key of the slot, softmax in double.
+    struct Dense : nk::lm::AttentionBackend {
+      std::vector<std::vector<float>> k, v;  // per layer: rows of kv_heads*hd
+      int64_t len = 0, layers = 0, calls = 0;
+      double xmax = 0;
+      int64_t length(int32_t) const override { return len; }
+      void attend(const nk::lm::AttentionCall& a, float* out) override {
+        const int64_t n = a.batch->rows(), kvd = a.kv_heads * a.head_dim, G = a.heads / a.kv_heads, hd = a.head_dim;
+        auto& K = k[static_cast<size_t>(a.layer)];
+        auto& V = v[static_cast<size_t>(a.layer)];
+        K.insert(K.end(), a.k, a.k + n * kvd);
+        V.insert(V.end(), a.v, a.v + n * kvd);
+        ++calls;
+        xmax = std::max(xmax, double(std::abs(a.x[0])));
+        for (int64_t r = 0; r < n; ++r)
+          for (int64_t h = 0; h < a.heads; ++h) {
+            const int64_t g = h / G, upto = a.positions[r];
+            std::vector<double> p(static_cast<size_t>(upto + 1));
+            double most = -1e300, sum = 0;
+            for (int64_t j = 0; j <= upto; ++j) {
+              double dot = 0;
+              for (int64_t i = 0; i < hd; ++i) dot += double(a.q[(r * a.heads + h) * hd + i]) * K[static_cast<size_t>(j * kvd + g * hd + i)];
+              most = std::max(most, p[static_cast<size_t>(j)] = dot * a.scale);
+            }
+            for (double& x : p) sum += (x = std::exp(x - most));
+            for (int64_t i = 0; i < hd; ++i) {
+              double acc = 0;
+              for (int64_t j = 0; j <= upto; ++j) acc += p[static_cast<size_t>(j)] * V[static_cast<size_t>(j * kvd + g * hd + i)];
+              out[(r * a.heads + h) * hd + i] = static_cast<float>(acc / sum);
+            }
+          }
+        if (a.layer == layers - 1) len += n;
+      }
+    } dense;
+    dense.layers = c.n_layers;
+    dense.k.resize(static_cast<size_t>(c.n_layers));
+    dense.v.resize(static_cast<size_t>(c.n_layers));
+    nk::lm::Workspace ws(c, {9, 9, false});
+    int64_t done = 0;
+    for (int64_t chunk : {9, 1, 1, 5, 1, 9, 3}) {
+      const std::vector<int32_t> part(seq.begin() + done, seq.begin() + done + chunk);
+      const std::vector<int64_t> off{0, chunk};
+      const std::vector<int32_t> slots{0};
+      nk::lm::ForwardOptions o;
+      o.attention = &dense;
+      m.forward({part, off, {}, slots}, ws, o);
+      for (int64_t i = 0; i < chunk * c.vocab; ++i) REQUIRE(ws.logits()[i] == doctest::Approx(ref[done * c.vocab + i]).epsilon(1e-4));
+      done += chunk;
+    }
+    CHECK(done == 29);
+    CHECK(dense.calls == 7 * c.n_layers);
+    CHECK(dense.xmax > 0);
+    // With a KvCache beside it, or on a training workspace: usage errors.
+    nk::lm::KvCache cache(c, {4, 0, 1});
+    const std::vector<int32_t> one{1};
+    const std::vector<int64_t> off{0, 1};
+    const std::vector<int32_t> slots{0};
+    nk::lm::ForwardOptions both;
+    both.attention = &dense, both.cache = &cache;
+    CHECK(nk::test::exit_code([&] { m.forward({one, off, {}, slots}, ws, both); }) == 2);
+    nk::lm::Workspace train(c, {4, 4, true});
+    nk::lm::ForwardOptions plain;
+    plain.attention = &dense;
+    CHECK(nk::test::exit_code([&] { m.forward({one, off, {}, slots}, train, plain); }) == 2);
+  }
+
   TEST_CASE("mla: absorbed decoding (chunked, token by token, packed slots) and the KV cache give the unabsorbed forward's logits") {
     nk::lm::Config c = config(nk::lm::Mode::causal);
     c.attention = nk::lm::AttentionKind::mla;

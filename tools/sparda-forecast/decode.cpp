@@ -21,10 +21,13 @@
 
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
+#include "nk/lm/checkpoint.hpp"
 #include "nk/log.hpp"
 #include "nk/progress.hpp"
+#include "nk/rng.hpp"
 #include "sparda-forecast/engine.hpp"
 #include "sparda-forecast/forecast.hpp"
+#include "sparda-forecast/generate.hpp"
 #include "sparda-forecast/sparda.hpp"
 
 namespace sparda {
@@ -34,15 +37,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-enum class Kind { sync, forecast, infinigen, resident };
-
-Kind parse_mode(const std::string& m) {
-  if (m == "sync") return Kind::sync;
-  if (m == "forecast") return Kind::forecast;
-  if (m == "infinigen") return Kind::infinigen;
-  return Kind::resident;
 }
 
 /// The blocks of one layer's selection for every sequence, as engine keys
@@ -214,6 +208,195 @@ double parse_bandwidth(const std::string& text) {
   return v * 1e9;
 }
 
+struct ModelRun {
+  std::vector<double> step_s;
+  std::vector<int32_t> tokens;  ///< [B, steps]
+  EngineStats stats;
+  double prefill_s = 0, select_s = 0, attend_s = 0, wall_s = 0;
+};
+
+/// The paper's decode shapes at 4 layers (MiniCPM4.1-8B-like attention and
+/// MLP), random weights: what timing needs, not what a model knows.
+nk::lm::Config bench_config(int64_t context) {
+  nk::lm::Config c;
+  c.vocab = 512, c.d_model = 4096, c.n_layers = 4, c.n_heads = 32, c.n_kv_heads = 8, c.head_dim = 128, c.d_ff = 14336;
+  c.max_seq = context, c.rope_theta = 1e6, c.tied_head = true;
+  return c;
+}
+
+ModelRun run_model(const nk::lm::ParameterStore& weights, const DecodeOptions& o, const nk::RunEnv& env, Kind kind,
+                   bool verify, double bandwidth, int64_t device_blocks, const Forecast* fc, int64_t steps) {
+  const nk::lm::Config& c = weights.config();
+  const nk::lm::Model model(weights);
+  const int64_t B = o.batch, N = o.prompt_tokens, chunk = std::min(o.chunk, N);
+  OffloadBackend backend(c, kind, verify, o.selector, fc, B, N + steps, device_blocks, bandwidth);
+  nk::lm::Workspace ws(c, {B * std::max<int64_t>(chunk, 1), std::max<int64_t>(chunk, 1), false});
+  std::vector<int32_t> slots(static_cast<size_t>(B)), next(static_cast<size_t>(B));
+  for (int64_t s = 0; s < B; ++s) slots[static_cast<size_t>(s)] = static_cast<int32_t>(s);
+  ModelRun r;
+  auto t0 = Clock::now();
+  if (o.model.empty()) {
+    backend.synthesize(N, env.seed);  // the prompt's cache, without a prefill's hours
+    nk::Rng rng(env.seed);
+    for (auto& t : next) t = static_cast<int32_t>(rng.below(static_cast<uint64_t>(c.vocab - 4)));
+  } else {
+    // Chunked prefill of random prompts, every slot in each forward.
+    nk::Rng rng(env.seed);
+    for (int64_t done = 0; done < N; done += chunk) {
+      const int64_t len = std::min(chunk, N - done);
+      std::vector<int32_t> tokens;
+      std::vector<int64_t> offsets{0};
+      for (int64_t s = 0; s < B; ++s) {
+        for (int64_t i = 0; i < len; ++i)
+          tokens.push_back(static_cast<int32_t>(rng.below(static_cast<uint64_t>(c.vocab - 4))));
+        offsets.push_back(static_cast<int64_t>(tokens.size()));
+      }
+      nk::lm::ForwardOptions fo;
+      fo.logits = nk::lm::LogitRows::last, fo.attention = &backend;
+      model.forward({tokens, offsets, {}, slots}, ws, fo);
+    }
+    for (int64_t s = 0; s < B; ++s) {
+      const float* row = ws.logits() + s * c.vocab;
+      next[static_cast<size_t>(s)] = static_cast<int32_t>(std::max_element(row, row + c.vocab) - row);
+    }
+  }
+  r.prefill_s = since(t0);
+  const EngineStats before = backend.stats();
+  const double select0 = backend.select_seconds(), attend0 = backend.attend_seconds();
+  std::vector<int64_t> offsets(static_cast<size_t>(B + 1));
+  for (int64_t s = 0; s <= B; ++s) offsets[static_cast<size_t>(s)] = s;
+  nk::Progress progress("decode", steps);
+  const auto wall0 = Clock::now();
+  for (int64_t step = 0; step < steps; ++step) {
+    t0 = Clock::now();
+    nk::lm::ForwardOptions fo;
+    fo.logits = nk::lm::LogitRows::last, fo.attention = &backend, fo.step = step;
+    model.forward({next, offsets, {}, slots}, ws, fo);
+    for (int64_t s = 0; s < B; ++s) {
+      const float* row = ws.logits() + s * c.vocab;
+      next[static_cast<size_t>(s)] = static_cast<int32_t>(std::max_element(row, row + c.vocab) - row);
+    }
+    r.step_s.push_back(since(t0));
+    r.tokens.insert(r.tokens.end(), next.begin(), next.end());
+    progress.update(step + 1);
+  }
+  progress.finish();
+  r.wall_s = since(wall0);
+  r.stats = backend.stats();
+  r.stats.requested -= before.requested, r.stats.hits -= before.hits, r.stats.misses -= before.misses;
+  r.stats.bytes -= before.bytes, r.stats.transfers -= before.transfers, r.stats.wait_s -= before.wait_s;
+  r.stats.copy_busy_s -= before.copy_busy_s;
+  r.select_s = backend.select_seconds() - select0, r.attend_s = backend.attend_seconds() - attend0;
+  return r;
+}
+
+double parse_bandwidth(const std::string& text);
+
+void decode_model(const DecodeOptions& o, const nk::RunEnv& env) {
+  const Kind kind = parse_mode(o.mode);
+  if (kind == Kind::infinigen)
+    throw nk::usage_error(
+        "decode --mode infinigen replays traces only (-i); a model decodes in sync, forecast or resident");
+  if (o.verify && kind != Kind::forecast) throw nk::usage_error("--verify applies to --mode forecast and infinigen");
+  if (!o.model.empty() && !o.forecast.empty() && kind != Kind::forecast)
+    throw nk::usage_error("--forecast applies to --mode forecast");
+  double bandwidth = parse_bandwidth(o.bandwidth);
+  const int64_t context = o.prompt_tokens + o.steps + 1;
+  std::unique_ptr<nk::lm::Checkpoint> ck;
+  std::unique_ptr<nk::lm::ParameterStore> bench;
+  if (o.model.empty()) {
+    const nk::lm::Config c = bench_config(context);
+    c.validate("--bench-shapes");
+    const double weights_bytes = 4.0 * static_cast<double>(c.parameter_count());
+    const double pools = 2.0 * 4.0 * static_cast<double>(o.batch) *
+                         static_cast<double>(c.n_layers * c.n_kv_heads * c.head_dim) *
+                         static_cast<double>(context + o.selector.block);
+    if (1.1 * (weights_bytes + pools) > nk::h5::available_memory_bytes())
+      throw nk::usage_error("--bench-shapes at " + std::to_string(o.prompt_tokens) + " tokens x batch " +
+                            std::to_string(o.batch) + " needs " +
+                            std::to_string(static_cast<int64_t>((weights_bytes + pools) / 1e9)) +
+                            " GB, more than is available");
+    bench = std::make_unique<nk::lm::ParameterStore>(c);
+    bench->init(env.seed);
+  } else {
+    ck = std::make_unique<nk::lm::Checkpoint>(nk::lm::load_checkpoint(o.model));
+    const nk::lm::Config& c = ck->weights.config();
+    if (c.mla() || c.mode != nk::lm::Mode::causal)
+      throw nk::usage_error("decode: " + o.model + " is not a causal grouped-query model");
+    if (context > c.max_seq)
+      throw nk::usage_error("decode: --prompt-tokens + --steps = " + std::to_string(context) +
+                            " pass the model's context of " + std::to_string(c.max_seq));
+  }
+  const nk::lm::ParameterStore& weights = bench ? *bench : ck->weights;
+  const nk::lm::Config& c = weights.config();
+  if (o.prompt_tokens < o.selector.block) throw nk::usage_error("--prompt-tokens must hold at least one --block");
+  Forecast fc;
+  if (kind == Kind::forecast) {
+    if (!o.forecast.empty()) {
+      fc = Forecast::read_for(o.forecast, c.n_layers, c.n_kv_heads, c.head_dim, c.d_model, c.rope_theta);
+    } else if (bench) {
+      // Timing only: random Forecasts pick wrong blocks, which costs the same without --verify.
+      fc.layers = c.n_layers, fc.kv_heads = c.n_kv_heads, fc.head_dim = c.head_dim, fc.d_model = c.d_model;
+      nk::Rng rng(env.seed ^ 0x5eedull);
+      for (int64_t m = 0; m < c.n_layers; ++m) {
+        Matrix w(c.d_model, c.n_kv_heads * c.head_dim);
+        for (int64_t i = 0; i < w.size(); ++i) w.data()[i] = rng.normal() / std::sqrt(static_cast<double>(c.d_model));
+        fc.w.push_back(std::move(w));
+      }
+    } else {
+      throw nk::usage_error("--mode forecast with --model needs --forecast FILE (train on a capture of that model)");
+    }
+  }
+  nk::h5::Writer out(o.output, kDecodeSchema, o.no_clobber);
+  const int64_t block_bytes = 2 * o.selector.block * c.head_dim * static_cast<int64_t>(sizeof(float));
+  const int64_t device_blocks = static_cast<int64_t>(o.device_mib * 1048576.0 / static_cast<double>(block_bytes));
+  double tc = 0;
+  if (bandwidth < 0) {
+    const int64_t k = std::min<int64_t>(o.calibrate_steps, o.steps);
+    const ModelRun resident = run_model(weights, o, env, Kind::resident, false, 0, 0, nullptr, k);
+    const ModelRun sync = run_model(weights, o, env, Kind::sync, false, 0, device_blocks, nullptr, k);
+    tc = resident.wall_s / static_cast<double>(k);
+    bandwidth = std::max(1.0, static_cast<double>(sync.stats.bytes) / static_cast<double>(k) / std::max(tc, 1e-9));
+    spdlog::info("--bandwidth auto: {:.3f} GB/s (resident {:.1f} ms a step, sync copies {:.1f} MiB a step)",
+                 bandwidth / 1e9, tc * 1e3, static_cast<double>(sync.stats.bytes) / static_cast<double>(k) / 1048576.0);
+  }
+  const ModelRun r = run_model(weights, o, env, kind, o.verify, bandwidth, device_blocks, &fc, o.steps);
+  out.write("/tokens", r.tokens.data(), {o.steps, o.batch}, "steps,B");
+  out.write("/stats/step_seconds", r.step_s.data(), {o.steps}, "steps", "s");
+  const auto scalar = [&](const char* n, auto value) { out.write(std::string("/stats/") + n, &value, {1}, "1"); };
+  scalar("requested", r.stats.requested);
+  scalar("hits", r.stats.hits);
+  scalar("misses", r.stats.misses);
+  scalar("bytes", r.stats.bytes);
+  scalar("transfers", r.stats.transfers);
+  scalar("block_bytes", block_bytes);
+  scalar("wait_seconds", r.stats.wait_s);
+  scalar("copy_busy_seconds", r.stats.copy_busy_s);
+  scalar("select_seconds", r.select_s);
+  scalar("attend_seconds", r.attend_s);
+  scalar("wall_seconds", r.wall_s);
+  scalar("prefill_seconds", r.prefill_s);
+  scalar("bandwidth", bandwidth);
+  out.attr("/", "mode", o.mode);
+  out.attr("/", "verify", static_cast<int64_t>(o.verify));
+  out.attr("/", "model", o.model.empty() ? std::string("bench-shapes") : o.model);
+  out.attr("/", "prompt_tokens", o.prompt_tokens);
+  out.attr("/", "batch", o.batch);
+  out.attr("/", "steps", o.steps);
+  out.attr("/", "device_blocks", device_blocks);
+  out.attr("/", "block", o.selector.block);
+  out.attr("/", "topk", o.selector.topk);
+  out.attr("/", "parameters", c.parameter_count());
+  out.commit();
+  std::vector<double> sorted = r.step_s;
+  std::sort(sorted.begin(), sorted.end());
+  spdlog::info(
+      "decode {} ({}): batch {} after {} tokens, median step {:.1f} ms; {} of {} blocks hit, {:.1f} MiB copied, {:.3f} "
+      "s waiting",
+      o.mode, o.model.empty() ? "bench shapes" : o.model, o.batch, o.prompt_tokens, sorted[sorted.size() / 2] * 1e3,
+      r.stats.hits, r.stats.requested, static_cast<double>(r.stats.bytes) / 1048576.0, r.stats.wait_s);
+}
+
 }  // namespace
 
 void decode(const DecodeOptions& o, const nk::RunEnv& env) {
@@ -222,6 +405,10 @@ void decode(const DecodeOptions& o, const nk::RunEnv& env) {
   const int compute_threads = std::max(1, env.threads - 1);
   omp_set_num_threads(compute_threads);
   Eigen::setNbThreads(compute_threads);
+  if (!o.model.empty() || o.bench_shapes) {
+    if (!o.model.empty() && o.bench_shapes) throw nk::usage_error("give --model or --bench-shapes, not both");
+    return decode_model(o, env);
+  }
   const Trace trace = Trace::open(o.input);
   require_selector(trace, o.selector);
   const Kind kind = parse_mode(o.mode);

@@ -24,35 +24,49 @@ std::string weight_name(int64_t m) {
 
 }  // namespace
 
-Forecast Forecast::read(const std::string& path, const Trace& trace) {
+namespace {
+
+Forecast read_forecast(const std::string& path, int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t d_model,
+                       double rope_theta, const std::string& against) {
   const nk::h5::File f = nk::h5::File::open(path);
   if (auto schema = f.attr_string("/", "nk_schema"); schema && schema->rfind("sparda-forecast.forecast/", 0) != 0)
     throw nk::input_error(path, "", "nk_schema is '" + *schema + "'; expected a forecast file (sparda-forecast train)");
   Forecast fc;
-  fc.layers = trace.layers, fc.kv_heads = trace.kv_heads, fc.head_dim = trace.head_dim, fc.d_model = trace.d_model;
-  const std::vector<int64_t> want{trace.d_model, trace.kv_heads * trace.head_dim};
-  for (int64_t m = 0; m < trace.layers; ++m) {
+  fc.layers = layers, fc.kv_heads = kv_heads, fc.head_dim = head_dim, fc.d_model = d_model;
+  const std::vector<int64_t> want{d_model, kv_heads * head_dim};
+  for (int64_t m = 0; m < layers; ++m) {
     const std::string n = weight_name(m);
     if (!f.has(n))
       throw nk::input_error(path, n,
-                            "missing: the trace '" + nk::display_name(trace.path()) + "' has " +
-                                std::to_string(trace.layers) + " layers, so layer " + std::to_string(m) +
-                                " needs this forecast (a forecast of another model?)");
+                            "missing: " + against + " has " + std::to_string(layers) + " layers, so layer " +
+                                std::to_string(m) + " needs this forecast (a forecast of another model?)");
     const nk::h5::DatasetInfo info = f.info(n);
     if (info.shape != want)
       throw nk::input_error(path, n,
-                            "shape " + nk::h5::shape_text(info.shape) + " does not fit the trace's layer " +
-                                std::to_string(m) + ": expected [D, Hkv*d] = " + nk::h5::shape_text(want) +
+                            "shape " + nk::h5::shape_text(info.shape) + " does not fit layer " + std::to_string(m) +
+                                " of " + against + ": expected [D, Hkv*d] = " + nk::h5::shape_text(want) +
                                 " (a forecast of another model?)");
     const nk::h5::Array<double> a = f.read<double>(n);
     nk::h5::require_finite(path, n, a);
     fc.w.emplace_back(Eigen::Map<const Matrix>(a.data.data(), want[0], want[1]));
   }
-  if (const auto theta = f.attr_number("/", "rope_theta"); theta && *theta != trace.rope_theta)
+  if (const auto theta = f.attr_number("/", "rope_theta"); theta && *theta != rope_theta)
     throw nk::input_error(
         path, "/",
-        "rope_theta " + std::to_string(*theta) + " differs from the trace's " + std::to_string(trace.rope_theta));
+        "rope_theta " + std::to_string(*theta) + " differs from the " + std::to_string(rope_theta) + " of " + against);
   return fc;
+}
+
+}  // namespace
+
+Forecast Forecast::read(const std::string& path, const Trace& trace) {
+  return read_forecast(path, trace.layers, trace.kv_heads, trace.head_dim, trace.d_model, trace.rope_theta,
+                       "the trace '" + nk::display_name(trace.path()) + "'");
+}
+
+Forecast Forecast::read_for(const std::string& path, int64_t layers, int64_t kv_heads, int64_t head_dim,
+                            int64_t d_model, double rope_theta) {
+  return read_forecast(path, layers, kv_heads, head_dim, d_model, rope_theta, "the model");
 }
 
 void Forecast::write(nk::h5::Writer& out) const {

@@ -40,6 +40,9 @@ struct Forecast {
   /// on (layers, d_model, KV heads, head dimension): exit 3 naming file,
   /// dataset and layer.
   static Forecast read(const std::string& path, const Trace& trace);
+  /// The same check against a model's sizes instead of a trace's.
+  static Forecast read_for(const std::string& path, int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t d_model,
+                           double rope_theta);
   void write(nk::h5::Writer& out) const;
 };
 

@@ -113,6 +113,22 @@ int main(int argc, char** argv) {
       "Copy bandwidth cap in GB/s (0: uncapped), or auto (transfer time = resident's compute time)");
   decode_verb->add_option("--rank", decode.rank, "infinigen: skewed channels r per head")
       ->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  decode_verb->add_option("--model", decode.model,
+                          "Decode this nk-lm model (generation through the engine) instead of a trace");
+  decode_verb->add_flag("--bench-shapes", decode.bench_shapes,
+                        "Decode a random-weight model of the paper's shapes (Hq 32, Hkv 8, d 128, D 4096, MLP 14336, 4 "
+                        "layers) over a synthetic prompt cache");
+  decode_verb->add_option("--prompt-tokens", decode.prompt_tokens, "Model decoding: prompt length N")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  decode_verb->add_option("--batch", decode.batch, "Model decoding: sequences decoded together")
+      ->check(CLI::Range(int64_t{1}, int64_t{64}));
+  decode_verb->add_option("--steps", decode.steps, "Model decoding: tokens generated per sequence")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  decode_verb->add_option("--chunk", decode.chunk, "Model decoding: prefill chunk (tokens per forward per sequence)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  decode_verb
+      ->add_option("--calibrate-steps", decode.calibrate_steps, "Model decoding: steps timed for --bandwidth auto")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   add_selector(*decode_verb, decode.selector);
 
   return cli.run(argc, argv, [&] {

@@ -60,14 +60,20 @@ void block_softmax(const float* q, const float* pooled, int64_t n, int64_t d, do
   for (int64_t j = 0; j < n; ++j) p[j] /= sum;
 }
 
-void group_scores(const BlockSelectorConfig& c, const float* q, int64_t Hq, int64_t T, int64_t t, const float* pooled,
-                  int64_t Hkv, int64_t nb, int64_t d, int64_t g, double* scores, double* scratch) {
+void group_scores_at(const BlockSelectorConfig& c, const float* q, int64_t head_stride, int64_t Hq, int64_t t,
+                     const float* pooled, int64_t Hkv, int64_t nb, int64_t d, int64_t g, double* scores,
+                     double* scratch) {
   const int64_t G = Hq / Hkv, n = std::min(c.candidates(t), nb);
   std::fill(scores, scores + n, 0.0);
   for (int64_t h = g * G; h < (g + 1) * G; ++h) {
-    block_softmax(q + (h * T + t) * d, pooled + g * nb * d, n, d, scratch);
+    block_softmax(q + h * head_stride, pooled + g * nb * d, n, d, scratch);
     for (int64_t j = 0; j < n; ++j) scores[j] += scratch[j];
   }
+}
+
+void group_scores(const BlockSelectorConfig& c, const float* q, int64_t Hq, int64_t T, int64_t t, const float* pooled,
+                  int64_t Hkv, int64_t nb, int64_t d, int64_t g, double* scores, double* scratch) {
+  group_scores_at(c, q + t * d, T * d, Hq, t, pooled, Hkv, nb, d, g, scores, scratch);
 }
 
 }  // namespace nk::lm

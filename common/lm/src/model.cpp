@@ -259,8 +259,11 @@ void Model::forward(const TokenBatch& batch, Workspace& ws, const ForwardOptions
   const int64_t qd = c.n_heads * c.head_dim, kvd = c.n_kv_heads * c.head_dim;
   if (S < 1 || batch.offsets[0] != 0 || batch.offsets[static_cast<size_t>(S)] != n)
     throw usage_error("model: the batch's offsets must run from 0 to its " + std::to_string(n) + " tokens");
-  if ((options.cache || options.mla) && static_cast<int64_t>(batch.slots.size()) != S)
+  if ((options.cache || options.mla || options.attention) && static_cast<int64_t>(batch.slots.size()) != S)
     throw usage_error("model: a cached forward needs one slot per segment");
+  if (options.attention && (c.mla() || options.cache || options.mla || ws.limits_.training))
+    throw usage_error(c.mla() ? "model: an attention backend needs a grouped-query model (this one is mla)"
+                              : "model: an attention backend owns the cache and runs inference only (no KvCache, no training workspace)");
   if (options.mla && (!c.mla() || options.cache || ws.limits_.training))
     throw usage_error(!c.mla() ? "model: an MLA backend needs an mla model"
                                : "model: an MLA backend owns the cache and runs inference only (no KvCache, no training workspace)");
@@ -273,7 +276,10 @@ void Model::forward(const TokenBatch& batch, Workspace& ws, const ForwardOptions
       throw usage_error("model: segment " + std::to_string(s) + " has " + std::to_string(len) +
                         " tokens; the workspace takes 1.." + std::to_string(ws.limits_.max_segment));
     const int32_t slot = batch.slots.empty() ? 0 : batch.slots[static_cast<size_t>(s)];
-    const int64_t cached = options.cache ? options.cache->length(slot) : options.mla ? options.mla->length(slot) : 0;
+    const int64_t cached = options.cache       ? options.cache->length(slot)
+                           : options.mla       ? options.mla->length(slot)
+                           : options.attention ? options.attention->length(slot)
+                                               : 0;
     for (int64_t i = 0; i < len; ++i)
       ws.positions_[static_cast<size_t>(batch.offsets[static_cast<size_t>(s)] + i)] = static_cast<int32_t>(cached + i);
   }
@@ -355,6 +361,13 @@ void Model::forward(const TokenBatch& batch, Workspace& ws, const ForwardOptions
     if (obs && !options.mla) obs->qkv(site, L.q.data(), L.k.data(), L.v.data());
     if (options.mla) {
       // attended above
+    } else if (options.attention) {
+      AttentionCall call;
+      call.layer = l, call.step = options.step, call.batch = &batch, call.positions = pos;
+      call.x = L.ln1.data(), call.q = L.q.data(), call.k = L.k.data(), call.v = L.v.data();
+      call.heads = c.n_heads, call.kv_heads = c.n_kv_heads, call.head_dim = c.head_dim;
+      call.scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim)), call.causal = causal;
+      options.attention->attend(call, L.att.data());
     } else if (cache)
       cached_attention(*cache, batch, l, L.q.data(), L.k.data(), L.v.data(), causal, L.att.data(), L.lse.data(), ws.scratch_.data(), c);
     else

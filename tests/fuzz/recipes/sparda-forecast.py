@@ -5,6 +5,9 @@ TRACE = ("sparda-forecast -q --threads 1 gen --planted --layers 2 --tokens 96 --
          "--head-dim 8 --d-model 32 --seed 2 -o {w}/trace.h5")
 FORECAST = "sparda-forecast -q --threads 1 train -i {w}/trace.h5 --block 16 --topk 2 --steps 3 -o {w}/forecast.h5"
 SEL = "--block 16 --topk 2"
+MODEL = "{src}/data/lm/causal.h5"
+LM_CAPTURE = "printf 'The cat sat on the mat, and the dog sat on the log.' > {w}/t.txt && nk-lm -q capture -m " + MODEL + " --text {w}/t.txt -o {w}/cap.h5"
+LM_FORECAST = "sparda-forecast -q --threads 1 train -i {w}/cap.h5 --block 4 --topk 2 --steps 2 -o {w}/lmf.h5"
 
 RECIPES = [
     {"tool": "sparda-forecast", "verb": "select",
@@ -36,6 +39,15 @@ RECIPES = [
      "setup": [TRACE],
      "inputs": {"trace": "{w}/trace.h5"},
      "run": "sparda-forecast -q --threads 1 decode -i {trace} --mode sync " + SEL + " --positions 60:96 --device-mem 0.05 -o {out}"},
+    {"tool": "sparda-forecast", "verb": "decode --model --mode forecast (the Forecast mutated)",
+     "setup": [LM_CAPTURE, LM_FORECAST],
+     "inputs": {"forecast": "{w}/lmf.h5"},
+     "run": "sparda-forecast -q --threads 1 decode --model " + MODEL + " --mode forecast --forecast {forecast} --block 4 --topk 2 "
+            "--prompt-tokens 20 --steps 2 --chunk 8 -o {out}"},
+    {"tool": "sparda-forecast", "verb": "eval --by infinigen (a capture with wq)",
+     "setup": [LM_CAPTURE],
+     "inputs": {"cap": "{w}/cap.h5"},
+     "run": "sparda-forecast -q --threads 1 eval -i {cap} --by infinigen --rank 8 --block 4 --topk 2 -o {out}"},
     {"tool": "sparda-forecast", "verb": "--config",
      "setup": [TRACE, "printf 'threads = 1\\nquiet = true\\n[select]\\nblock = 16\\ntopk = 2\\n' > {w}/c.toml"],
      "inputs": {"config": "{w}/c.toml"}, "text": {"config": True},

@@ -55,4 +55,10 @@ void block_softmax(const float* q, const float* pooled, int64_t n, int64_t d, do
 void group_scores(const BlockSelectorConfig& c, const float* q, int64_t Hq, int64_t T, int64_t t, const float* pooled,
                   int64_t Hkv, int64_t nb, int64_t d, int64_t g, double* scores, double* scratch);
 
+/// The same for one query whose heads lie 'head_stride' floats apart (head
+/// h at q + h * head_stride), at position t: decoding's [Hq, d] rows.
+void group_scores_at(const BlockSelectorConfig& c, const float* q, int64_t head_stride, int64_t Hq, int64_t t,
+                     const float* pooled, int64_t Hkv, int64_t nb, int64_t d, int64_t g, double* scores,
+                     double* scratch);
+
 }  // namespace nk::lm

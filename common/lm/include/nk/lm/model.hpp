@@ -168,6 +168,36 @@ class DenseMlaCache : public MlaBackend {
   std::vector<std::vector<std::vector<float>>> rows_;  // [slot][layer] -> rows of d_c + d_R
 };
 
+/// One grouped-query layer's attention handed to a backend that owns the KV
+/// cache (an offloaded or block-sparse one): the batch's new rows, segment s
+/// continuing the backend's slot batch.slots[s].
+struct AttentionCall {
+  int64_t layer = 0, step = 0;
+  const TokenBatch* batch = nullptr;
+  const int32_t* positions = nullptr;  ///< [N]
+  const float* x = nullptr;            ///< [N, D]: the attention input (RMSNorm of the residual)
+  const float* q = nullptr;            ///< [N, heads*hd], after RoPE
+  const float* k = nullptr;            ///< [N, kv_heads*hd], after RoPE
+  const float* v = nullptr;            ///< [N, kv_heads*hd]
+  int64_t heads = 0, kv_heads = 0, head_dim = 0;
+  double scale = 0;                    ///< 1/sqrt(head_dim)
+  bool causal = true;
+};
+
+/// Attention over a KV cache the backend owns, for grouped-query models: for
+/// each layer the model calls attend(); the backend appends the new rows'
+/// keys and values to each segment's slot and writes out [N, heads*hd] (the
+/// heads' outputs, before o_proj), in whatever way it chooses (all keys,
+/// selected blocks, offloaded pools). It sees the layer's attention input
+/// first, so it may prepare later layers while this one computes.
+class AttentionBackend {
+ public:
+  virtual ~AttentionBackend() = default;
+  /// Tokens of the slot that every layer holds (the next token's position).
+  virtual int64_t length(int32_t slot) const = 0;
+  virtual void attend(const AttentionCall& call, float* out) = 0;
+};
+
 enum class LogitRows {
   all,   ///< one row of logits per token (training, scoring)
   last,  ///< one per segment: its last token's (decoding; the head's GEMM shrinks to S rows)
@@ -184,6 +214,9 @@ struct ForwardOptions {
   /// mla models: absorbed decoding through this backend, which owns the
   /// cache (then 'cache' must be null; inference only).
   MlaBackend* mla = nullptr;
+  /// Grouped-query models: attention through this backend, which owns the
+  /// cache (then 'cache' must be null; inference only).
+  AttentionBackend* attention = nullptr;
 };
 
 /// A view of a config and its weights; const and re-entrant: separate
