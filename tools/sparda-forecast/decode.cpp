@@ -73,7 +73,7 @@ Plan make_plan(const std::vector<std::vector<int32_t>>& selection, int64_t layer
 
 struct Run {
   std::vector<std::vector<float>> out;  ///< per layer [S, Hq, P, d]
-  std::vector<double> step_s;
+  std::vector<double> step_s, step_bytes;
   EngineStats stats;
   double select_s = 0, attend_s = 0, wall_s = 0;
 };
@@ -97,7 +97,7 @@ struct Replay {
     return out;
   }
   Scorer scorer(Kind kind, int64_t m) const {
-    if (kind == Kind::forecast) return {&fc->w[static_cast<size_t>(m)], nullptr};
+    if (kind == Kind::forecast) return {&fc->wf[static_cast<size_t>(m)], nullptr};
     if (kind == Kind::infinigen) return {nullptr, &sp[static_cast<size_t>(m)]};
     return {};
   }
@@ -120,6 +120,7 @@ struct Replay {
     const auto wall0 = Clock::now();
     for (int64_t t = begin; t < end; ++t) {
       const auto step0 = Clock::now();
+      const int64_t bytes0 = engine.stats().bytes;
       std::vector<std::vector<int32_t>> ahead_sel;
       Engine::Ticket ahead;
       for (int64_t l = 0; l < L; ++l) {
@@ -184,6 +185,7 @@ struct Replay {
         if (kind != Kind::resident) engine.release(ticket);
       }
       r.step_s.push_back(since(step0));
+      r.step_bytes.push_back(static_cast<double>(engine.stats().bytes - bytes0));
       progress.update(t - begin + 1);
     }
     progress.finish();
@@ -208,8 +210,15 @@ double parse_bandwidth(const std::string& text) {
   return v * 1e9;
 }
 
+/// The median of x past its first entry (a cold first step), or of x.
+double warm_median(std::vector<double> x) {
+  if (x.size() > 1) x.erase(x.begin());
+  std::sort(x.begin(), x.end());
+  return x.empty() ? 0 : x[x.size() / 2];
+}
+
 struct ModelRun {
-  std::vector<double> step_s;
+  std::vector<double> step_s, step_bytes;
   std::vector<int32_t> tokens;  ///< [B, steps]
   EngineStats stats;
   double prefill_s = 0, select_s = 0, attend_s = 0, wall_s = 0;
@@ -266,9 +275,11 @@ ModelRun run_model(const nk::lm::ParameterStore& weights, const DecodeOptions& o
   std::vector<int64_t> offsets(static_cast<size_t>(B + 1));
   for (int64_t s = 0; s <= B; ++s) offsets[static_cast<size_t>(s)] = s;
   nk::Progress progress("decode", steps);
+  nk::Rng token_rng(env.seed ^ 0x70cull);
   const auto wall0 = Clock::now();
   for (int64_t step = 0; step < steps; ++step) {
     t0 = Clock::now();
+    const int64_t bytes0 = backend.stats().bytes;
     nk::lm::ForwardOptions fo;
     fo.logits = nk::lm::LogitRows::last, fo.attention = &backend, fo.step = step;
     model.forward({next, offsets, {}, slots}, ws, fo);
@@ -276,7 +287,13 @@ ModelRun run_model(const nk::lm::ParameterStore& weights, const DecodeOptions& o
       const float* row = ws.logits() + s * c.vocab;
       next[static_cast<size_t>(s)] = static_cast<int32_t>(std::max_element(row, row + c.vocab) - row);
     }
+    // Random weights: greedy decoding falls into a loop of one token, whose
+    // queries would pick the same blocks every step; random tokens keep the
+    // selection moving as text does.
+    if (o.model.empty())
+      for (auto& t : next) t = static_cast<int32_t>(token_rng.below(static_cast<uint64_t>(c.vocab)));
     r.step_s.push_back(since(t0));
+    r.step_bytes.push_back(static_cast<double>(backend.stats().bytes - bytes0));
     r.tokens.insert(r.tokens.end(), next.begin(), next.end());
     progress.update(step + 1);
   }
@@ -343,6 +360,7 @@ void decode_model(const DecodeOptions& o, const nk::RunEnv& env) {
         for (int64_t i = 0; i < w.size(); ++i) w.data()[i] = rng.normal() / std::sqrt(static_cast<double>(c.d_model));
         fc.w.push_back(std::move(w));
       }
+      fc.finalize();
     } else {
       throw nk::usage_error("--mode forecast with --model needs --forecast FILE (train on a capture of that model)");
     }
@@ -352,17 +370,20 @@ void decode_model(const DecodeOptions& o, const nk::RunEnv& env) {
   const int64_t device_blocks = static_cast<int64_t>(o.device_mib * 1048576.0 / static_cast<double>(block_bytes));
   double tc = 0;
   if (bandwidth < 0) {
-    const int64_t k = std::min<int64_t>(o.calibrate_steps, o.steps);
+    // Warm steps only: the first step of a run finds the device pool empty.
+    const int64_t k = std::max<int64_t>(2, o.calibrate_steps);
     const ModelRun resident = run_model(weights, o, env, Kind::resident, false, 0, 0, nullptr, k);
     const ModelRun sync = run_model(weights, o, env, Kind::sync, false, 0, device_blocks, nullptr, k);
-    tc = resident.wall_s / static_cast<double>(k);
-    bandwidth = std::max(1.0, static_cast<double>(sync.stats.bytes) / static_cast<double>(k) / std::max(tc, 1e-9));
+    tc = warm_median(resident.step_s);
+    const double bytes = warm_median(sync.step_bytes);
+    bandwidth = std::max(1.0, bytes / std::max(tc, 1e-9));
     spdlog::info("--bandwidth auto: {:.3f} GB/s (resident {:.1f} ms a step, sync copies {:.1f} MiB a step)",
-                 bandwidth / 1e9, tc * 1e3, static_cast<double>(sync.stats.bytes) / static_cast<double>(k) / 1048576.0);
+                 bandwidth / 1e9, tc * 1e3, bytes / 1048576.0);
   }
   const ModelRun r = run_model(weights, o, env, kind, o.verify, bandwidth, device_blocks, &fc, o.steps);
   out.write("/tokens", r.tokens.data(), {o.steps, o.batch}, "steps,B");
   out.write("/stats/step_seconds", r.step_s.data(), {o.steps}, "steps", "s");
+  out.write("/stats/step_bytes", r.step_bytes.data(), {o.steps}, "steps", "B");
   const auto scalar = [&](const char* n, auto value) { out.write(std::string("/stats/") + n, &value, {1}, "1"); };
   scalar("requested", r.stats.requested);
   scalar("hits", r.stats.hits);
@@ -437,12 +458,10 @@ void decode(const DecodeOptions& o, const nk::RunEnv& env) {
     // auto: the link moves sync's misses of a step in the time resident computes a step.
     const Run resident = rp.run(Kind::resident, false, 0, 0);
     const Run sync = rp.run(Kind::sync, false, 0, device_blocks);
-    const double tc = resident.wall_s / static_cast<double>(rp.end - rp.begin);
-    bandwidth = std::max(
-        1.0, static_cast<double>(sync.stats.bytes) / static_cast<double>(rp.end - rp.begin) / std::max(tc, 1e-9));
+    const double tc = warm_median(resident.step_s), bytes = warm_median(sync.step_bytes);
+    bandwidth = std::max(1.0, bytes / std::max(tc, 1e-9));
     spdlog::info("--bandwidth auto: {:.3f} GB/s (resident {:.3f} ms a step, sync copies {:.0f} KiB a step)",
-                 bandwidth / 1e9, tc * 1e3,
-                 static_cast<double>(sync.stats.bytes) / static_cast<double>(rp.end - rp.begin) / 1024.0);
+                 bandwidth / 1e9, tc * 1e3, bytes / 1024.0);
   }
   const Run r = rp.run(kind, o.verify, bandwidth, device_blocks);
 
@@ -460,6 +479,7 @@ void decode(const DecodeOptions& o, const nk::RunEnv& env) {
   for (int64_t t = rp.begin; t < rp.end; ++t) positions[static_cast<size_t>(t - rp.begin)] = t;
   out.write("/positions", positions.data(), {P}, "P");
   out.write("/stats/step_seconds", r.step_s.data(), {P}, "P", "s");
+  out.write("/stats/step_bytes", r.step_bytes.data(), {P}, "P", "B");
   const auto scalar = [&](const char* n, auto value) { out.write(std::string("/stats/") + n, &value, {1}, "1"); };
   scalar("requested", r.stats.requested);
   scalar("hits", r.stats.hits);

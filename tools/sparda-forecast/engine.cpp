@@ -1,6 +1,7 @@
 // engine.cpp - the host/device KV pools and the capped copy thread (engine.hpp).
 #include "sparda-forecast/engine.hpp"
 
+#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -174,31 +175,38 @@ void Engine::copy_loop() {
 
 void sparse_attend(const float* q, int64_t heads, int64_t kv_heads, int64_t d, int64_t t,
                    const std::vector<std::vector<BlockRef>>& blocks, float* out) {
+  using RowsF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   const int64_t G = heads / kv_heads;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  std::vector<double> score, acc(static_cast<size_t>(d));
-  for (int64_t h = 0; h < heads; ++h) {
-    const auto& list = blocks[static_cast<size_t>(h / G)];
-    const float* qh = q + h * d;
-    score.clear();
-    double most = -INFINITY;
-    for (const BlockRef& b : list)
-      for (int64_t r = 0; r < b.tokens && b.first + r <= t; ++r) {
-        double dot = 0;
-        for (int64_t i = 0; i < d; ++i) dot += static_cast<double>(qh[i]) * b.k[r * d + i];
-        score.push_back(dot * scale);
-        most = std::max(most, score.back());
-      }
-    double sum = 0;
-    std::fill(acc.begin(), acc.end(), 0.0);
-    size_t at = 0;
-    for (const BlockRef& b : list)
-      for (int64_t r = 0; r < b.tokens && b.first + r <= t; ++r) {
-        const double p = std::exp(score[at++] - most);
-        sum += p;
-        for (int64_t i = 0; i < d; ++i) acc[static_cast<size_t>(i)] += p * b.v[r * d + i];
-      }
-    for (int64_t i = 0; i < d; ++i) out[h * d + i] = static_cast<float>(acc[static_cast<size_t>(i)] / sum);
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  thread_local RowsF scores;  // [tokens, G]
+  for (int64_t g = 0; g < kv_heads; ++g) {
+    const auto& list = blocks[static_cast<size_t>(g)];
+    const Eigen::Map<const RowsF> qg(q + g * G * d, G, d);
+    int64_t total = 0;
+    for (const BlockRef& b : list) total += std::clamp<int64_t>(t + 1 - b.first, 0, b.tokens);
+    scores.resize(total, G);
+    // Scores of every key in the group's blocks (the G heads at once), then softmax per head.
+    int64_t at = 0;
+    for (const BlockRef& b : list) {
+      const int64_t n = std::clamp<int64_t>(t + 1 - b.first, 0, b.tokens);
+      if (n == 0) continue;
+      scores.middleRows(at, n).noalias() = Eigen::Map<const RowsF>(b.k, n, d) * qg.transpose() * scale;
+      at += n;
+    }
+    Eigen::Map<RowsF> o(out + g * G * d, G, d);
+    o.setZero();
+    if (total == 0) continue;
+    const Eigen::RowVectorXf most = scores.colwise().maxCoeff();
+    scores = (scores.rowwise() - most).array().exp().matrix();
+    const Eigen::RowVectorXf sum = scores.colwise().sum();
+    at = 0;
+    for (const BlockRef& b : list) {
+      const int64_t n = std::clamp<int64_t>(t + 1 - b.first, 0, b.tokens);
+      if (n == 0) continue;
+      o.noalias() += scores.middleRows(at, n).transpose() * Eigen::Map<const RowsF>(b.v, n, d);
+      at += n;
+    }
+    for (int64_t h = 0; h < G; ++h) o.row(h) /= sum(h);
   }
 }
 

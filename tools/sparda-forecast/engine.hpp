@@ -104,7 +104,8 @@ class Engine {
 
 /// Attention of one token's query heads [Hq, d] over, per KV head, its
 /// blocks (in increasing position; the last may be partial), causal up to
-/// position t: out [Hq, d]. Scores and sums in double.
+/// position t: out [Hq, d]. Float32 with Eigen's kernels: a group's G heads
+/// score its blocks' keys in one product, softmax per head, then P^T V.
 void sparse_attend(const float* q, int64_t heads, int64_t kv_heads, int64_t d, int64_t t,
                    const std::vector<std::vector<BlockRef>>& blocks, float* out);
 

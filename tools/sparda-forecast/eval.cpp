@@ -39,7 +39,7 @@ void eval(const EvalOptions& o, const nk::RunEnv&) {
     const Target tg = load_target(trace, m, sel.block, true, true);
     Speculator sp;
     if (infinigen) sp = make_speculator(trace, tg, o.rank);
-    const Scorer by{infinigen ? nullptr : &fc.w[m], infinigen ? &sp : nullptr};
+    const Scorer by{infinigen ? nullptr : &fc.wf[m], infinigen ? &sp : nullptr};
     double rsum = 0, csum = 0;
     int64_t count = 0;
     for (int64_t seq = 0; seq < S; ++seq) {

@@ -50,6 +50,7 @@ Forecast read_forecast(const std::string& path, int64_t layers, int64_t kv_heads
     nk::h5::require_finite(path, n, a);
     fc.w.emplace_back(Eigen::Map<const Matrix>(a.data.data(), want[0], want[1]));
   }
+  fc.finalize();
   if (const auto theta = f.attr_number("/", "rope_theta"); theta && *theta != rope_theta)
     throw nk::input_error(
         path, "/",
@@ -67,6 +68,11 @@ Forecast Forecast::read(const std::string& path, const Trace& trace) {
 Forecast Forecast::read_for(const std::string& path, int64_t layers, int64_t kv_heads, int64_t head_dim,
                             int64_t d_model, double rope_theta) {
   return read_forecast(path, layers, kv_heads, head_dim, d_model, rope_theta, "the model");
+}
+
+void Forecast::finalize() {
+  wf.clear();
+  for (const Matrix& m : w) wf.push_back(m.cast<float>());
 }
 
 void Forecast::write(nk::h5::Writer& out) const {
@@ -212,6 +218,14 @@ Matrix forecast_queries(const Matrix& w, const float* h, const int32_t* position
   const int64_t D = w.rows();
   const Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> x(h, n, D);
   Matrix f = x.cast<double>() * w;
+  nk::lm::rope(f.data(), positions, n, kv_heads, head_dim, rope_theta);
+  return f;
+}
+
+Matrix forecast_queries(const MatrixF& w, const float* h, const int32_t* positions, int64_t n, int64_t kv_heads,
+                        int64_t head_dim, double rope_theta) {
+  const Eigen::Map<const MatrixF> x(h, n, w.rows());
+  Matrix f = (x * w).cast<double>();
   nk::lm::rope(f.data(), positions, n, kv_heads, head_dim, rope_theta);
   return f;
 }

@@ -22,6 +22,7 @@ class Writer;
 namespace sparda {
 
 using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MatrixF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 /// The layer whose attention input forecasts layer m's blocks.
 inline int64_t source_layer(int64_t m) {
@@ -33,6 +34,7 @@ struct Forecast {
   /// w[m] [D, Hkv*d] forecasts layer m: w[0] is /layer_00/w_curr, w[m >= 1]
   /// is /layer_(m-1)/w_forecast.
   std::vector<Matrix> w;
+  std::vector<MatrixF> wf;  ///< float copies, what selection multiplies by (finalize())
   /// Training loss per target layer and step (written as /loss [L, steps]).
   std::vector<std::vector<double>> loss;
 
@@ -44,6 +46,8 @@ struct Forecast {
   static Forecast read_for(const std::string& path, int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t d_model,
                            double rope_theta);
   void write(nk::h5::Writer& out) const;
+  /// Makes wf from w.
+  void finalize();
 };
 
 /// Target layer m of a trace, sequence-major: the source layer's attention
@@ -77,7 +81,7 @@ Speculator make_speculator(const Trace& trace, const Target& tg, int64_t rank);
 /// How a selection scores blocks: the selector (both null), the Forecast
 /// weight of the target layer, or InfiniGen's speculator.
 struct Scorer {
-  const Matrix* forecast = nullptr;
+  const MatrixF* forecast = nullptr;
   const Speculator* infinigen = nullptr;
 };
 
@@ -89,6 +93,10 @@ std::vector<int32_t> select_layer(const Trace& trace, const Target& tg, const nk
 /// Forecast group queries [n, Hkv*d] of n rows of attention input (rows of
 /// D floats at stride D) at the given positions.
 Matrix forecast_queries(const Matrix& w, const float* h, const int32_t* positions, int64_t n, int64_t kv_heads,
+                        int64_t head_dim, double rope_theta);
+
+/// The same in float (selection: the model's own precision).
+Matrix forecast_queries(const MatrixF& w, const float* h, const int32_t* positions, int64_t n, int64_t kv_heads,
                         int64_t head_dim, double rope_theta);
 
 /// KL(p || softmax z) over n blocks; dz = its gradient in z.

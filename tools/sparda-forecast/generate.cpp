@@ -90,7 +90,7 @@ std::vector<std::vector<int32_t>> OffloadBackend::choose(const nk::lm::Attention
       seg[static_cast<size_t>(r)] = a.batch->slots[static_cast<size_t>(s)];
   Matrix f;
   if (by_forecast)
-    f = forecast_queries(forecast_->w[static_cast<size_t>(m)], a.x, a.positions, n, kv_, d_, config_.rope_theta);
+    f = forecast_queries(forecast_->wf[static_cast<size_t>(m)], a.x, a.positions, n, kv_, d_, config_.rope_theta);
   const double scale = 1.0 / std::sqrt(static_cast<double>(d_));
 #pragma omp parallel
   {

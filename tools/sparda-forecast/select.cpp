@@ -23,7 +23,7 @@ void select(const SelectOptions& o, const nk::RunEnv&) {
     const Target tg = load_target(trace, m, o.selector.block, !by_forecast);
     Speculator sp;
     if (by_infinigen) sp = make_speculator(trace, tg, o.rank);
-    const Scorer by{by_forecast ? &fc.w[m] : nullptr, by_infinigen ? &sp : nullptr};
+    const Scorer by{by_forecast ? &fc.wf[m] : nullptr, by_infinigen ? &sp : nullptr};
     std::vector<int32_t> blocks;
     for (int64_t s = 0; s < S; ++s) {
       const std::vector<int32_t> one = select_layer(trace, tg, o.selector, by, s, 0, trace.length(s));

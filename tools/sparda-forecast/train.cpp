@@ -106,8 +106,8 @@ void train(const TrainOptions& o, const nk::RunEnv& env) {
     for (int64_t step = 0; step < o.steps; ++step) {
       for (auto& p : at) p = all[rng.below(all.size())];
       gather(trace, tg, at, rows, pos);
-      const Matrix f = forecast_queries(Eigen::Map<const Matrix>(params.data(), D, Hkv * d), rows.data(), pos.data(), n,
-                                        Hkv, d, trace.rope_theta);
+      const Matrix f = forecast_queries(Matrix(Eigen::Map<const Matrix>(params.data(), D, Hkv * d)), rows.data(),
+                                        pos.data(), n, Hkv, d, trace.rope_theta);
       Matrix df = Matrix::Zero(n, Hkv * d);
       double loss = 0;
       const double scale = 1.0 / std::sqrt(static_cast<double>(d));

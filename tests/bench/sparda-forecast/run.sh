@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# sparda-forecast benchmark, in one run:
+#  A quality on the shipped causal model (2M parameters; 16-token blocks and
+#    top-4 stand in for 64 and top-16 at its 256-token context): per layer the
+#    Forecast's recall and coverage beside InfiniGen's (r = 32 = d and r = 8),
+#    training time, and the Forecast's share of parameters here and at the
+#    bench shapes.
+#  B decode at the paper's decode shapes (Hq 32, Hkv 8, d 128, D 4096, MLP
+#    14336, 4 layers, random weights; top-64 + 32 local blocks of 64 tokens)
+#    after N tokens (a synthesised prompt cache), batch 1 and 8: resident (Tc),
+#    sync and forecast at a copy cap that makes sync's transfers take Tc
+#    (Tx = Tc, the bound (Tc + Tx) / max(Tc, Tx) = 2); median step times,
+#    copies, hit rates, selection time per step (the selector's Hq heads
+#    against one Forecast head per group), and the machine's floor for a step
+#    (the model's float32 weights over the STREAM triad bandwidth).
+#  C capacity: one device memory that holds resident's KV of 2 sequences at
+#    32K; resident at batch 2 against forecast at batch 8 through a device
+#    pool of that size; tokens/s.
+# Sizes: SIZES (default "32768 65536"), STEPS (8); C=0 skips part C.
+. "$(dirname "$0")/../lib.sh" "$1" sparda-bench
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../../.." && pwd)
+PY=/usr/bin/python3
+sizes=${SIZES:-"32768 65536"}
+steps=${STEPS:-8}
+M="$src/data/lm/causal.h5"
+stat() { $PY -c "import h5py, sys; print(h5py.File(sys.argv[1])['stats/' + sys.argv[2]][0])" "$1" "$2"; }
+# Medians over the warm steps (the first finds the device pool empty).
+median() { $PY -c "import h5py, numpy as np, sys; s = h5py.File(sys.argv[1])['stats/' + (sys.argv[2] if len(sys.argv) > 2 else 'step_seconds')][1:]; print(float(np.median(s)))" "$@"; }
+
+echo "== A. quality: the shipped causal model on Debian's fortunes (validation split), blocks of 16, top-4"
+nk-lm -q corpus --source fortunes --tokenizer "$M" -o "$work/fc.h5"
+nk-lm -q capture -m "$M" --corpus "$work/fc.h5" -o "$work/cap.h5"
+t0=$EPOCHREALTIME
+sparda-forecast -q train -i "$work/cap.h5" --block 16 --topk 4 --seed 1 -o "$work/f.h5"
+echo "  train: $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s (300 Adam steps per layer, 4 layers, 2 threads)"
+sparda-forecast -q eval -i "$work/cap.h5" --forecast "$work/f.h5" --block 16 --topk 4 -o "$work/ef.h5" > /dev/null
+sparda-forecast -q eval -i "$work/cap.h5" --by infinigen --rank 32 --block 16 --topk 4 -o "$work/ei32.h5" > /dev/null
+sparda-forecast -q eval -i "$work/cap.h5" --by infinigen --rank 8 --block 16 --topk 4 -o "$work/ei8.h5" > /dev/null
+$PY - "$work" <<'PYEOF'
+import h5py, sys
+w = sys.argv[1]
+f, i32, i8 = [h5py.File(f"{w}/{n}.h5") for n in ("ef", "ei32", "ei8")]
+print(f"  {'layer':<6} {'Forecast recall':>15} {'coverage':>9} | {'InfiniGen r=32':>14} {'coverage':>9} | {'InfiniGen r=8':>13} {'coverage':>9} | queries")
+for l in range(len(f["recall"])):
+    print(f"  {l:<6} {f['recall'][l]:>15.3f} {f['coverage'][l]:>9.4f} | {i32['recall'][l]:>14.3f} {i32['coverage'][l]:>9.4f} | "
+          f"{i8['recall'][l]:>13.3f} {i8['coverage'][l]:>9.4f} | {f['queries'][l]}")
+print(f"  mean   {f.attrs['mean_recall']:>15.3f} {f.attrs['mean_coverage']:>9.4f} | {i32.attrs['mean_recall']:>14.3f} "
+      f"{i32.attrs['mean_coverage']:>9.4f} | {i8.attrs['mean_recall']:>13.3f} {i8.attrs['mean_coverage']:>9.4f}")
+print("  goals: recall >= 0.9, coverage >= 0.95 (perplexity and needle accuracy need the sparse-pretrained model: not built)")
+# The Forecast's parameters: L x D x Hkv d, against the model's.
+def share(L, D, Hq, Hkv, d, ff, V, tied=True):
+    layer = D * (Hq * d) + 2 * D * (Hkv * d) + (Hq * d) * D + 3 * D * ff + 2 * D
+    model = L * layer + V * D * (1 if tied else 2) + D
+    return L * D * Hkv * d / model
+print(f"  Forecast parameters: {100 * share(4, 192, 6, 2, 32, 512, 2048):.2f}% of the shipped model; "
+      f"{100 * share(4, 4096, 32, 8, 128, 14336, 512):.2f}% at the bench shapes (4 layers)")
+PYEOF
+
+echo
+echo "== B. decode at the paper's shapes (random weights, 872M parameters), top-64 + 32 local blocks of 64"
+g++ -O3 -march=native -fopenmp "$src/tests/bench/nk-lm/triad.cpp" -o "$work/triad"
+triad=$(OMP_NUM_THREADS=2 "$work/triad")
+echo "  memory bandwidth (STREAM triad, 2 threads): $triad GB/s; a step streams 3.49 GB of float32 weights: floor $(awk -v b="$triad" 'BEGIN { printf "%.0f", 3.488e9 / (b * 1e9) * 1e3 }') ms"
+SEL="--topk 64 --local-blocks 32 --init-blocks 1 --block 64"
+printf '  %-6s %-5s | %9s | %9s %9s %6s | %9s %9s %7s %8s %6s | %6s %7s | %8s %8s\n' N batch "Tc ms" "sync ms" "Tx ms" "GB/s" "fcast ms" "speedup" "bound" "bound L4" share "MiB/st" "hit %" "sel ms" "fsel ms"
+for n in $sizes; do
+  for b in 1 8; do
+    # The host pools of batch 8 at 64K (17 GB) and the weights pass this machine's memory: skipped.
+    if [ "$b" -gt 1 ] && [ "$n" -gt 40000 ]; then printf '  %-6s %-5s | skipped: %s GB of host KV pools beside 3.5 GB of weights\n' "$n" "$b" "$(( n * b * 4 * 8 * 128 * 2 * 4 / 1000000000 ))"; continue; fi
+    # A device pool of 2.5 layers' selections: each layer's blocks are evicted by
+    # the next ones', so every step fetches what it selects (KV offloaded).
+    common="--bench-shapes --prompt-tokens $n --batch $b --steps $steps $SEL --device-mem $(( 5 * b * 8 * 97 * 64 / 1024 / 2 ))"
+    sparda-forecast -q decode $common --mode resident -o "$work/res.h5"
+    sparda-forecast -q decode $common --mode sync --bandwidth 0 -o "$work/sync0.h5"
+    tc=$(median "$work/res.h5")
+    bytes=$(median "$work/sync0.h5" step_bytes)
+    bw=$(awk -v x="$bytes" -v t="$tc" 'BEGIN { printf "%.6f", x / t / 1e9 }')   # GB/s: Tx = Tc
+    sparda-forecast -q decode $common --mode sync --bandwidth "$bw" -o "$work/sync.h5"
+    sparda-forecast -q decode $common --mode forecast --bandwidth "$bw" -o "$work/fc.h5"
+    $PY - "$work" "$n" "$b" "$tc" "$bw" <<'PYEOF'
+import h5py, numpy as np, sys
+w, n, b, tc, bw = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+s, f = h5py.File(f"{w}/sync.h5"), h5py.File(f"{w}/fc.h5")
+steps = s.attrs["steps"]
+ts, tf = [float(np.median(x["stats/step_seconds"][1:])) for x in (s, f)]
+warm_bytes = float(np.median(s["stats/step_bytes"][1:]))
+tx = warm_bytes / (bw * 1e9)
+bound = (tc + tx) / max(tc, tx)
+# Layer 0 has nothing before it to forecast from: its blocks cross at the layer, so with L layers
+# lookahead hides at most (L - 1) / L of the transfers: 4 here, 32 or more in the paper's models.
+L = 4
+bound_l = (tc + tx) / (max(tc, tx * (L - 1) / L) + tx / L)
+speed = ts / tf
+hit = s["stats/hits"][0] / max(1, s["stats/requested"][0])
+print(f"  {n:<6} {b:<5} | {1e3 * tc:>9.1f} | {1e3 * ts:>9.1f} {1e3 * tx:>9.1f} {bw:>6.3f} | {1e3 * tf:>9.1f} {speed:>8.2f}x {bound:>6.2f}x {bound_l:>7.2f}x "
+      f"{(speed - 1) / (bound - 1) if bound > 1 else float('nan'):>6.0%} | {warm_bytes / 2**20:>6.1f} {100 * hit:>6.1f}% | "
+      f"{1e3 * s['stats/select_seconds'][0] / steps:>8.1f} {1e3 * f['stats/select_seconds'][0] / steps:>8.1f}")
+PYEOF
+  done
+done
+echo "  speedup = sync / forecast step (goal >= 1.5x at Tx ~ Tc, paper 1.7x); share = (speedup - 1) / (bound - 1) (goal >= 75% of the bound's gain);"
+echo "  bound L4 = the bound when layer 0's blocks cross at the layer, as they must (nothing precedes it), with 4 layers"
+echo "  sel / fsel: selection per step, the selector's 32 heads vs the Forecast's 8 (one per group) plus its projection (goal speedup >= 0.8 G = 3.2)"
+
+if [ "${C:-1}" = 1 ]; then
+  echo
+  echo "== C. capacity at one device memory: resident's KV of 2 sequences at 32K (2.0 GiB)"
+  n=32768
+  devmib=$(( 2 * n * 4 * 8 * 128 * 2 * 4 / 1048576 ))
+  common="--bench-shapes --prompt-tokens $n --steps $steps $SEL"
+  sparda-forecast -q decode $common --batch 2 --mode resident -o "$work/cres.h5"
+  sparda-forecast -q decode $common --batch 8 --mode sync --bandwidth 0 --device-mem "$devmib" -o "$work/csync0.h5"
+  tc=$(median "$work/cres.h5")
+  bytes=$(median "$work/csync0.h5" step_bytes)
+  tc8=$(median "$work/csync0.h5")
+  bw=$(awk -v x="$bytes" -v t="$tc8" 'BEGIN { printf "%.6f", x / t / 1e9 }')
+  sparda-forecast -q decode $common --batch 8 --mode forecast --bandwidth "$bw" --device-mem "$devmib" -o "$work/cfc.h5"
+  sparda-forecast -q decode $common --batch 8 --mode sync --bandwidth "$bw" --device-mem "$devmib" -o "$work/csync.h5"
+  $PY - "$work" "$devmib" <<'PYEOF'
+import h5py, numpy as np, sys
+w, dev = sys.argv[1], int(sys.argv[2])
+rows = [("resident, batch 2 (its KV fills the device)", "cres", 2), ("sync offload, batch 8", "csync", 8), ("forecast, batch 8", "cfc", 8)]
+base = None
+for name, f, b in rows:
+    step = float(np.median(h5py.File(f"{w}/{f}.h5")["stats/step_seconds"][1:]))
+    tps = b / step
+    base = base or tps
+    print(f"  {name:<46} {1e3 * step:8.1f} ms a step  {tps:6.2f} tokens/s  {tps / base:5.2f}x")
+print(f"  device memory {dev} MiB; the offload modes copy at the cap where sync's batch-8 transfers take its compute time;")
+print("  goal: forecast at batch >= 8 with >= 2x resident's tokens/s (paper 5.3x)")
+PYEOF
+fi
