@@ -131,11 +131,18 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   add_selector(*decode_verb, decode.selector);
 
+  sparda::PlotOptions plot;
+  CLI::App* plot_verb = cli.add_verb("plot", "SVG: recall and coverage per layer (eval files) or the step time by part (decode files)");
+  plot_verb->add_option("-i,--input", plot.inputs, "eval files, or decode files (one line or bar each)")->required()->check(CLI::ExistingFile);
+  nk::cli::App::output(plot_verb->add_option("-o,--output", plot.output, "The SVG file")->required());
+  nk::cli::App::add_no_clobber(*plot_verb, plot.no_clobber);
+
   return cli.run(argc, argv, [&] {
     if (*gen_verb) sparda::gen(gen, cli.env());
     if (*select_verb) sparda::select(select, cli.env());
     if (*train_verb) sparda::train(train, cli.env());
     if (*eval_verb) sparda::eval(eval, cli.env());
     if (*decode_verb) sparda::decode(decode, cli.env());
+    if (*plot_verb) sparda::plot(plot);
   });
 }

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "nk/lm/block_select.hpp"
 #include "nk/run_env.hpp"
@@ -65,5 +66,12 @@ struct DecodeOptions {
   nk::lm::BlockSelectorConfig selector;
 };
 void decode(const DecodeOptions& options, const nk::RunEnv& env);
+
+struct PlotOptions {
+  std::vector<std::string> inputs;
+  std::string output;
+  bool no_clobber = false;
+};
+void plot(const PlotOptions& options);
 
 }  // namespace sparda

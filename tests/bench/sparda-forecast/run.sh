@@ -93,9 +93,10 @@ L = 4
 bound_l = (tc + tx) / (max(tc, tx * (L - 1) / L) + tx / L)
 speed = ts / tf
 hit = s["stats/hits"][0] / max(1, s["stats/requested"][0])
+link = s["stats/bytes"][0] / s["stats/copy_busy_seconds"][0] / 1e9
 print(f"  {n:<6} {b:<5} | {1e3 * tc:>9.1f} | {1e3 * ts:>9.1f} {1e3 * tx:>9.1f} {bw:>6.3f} | {1e3 * tf:>9.1f} {speed:>8.2f}x {bound:>6.2f}x {bound_l:>7.2f}x "
       f"{(speed - 1) / (bound - 1) if bound > 1 else float('nan'):>6.0%} | {warm_bytes / 2**20:>6.1f} {100 * hit:>6.1f}% | "
-      f"{1e3 * s['stats/select_seconds'][0] / steps:>8.1f} {1e3 * f['stats/select_seconds'][0] / steps:>8.1f}")
+      f"{1e3 * s['stats/select_seconds'][0] / steps:>8.1f} {1e3 * f['stats/select_seconds'][0] / steps:>8.1f} | link {link:.3f} GB/s while busy ({100 * (link / bw - 1):+.1f}% of the cap)")
 PYEOF
   done
 done
