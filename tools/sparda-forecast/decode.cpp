@@ -136,24 +136,22 @@ struct Replay {
         } else {
           sel = std::move(ahead_sel), ticket = std::move(ahead), fetched = true;
         }
-        // Lookahead: the next layer's blocks, on their way while this layer computes.
-        if (lookahead && l + 1 < L) {
-          ahead_sel = select(l + 1, t, scorer(kind, l + 1));
-          r.select_s += since(t0);
-          ahead = engine.fetch(make_plan(ahead_sel, l + 1, t, Hkv, K, B).keys);
-          t0 = Clock::now();
-        }
         if (verify && lookahead) {
           if (fetched) engine.release(ticket);  // the forecast's blocks stay cached: the selector's hit them
           sel = select(l, t, {});
           fetched = false;
         }
-        r.select_s += since(t0);
+        // This layer's blocks go on the link first (unless the previous layer
+        // sent them ahead), then the next layer's, which cross while this
+        // layer computes.
         const Plan plan = make_plan(sel, l, t, Hkv, K, B);
-        if (kind != Kind::resident) {
-          if (!fetched) ticket = engine.fetch(plan.keys);
-          engine.wait(ticket);
+        if (kind != Kind::resident && !fetched) ticket = engine.fetch(plan.keys);
+        if (lookahead && l + 1 < L) {
+          ahead_sel = select(l + 1, t, scorer(kind, l + 1));
+          ahead = engine.fetch(make_plan(ahead_sel, l + 1, t, Hkv, K, B).keys);
         }
+        r.select_s += since(t0);
+        if (kind != Kind::resident) engine.wait(ticket);
         // Attend, per sequence.
         t0 = Clock::now();
         const Target& x = tg[static_cast<size_t>(l)];

@@ -163,17 +163,16 @@ void OffloadBackend::attend(const nk::lm::AttentionCall& a, float* out) {
     }
     return keys;
   };
-  // Lookahead: the next layer's blocks start crossing while this layer computes.
+  // This layer's blocks go on the link first (unless the previous layer sent
+  // them ahead), then the next layer's, which cross while this layer computes.
+  const std::vector<Engine::Key> wanted = keys_of(chosen, l);
+  if (kind_ != Kind::resident && !fetched) ticket = engine_.fetch(wanted);
   if (lookahead && l + 1 < layers_) {
     chosen_[static_cast<size_t>(l + 1)] = choose(a, l + 1, true);
     ahead_[static_cast<size_t>(l + 1)] = engine_.fetch(keys_of(chosen_[static_cast<size_t>(l + 1)], l + 1));
   }
-  const std::vector<Engine::Key> wanted = keys_of(chosen, l);
   select_s_ += since(t0);
-  if (kind_ != Kind::resident) {
-    if (!fetched) ticket = engine_.fetch(wanted);
-    engine_.wait(ticket);
-  }
+  if (kind_ != Kind::resident) engine_.wait(ticket);
   t0 = Clock::now();
   // Where each fetched block landed: the ticket lists them in keys' order.
   std::vector<int64_t> first(static_cast<size_t>(n + 1), 0);
