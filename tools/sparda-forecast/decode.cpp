@@ -208,6 +208,34 @@ double parse_bandwidth(const std::string& text) {
   return v * 1e9;
 }
 
+/// /stats of a decode (per step and totals) and the run's attributes.
+void write_stats(nk::h5::Writer& out, const DecodeOptions& o, const std::string& axis,
+                 const std::vector<double>& step_s, const std::vector<double>& step_bytes, const EngineStats& stats,
+                 double select_s, double attend_s, double wall_s, double bandwidth, int64_t block_bytes,
+                 int64_t device_blocks) {
+  const int64_t n = static_cast<int64_t>(step_s.size());
+  out.write("/stats/step_seconds", step_s.data(), {n}, axis, "s");
+  out.write("/stats/step_bytes", step_bytes.data(), {n}, axis, "B");
+  const auto scalar = [&](const char* name, auto value) { out.write(std::string("/stats/") + name, &value, {1}, "1"); };
+  scalar("requested", stats.requested);
+  scalar("hits", stats.hits);
+  scalar("misses", stats.misses);
+  scalar("bytes", stats.bytes);
+  scalar("transfers", stats.transfers);
+  scalar("block_bytes", block_bytes);
+  scalar("wait_seconds", stats.wait_s);
+  scalar("copy_busy_seconds", stats.copy_busy_s);
+  scalar("select_seconds", select_s);
+  scalar("attend_seconds", attend_s);
+  scalar("wall_seconds", wall_s);
+  scalar("bandwidth", bandwidth);
+  out.attr("/", "mode", o.mode);
+  out.attr("/", "verify", static_cast<int64_t>(o.verify));
+  out.attr("/", "device_blocks", device_blocks);
+  out.attr("/", "block", o.selector.block);
+  out.attr("/", "topk", o.selector.topk);
+}
+
 /// The median of x past its first entry (a cold first step), or of x.
 double warm_median(std::vector<double> x) {
   if (x.size() > 1) x.erase(x.begin());
@@ -380,31 +408,13 @@ void decode_model(const DecodeOptions& o, const nk::RunEnv& env) {
   }
   const ModelRun r = run_model(weights, o, env, kind, o.verify, bandwidth, device_blocks, &fc, o.steps);
   out.write("/tokens", r.tokens.data(), {o.steps, o.batch}, "steps,B");
-  out.write("/stats/step_seconds", r.step_s.data(), {o.steps}, "steps", "s");
-  out.write("/stats/step_bytes", r.step_bytes.data(), {o.steps}, "steps", "B");
-  const auto scalar = [&](const char* n, auto value) { out.write(std::string("/stats/") + n, &value, {1}, "1"); };
-  scalar("requested", r.stats.requested);
-  scalar("hits", r.stats.hits);
-  scalar("misses", r.stats.misses);
-  scalar("bytes", r.stats.bytes);
-  scalar("transfers", r.stats.transfers);
-  scalar("block_bytes", block_bytes);
-  scalar("wait_seconds", r.stats.wait_s);
-  scalar("copy_busy_seconds", r.stats.copy_busy_s);
-  scalar("select_seconds", r.select_s);
-  scalar("attend_seconds", r.attend_s);
-  scalar("wall_seconds", r.wall_s);
-  scalar("prefill_seconds", r.prefill_s);
-  scalar("bandwidth", bandwidth);
-  out.attr("/", "mode", o.mode);
-  out.attr("/", "verify", static_cast<int64_t>(o.verify));
+  write_stats(out, o, "steps", r.step_s, r.step_bytes, r.stats, r.select_s, r.attend_s, r.wall_s, bandwidth,
+              block_bytes, device_blocks);
+  out.write("/stats/prefill_seconds", &r.prefill_s, {1}, "1");
   out.attr("/", "model", o.model.empty() ? std::string("bench-shapes") : o.model);
   out.attr("/", "prompt_tokens", o.prompt_tokens);
   out.attr("/", "batch", o.batch);
   out.attr("/", "steps", o.steps);
-  out.attr("/", "device_blocks", device_blocks);
-  out.attr("/", "block", o.selector.block);
-  out.attr("/", "topk", o.selector.topk);
   out.attr("/", "parameters", c.parameter_count());
   out.commit();
   std::vector<double> sorted = r.step_s;
@@ -476,26 +486,8 @@ void decode(const DecodeOptions& o, const nk::RunEnv& env) {
   std::vector<int64_t> positions(static_cast<size_t>(P));
   for (int64_t t = rp.begin; t < rp.end; ++t) positions[static_cast<size_t>(t - rp.begin)] = t;
   out.write("/positions", positions.data(), {P}, "P");
-  out.write("/stats/step_seconds", r.step_s.data(), {P}, "P", "s");
-  out.write("/stats/step_bytes", r.step_bytes.data(), {P}, "P", "B");
-  const auto scalar = [&](const char* n, auto value) { out.write(std::string("/stats/") + n, &value, {1}, "1"); };
-  scalar("requested", r.stats.requested);
-  scalar("hits", r.stats.hits);
-  scalar("misses", r.stats.misses);
-  scalar("bytes", r.stats.bytes);
-  scalar("transfers", r.stats.transfers);
-  scalar("block_bytes", block_bytes);
-  scalar("wait_seconds", r.stats.wait_s);
-  scalar("copy_busy_seconds", r.stats.copy_busy_s);
-  scalar("select_seconds", r.select_s);
-  scalar("attend_seconds", r.attend_s);
-  scalar("wall_seconds", r.wall_s);
-  scalar("bandwidth", bandwidth);
-  out.attr("/", "mode", o.mode);
-  out.attr("/", "verify", static_cast<int64_t>(o.verify));
-  out.attr("/", "device_blocks", device_blocks);
-  out.attr("/", "block", o.selector.block);
-  out.attr("/", "topk", o.selector.topk);
+  write_stats(out, o, "P", r.step_s, r.step_bytes, r.stats, r.select_s, r.attend_s, r.wall_s, bandwidth, block_bytes,
+              device_blocks);
   out.commit();
   spdlog::info(
       "decode {}: {} steps x {} sequences, {:.3f} ms a step; {} of {} blocks hit, {:.1f} MiB copied, {:.3f} s waiting",
