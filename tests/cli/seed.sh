@@ -47,6 +47,7 @@ recipe() {
     "snapmla-decode gen") echo "gen --tokens 70 --heads 2 --d-c 16 --d-r 8 --ragged --batch 2 -o out.h5" ;;
     "snapmla-decode serve") echo "serve --budget-mib 0.1 --requests 2 --prompt-tokens 8 --output-tokens 8 --heads 1 --d-c 16 --d-r 8 -o out.h5" ;;
     "sparda-forecast gen") echo "gen --layers 2 --tokens 64 --head-dim 8 --d-model 32 -o out.h5" ;;
+    "sparda-forecast decode") echo "decode --model $LM --prompt-tokens 20 --steps 2 --block 4 --topk 1 -o out.h5" ;;
     "sparda-forecast train") echo "train -i spt.h5 --block 16 --topk 1 --steps 2 -o out.h5" ;;
     "speedscale-sim gen") echo "gen --jobs 10 --instances 2 -o out.h5" ;;
     "speedscale-sim predict") echo "predict -i inst.h5 --noise 0.3 -o out.h5" ;;

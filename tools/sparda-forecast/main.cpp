@@ -95,7 +95,8 @@ int main(int argc, char** argv) {
   sparda::DecodeOptions decode;
   CLI::App* decode_verb = cli.add_verb(
       "decode",
-      "Decode through the offload engine (host and device KV pools, a capped copy thread), replayed over a trace");
+      "Decode through the offload engine (host and device KV pools, a capped copy thread), replayed over a trace",
+      nk::cli::Randomness::seeded);
   nk::cli::App::add_input(*decode_verb, decode.input, "trace with v (nk-lm capture or sparda-forecast gen)");
   nk::cli::App::add_output(*decode_verb, decode.output, decode.no_clobber);
   decode_verb
@@ -132,8 +133,11 @@ int main(int argc, char** argv) {
   add_selector(*decode_verb, decode.selector);
 
   sparda::PlotOptions plot;
-  CLI::App* plot_verb = cli.add_verb("plot", "SVG: recall and coverage per layer (eval files) or the step time by part (decode files)");
-  plot_verb->add_option("-i,--input", plot.inputs, "eval files, or decode files (one line or bar each)")->required()->check(CLI::ExistingFile);
+  CLI::App* plot_verb =
+      cli.add_verb("plot", "SVG: recall and coverage per layer (eval files) or the step time by part (decode files)");
+  plot_verb->add_option("-i,--input", plot.inputs, "eval files, or decode files (one line or bar each)")
+      ->required()
+      ->check(CLI::ExistingFile);
   nk::cli::App::output(plot_verb->add_option("-o,--output", plot.output, "The SVG file")->required());
   nk::cli::App::add_no_clobber(*plot_verb, plot.no_clobber);
 
