@@ -86,6 +86,20 @@ check "train with multi-head latent attention (--attention mla, d_c 32, d_R 4)" 
 check "info names MLA and its widths" sh -c 'nk-lm info -m mla.h5 | grep -q "multi-head latent attention" && nk-lm info -m mla.h5 | grep -q "kv_rank (d_c) 32, rope_dim (d_R) 4, nope 8"'
 check "an mla model generates (its KV cache) and scores" sh -c 'nk-lm -q generate -m mla.h5 --token-ids ids.h5 --max-new 8 --seed 1 -o mg.h5 && nk-lm -q score -m mla.h5 --token-ids ids.h5 -o ms.h5'
 expect_fail "export of an mla model: exit 2" 2 "not a Llama" nk-lm export -m mla.h5 -o mla_hf
+check "long-context sparse continued pretraining: --init with --context, --rope-theta, --attention sparse-gqa" nk-lm -q train --corpus corpus.h5 --init causal.h5 --context 64 --rope-theta 50000 --attention sparse-gqa --sparse-block 4 --sparse-init 1 --sparse-local 2 --sparse-topk 3 --batch 2 --steps 6 --warmup 2 --lr 1e-3 --seed 1 -o sparse.h5
+check "info shows the selector, the new context and RoPE base" sh -c 'nk-lm info -m sparse.h5 | grep -q "block 4, init 1, local 2, top-3" && nk-lm info -m sparse.h5 | grep -q "^context *64" && nk-lm info -m sparse.h5 | grep -q "^rope_theta *50000"'
+check "the sparse model's file: attention sparse-gqa and its selector attributes" $PY -c "
+import h5py
+a = h5py.File('sparse.h5').attrs
+assert a['attention'] == 'sparse-gqa' and (a['sparse_block'], a['sparse_init_blocks'], a['sparse_local_blocks'], a['sparse_topk']) == (4, 1, 2, 3), dict(a)"
+check "a sparse model generates (sparse cached decoding) and scores" sh -c 'nk-lm -q generate -m sparse.h5 --token-ids ids.h5 --max-new 8 --seed 1 -o sg.h5 && nk-lm -q score -m sparse.h5 --token-ids ids.h5 -o ss.h5'
+expect_fail "export of a sparse-gqa model: exit 2" 2 "sparse-gqa" nk-lm export -m sparse.h5 -o sparse_hf
+expect_fail "sparse-gqa for a diffusion model: exit 2" 2 "causal gqa" nk-lm train --corpus corpus.h5 $SIZES --mode diffusion --attention sparse-gqa --steps 1 -o x.h5
+expect_fail "--init of an mla model cannot become sparse-gqa: exit 2" 2 "only gqa <-> sparse-gqa" nk-lm train --corpus corpus.h5 --init mla.h5 --attention sparse-gqa --steps 1 -o x.h5
+check "a sparse model file whose block is 0" $PY -c "
+import h5py, shutil
+shutil.copy('sparse.h5', 'badsparse.h5'); h5py.File('badsparse.h5', 'r+').attrs['sparse_block'] = 0"
+expect_fail "a sparse block of 0 in the file: exit 3 naming it" 3 "sparse block" nk-lm info -m badsparse.h5
 check "train diffusion (bf16 output)" nk-lm -q train --corpus corpus.h5 $SIZES --mode diffusion --steps 10 --dtype bfloat16 -o diff.h5
 check "info says diffusion, bfloat16" sh -c 'nk-lm info -m diff.h5 | grep -q "^mode *diffusion" && nk-lm info -m diff.h5 | grep -q "^weights *bfloat16"'
 check "diffusion generate: 2 blocks of 8, 8 steps, seeded" sh -c 'nk-lm -q generate -m diff.h5 --token-ids ids.h5 --max-new 16 --block 8 --steps 8 --seed 4 -o d1.h5 && nk-lm -q generate -m diff.h5 --token-ids ids.h5 --max-new 16 --block 8 --steps 8 --seed 4 -o d2.h5 && '"$PY"' -c "

@@ -40,6 +40,32 @@ def rope(x, positions, theta):
     return x * emb.cos()[:, None, :] + rotate_half(x) * emb.sin()[:, None, :]
 
 
+def sparse_allowed(cfg, q, k):
+    """InfLLM-v2's selection, written from its definition: [H, T, T] True where
+    query t of head h may read key s (s <= t in a block chosen for t's group)."""
+    B, init, local, topk = (cfg["sparse_block"], cfg["sparse_init_blocks"], cfg["sparse_local_blocks"],
+                            cfg["sparse_topk"])
+    T, H, hd = q.shape
+    Hkv = k.shape[1]
+    G = H // Hkv
+    nb = T // B
+    pooled = k[:nb * B].reshape(nb, B, Hkv, hd).mean(1)  # [nb, Hkv, hd]
+    allowed = torch.zeros(H, T, T, dtype=torch.bool)
+    for t in range(T):
+        own, nc = t // B, t // B
+        for g in range(Hkv):
+            score = torch.zeros(nc, dtype=q.dtype)
+            for h in range(g * G, (g + 1) * G):
+                if nc:
+                    score += (pooled[:nc, g] @ q[t, h] / hd ** 0.5).softmax(0)
+            forced = set(range(min(init, own + 1))) | set(range(max(own - local + 1, 0), own + 1))
+            free = [j for j in range(nc) if j not in forced]
+            free.sort(key=lambda j: (-score[j].item(), j))
+            for j in forced | set(free[:topk]):
+                allowed[g * G:(g + 1) * G, t, j * B:min((j + 1) * B, t + 1)] = True
+    return allowed
+
+
 def forward(p, cfg, tokens, offsets):
     D, H, Hkv, hd = cfg["d_model"], cfg["n_heads"], cfg["n_kv_heads"], cfg["head_dim"]
     eps, theta = cfg["norm_eps"], cfg["rope_theta"]
@@ -75,6 +101,8 @@ def forward(p, cfg, tokens, offsets):
             scores = torch.einsum("thd,shd->hts", qs, ks) / hd ** 0.5
             if cfg["causal"]:
                 mask = torch.triu(torch.ones(e - b, e - b, dtype=torch.bool), 1)
+                if cfg.get("sparse_block", 0) > 0:
+                    mask = mask | ~sparse_allowed(cfg, qs.detach(), ks[:, ::H // Hkv].detach())
                 scores = scores.masked_fill(mask, float("-inf"))
             outs.append(torch.einsum("hts,shd->thd", scores.softmax(-1), vs).reshape(e - b, H * hd))
         x = x + torch.cat(outs) @ p[pre + "self_attn.o_proj.weight"].T
@@ -91,7 +119,7 @@ def main():
     f = h5py.File(sys.argv[1], "r")
     cfg = {k: (v.item() if hasattr(v, "item") else v) for k, v in f.attrs.items()}
     for k in ("vocab", "d_model", "n_layers", "n_heads", "n_kv_heads", "head_dim", "d_ff", "tied_head", "causal",
-              "kv_rank", "rope_dim"):
+              "kv_rank", "rope_dim", "sparse_block", "sparse_init_blocks", "sparse_local_blocks", "sparse_topk"):
         if k not in cfg:
             continue
         cfg[k] = int(cfg[k])
@@ -117,6 +145,9 @@ def main():
             sys.exit(1)
         scale = max(np.abs(ref).max(), 1e-30)
         rel = np.abs(ours - ref).max() / scale
+        if not np.isfinite(rel):  # a NaN on either side is a failure, not a pass
+            print(f"{name}: not finite (ours {np.isfinite(ours).all()}, reference {np.isfinite(ref).all()})")
+            sys.exit(1)
         if rel > worst:
             worst, worst_name = rel, name
         return rel

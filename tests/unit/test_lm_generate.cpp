@@ -104,6 +104,43 @@ TEST_SUITE("lm_generate") {
     CHECK_FALSE(small.reserve(small.open(), c.max_seq + 1));
   }
 
+  TEST_CASE("sparse-gqa: cached prefill and decoding select the full forward's blocks (same logits, unlike dense)") {
+    nk::lm::Config c = config(nk::lm::Mode::causal);
+    c.sparse = true;
+    c.selector = {3, 1, 1, 2};
+    nk::lm::ParameterStore w(c);
+    w.init(4);
+    for (const auto& t : w.tensors())  // sharper attention than the init's, so that the blocks matter
+      if (t.name.find("q_proj") != std::string::npos || t.name.find("k_proj") != std::string::npos)
+        for (int64_t i = 0; i < t.size; ++i) w.data()[t.offset + i] *= 20.0f;
+    const nk::lm::Model m(w);
+    const std::vector<int32_t> seq = random_tokens(36, 6, c.vocab);
+    const std::vector<float> ref = full_logits(m, seq);
+    nk::lm::Config dense_c = c;
+    dense_c.sparse = false;
+    nk::lm::ParameterStore dense_w(dense_c);
+    std::copy_n(w.data(), w.size(), dense_w.data());
+    const std::vector<float> dense = full_logits(nk::lm::Model(dense_w), seq);
+    double differs = 0;
+    for (size_t i = 0; i < ref.size(); ++i) differs = std::max(differs, double(std::abs(ref[i] - dense[i])));
+    CHECK(differs > 1e-2);
+    for (int64_t i = 0; i < 12 * c.vocab; ++i) CHECK(ref[i] == doctest::Approx(dense[i]).epsilon(1e-4));  // all blocks read
+    nk::lm::KvCache cache(c, {4, 0, 1});
+    nk::lm::Workspace ws(c, {10, 10, false});
+    const int32_t slot = cache.open();
+    int64_t done = 0;
+    for (int64_t chunk : {10, 1, 5, 1, 1, 7, 1, 1, 1, 8}) {
+      std::vector<int32_t> part(seq.begin() + done, seq.begin() + done + chunk);
+      const std::vector<int64_t> off{0, chunk};
+      const std::vector<int32_t> slots{slot};
+      m.forward({part, off, {}, slots}, ws, {nk::lm::LogitRows::all, &cache});
+      for (int64_t i = 0; i < chunk * c.vocab; ++i)
+        REQUIRE(ws.logits()[i] == doctest::Approx(ref[done * c.vocab + i]).epsilon(1e-4));
+      done += chunk;
+    }
+    CHECK(done == 36);
+  }
+
   TEST_CASE("gqa attention backend: a dense cache written in the test gives the full forward's logits (chunked, token by token)") {
     const nk::lm::Config c = config(nk::lm::Mode::causal);
     nk::lm::ParameterStore w(c);

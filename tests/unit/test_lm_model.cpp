@@ -15,6 +15,7 @@
 #include "nk/lm/attention.hpp"
 #include "nk/lm/loss.hpp"
 #include "nk/lm/model.hpp"
+#include "nk/lm/sparse_attention.hpp"
 #include "nk/rng.hpp"
 #include "test_support.hpp"
 #include "../../common/lm/src/dense.hpp"  // white box: the ISA copy in use and its kernels
@@ -106,6 +107,12 @@ int torch_reference(const nk::lm::ParameterStore& w, const nk::lm::ParameterStor
     if (c.mla()) {
       out.attr("/", "kv_rank", c.kv_rank);
       out.attr("/", "rope_dim", c.rope_dim);
+    }
+    if (c.sparse) {
+      out.attr("/", "sparse_block", c.selector.block);
+      out.attr("/", "sparse_init_blocks", c.selector.init_blocks);
+      out.attr("/", "sparse_local_blocks", c.selector.local_blocks);
+      out.attr("/", "sparse_topk", c.selector.topk);
     }
     for (const auto& t : w.tensors()) {
       out.write("/params/" + t.name, w.data() + t.offset, t.shape, "");
@@ -342,6 +349,158 @@ TEST_SUITE("lm_model") {
       w.init(3);
       check_against_torch(w, dir.file("ref.h5"));
     }
+  }
+
+  TEST_CASE("sparse-gqa model: logits, loss and every gradient equal an independent PyTorch block-sparse Llama") {
+    nk::test::ScratchDir dir;
+    nk::lm::Config c = tiny(nk::lm::Mode::causal, false, 2);
+    c.sparse = true;
+    c.selector = {2, 1, 1, 1};  // 2-token blocks: the 9-token segment's last queries choose 1 of 3 free blocks
+    nk::lm::ParameterStore w(c);
+    w.init(3);
+    check_against_torch(w, dir.file("sparse.h5"), 15.0f);
+  }
+
+  TEST_CASE("sparse attention: the selection of a packed batch is the selector's on each segment") {
+    const int64_t H = 4, Hkv = 2, hd = 6;
+    const nk::lm::BlockSelectorConfig c{3, 1, 1, 2};
+    const std::vector<int64_t> offsets{0, 17, 30};
+    const int64_t N = offsets.back();
+    const std::vector<float> q = randn<float>(N * H * hd, 11), k = randn<float>(N * Hkv * hd, 12);
+    std::vector<int32_t> sel(static_cast<size_t>(N * Hkv * c.width()), 7);
+    nk::lm::select_batch(c, q.data(), k.data(), offsets.data(), 2, H, Hkv, hd, sel.data());
+    for (int64_t s = 0; s < 2; ++s) {
+      const int64_t b = offsets[s], n = offsets[s + 1] - b, nb = n / c.block;
+      // Head-major copies, through the capture layout's functions.
+      std::vector<float> qh(static_cast<size_t>(H * n * hd)), kh(static_cast<size_t>(Hkv * n * hd));
+      for (int64_t t = 0; t < n; ++t) {
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t e = 0; e < hd; ++e) qh[(h * n + t) * hd + e] = q[((b + t) * H + h) * hd + e];
+        for (int64_t h = 0; h < Hkv; ++h)
+          for (int64_t e = 0; e < hd; ++e) kh[(h * n + t) * hd + e] = k[((b + t) * Hkv + h) * hd + e];
+      }
+      std::vector<float> pooled(static_cast<size_t>(Hkv * nb * hd));
+      nk::lm::pool_keys(kh.data(), Hkv, n, hd, c.block, pooled.data());
+      std::vector<double> sc(static_cast<size_t>(nb + 1)), scratch(static_cast<size_t>(nb + 1));
+      std::vector<int32_t> want(static_cast<size_t>(c.width()));
+      for (int64_t t = 0; t < n; ++t)
+        for (int64_t g = 0; g < Hkv; ++g) {
+          nk::lm::group_scores(c, qh.data(), H, n, t, pooled.data(), Hkv, nb, hd, g, sc.data(), scratch.data());
+          nk::lm::select_blocks(c, t, sc.data(), want.data());
+          for (int64_t e = 0; e < c.width(); ++e) CHECK(sel[((b + t) * Hkv + g) * c.width() + e] == want[e]);
+        }
+    }
+  }
+
+  TEST_CASE("sparse attention: forward = the softmax over each query's selected keys; backward = finite differences") {
+    const int64_t H = 4, Hkv = 2, hd = 6, G = H / Hkv;
+    const nk::lm::BlockSelectorConfig c{3, 1, 1, 2};
+    const std::vector<int64_t> offsets{0, 17, 30, 31};  // a one-token segment too
+    const int64_t N = offsets.back(), S = 3, W = c.width();
+    std::vector<double> q = randn<double>(N * H * hd, 1), k = randn<double>(N * Hkv * hd, 2),
+                        v = randn<double>(N * Hkv * hd, 3), R = randn<double>(N * H * hd, 4);
+    std::vector<int32_t> sel(static_cast<size_t>(N * Hkv * W));
+    {
+      const std::vector<float> qf(q.begin(), q.end()), kf(k.begin(), k.end());
+      nk::lm::select_batch(c, qf.data(), kf.data(), offsets.data(), S, H, Hkv, hd, sel.data());
+    }
+    std::vector<double> out(N * H * hd), lse(N * H);
+    nk::lm::sparse_attention_forward(c, sel.data(), q.data(), k.data(), v.data(), offsets.data(), S, H, Hkv, hd,
+                                     out.data(), lse.data());
+    // Reference: one query at a time over the keys of its blocks.
+    double worst = 0;
+    int64_t sparse_rows = 0;
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t t = 0; t < offsets[s + 1] - offsets[s]; ++t) {
+        const int64_t row = offsets[s] + t;
+        for (int64_t h = 0; h < H; ++h) {
+          const int64_t g = h / G;
+          std::vector<int64_t> keys;
+          for (int64_t e = 0; e < W; ++e) {
+            const int32_t blk = sel[(row * Hkv + g) * W + e];
+            if (blk < 0) continue;
+            for (int64_t j = blk * c.block; j < (blk + 1) * c.block && j <= t; ++j) keys.push_back(j);
+          }
+          if (static_cast<int64_t>(keys.size()) < t + 1) ++sparse_rows;
+          std::vector<double> p;
+          double most = -INFINITY, sum = 0;
+          for (int64_t j : keys) {
+            double dot = 0;
+            for (int64_t e = 0; e < hd; ++e) dot += q[(row * H + h) * hd + e] * k[((offsets[s] + j) * Hkv + g) * hd + e];
+            p.push_back(dot / std::sqrt(double(hd)));
+            most = std::max(most, p.back());
+          }
+          for (double& x : p) sum += (x = std::exp(x - most));
+          for (int64_t e = 0; e < hd; ++e) {
+            double o = 0;
+            for (size_t i = 0; i < keys.size(); ++i) o += p[i] / sum * v[((offsets[s] + keys[i]) * Hkv + g) * hd + e];
+            worst = std::max(worst, std::abs(o - out[(row * H + h) * hd + e]));
+          }
+          worst = std::max(worst, std::abs(most + std::log(sum) - lse[row * H + h]));
+        }
+      }
+    CHECK(worst < 1e-12);
+    CHECK(sparse_rows > 20);  // the pattern is sparse for most late queries
+    const auto loss = [&]() {
+      nk::lm::sparse_attention_forward(c, sel.data(), q.data(), k.data(), v.data(), offsets.data(), S, H, Hkv, hd,
+                                       out.data(), lse.data());
+      double L = 0;
+      for (size_t i = 0; i < out.size(); ++i) L += out[i] * R[i];
+      return L;
+    };
+    loss();
+    std::vector<double> dq(q.size(), 99.0), dk(k.size(), 99.0), dv(v.size(), 99.0);  // overwritten inside
+    nk::lm::sparse_attention_backward(c, sel.data(), R.data(), out.data(), q.data(), k.data(), v.data(), lse.data(),
+                                      offsets.data(), S, H, Hkv, hd, dq.data(), dk.data(), dv.data());
+    const auto numeric = [&](std::vector<double>& x) {
+      std::vector<double> g(x.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        const double keep = x[i];
+        x[i] = keep + 1e-6;
+        const double up = loss();
+        x[i] = keep - 1e-6;
+        const double down = loss();
+        x[i] = keep;
+        g[i] = (up - down) / 2e-6;
+      }
+      return g;
+    };
+    CHECK(max_abs_diff(dq, numeric(q)) < 1e-7);
+    CHECK(max_abs_diff(dk, numeric(k)) < 1e-7);
+    CHECK(max_abs_diff(dv, numeric(v)) < 1e-7);
+  }
+
+  TEST_CASE("sparse attention: with every block selected it is dense causal attention (70 queries: two tiles)") {
+    const int64_t H = 4, Hkv = 2, hd = 8;
+    const nk::lm::BlockSelectorConfig c{4, 1, 2, 64};
+    const std::vector<int64_t> offsets{0, 70, 75};
+    const int64_t N = offsets.back(), maxseg = 70;
+    const std::vector<float> q = randn<float>(N * H * hd, 5), k = randn<float>(N * Hkv * hd, 6),
+                             v = randn<float>(N * Hkv * hd, 7), R = randn<float>(N * H * hd, 8);
+    std::vector<int32_t> sel(static_cast<size_t>(N * Hkv * c.width()));
+    nk::lm::select_batch(c, q.data(), k.data(), offsets.data(), 2, H, Hkv, hd, sel.data());
+    std::vector<float> out(N * H * hd), lse(N * H), out2(out.size()), lse2(lse.size());
+    std::vector<float> scratch(static_cast<size_t>(nk::lm::attention_scratch(maxseg)));
+    nk::lm::sparse_attention_forward(c, sel.data(), q.data(), k.data(), v.data(), offsets.data(), 2, H, Hkv, hd,
+                                     out.data(), lse.data());
+    nk::lm::attention_forward(q.data(), k.data(), v.data(), offsets.data(), 2, H, Hkv, hd, true, out2.data(),
+                              lse2.data(), scratch.data(), maxseg);
+    const auto worst = [](const std::vector<float>& a, const std::vector<float>& b) {
+      double w = 0;
+      for (size_t i = 0; i < a.size(); ++i) w = std::max(w, double(std::abs(a[i] - b[i])));
+      return w;
+    };
+    CHECK(worst(out, out2) < 1e-5);
+    CHECK(worst(lse, lse2) < 1e-5);
+    std::vector<float> dq(q.size()), dk(k.size()), dv(v.size()), dq2(q.size()), dk2(k.size()), dv2(v.size());
+    nk::lm::sparse_attention_backward(c, sel.data(), R.data(), out.data(), q.data(), k.data(), v.data(), lse.data(),
+                                      offsets.data(), 2, H, Hkv, hd, dq.data(), dk.data(), dv.data());
+    nk::lm::attention_backward(R.data(), out2.data(), q.data(), k.data(), v.data(), lse2.data(), offsets.data(), 2, H,
+                               Hkv, hd, true, dq2.data(), dk2.data(), dv2.data(), scratch.data(), maxseg);
+    CHECK(worst(dq, dq2) < 1e-4);
+    CHECK(worst(dk, dk2) < 1e-4);
+    CHECK(worst(dv, dv2) < 1e-4);
+    CHECK(nk::lm::sparse_keys_per_query(c, 70) == doctest::Approx(35.5));  // every key: (1 + ... + 70) / 70
   }
 
   TEST_CASE("mla model: logits, loss and every gradient equal an independent PyTorch MLA to 1e-4 relative") {

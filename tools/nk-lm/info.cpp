@@ -20,6 +20,11 @@ void info(const InfoOptions& o) {
     std::printf("mla          kv_rank (d_c) %lld, rope_dim (d_R) %lld, nope %lld; a cached token %lld values\n",
                 static_cast<long long>(c.kv_rank), static_cast<long long>(c.rope_dim), static_cast<long long>(c.nope_dim()),
                 static_cast<long long>(c.kv_rank + c.rope_dim));
+  if (c.sparse)
+    std::printf("sparse       InfLLM-v2 block-sparse attention: block %lld, init %lld, local %lld, top-%lld (a query reads %lld blocks)\n",
+                static_cast<long long>(c.selector.block), static_cast<long long>(c.selector.init_blocks),
+                static_cast<long long>(c.selector.local_blocks), static_cast<long long>(c.selector.topk),
+                static_cast<long long>(c.selector.width()));
   std::printf("mode         %s\n", nk::lm::mode_name(c.mode).c_str());
   std::printf("parameters   %lld\n", static_cast<long long>(c.parameter_count()));
   std::printf("layers       %lld\n", static_cast<long long>(c.n_layers));

@@ -61,12 +61,16 @@ int main(int argc, char** argv) {
   train_verb->add_option("--kv-heads", train.kv_heads, "Key/value heads (GQA; = --heads for MHA)")->check(CLI::Range(int64_t{1}, int64_t{1024}));
   train_verb->add_option("--head-dim", train.head_dim, "Head width (0: d-model / heads)")->check(CLI::Range(int64_t{0}, int64_t{4096}));
   train_verb->add_option("--d-ff", train.d_ff, "SwiGLU hidden width")->check(CLI::Range(int64_t{1}, int64_t{1} << 18));
-  train_verb->add_option("--context", train.context, "Tokens per training window (the model's context)")
+  CLI::Option* context_opt = train_verb->add_option("--context", train.context, "Tokens per training window (the model's context; with --init it replaces the model's)")
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 20));
-  train_verb->add_option("--rope-theta", train.rope_theta, "RoPE base")->check(CLI::Range(1.0 + 1e-9, 1e12));
-  train_verb->add_option("--attention", train.attention,
-                         "gqa (Llama's q,k,v) or mla (DeepSeek-V2's latent attention: --kv-rank, --rope-dim; --kv-heads = --heads)")
-      ->check(CLI::IsMember({"gqa", "mla"}));
+  CLI::Option* rope_opt = train_verb->add_option("--rope-theta", train.rope_theta, "RoPE base (with --init it replaces the model's: raise it for a longer context)")->check(CLI::Range(1.0 + 1e-9, 1e12));
+  CLI::Option* attention_opt = train_verb->add_option("--attention", train.attention,
+                         "gqa (Llama's q,k,v), sparse-gqa (gqa reading only the InfLLM-v2 selector's KV blocks: --sparse-*) or mla (DeepSeek-V2's latent attention: --kv-rank, --rope-dim; --kv-heads = --heads); with --init, gqa <-> sparse-gqa")
+      ->check(CLI::IsMember({"gqa", "sparse-gqa", "mla"}));
+  train_verb->add_option("--sparse-block", train.sparse_block, "sparse-gqa: tokens per KV block")->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  train_verb->add_option("--sparse-init", train.sparse_init, "sparse-gqa: leading blocks every query reads")->check(CLI::Range(int64_t{0}, int64_t{1} << 16));
+  train_verb->add_option("--sparse-local", train.sparse_local, "sparse-gqa: blocks of the local window (ending with the query's own)")->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  train_verb->add_option("--sparse-topk", train.sparse_topk, "sparse-gqa: further blocks by the selector's group score")->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
   train_verb->add_option("--kv-rank", train.kv_rank, "mla: the latent's width d_c (0: 4 x head width)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 16));
   train_verb->add_option("--rope-dim", train.rope_dim, "mla: the decoupled RoPE key's width d_R (0: kv-rank / 8, DeepSeek's ratio)")
@@ -171,7 +175,12 @@ int main(int argc, char** argv) {
   return cli.run(argc, argv, [&] {
     if (*corpus_verb) nklm::corpus(corpus);
     if (*tok_verb) nklm::tokenizer(tok);
-    if (*train_verb) nklm::train(train, cli.env());
+    if (*train_verb) {
+      train.context_given = context_opt->count() > 0;
+      train.rope_given = rope_opt->count() > 0;
+      train.attention_given = attention_opt->count() > 0;
+      nklm::train(train, cli.env());
+    }
     if (*gen_verb) nklm::generate(gen, cli.env());
     if (*score_verb) nklm::score(score, cli.env());
     if (*info_verb) nklm::info(info);

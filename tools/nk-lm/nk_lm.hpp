@@ -52,6 +52,9 @@ struct TrainOptions {
   bool untied = false;
   std::string attention = "gqa";
   int64_t kv_rank = 0, rope_dim = 0;
+  int64_t sparse_block = 64, sparse_init = 1, sparse_local = 2, sparse_topk = 16;
+  // Given on the command line: with --init they reshape the loaded model's context, RoPE base and attention.
+  bool context_given = false, rope_given = false, attention_given = false;
   int64_t steps = 1000, stop_at = 0, batch = 16, accum = 1, warmup = 100, checkpoint_every = 0, eval_every = 0, eval_batches = 8,
           log_every = 10;
   double lr = 3e-3, min_lr = 0.1, weight_decay = 0.1, clip = 1.0, beta2 = 0.95;

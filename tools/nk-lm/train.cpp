@@ -2,6 +2,7 @@
 // cross-entropy) or masked diffusion (LLaDA's 1/t-weighted masked-token
 // cross-entropy), over windows of a corpus; periodic validation and atomic
 // checkpoints that --resume continues bit for bit.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -45,6 +46,27 @@ nk::lm::Config config_from(const TrainOptions& o, int64_t vocab) {
     c.n_kv_heads = c.n_heads;
     c.kv_rank = o.kv_rank > 0 ? o.kv_rank : 4 * c.head_dim;
     c.rope_dim = o.rope_dim > 0 ? o.rope_dim : c.kv_rank / 8;
+  }
+  if (o.attention == "sparse-gqa") {
+    c.sparse = true;
+    c.selector = {o.sparse_block, o.sparse_init, o.sparse_local, o.sparse_topk};
+  }
+  c.validate("train");
+  return c;
+}
+
+/// --init's model with what the command line changes: the context, the RoPE
+/// base (long-context continued pretraining raises both) and dense or
+/// sparse attention. The weights' shapes stay.
+nk::lm::Config adapted(nk::lm::Config c, const TrainOptions& o) {
+  if (o.context_given) c.max_seq = o.context;
+  if (o.rope_given) c.rope_theta = o.rope_theta;
+  if (o.attention_given) {
+    if ((o.attention == "mla") != c.mla())
+      throw nk::usage_error("train: --attention " + o.attention + " cannot turn --init's " + (c.mla() ? "mla" : "gqa") +
+                            " model into another kind (only gqa <-> sparse-gqa)");
+    c.sparse = o.attention == "sparse-gqa";
+    if (c.sparse) c.selector = {o.sparse_block, o.sparse_init, o.sparse_local, o.sparse_topk};
   }
   c.validate("train");
   return c;
@@ -125,12 +147,14 @@ void train(const TrainOptions& o, const nk::RunEnv& env) {
   }
   if (start && start->tokenizer && start->tokenizer->fingerprint() != tok.fingerprint())
     throw nk::usage_error("train: the model's tokenizer is not the corpus's (cut the corpus with --tokenizer MODEL)");
-  const nk::lm::Config c = start ? start->weights.config() : config_from(o, tok.size());
+  const nk::lm::Config c = !o.resume.empty() ? start->weights.config()
+                           : start            ? adapted(start->weights.config(), o)
+                                              : config_from(o, tok.size());
   if (c.vocab != tok.size())
     throw nk::usage_error("train: the model's vocabulary (" + std::to_string(c.vocab) + ") is not the corpus tokenizer's (" +
                           std::to_string(tok.size()) + ")");
   nk::lm::ParameterStore weights(c);
-  if (start) weights = start->weights;
+  if (start) std::copy_n(start->weights.data(), weights.size(), weights.data());  // same shapes: only c's context, RoPE or attention differ
   else weights.init(env.seed);
   nk::lm::ParameterMask mask = nk::lm::ParameterMask::all(weights);
   for (const std::string& glob : o.freeze)
@@ -164,8 +188,12 @@ void train(const TrainOptions& o, const nk::RunEnv& env) {
     if (!log) throw nk::io_error(o.log, "cannot write the training log");
     log << "step\ttokens\tloss\tlr\tgrad_norm\ttokens_per_s\tval_loss\n";
   }
-  spdlog::info("train: {} model, {} parameters ({} trainable), {} layers, d {}, heads {}/{}, context {}; {} steps of {}x{} tokens",
-               nk::lm::mode_name(c.mode), c.parameter_count(), mask.trainable_count(), c.n_layers, c.d_model, c.n_heads,
+  spdlog::info("train: {} {}model, {} parameters ({} trainable), {} layers, d {}, heads {}/{}, context {}; {} steps of {}x{} tokens",
+               nk::lm::mode_name(c.mode),
+               c.sparse ? fmt::format("sparse-gqa (block {}, init {}, local {}, top-{}) ", c.selector.block,
+                                      c.selector.init_blocks, c.selector.local_blocks, c.selector.topk)
+                        : std::string(),
+               c.parameter_count(), mask.trainable_count(), c.n_layers, c.d_model, c.n_heads,
                c.n_kv_heads, T, o.steps, o.batch * o.accum, T);
   const std::string recipe = nk::run_context().command;
   const auto save_state = [&](const std::string& path) {

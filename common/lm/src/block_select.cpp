@@ -8,17 +8,22 @@
 
 namespace nk::lm {
 
-void pool_keys(const float* k, int64_t heads, int64_t T, int64_t d, int64_t block, float* pooled) {
+void pool_keys_strided(const float* k, int64_t head_stride, int64_t row_stride, int64_t heads, int64_t T, int64_t d,
+                       int64_t block, float* pooled) {
   const int64_t nb = T / block;
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t j = 0; j < nb; ++j) {
       float* out = pooled + (h * nb + j) * d;
       for (int64_t i = 0; i < d; ++i) {
         double sum = 0;
-        for (int64_t s = j * block; s < (j + 1) * block; ++s) sum += k[(h * T + s) * d + i];
+        for (int64_t s = j * block; s < (j + 1) * block; ++s) sum += k[h * head_stride + s * row_stride + i];
         out[i] = static_cast<float>(sum / static_cast<double>(block));
       }
     }
+}
+
+void pool_keys(const float* k, int64_t heads, int64_t T, int64_t d, int64_t block, float* pooled) {
+  pool_keys_strided(k, T * d, d, heads, T, d, block, pooled);
 }
 
 int64_t forced_blocks(const BlockSelectorConfig& c, int64_t t, int32_t* out) {

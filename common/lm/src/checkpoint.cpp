@@ -50,8 +50,20 @@ Config read_config(const h5::File& in) {
   c.mode = *mode == "causal" ? Mode::causal : Mode::diffusion;
   // Files before MLA have no 'attention' attribute: they are gqa.
   if (const auto attention = in.attr_string("/", "attention")) {
-    if (*attention != "gqa" && *attention != "mla")
-      throw input_error(in.path(), "", "root attribute 'attention' must be gqa or mla, got '" + *attention + "'");
+    if (*attention != "gqa" && *attention != "mla" && *attention != "sparse-gqa")
+      throw input_error(in.path(), "", "root attribute 'attention' must be gqa, sparse-gqa or mla, got '" + *attention + "'");
+    if (*attention == "sparse-gqa") {
+      c.sparse = true;
+      for (const char* key : {"sparse_block", "sparse_init_blocks", "sparse_local_blocks", "sparse_topk"}) {
+        const double v = number(key);
+        if (v != std::floor(v) || v < 0 || v > 1e9)
+          throw input_error(in.path(), "", std::string("root attribute '") + key + "' must be a non-negative integer");
+        const std::string k(key);
+        (k == "sparse_block" ? c.selector.block : k == "sparse_init_blocks" ? c.selector.init_blocks
+                                              : k == "sparse_local_blocks"  ? c.selector.local_blocks
+                                                                            : c.selector.topk) = static_cast<int64_t>(v);
+      }
+    }
     if (*attention == "mla") {
       c.attention = AttentionKind::mla;
       for (const char* key : {"kv_rank", "rope_dim"}) {
@@ -112,7 +124,13 @@ void save_checkpoint(const std::string& path, const ParameterStore& weights, con
   out.attr("/", "rope_theta", c.rope_theta);
   out.attr("/", "norm_eps", c.norm_eps);
   out.attr("/", "tied_head", int64_t{c.tied_head ? 1 : 0});
-  out.attr("/", "attention", c.mla() ? "mla" : "gqa");
+  out.attr("/", "attention", c.mla() ? "mla" : c.sparse ? "sparse-gqa" : "gqa");
+  if (c.sparse) {
+    out.attr("/", "sparse_block", c.selector.block);
+    out.attr("/", "sparse_init_blocks", c.selector.init_blocks);
+    out.attr("/", "sparse_local_blocks", c.selector.local_blocks);
+    out.attr("/", "sparse_topk", c.selector.topk);
+  }
   if (c.mla()) {
     out.attr("/", "kv_rank", c.kv_rank);
     out.attr("/", "rope_dim", c.rope_dim);

@@ -29,6 +29,15 @@ void Config::validate(const std::string& where) const {
       fail("an mla model's rope_dim must be even and in 2.." + std::to_string(head_dim - 2) + " (head_dim - 2), got " +
            std::to_string(rope_dim));
   }
+  if (sparse) {
+    if (mode != Mode::causal || attention != AttentionKind::gqa)
+      fail("sparse attention (sparse-gqa) is for causal gqa models (the selector scores blocks before the query's own)");
+    positive(selector.block, "the sparse block", max_seq);
+    positive(selector.local_blocks, "sparse local_blocks (the local window ends with the query's own block)", 1 << 20);
+    positive(selector.topk, "sparse topk", 1 << 20);
+    if (selector.init_blocks < 0 || selector.init_blocks > (1 << 20))
+      fail("sparse init_blocks must be in 0..2^20, got " + std::to_string(selector.init_blocks));
+  }
   if (!(rope_theta > 1)) fail("rope_theta must be > 1");
   if (!(norm_eps > 0 && norm_eps < 1)) fail("norm_eps must be in (0, 1)");
   if (parameter_count() > (int64_t{1} << 31)) fail("more than 2^31 parameters: refused before allocating");

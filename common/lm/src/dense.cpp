@@ -285,9 +285,74 @@ void attention_backward(const float* dout, const float* out, const float* q, con
   }
 }
 
+/// Masked probabilities of one tile, in place over its scores s = q.k:
+/// exp(scale s - base_i) where allowed, exactly 0 elsewhere. Forward
+/// (lse_in null): base_i = the row's allowed maximum, then normalised, its
+/// log-sum-exp written to lse_out; backward: base_i = lse_in[i].
+void tile_probabilities(float* p, int64_t rows, int64_t keys, const unsigned char* allowed, float scale,
+                        const float* lse_in, float* lse_out, int64_t lse_stride) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float* s = p + i * keys;
+    const unsigned char* a = allowed + i * keys;
+    float base = 0;
+    if (lse_in) {
+      base = lse_in[i * lse_stride];
+    } else {
+      base = -kInf;
+      for (int64_t j = 0; j < keys; ++j)
+        if (a[j]) base = hi(base, s[j] * scale);
+    }
+    for (int64_t j = 0; j < keys; ++j) s[j] = a[j] ? s[j] * scale - base : -kInf;
+    exp_inplace(s, keys);
+    float sum = 0;
+    for (int64_t j = 0; j < keys; ++j) {
+      if (!a[j]) s[j] = 0.0f;
+      sum += s[j];
+    }
+    if (lse_in) continue;
+    const float inv = 1.0f / sum;
+    for (int64_t j = 0; j < keys; ++j) s[j] *= inv;
+    lse_out[i * lse_stride] = base + std::log(sum);
+  }
+}
+
+void sparse_tile_forward(const float* q, int64_t qs, int64_t rows, const float* K, const float* V, int64_t keys,
+                         int64_t hd, const unsigned char* allowed, float scale, float* out, float* lse,
+                         int64_t lse_stride, float* p) {
+  Map P(p, rows, keys);
+  P.noalias() = ConstStrided(q, rows, hd, Eigen::OuterStride<>(qs)) * ConstMap(K, keys, hd).transpose();
+  tile_probabilities(p, rows, keys, allowed, scale, nullptr, lse, lse_stride);
+  Strided(out, rows, hd, Eigen::OuterStride<>(qs)).noalias() = P * ConstMap(V, keys, hd);
+}
+
+void sparse_tile_backward(const float* q, const float* dout, const float* out, int64_t qs, int64_t rows,
+                          const float* K, const float* V, int64_t keys, int64_t hd, const unsigned char* allowed,
+                          float scale, const float* lse, int64_t lse_stride, float* dq, float* dK, float* dV, float* p,
+                          float* dp) {
+  const ConstStrided Q(q, rows, hd, Eigen::OuterStride<>(qs)), dO(dout, rows, hd, Eigen::OuterStride<>(qs));
+  const ConstMap Km(K, keys, hd), Vm(V, keys, hd);
+  Map P(p, rows, keys), dP(dp, rows, keys);
+  P.noalias() = Q * Km.transpose();
+  tile_probabilities(p, rows, keys, allowed, scale, lse, nullptr, lse_stride);
+  dP.noalias() = dO * Vm.transpose();
+  for (int64_t i = 0; i < rows; ++i) {
+    const float* o = out + i * qs;
+    const float* g = dout + i * qs;
+    float delta = 0;
+    for (int64_t e = 0; e < hd; ++e) delta += g[e] * o[e];
+    float* d = dp + i * keys;
+    const float* pr = p + i * keys;
+    for (int64_t j = 0; j < keys; ++j) d[j] = pr[j] * (d[j] - delta) * scale;
+  }
+  Strided(dq, rows, hd, Eigen::OuterStride<>(qs)).noalias() = dP * Km;
+  Map(dK, keys, hd).noalias() += dP.transpose() * Q;
+  Map(dV, keys, hd).noalias() += P.transpose() * dO;
+}
+
 }  // namespace
 
 extern const DenseOps ops;
-const DenseOps ops{NK_LM_DENSE_ISA, linear, linear_dx, linear_dw, attention_forward, attention_backward};
+const DenseOps ops{NK_LM_DENSE_ISA, linear,           linear_dx,          linear_dw, attention_forward, attention_backward,
+                   sparse_tile_forward, sparse_tile_backward};
 
 }  // namespace nk::lm::NK_LM_DENSE_NAMESPACE

@@ -30,6 +30,20 @@ struct DenseOps {
   void (*attention_backward)(const float* dout, const float* out, const float* q, const float* k, const float* v,
                              const float* lse, const int64_t* offsets, int64_t segments, int64_t heads, int64_t kv_heads,
                              int64_t hd, bool causal, float* dq, float* dk, float* dv, float* scratch, int64_t max_keys);
+  /// One tile of block-sparse attention (sparse_attention.cpp builds it):
+  /// 'rows' queries of one head (rows qs floats apart) against 'keys'
+  /// gathered rows K and V [keys, hd]; allowed [rows, keys] marks the pairs
+  /// that count. out rows qs apart, lse rows lse_stride apart; p is scratch
+  /// of rows * keys floats.
+  void (*sparse_tile_forward)(const float* q, int64_t qs, int64_t rows, const float* K, const float* V, int64_t keys,
+                              int64_t hd, const unsigned char* allowed, float scale, float* out, float* lse,
+                              int64_t lse_stride, float* p);
+  /// Its backward: dq rows overwritten, dK and dV [keys, hd] accumulated;
+  /// p and dp scratch of rows * keys floats each.
+  void (*sparse_tile_backward)(const float* q, const float* dout, const float* out, int64_t qs, int64_t rows,
+                               const float* K, const float* V, int64_t keys, int64_t hd, const unsigned char* allowed,
+                               float scale, const float* lse, int64_t lse_stride, float* dq, float* dK, float* dV,
+                               float* p, float* dp);
 };
 
 /// The AVX-512 copy where the CPU has AVX-512 F/DQ/VL/BW, else the AVX2+FMA

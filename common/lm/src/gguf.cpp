@@ -147,6 +147,9 @@ void export_gguf(const Checkpoint& model, const std::string& path, bool no_clobb
   if (c.mode != Mode::causal)
     throw usage_error("export: a diffusion model has bidirectional attention; llama.cpp's Llama is causal");
   if (c.mla()) throw usage_error("export: an mla model is not a Llama; it stays an nk-lm checkpoint");
+  if (c.sparse)
+    throw usage_error("export: a sparse-gqa model reads only its selected KV blocks; llama.cpp would run it dense: it "
+                      "stays an nk-lm checkpoint");
   const Tokenizer* tok = model.tokenizer ? &*model.tokenizer : nullptr;
   if (tok && tok->size() != c.vocab)  // load_checkpoint and import_hf refuse such a pair
     throw std::logic_error("export_gguf: the tokenizer's vocabulary differs from the model's");

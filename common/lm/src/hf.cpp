@@ -684,6 +684,9 @@ void export_hf(const Checkpoint& model, const std::string& dir, bool no_clobber)
   if (c.mla())
     throw usage_error("export: an mla model is not a Llama (transformers' DeepSeek-V2 classes rotate RoPE pairs "
                       "interleaved, nk-lm rotates halves); it stays an nk-lm checkpoint");
+  if (c.sparse)
+    throw usage_error("export: a sparse-gqa model reads only its selected KV blocks; transformers' Llama would run it "
+                      "dense, another model: it stays an nk-lm checkpoint");
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir))

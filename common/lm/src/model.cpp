@@ -13,6 +13,7 @@
 #include "nk/error.hpp"
 #include "nk/lm/attention.hpp"
 #include "nk/lm/layers.hpp"
+#include "nk/lm/sparse_attention.hpp"
 #include "dense.hpp"
 
 namespace nk::lm {
@@ -139,6 +140,66 @@ void cached_attention(KvCache& cache, const TokenBatch& batch, int64_t layer, co
   }
 }
 
+/// cached_attention of a sparse-gqa model: each new query reads only the
+/// blocks the selector picks over the slot's cache (pooled keys of its
+/// complete blocks), as the full forward does. One task per (segment, KV head).
+void cached_sparse_attention(KvCache& cache, const TokenBatch& batch, int64_t layer, const float* q, float* out,
+                             float* lse, const Config& c) {
+  const int64_t S = batch.segments(), heads = c.n_heads, Hkv = c.n_kv_heads, G = heads / Hkv, hd = c.head_dim;
+  const int64_t qs = heads * hd, B = c.selector.block, W = c.selector.width();
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t task = 0; task < S * Hkv; ++task) {
+    const int64_t s = task / Hkv, g = task % Hkv;
+    const int64_t begin = batch.offsets[static_cast<size_t>(s)], n = batch.offsets[static_cast<size_t>(s + 1)] - begin;
+    const int32_t slot = batch.slots[static_cast<size_t>(s)];
+    const int64_t first = cache.length(slot), total = first + n, nb = total / B;
+    // Pooled keys of head g (the selector's arithmetic: a double sum per block, as pool_keys).
+    std::vector<float> pooled(static_cast<size_t>(std::max<int64_t>(Hkv * nb * hd, 1)), 0.0f);
+    for (int64_t j = 0; j < nb; ++j)
+      for (int64_t e = 0; e < hd; ++e) {
+        double sum = 0;
+        for (int64_t r = j * B; r < (j + 1) * B; ++r) sum += cache.key(slot, layer, r)[g * hd + e];
+        pooled[static_cast<size_t>((g * nb + j) * hd + e)] = static_cast<float>(sum / static_cast<double>(B));
+      }
+    std::vector<double> scores(static_cast<size_t>(nb + 1)), scratch(static_cast<size_t>(nb + 1));
+    std::vector<int32_t> blocks(static_cast<size_t>(W));
+    std::vector<double> p;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t t = first + i;
+      group_scores_at(c.selector, q + (begin + i) * qs, hd, heads, t, pooled.data(), Hkv, nb, hd, g, scores.data(),
+                      scratch.data());
+      const int64_t m = select_blocks(c.selector, t, scores.data(), blocks.data());
+      std::sort(blocks.begin(), blocks.begin() + m);
+      for (int64_t h = g * G; h < (g + 1) * G; ++h) {
+        const float* qi = q + (begin + i) * qs + h * hd;
+        p.clear();
+        double best = -INFINITY;
+        for (int64_t b = 0; b < m; ++b)
+          for (int64_t j = blocks[static_cast<size_t>(b)] * B; j < std::min((blocks[static_cast<size_t>(b)] + 1) * B, t + 1); ++j) {
+            const float* kj = cache.key(slot, layer, j) + g * hd;
+            float dot = 0;
+            for (int64_t e = 0; e < hd; ++e) dot += qi[e] * kj[e];
+            p.push_back(dot * scale);
+            best = std::max(best, p.back());
+          }
+        double sum = 0;
+        for (double& x : p) sum += (x = std::exp(x - best));
+        float* oi = out + (begin + i) * qs + h * hd;
+        std::fill(oi, oi + hd, 0.0f);
+        size_t at = 0;
+        for (int64_t b = 0; b < m; ++b)
+          for (int64_t j = blocks[static_cast<size_t>(b)] * B; j < std::min((blocks[static_cast<size_t>(b)] + 1) * B, t + 1); ++j) {
+            const float w = static_cast<float>(p[at++] / sum);
+            const float* vj = cache.value(slot, layer, j) + g * hd;
+            for (int64_t e = 0; e < hd; ++e) oi[e] += w * vj[e];
+          }
+        lse[(begin + i) * heads + h] = static_cast<float>(best + std::log(sum));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<int64_t> uniform_offsets(int64_t rows, int64_t length) {
@@ -211,6 +272,7 @@ Workspace::Workspace(const Config& config, WorkspaceLimits limits) : config_(con
       resize(L.craw, n * c.kv_rank), resize(L.c, n * c.kv_rank), resize(L.rstdc, n), resize(L.kpe, n * c.rope_dim);
       resize(L.kv, n * c.n_heads * (c.nope_dim() + c.head_dim));
     }
+    if (c.sparse) L.sel.assign(static_cast<size_t>(n * c.n_kv_heads * c.selector.width()), -1);
   }
   if (c.mla()) {
     resize(latent_, n * c.n_heads * c.kv_rank);
@@ -243,6 +305,7 @@ int64_t Workspace::bytes() const {
     for (const auto* v : {&L.ln1, &L.rstd1, &L.q, &L.k, &L.v, &L.att, &L.lse, &L.mid, &L.ln2, &L.rstd2, &L.gate,
                           &L.up, &L.act, &L.craw, &L.c, &L.rstdc, &L.kpe, &L.kv})
       values += static_cast<int64_t>(v->size());
+  for (const Layer& L : layers_) values += static_cast<int64_t>(L.sel.size());
   for (const auto* v : {&lnf_, &rstdf_, &logits_, &dlogits_, &scratch_, &dx_, &dmid_, &dnorm_, &dq_, &dk_, &dv_,
                         &datt_, &dgate_, &dup_, &dact_, &dkv_, &dc_, &dcraw_, &dkpe_, &latent_, &qabs_})
     values += static_cast<int64_t>(v->size());
@@ -368,9 +431,20 @@ void Model::forward(const TokenBatch& batch, Workspace& ws, const ForwardOptions
       call.heads = c.n_heads, call.kv_heads = c.n_kv_heads, call.head_dim = c.head_dim;
       call.scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim)), call.causal = causal;
       options.attention->attend(call, L.att.data());
+    } else if (cache && c.sparse) {
+      for (int64_t s = 0; s < S; ++s) {
+        const int64_t begin = batch.offsets[static_cast<size_t>(s)], len = batch.offsets[static_cast<size_t>(s + 1)] - begin;
+        cache->write(batch.slots[static_cast<size_t>(s)], l, L.k.data() + begin * kvd, L.v.data() + begin * kvd, len);
+      }
+      cached_sparse_attention(*cache, batch, l, L.q.data(), L.att.data(), L.lse.data(), c);
     } else if (cache)
       cached_attention(*cache, batch, l, L.q.data(), L.k.data(), L.v.data(), causal, L.att.data(), L.lse.data(), ws.scratch_.data(), c);
-    else
+    else if (c.sparse) {
+      select_batch(c.selector, L.q.data(), L.k.data(), batch.offsets.data(), S, c.n_heads, c.n_kv_heads, c.head_dim,
+                   L.sel.data());
+      sparse_attention_forward(c.selector, L.sel.data(), L.q.data(), L.k.data(), L.v.data(), batch.offsets.data(), S,
+                               c.n_heads, c.n_kv_heads, c.head_dim, L.att.data(), L.lse.data());
+    } else
       dense_ops().attention_forward(L.q.data(), L.k.data(), L.v.data(), batch.offsets.data(), S, c.n_heads, c.n_kv_heads,
                                     c.head_dim, causal, L.att.data(), L.lse.data(), ws.scratch_.data(), c.max_seq);
     // mid = x + att Wo^T
@@ -459,9 +533,14 @@ void Model::backward(const TokenBatch& batch, Workspace& ws, const ParameterMask
     const float* dmid = ws.dmid_.data();
     linear_dx(dmid, w.o, n, qd, d, ws.datt_.data(), false);
     if (mask.trainable(w.o_t)) linear_dw(dmid, L.att.data(), n, qd, d, grad_of(w.o_t));
-    dense_ops().attention_backward(ws.datt_.data(), L.att.data(), L.q.data(), L.k.data(), L.v.data(), L.lse.data(),
-                                   batch.offsets.data(), S, c.n_heads, c.n_kv_heads, c.head_dim, causal, ws.dq_.data(),
-                                   ws.dk_.data(), ws.dv_.data(), ws.scratch_.data(), c.max_seq);
+    if (c.sparse)
+      sparse_attention_backward(c.selector, L.sel.data(), ws.datt_.data(), L.att.data(), L.q.data(), L.k.data(),
+                                L.v.data(), L.lse.data(), batch.offsets.data(), S, c.n_heads, c.n_kv_heads, c.head_dim,
+                                ws.dq_.data(), ws.dk_.data(), ws.dv_.data());
+    else
+      dense_ops().attention_backward(ws.datt_.data(), L.att.data(), L.q.data(), L.k.data(), L.v.data(), L.lse.data(),
+                                     batch.offsets.data(), S, c.n_heads, c.n_kv_heads, c.head_dim, causal, ws.dq_.data(),
+                                     ws.dk_.data(), ws.dv_.data(), ws.scratch_.data(), c.max_seq);
     if (c.mla()) {
       const int64_t H = c.n_heads, hd = c.head_dim, R = c.rope_dim, nope = c.nope_dim(), dc = c.kv_rank;
       rope_part(ws.dq_.data(), pos, n, H, hd, nope, R, c.rope_theta, true);

@@ -34,6 +34,12 @@ struct BlockSelectorConfig {
 /// mean of each complete block (a ragged last block is left out).
 void pool_keys(const float* k, int64_t heads, int64_t T, int64_t d, int64_t block, float* pooled);
 
+/// The same over strided keys: key t of head h at k + h * head_stride +
+/// t * row_stride (the projections' token-major [T, heads * d] rows: d and
+/// heads * d). Bit for bit what pool_keys gives for the same values.
+void pool_keys_strided(const float* k, int64_t head_stride, int64_t row_stride, int64_t heads, int64_t T, int64_t d,
+                       int64_t block, float* pooled);
+
 /// The forced blocks of query t, ascending and without repeats; returns how
 /// many were written to 'out' (at most init_blocks + local_blocks).
 int64_t forced_blocks(const BlockSelectorConfig& c, int64_t t, int32_t* out);

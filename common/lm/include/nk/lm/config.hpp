@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "nk/lm/block_select.hpp"
+
 namespace nk::lm {
 
 enum class Mode { causal, diffusion };
@@ -30,12 +32,22 @@ struct Config {
   bool mla() const { return attention == AttentionKind::mla; }
   /// mla: a head's query/key values without RoPE (head_dim - rope_dim).
   int64_t nope_dim() const { return head_dim - rope_dim; }
+  /// sparse-gqa (issue 36): a causal gqa model whose every attention -
+  /// training, scoring, cached generation - reads only the KV blocks the
+  /// InfLLM-v2 selector picks for each query and group (block_select.hpp:
+  /// the forced init and local blocks, then the topk best others by the
+  /// group's pooled-key softmax). The selection is discrete: no gradient
+  /// flows through it, only through attention over the picked keys.
+  bool sparse = false;
+  BlockSelectorConfig selector;  ///< sparse: block, init_blocks, local_blocks, topk
 
   /// Refuses (usage error naming 'where', exit 2) sizes that are not
   /// positive, heads that do not group (n_heads a multiple of n_kv_heads), an
   /// odd head_dim (RoPE rotates pairs), and models over 2^31 parameters;
   /// for mla also n_kv_heads other than n_heads, kv_rank outside 1..2^16,
-  /// and rope_dim not even and in 2..head_dim - 2.
+  /// and rope_dim not even and in 2..head_dim - 2; for sparse a
+  /// diffusion or mla model, a block outside 1..max_seq, local_blocks < 1
+  /// (a query must see its own block), topk < 1.
   void validate(const std::string& where) const;
   /// Every weight: embedding, per layer 2 norms + q,k,v,o (mla: q,
   /// kv_a (W_DKV and W_KR), its norm, kv_b (W_UK and W_UV), o) +

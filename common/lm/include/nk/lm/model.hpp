@@ -88,6 +88,7 @@ class Workspace {
     // mla: the latent before and after its norm [N, d_c], the norm's 1/rms, the turned RoPE key
     // [N, d_R], and c W_kv_b^T [N, H (nope + hd)] (k_nope and v of each head).
     std::vector<float> craw, c, rstdc, kpe, kv;
+    std::vector<int32_t> sel;  // sparse: the selector's blocks [N, Hkv, width] (the backward reuses them)
   };
   std::vector<std::vector<float>> resid_;   // n_layers + 1 (training) or 2 (inference, ping-pong)
   std::vector<Layer> layers_;               // n_layers (training) or 1
