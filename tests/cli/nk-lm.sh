@@ -100,6 +100,14 @@ check "a sparse model file whose block is 0" $PY -c "
 import h5py, shutil
 shutil.copy('sparse.h5', 'badsparse.h5'); h5py.File('badsparse.h5', 'r+').attrs['sparse_block'] = 0"
 expect_fail "a sparse block of 0 in the file: exit 3 naming it" 3 "sparse block" nk-lm info -m badsparse.h5
+check "capture --corpus --stream --max-rows 2: whole context windows of the documents concatenated" sh -c "nk-lm -q capture -m causal.h5 --corpus corpus.h5 --stream --max-rows 2 -o capst.h5 && $PY -c \"
+import h5py, numpy as np
+c = h5py.File('corpus.h5'); tok, off, split = c['tokens'][...], c['doc_offsets'][...], c['split'][...]
+eos = int(h5py.File('causal.h5').attrs['vocab']) - 3
+stream = np.concatenate([np.append(tok[off[d]:off[d + 1]], eos) for d in range(len(split)) if split[d] == 1])
+f = h5py.File('capst.h5'); o = f['capture/offsets'][...]
+assert list(o) == [0, 32, 64], o
+assert (f['capture/tokens'][...] == stream[:64]).all() and f['capture/layer_00/q'].shape[1] == 64\""
 check "train diffusion (bf16 output)" nk-lm -q train --corpus corpus.h5 $SIZES --mode diffusion --steps 10 --dtype bfloat16 -o diff.h5
 check "info says diffusion, bfloat16" sh -c 'nk-lm info -m diff.h5 | grep -q "^mode *diffusion" && nk-lm info -m diff.h5 | grep -q "^weights *bfloat16"'
 check "diffusion generate: 2 blocks of 8, 8 steps, seeded" sh -c 'nk-lm -q generate -m diff.h5 --token-ids ids.h5 --max-new 16 --block 8 --steps 8 --seed 4 -o d1.h5 && nk-lm -q generate -m diff.h5 --token-ids ids.h5 --max-new 16 --block 8 --steps 8 --seed 4 -o d2.h5 && '"$PY"' -c "

@@ -261,6 +261,44 @@ check(f"layer 2, r = 8: InfiniGen's blocks equal numpy's on {same / total:.4f} o
 sys.exit(1 if fails else 0)
 PYEOF
   then pass "InfiniGen against numpy"; else fail "InfiniGen against numpy"; fi
+  # eval --model: each method inside the model, perplexity on held-out text and the needle task.
+  check "a held-out corpus and a sparse-gqa copy of the shipped model (blocks of 16, top-4)" sh -c "nk-lm -q corpus --text text.txt --paragraphs --validation 0.5 --tokenizer $NK_SOURCE/data/lm/causal.h5 -o heldout.h5 && nk-lm -q train --corpus heldout.h5 --init $NK_SOURCE/data/lm/causal.h5 --attention sparse-gqa --sparse-block 16 --sparse-topk 4 --batch 1 --steps 1 --warmup 1 --lr 1e-6 -o sparse.h5 && nk-lm -q corpus --text text.txt --paragraphs --validation 0.5 --vocab 300 -o corpus_other.h5"
+  EM="--forecast capf.h5 --corpus heldout.h5 --windows 2 --needles 4"
+  check "eval --model (the dense model, $SEL) prints the four methods" sh -c "sparda-forecast eval --model $NK_SOURCE/data/lm/causal.h5 $SEL $EM -o emd.h5 | grep -c '^dense	\|^selector	\|^forecast	\|^infinigen	' | grep -qx 4"
+  check "eval --model of the sparse-gqa model (its own selector)" sparda-forecast -q eval --model sparse.h5 $EM -o ems.h5
+  check "the needle documents and held-out windows as token rows (h5py)" $PY -c "
+import h5py, numpy as np
+c = h5py.File('heldout.h5'); tok, off, split = c['tokens'][...], c['doc_offsets'][...], c['split'][...]
+eos = 2045
+stream = np.concatenate([np.append(tok[off[d]:off[d + 1]], eos) for d in range(len(split)) if split[d] == 1])
+n = min(2, len(stream) // 256)  # eval's windows: --windows 2 at most, whole ones
+assert n == h5py.File('emd.h5').attrs['windows'] >= 1
+with h5py.File('win.h5', 'w') as f: f['tokens'] = stream[:256 * n].reshape(n, 256).astype(np.int32)
+with h5py.File('nd.h5', 'w') as f: f['tokens'] = h5py.File('emd.h5')['needle/tokens'][...]"
+  check "dense and selector perplexities = nk-lm score of the dense and the sparse-gqa model on those windows; the needle answers = score's top-1" sh -c "nk-lm -q score -m $NK_SOURCE/data/lm/causal.h5 --token-ids win.h5 -o wd.h5 && nk-lm -q score -m sparse.h5 --token-ids win.h5 -o wsp.h5 && nk-lm -q score -m $NK_SOURCE/data/lm/causal.h5 --token-ids nd.h5 --top-k 1 -o nds.h5 && $PY -c \"
+import h5py, numpy as np, sys
+def ppl(f): lp = h5py.File(f)['logprob'][...][:, 1:]; return np.exp(-lp.mean())
+d, s = h5py.File('emd.h5'), h5py.File('ems.h5')
+names = [x.decode() if isinstance(x, bytes) else x for x in d['model/methods'][...]]
+assert names == ['dense', 'selector', 'forecast', 'infinigen'], names
+ok = abs(d['model/perplexity'][0] - ppl('wd.h5')) < 1e-4 * ppl('wd.h5')
+ok = ok and abs(s['model/perplexity'][1] - ppl('wsp.h5')) < 1e-4 * ppl('wsp.h5')
+ok = ok and abs(s['model/perplexity'][1] - s['model/perplexity'][0]) > 1e-6  # the sparse reading differs from dense
+top = h5py.File('nds.h5')['topk/ids'][...][:, :, 0]; toks = h5py.File('nd.h5')['tokens'][...]; ans = d['needle/answer'][...]
+want = [int(all(top[i, t - 1] == toks[i, t] for t in range(a, b))) for i, (a, b) in enumerate(ans)]
+ok = ok and list(d['model/needle_correct'][0]) == want and abs(d['model/needle_accuracy'][0] - np.mean(want)) < 1e-12
+# The answer tokens decode to the 4-digit value (byte-level BPE: 256 bytes, then the merges).
+merges = h5py.File('sparse.h5')['tokenizer/merges'][...]; vocab = [bytes([i]) for i in range(256)]
+for a, b in merges: vocab.append(vocab[a] + vocab[b])
+for i, (a, b) in enumerate(ans):
+    text = b''.join(vocab[t] for t in toks[i, a:b]).strip()
+    ok = ok and len(text) == 4 and text.isdigit() and b'secret number of' in b''.join(vocab[t] for t in toks[i, max(a - 12, 0):a])
+for f in (d, s):
+    acc = f['model/needle_accuracy'][...]; ok = ok and ((acc >= 0) & (acc <= 1)).all() and np.isfinite(f['model/perplexity'][...]).all()
+sys.exit(0 if ok else 1)\""
+  expect_fail "eval --model without a Forecast" 2 "needs --forecast" sparda-forecast eval --model sparse.h5 --corpus heldout.h5 -o x.h5
+  expect_fail "eval --model with a Forecast of another shape" 3 "fz.h5" sparda-forecast eval --model sparse.h5 --forecast fz.h5 --corpus heldout.h5 -o x.h5
+  expect_fail "eval --model: a corpus of another tokenizer" 2 "tokenizer is not the model's" sparda-forecast eval --model sparse.h5 --forecast capf.h5 --corpus corpus_other.h5 -o x.h5
   # Decoding the model itself: the engine as nk::lm's attention (chunked prefill of random prompts, then generation).
   MDEC="--model $NK_SOURCE/data/lm/causal.h5 --prompt-tokens 150 --steps 24 --chunk 40 --block 16 --topk 4 --device-mem 0.2"
   head -c 450 /usr/share/games/fortunes/science > short.txt

@@ -12,7 +12,9 @@
 #include "nk/lm/capture.hpp"
 #include "nk/lm/generate.hpp"
 #include "nk/log.hpp"
+#include "nk/lm/corpus.hpp"
 #include "nk/progress.hpp"
+#include "nk/shard.hpp"
 #include "nk/rng.hpp"
 
 namespace nklm {
@@ -25,7 +27,22 @@ void capture_corpus(const CaptureOptions& o, const nk::RunEnv& env, const nk::lm
   const nk::lm::Config& c = ck.weights.config();
   if (!ck.tokenizer) throw nk::usage_error("capture: " + o.model + " has no tokenizer to check the corpus against");
   std::vector<std::vector<int32_t>> rows;
-  corpus_rows(o.corpus, o.split, *ck.tokenizer, c.max_seq, env.shard, "capture", rows);
+  if (o.stream) {
+    // Long-context rows: the split's documents concatenated (EOS between), cut into whole windows of the context.
+    const nk::lm::Corpus corpus = nk::lm::Corpus::open(o.corpus);
+    if (corpus.tokenizer().fingerprint() != ck.tokenizer->fingerprint())
+      throw nk::usage_error("capture: " + o.corpus + " was cut with another tokenizer than the model's");
+    const std::vector<int32_t> stream = corpus.stream(o.split == "train" ? nk::lm::Split::train : nk::lm::Split::validation);
+    const auto [first, last] = nk::shard_range(env.shard, static_cast<int64_t>(stream.size()) / c.max_seq);
+    for (int64_t w = first; w < last; ++w)
+      rows.emplace_back(stream.begin() + w * c.max_seq, stream.begin() + (w + 1) * c.max_seq);
+    if (rows.empty())
+      throw nk::usage_error("capture: the " + o.split + " split of " + o.corpus + " holds no window of " +
+                            std::to_string(c.max_seq) + " tokens in this shard");
+  } else {
+    corpus_rows(o.corpus, o.split, *ck.tokenizer, c.max_seq, env.shard, "capture", rows);
+  }
+  if (o.max_rows > 0 && static_cast<int64_t>(rows.size()) > o.max_rows) rows.resize(static_cast<size_t>(o.max_rows));
   int64_t tokens = 0;
   for (const auto& row : rows) tokens += static_cast<int64_t>(row.size());
   const int64_t kept = o.layers.empty() ? c.n_layers + 1 : static_cast<int64_t>(o.layers.size());

@@ -137,6 +137,8 @@ int main(int argc, char** argv) {
   cap_verb->add_option("--token-ids", cap.token_ids, "/tokens int32 [T] or [1,T]")->check(CLI::ExistingFile);
   cap_verb->add_option("--corpus", cap.corpus, "Every row of a corpus's documents (see --split, --shard; -o only)")->check(CLI::ExistingFile);
   cap_verb->add_flag("--resid-only", cap.resid_only, "With --corpus: keep only the residual stream (activation studies)");
+  cap_verb->add_flag("--stream", cap.stream, "With --corpus: rows are whole context windows of the split's documents concatenated (EOS between), not each document's");
+  cap_verb->add_option("--max-rows", cap.max_rows, "With --corpus: keep the first N rows of this shard (0: all)")->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   cap_verb->add_option("--split", cap.split, "With --corpus: validation or train")->check(CLI::IsMember({"validation", "train"}));
   cap_verb->add_option("--layers", cap.layers, "Layers to keep (0..n_layers; n_layers = the final residual; default all)")
       ->delimiter(',');

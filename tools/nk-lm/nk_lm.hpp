@@ -65,8 +65,9 @@ void train(const TrainOptions& o, const nk::RunEnv& env);
 
 struct CaptureOptions {
   std::string model, text, token_ids, corpus, split = "validation", output, trajectory, louver;
-  bool no_clobber = false, resid_only = false;
+  bool no_clobber = false, resid_only = false, stream = false;
   std::vector<int64_t> layers;
+  int64_t max_rows = 0;  ///< --corpus: keep the first rows only (0: all)
   int64_t max_new = 32, steps = 0, block = 0, louver_layer = 0, louver_queries = 0;
 };
 void capture(const CaptureOptions& o, const nk::RunEnv& env);

@@ -19,7 +19,8 @@
 
 namespace sparda {
 
-void eval(const EvalOptions& o, const nk::RunEnv&) {
+void eval(const EvalOptions& o, const nk::RunEnv& env) {
+  if (!o.model.empty()) return eval_model(o, env);
   const Trace trace = Trace::open(o.input);
   require_selector(trace, o.selector);
   const auto [begin, end_arg] = parse_positions(o.positions, trace.longest());

@@ -117,13 +117,13 @@ Speculator make_speculator(const Trace& trace, const Target& tg, int64_t rank) {
     throw nk::input_error(trace.path(), Trace::name(m, "wq"),
                           "missing: InfiniGen needs layer " + std::to_string(m) +
                               "'s query projection [D, Hq*d] (nk-lm capture writes it)");
-  Speculator sp;
-  sp.rank = std::min(rank, d);
   const std::vector<float> w = trace.read(m, "wq");
-  sp.wq = Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(w.data(), D, Hq * d)
-              .cast<double>();
+  const Matrix wq =
+      Eigen::Map<const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(w.data(), D, Hq * d)
+          .cast<double>();
   // Calibration positions: every position, or an even subsample of 8,192.
   const int64_t N = trace.total(), stride = std::max<int64_t>(1, N / 8192);
+  std::vector<Eigen::MatrixXd> grams;
   for (int64_t g = 0; g < Hkv; ++g) {
     Eigen::MatrixXd gram = Eigen::MatrixXd::Zero(d, d);
     for (int64_t s = 0; s < trace.sequences(); ++s)
@@ -135,6 +135,16 @@ Speculator make_speculator(const Trace& trace, const Target& tg, int64_t rank) {
           gram.noalias() += q.cast<double>() * q.cast<double>().transpose();
         }
       }
+    grams.push_back(std::move(gram));
+  }
+  return make_speculator(wq, grams, rank);
+}
+
+Speculator make_speculator(const Matrix& wq, const std::vector<Eigen::MatrixXd>& grams, int64_t rank) {
+  Speculator sp;
+  sp.wq = wq;
+  sp.rank = std::min<int64_t>(rank, grams.empty() ? 0 : grams[0].rows());
+  for (const Eigen::MatrixXd& gram : grams) {
     const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(gram);  // ascending eigenvalues
     sp.basis.emplace_back(eig.eigenvectors().rightCols(sp.rank).rowwise().reverse());
   }
@@ -143,11 +153,20 @@ Speculator make_speculator(const Trace& trace, const Target& tg, int64_t rank) {
 
 std::vector<int32_t> select_layer(const Trace& trace, const Target& tg, const nk::lm::BlockSelectorConfig& sel,
                                   const Scorer& by, int64_t s, int64_t begin, int64_t end) {
-  const int64_t Hq = trace.heads, Hkv = trace.kv_heads, G = trace.group(), d = trace.head_dim, T = trace.length(s),
-                D = trace.d_model, K = sel.width();
-  const int64_t n = end - begin, off = trace.offsets[s], nb = tg.blocks(s);
+  const int64_t off = trace.offsets[s];
+  const Shape shape{trace.heads, trace.kv_heads, trace.head_dim, trace.d_model, trace.rope_theta};
+  return select_rows(shape, sel, by, tg.h.data() + off * trace.d_model, tg.q.data() + trace.heads * off * trace.head_dim,
+                     tg.pooled.data() + trace.kv_heads * tg.first_block[s] * trace.head_dim, trace.length(s),
+                     tg.blocks(s), begin, end);
+}
+
+std::vector<int32_t> select_rows(const Shape& shape, const nk::lm::BlockSelectorConfig& sel, const Scorer& by,
+                                 const float* h, const float* q, const float* pooled, int64_t T, int64_t nb,
+                                 int64_t begin, int64_t end) {
+  const int64_t Hq = shape.heads, Hkv = shape.kv_heads, G = Hq / Hkv, d = shape.head_dim, D = shape.d_model,
+                K = sel.width();
+  const int64_t n = end - begin;
   std::vector<int32_t> out(static_cast<size_t>(Hkv * n * K));
-  const float* pooled = tg.pooled.data() + Hkv * tg.first_block[s] * d;
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
   const Speculator* sp = by.infinigen;
   // InfiniGen's partial key cache: the pooled keys' r skewed coordinates, [nb, r] per group.
@@ -165,10 +184,9 @@ std::vector<int32_t> select_layer(const Trace& trace, const Target& tg, const nk
     for (int64_t t = c0; t < c1; ++t) pos[static_cast<size_t>(t - c0)] = static_cast<int32_t>(t);
     Matrix f;  // forecast: [rows, Hkv*d]; infinigen: [rows, Hq*r] (speculated queries in skewed coordinates)
     if (by.forecast)
-      f = forecast_queries(*by.forecast, tg.h.data() + (off + c0) * D, pos.data(), c1 - c0, Hkv, d, trace.rope_theta);
+      f = forecast_queries(*by.forecast, h + c0 * D, pos.data(), c1 - c0, Hkv, d, shape.rope_theta);
     if (sp) {
-      const Matrix full =
-          forecast_queries(sp->wq, tg.h.data() + (off + c0) * D, pos.data(), c1 - c0, Hq, d, trace.rope_theta);
+      const Matrix full = forecast_queries(sp->wq, h + c0 * D, pos.data(), c1 - c0, Hq, d, shape.rope_theta);
       f.resize(c1 - c0, Hq * sp->rank);
       for (int64_t h = 0; h < Hq; ++h)
         f.middleCols(h * sp->rank, sp->rank) = full.middleCols(h * d, d) * sp->basis[static_cast<size_t>(h / G)];
@@ -203,8 +221,7 @@ std::vector<int32_t> select_layer(const Trace& trace, const Target& tg, const nk
               for (int64_t j = 0; j < nc; ++j) sc[static_cast<size_t>(j)] += scratch[static_cast<size_t>(j)] / sum;
             }
           } else {
-            nk::lm::group_scores(sel, tg.q.data() + Hq * off * d, Hq, T, t, pooled, Hkv, nb, d, g, sc.data(),
-                                 scratch.data());
+            nk::lm::group_scores(sel, q, Hq, T, t, pooled, Hkv, nb, d, g, sc.data(), scratch.data());
           }
           nk::lm::select_blocks(sel, t, sc.data(), out.data() + (g * n + t - begin) * K);
         }

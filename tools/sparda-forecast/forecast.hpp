@@ -77,6 +77,10 @@ struct Speculator {
 /// calibration on up to 8,192 of its query positions); exit 3 when the trace
 /// has no wq.
 Speculator make_speculator(const Trace& trace, const Target& tg, int64_t rank);
+/// The same from layer m's query projection wq [D, Hq*d] and, per KV head,
+/// the Gram matrix [d, d] of its group's post-RoPE queries (a model's
+/// calibration forward).
+Speculator make_speculator(const Matrix& wq, const std::vector<Eigen::MatrixXd>& grams, int64_t rank);
 
 /// How a selection scores blocks: the selector (both null), the Forecast
 /// weight of the target layer, or InfiniGen's speculator.
@@ -89,6 +93,18 @@ struct Scorer {
 /// [Hkv, end - begin, width] block indices (forced first, -1 padding).
 std::vector<int32_t> select_layer(const Trace& trace, const Target& tg, const nk::lm::BlockSelectorConfig& sel,
                                   const Scorer& by, int64_t s, int64_t begin, int64_t end);
+
+/// The sizes selection needs (a trace's or a model's).
+struct Shape {
+  int64_t heads = 0, kv_heads = 0, head_dim = 0, d_model = 0;
+  double rope_theta = 1e4;
+};
+/// select_layer on one sequence's arrays: the source layer's attention input
+/// h [T, D], the target layer's post-RoPE queries q [Hq, T, d] (the
+/// selector's) and pooled keys [Hkv, nb, d]; rows begin..end-1.
+std::vector<int32_t> select_rows(const Shape& shape, const nk::lm::BlockSelectorConfig& sel, const Scorer& by,
+                                 const float* h, const float* q, const float* pooled, int64_t T, int64_t nb,
+                                 int64_t begin, int64_t end);
 
 /// Forecast group queries [n, Hkv*d] of n rows of attention input (rows of
 /// D floats at stride D) at the given positions.

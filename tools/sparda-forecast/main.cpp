@@ -5,14 +5,14 @@
 
 namespace {
 
-void add_selector(CLI::App& verb, nk::lm::BlockSelectorConfig& sel) {
-  verb.add_option("--block", sel.block, "Tokens per KV block")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  verb.add_option("--init-blocks", sel.init_blocks, "Leading blocks every query reads")
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
-  verb.add_option("--local-blocks", sel.local_blocks, "Blocks ending with the query's own that it reads")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  verb.add_option("--topk", sel.topk, "Other complete blocks picked by score")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+std::vector<CLI::Option*> add_selector(CLI::App& verb, nk::lm::BlockSelectorConfig& sel) {
+  return {verb.add_option("--block", sel.block, "Tokens per KV block")->check(CLI::Range(int64_t{1}, int64_t{1} << 20)),
+          verb.add_option("--init-blocks", sel.init_blocks, "Leading blocks every query reads")
+              ->check(CLI::Range(int64_t{0}, int64_t{1} << 20)),
+          verb.add_option("--local-blocks", sel.local_blocks, "Blocks ending with the query's own that it reads")
+              ->check(CLI::Range(int64_t{1}, int64_t{1} << 20)),
+          verb.add_option("--topk", sel.topk, "Other complete blocks picked by score")
+              ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))};
 }
 
 }  // namespace
@@ -90,7 +90,22 @@ int main(int argc, char** argv) {
   eval_verb->add_option("--rank", eval.rank, "infinigen: skewed channels r per head")
       ->check(CLI::Range(int64_t{1}, int64_t{1024}));
   eval_verb->add_option("--positions", eval.positions, "Query positions A:B (A..B-1; default all)");
-  add_selector(*eval_verb, eval.selector);
+  const std::vector<CLI::Option*> eval_selector = add_selector(*eval_verb, eval.selector);
+  eval_verb->add_option("--model", eval.model,
+                        "Run the methods inside this model (nk-lm checkpoint; a sparse-gqa one brings its selector): "
+                        "perplexity and needle accuracy for dense, selector, forecast, infinigen (-i is then unused)")
+      ->check(CLI::ExistingFile);
+  eval_verb->add_option("--corpus", eval.corpus, "--model: held-out text (nk-lm corpus; its validation split)")
+      ->check(CLI::ExistingFile);
+  eval_verb->add_option("--windows", eval.windows, "--model: validation windows scored")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  eval_verb->add_option("--window", eval.window, "--model: tokens per window (0: the model's context)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  eval_verb->add_option("--needles", eval.needles, "--model: needle documents (one fact, asked at the end; 0: none)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  eval_verb->add_option("--needle-seed", eval.needle_seed, "--model: which needle documents");
+  eval_verb->add_option("--needle-tokens", eval.needle_tokens, "--model: longest needle document (0: the model's context)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
 
   sparda::DecodeOptions decode;
   CLI::App* decode_verb = cli.add_verb(
@@ -141,12 +156,30 @@ int main(int argc, char** argv) {
   nk::cli::App::output(plot_verb->add_option("-o,--output", plot.output, "The SVG file")->required());
   nk::cli::App::add_no_clobber(*plot_verb, plot.no_clobber);
 
+  sparda::NeedleOptions needle;
+  CLI::App* needle_verb = cli.add_verb(
+      "needle", "Needle-task documents as text (facts hidden in GCIDE text, asked later), for nk-lm corpus --text",
+      nk::cli::Randomness::seeded);
+  nk::cli::App::add_output(*needle_verb, needle.output, needle.no_clobber);
+  needle_verb->add_option("--docs", needle.docs, "Documents (one paragraph each)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  needle_verb->add_option("--chars", needle.chars, "Bytes of filler per document (about 3.4 per token)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 26));
+  needle_verb->add_option("--facts", needle.facts, "Facts per document, each asked at least 20% of it later")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  needle_verb->add_option("--split", needle.split, "train or eval: which keys (WordNet nouns, split by a hash)")
+      ->check(CLI::IsMember({"train", "eval"}));
+
   return cli.run(argc, argv, [&] {
     if (*gen_verb) sparda::gen(gen, cli.env());
     if (*select_verb) sparda::select(select, cli.env());
     if (*train_verb) sparda::train(train, cli.env());
-    if (*eval_verb) sparda::eval(eval, cli.env());
+    if (*eval_verb) {
+      for (const CLI::Option* opt : eval_selector) eval.selector_given = eval.selector_given || opt->count() > 0;
+      sparda::eval(eval, cli.env());
+    }
     if (*decode_verb) sparda::decode(decode, cli.env());
     if (*plot_verb) sparda::plot(plot);
+    if (*needle_verb) sparda::needle(needle, cli.env());
   });
 }

@@ -52,8 +52,14 @@ struct EvalOptions {
   int64_t rank = 32;
   bool no_clobber = false;
   nk::lm::BlockSelectorConfig selector;
+  bool selector_given = false;  ///< any of --block, --init-blocks, --local-blocks, --topk on the command line
+  // --model: the methods inside the model (perplexity on --corpus, the needle task).
+  std::string model, corpus;
+  int64_t windows = 8, window = 0, needles = 16, needle_tokens = 0;
+  uint64_t needle_seed = 1;
 };
 void eval(const EvalOptions& options, const nk::RunEnv& env);
+void eval_model(const EvalOptions& options, const nk::RunEnv& env);
 
 struct DecodeOptions {
   std::string input = "-", output = "-", forecast, positions, mode = "sync", bandwidth = "0";
@@ -66,6 +72,13 @@ struct DecodeOptions {
   nk::lm::BlockSelectorConfig selector;
 };
 void decode(const DecodeOptions& options, const nk::RunEnv& env);
+
+struct NeedleOptions {
+  std::string output = "-", split = "train";
+  bool no_clobber = false;
+  int64_t docs = 100, chars = 12000, facts = 8;
+};
+void needle(const NeedleOptions& options, const nk::RunEnv& env);
 
 struct PlotOptions {
   std::vector<std::string> inputs;

@@ -20,7 +20,9 @@ namespace {
 
 /// Query rows per tile: a block's queries (their forced blocks agree, so the
 /// union stays small), 16 to 64 of them.
-int64_t tile_rows(const BlockSelectorConfig& c) { return std::clamp<int64_t>(c.block, 16, 64); }
+int64_t tile_rows(const BlockSelectorConfig& c) {
+  return std::clamp<int64_t>(c.block, 16, 64);
+}
 
 template <class T>
 using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -34,7 +36,7 @@ using ConstRowsMap = Eigen::Map<const Mat<T>, 0, Eigen::OuterStride<>>;
 /// the gathered rows, and which (row, gathered key) pairs may attend.
 struct Tile {
   std::vector<int32_t> blocks;
-  std::vector<int64_t> start;  // blocks.size() + 1
+  std::vector<int64_t> start;    // blocks.size() + 1
   std::vector<uint8_t> allowed;  // [rows, keys]
   std::vector<int32_t> slot;     // block -> index in blocks, or -1
   int64_t keys = 0;
@@ -211,8 +213,8 @@ void sparse_attention_backward(const BlockSelectorConfig& c, const int32_t* sel,
             P.resize(rows, tile.keys);
             dP.resize(rows, tile.keys);
             dense_ops().sparse_tile_backward(q + at, dout + at, out + at, qs, rows, K.data(), V.data(), tile.keys, hd,
-                                             tile.allowed.data(), scale, lse + (begin + r0) * heads + h, heads,
-                                             dq + at, dK.data(), dV.data(), P.data(), dP.data());
+                                             tile.allowed.data(), scale, lse + (begin + r0) * heads + h, heads, dq + at,
+                                             dK.data(), dV.data(), P.data(), dP.data());
             continue;
           }
           const ConstRowsMap<T> Q(q + at, rows, hd, Eigen::OuterStride<>(qs));
@@ -254,12 +256,12 @@ double sparse_keys_per_query(const BlockSelectorConfig& c, int64_t n) {
   return n > 0 ? total / static_cast<double>(n) : 0.0;
 }
 
-#define NK_LM_SPARSE(T)                                                                                            \
-  template void sparse_attention_forward<T>(const BlockSelectorConfig&, const int32_t*, const T*, const T*,        \
-                                            const T*, const int64_t*, int64_t, int64_t, int64_t, int64_t, T*, T*); \
-  template void sparse_attention_backward<T>(const BlockSelectorConfig&, const int32_t*, const T*, const T*,       \
-                                             const T*, const T*, const T*, const T*, const int64_t*, int64_t,      \
-                                             int64_t, int64_t, int64_t, T*, T*, T*);
+#define NK_LM_SPARSE(T)                                                                                                \
+  template void sparse_attention_forward<T>(const BlockSelectorConfig&, const int32_t*, const T*, const T*, const T*,  \
+                                            const int64_t*, int64_t, int64_t, int64_t, int64_t, T*, T*);               \
+  template void sparse_attention_backward<T>(const BlockSelectorConfig&, const int32_t*, const T*, const T*, const T*, \
+                                             const T*, const T*, const T*, const int64_t*, int64_t, int64_t, int64_t,  \
+                                             int64_t, T*, T*, T*);
 NK_LM_SPARSE(float)
 NK_LM_SPARSE(double)
 #undef NK_LM_SPARSE
