@@ -20,7 +20,7 @@
 #  C capacity: one device memory that holds resident's KV of 2 sequences at
 #    32K; resident at batch 2 against forecast at batch 8 through a device
 #    pool of that size; tokens/s.
-# Sizes: SIZES (default "32768 65536"), STEPS (8); C=0 skips part C.
+# Sizes: SIZES (default "32768 65536"), STEPS (8); B=0 and C=0 skip parts B and C.
 . "$(dirname "$0")/../lib.sh" "$1" sparda-bench
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../../.." && pwd)
@@ -91,6 +91,7 @@ print(f"  ({m.attrs['windows']} validation windows of {m.attrs['window']}; {m.at
       "goals: forecast perplexity within 1% and needle accuracy within 2 points of the selector)")
 PYEOF
 
+if [ "${B:-1}" = 1 ]; then
 echo
 echo "== B. decode at the paper's shapes (random weights, 872M parameters), top-64 + 32 local blocks of 64"
 g++ -O3 -march=native -fopenmp "$src/tests/bench/nk-lm/triad.cpp" -o "$work/triad"
@@ -137,6 +138,7 @@ done
 echo "  speedup = sync / forecast step (goal >= 1.5x at Tx ~ Tc, paper 1.7x); share = (speedup - 1) / (bound - 1) (goal >= 75% of the bound's gain);"
 echo "  bound L4 = the bound when layer 0's blocks cross at the layer, as they must (nothing precedes it), with 4 layers"
 echo "  sel / fsel: selection per step, the selector's 32 heads vs the Forecast's 8 (one per group) plus its projection (goal speedup >= 0.8 G = 3.2)"
+fi
 
 if [ "${C:-1}" = 1 ]; then
   echo

@@ -9,6 +9,11 @@ MODEL = "{src}/data/lm/causal.h5"
 LM_CAPTURE = "printf 'The cat sat on the mat, and the dog sat on the log.' > {w}/t.txt && nk-lm -q capture -m " + MODEL + " --text {w}/t.txt -o {w}/cap.h5"
 LM_FORECAST = "sparda-forecast -q --threads 1 train -i {w}/cap.h5 --block 4 --topk 2 --steps 2 -o {w}/lmf.h5"
 
+LM_CORPUS = ("printf 'The cat sat on the mat.\\n\\nThe dog sat on the log.\\n\\nA bird sang in the tree all day long.\\n\\n"
+             "Rain fell on the roofs of the town.\\n\\nThe river ran to the sea.\\n' > {w}/p.txt && nk-lm -q corpus --text {w}/p.txt "
+             "--paragraphs --validation 0.5 --tokenizer " + MODEL + " -o {w}/lmc.h5")
+EVAL_MODEL = "--block 4 --topk 2 --window 8 --windows 2 --needles 0 -o {out}"
+
 RECIPES = [
     {"tool": "sparda-forecast", "verb": "select",
      "setup": [TRACE],
@@ -44,6 +49,14 @@ RECIPES = [
      "inputs": {"forecast": "{w}/lmf.h5"},
      "run": "sparda-forecast -q --threads 1 decode --model " + MODEL + " --mode forecast --forecast {forecast} --block 4 --topk 2 "
             "--prompt-tokens 20 --steps 2 --chunk 8 -o {out}"},
+    {"tool": "sparda-forecast", "verb": "eval --model (the Forecast mutated)",
+     "setup": [LM_CAPTURE, LM_FORECAST, LM_CORPUS],
+     "inputs": {"forecast": "{w}/lmf.h5"},
+     "run": "sparda-forecast -q --threads 1 eval --model " + MODEL + " --forecast {forecast} --corpus {w}/lmc.h5 " + EVAL_MODEL},
+    {"tool": "sparda-forecast", "verb": "eval --model (the corpus mutated)",
+     "setup": [LM_CAPTURE, LM_FORECAST, LM_CORPUS],
+     "inputs": {"corpus": "{w}/lmc.h5"},
+     "run": "sparda-forecast -q --threads 1 eval --model " + MODEL + " --forecast {w}/lmf.h5 --corpus {corpus} " + EVAL_MODEL},
     {"tool": "sparda-forecast", "verb": "eval --by infinigen (a capture with wq)",
      "setup": [LM_CAPTURE],
      "inputs": {"cap": "{w}/cap.h5"},
