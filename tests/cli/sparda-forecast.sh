@@ -296,6 +296,13 @@ for i, (a, b) in enumerate(ans):
 for f in (d, s):
     acc = f['model/needle_accuracy'][...]; ok = ok and ((acc >= 0) & (acc <= 1)).all() and np.isfinite(f['model/perplexity'][...]).all()
 sys.exit(0 if ok else 1)\""
+  check "train --model: the model with its Forecast in one file (nk-lm reads it; eval --model and decode --model use the Forecast)" sh -c "sparda-forecast -q train -i cap.h5 $SEL --steps 100 --model $NK_SOURCE/data/lm/causal.h5 -o withf.h5 && nk-lm info -m withf.h5 > /dev/null && sparda-forecast -q eval --model withf.h5 $SEL --corpus heldout.h5 --windows 1 --needles 0 -o emw.h5 && sparda-forecast -q eval --model $NK_SOURCE/data/lm/causal.h5 --forecast capf.h5 $SEL --corpus heldout.h5 --windows 1 --needles 0 -o emf.h5 && sparda-forecast -q decode --model withf.h5 --prompt-tokens 40 --steps 4 --chunk 20 $SEL --mode forecast -o dw.h5 && $PY -c \"
+import h5py, numpy as np, sys
+w, f = h5py.File('withf.h5'), h5py.File('capf.h5')
+ok = all(np.array_equal(w['forecast/' + n][...], f[n][...]) for n in ('layer_00/w_curr', 'layer_00/w_forecast', 'layer_02/w_forecast'))
+ok = ok and w.attrs['nk_schema'] == 'nk-lm.model/1' and np.array_equal(h5py.File('emw.h5')['model/perplexity'][...], h5py.File('emf.h5')['model/perplexity'][...])
+sys.exit(0 if ok else 1)\""
+  expect_fail "train --model of another model than the trace's" 2 "not the model of the trace" sparda-forecast train -i p.h5 $SEL --model $NK_SOURCE/data/lm/causal.h5 -o x.h5
   expect_fail "eval --model without a Forecast" 2 "needs --forecast" sparda-forecast eval --model sparse.h5 --corpus heldout.h5 -o x.h5
   expect_fail "eval --model with a Forecast of another shape" 3 "fz.h5" sparda-forecast eval --model sparse.h5 --forecast fz.h5 --corpus heldout.h5 -o x.h5
   expect_fail "eval --model: a corpus of another tokenizer" 2 "tokenizer is not the model's" sparda-forecast eval --model sparse.h5 --forecast capf.h5 --corpus corpus_other.h5 -o x.h5

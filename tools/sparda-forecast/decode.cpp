@@ -377,6 +377,8 @@ void decode_model(const DecodeOptions& o, const nk::RunEnv& env) {
   if (kind == Kind::forecast) {
     if (!o.forecast.empty()) {
       fc = Forecast::read_for(o.forecast, c.n_layers, c.n_kv_heads, c.head_dim, c.d_model, c.rope_theta);
+    } else if (!bench && Forecast::embedded(o.model)) {
+      fc = Forecast::read_embedded(o.model, c.n_layers, c.n_kv_heads, c.head_dim, c.d_model, c.rope_theta);
     } else if (bench) {
       // Timing only: random Forecasts pick wrong blocks, which costs the same without --verify.
       fc.layers = c.n_layers, fc.kv_heads = c.n_kv_heads, fc.head_dim = c.head_dim, fc.d_model = c.d_model;
@@ -388,7 +390,8 @@ void decode_model(const DecodeOptions& o, const nk::RunEnv& env) {
       }
       fc.finalize();
     } else {
-      throw nk::usage_error("--mode forecast with --model needs --forecast FILE (train on a capture of that model)");
+      throw nk::usage_error("--mode forecast with --model needs --forecast FILE (train on a capture of that model) or a model "
+                            "written by train --model");
     }
   }
   nk::h5::Writer out(o.output, kDecodeSchema, o.no_clobber);

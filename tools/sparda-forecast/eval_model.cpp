@@ -166,8 +166,9 @@ std::vector<NeedleItem> needle_items(const nk::lm::Tokenizer& tok, int64_t count
 }  // namespace
 
 void eval_model(const EvalOptions& o, const nk::RunEnv&) {
-  if (o.forecast.empty())
-    throw nk::usage_error("eval --model needs --forecast FILE (sparda-forecast train on a capture of the model)");
+  if (o.forecast.empty() && !Forecast::embedded(o.model))
+    throw nk::usage_error("eval --model needs --forecast FILE (sparda-forecast train on a capture of the model), or a model "
+                          "written by train --model");
   if (o.corpus.empty() && o.needles == 0)
     throw nk::usage_error("eval --model needs --corpus (perplexity) or --needles > 0");
   const nk::lm::Checkpoint ck = nk::lm::load_checkpoint(o.model);
@@ -177,7 +178,10 @@ void eval_model(const EvalOptions& o, const nk::RunEnv&) {
   if (!ck.tokenizer && o.needles > 0) throw nk::usage_error("eval: the needle task needs a model with a tokenizer");
   // A sparse-gqa model selects as it was trained to, unless the command line says otherwise.
   const nk::lm::BlockSelectorConfig sel = c.sparse && !o.selector_given ? c.selector : o.selector;
-  const Forecast fc = Forecast::read_for(o.forecast, c.n_layers, c.n_kv_heads, c.head_dim, c.d_model, c.rope_theta);
+  const Forecast fc =
+      o.forecast.empty()
+          ? Forecast::read_embedded(o.model, c.n_layers, c.n_kv_heads, c.head_dim, c.d_model, c.rope_theta)
+          : Forecast::read_for(o.forecast, c.n_layers, c.n_kv_heads, c.head_dim, c.d_model, c.rope_theta);
   nk::h5::Writer out(o.output, kEvalSchema, o.no_clobber);
   // The model as it is, and a dense copy of its weights.
   nk::lm::Config dense_c = c;

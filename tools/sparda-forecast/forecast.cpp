@@ -27,15 +27,16 @@ std::string weight_name(int64_t m) {
 namespace {
 
 Forecast read_forecast(const std::string& path, int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t d_model,
-                       double rope_theta, const std::string& against) {
+                       double rope_theta, const std::string& against, const std::string& prefix = "") {
   const nk::h5::File f = nk::h5::File::open(path);
-  if (auto schema = f.attr_string("/", "nk_schema"); schema && schema->rfind("sparda-forecast.forecast/", 0) != 0)
+  if (auto schema = f.attr_string("/", "nk_schema");
+      prefix.empty() && schema && schema->rfind("sparda-forecast.forecast/", 0) != 0)
     throw nk::input_error(path, "", "nk_schema is '" + *schema + "'; expected a forecast file (sparda-forecast train)");
   Forecast fc;
   fc.layers = layers, fc.kv_heads = kv_heads, fc.head_dim = head_dim, fc.d_model = d_model;
   const std::vector<int64_t> want{d_model, kv_heads * head_dim};
   for (int64_t m = 0; m < layers; ++m) {
-    const std::string n = weight_name(m);
+    const std::string n = prefix + weight_name(m);
     if (!f.has(n))
       throw nk::input_error(path, n,
                             "missing: " + against + " has " + std::to_string(layers) + " layers, so layer " +
@@ -51,9 +52,10 @@ Forecast read_forecast(const std::string& path, int64_t layers, int64_t kv_heads
     fc.w.emplace_back(Eigen::Map<const Matrix>(a.data.data(), want[0], want[1]));
   }
   fc.finalize();
-  if (const auto theta = f.attr_number("/", "rope_theta"); theta && *theta != rope_theta)
+  const std::string group = prefix.empty() ? "/" : prefix;
+  if (const auto theta = f.attr_number(group, "rope_theta"); theta && *theta != rope_theta)
     throw nk::input_error(
-        path, "/",
+        path, group,
         "rope_theta " + std::to_string(*theta) + " differs from the " + std::to_string(rope_theta) + " of " + against);
   return fc;
 }
@@ -70,27 +72,37 @@ Forecast Forecast::read_for(const std::string& path, int64_t layers, int64_t kv_
   return read_forecast(path, layers, kv_heads, head_dim, d_model, rope_theta, "the model");
 }
 
+bool Forecast::embedded(const std::string& model_path) {
+  return nk::h5::File::open(model_path).has(std::string(kEmbedded) + weight_name(0));
+}
+
+Forecast Forecast::read_embedded(const std::string& model_path, int64_t layers, int64_t kv_heads, int64_t head_dim,
+                                 int64_t d_model, double rope_theta) {
+  return read_forecast(model_path, layers, kv_heads, head_dim, d_model, rope_theta, "the model", kEmbedded);
+}
+
 void Forecast::finalize() {
   wf.clear();
   for (const Matrix& m : w) wf.push_back(m.cast<float>());
 }
 
-void Forecast::write(nk::h5::Writer& out) const {
+void Forecast::write(nk::h5::Writer& out, const std::string& prefix) const {
   for (int64_t m = 0; m < layers; ++m) {
     std::vector<float> x(static_cast<size_t>(w[m].size()));
     for (int64_t i = 0; i < w[m].size(); ++i) x[static_cast<size_t>(i)] = static_cast<float>(w[m].data()[i]);
-    out.write(weight_name(m), x.data(), {d_model, kv_heads * head_dim}, "D,Hkv*d");
+    out.write(prefix + weight_name(m), x.data(), {d_model, kv_heads * head_dim}, "D,Hkv*d");
   }
   if (!loss.empty() && !loss[0].empty()) {
     const int64_t steps = static_cast<int64_t>(loss[0].size());
     std::vector<double> x;
     for (const auto& l : loss) x.insert(x.end(), l.begin(), l.end());
-    out.write("/loss", x.data(), {layers, steps}, "L,steps");
+    out.write(prefix + "/loss", x.data(), {layers, steps}, "L,steps");
   }
-  out.attr("/", "layers", layers);
-  out.attr("/", "kv_heads", kv_heads);
-  out.attr("/", "head_dim", head_dim);
-  out.attr("/", "d_model", d_model);
+  const std::string group = prefix.empty() ? "/" : prefix;
+  out.attr(group, "layers", layers);
+  out.attr(group, "kv_heads", kv_heads);
+  out.attr(group, "head_dim", head_dim);
+  out.attr(group, "d_model", d_model);
 }
 
 Target load_target(const Trace& trace, int64_t m, int64_t block, bool queries, bool keys) {

@@ -45,7 +45,14 @@ struct Forecast {
   /// The same check against a model's sizes instead of a trace's.
   static Forecast read_for(const std::string& path, int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t d_model,
                            double rope_theta);
-  void write(nk::h5::Writer& out) const;
+  /// Under 'prefix' (a group; empty: the file's root) with the attributes on it.
+  void write(nk::h5::Writer& out, const std::string& prefix = "") const;
+  /// The group of a model file (train --model) that holds its Forecast.
+  static constexpr const char* kEmbedded = "/forecast";
+  /// Whether an nk-lm model file carries a Forecast; reading it (checked as read_for).
+  static bool embedded(const std::string& model_path);
+  static Forecast read_embedded(const std::string& model_path, int64_t layers, int64_t kv_heads, int64_t head_dim,
+                                int64_t d_model, double rope_theta);
   /// Makes wf from w.
   void finalize();
 };

@@ -77,6 +77,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"full", "topk"}));
   train_verb->add_option("--init", train.init, "lstsq (regression on the group-mean query) or zero")
       ->check(CLI::IsMember({"lstsq", "zero"}));
+  train_verb->add_option("--model", train.model,
+                         "Write this nk-lm model (the trace's) with its Forecast under /forecast instead of a forecast file")
+      ->check(CLI::ExistingFile);
   add_selector(*train_verb, train.selector);
 
   sparda::EvalOptions eval;

@@ -37,7 +37,7 @@ struct SelectOptions {
 void select(const SelectOptions& options, const nk::RunEnv& env);
 
 struct TrainOptions {
-  std::string input = "-", output = "-";
+  std::string input = "-", output = "-", model;
   bool no_clobber = false;
   int64_t steps = 300, queries = 256;
   double lr = 1e-2;

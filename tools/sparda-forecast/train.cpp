@@ -8,9 +8,13 @@
 // convex in W (z is linear in W, the KL convex in z).
 #include <Eigen/Dense>
 #include <cmath>
+#include <filesystem>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "nk/error.hpp"
+#include "nk/lm/checkpoint.hpp"
 #include "nk/h5.hpp"
 #include "nk/lm/layers.hpp"
 #include "nk/log.hpp"
@@ -78,7 +82,22 @@ Matrix lstsq_init(const Trace& trace, const Target& tg, const std::vector<Positi
 
 void train(const TrainOptions& o, const nk::RunEnv& env) {
   const Trace trace = Trace::open(o.input);
-  nk::h5::Writer out(o.output, kForecastSchema, o.no_clobber);
+  // --model: the output is that model with its Forecast (under /forecast), not a forecast file.
+  std::optional<nk::lm::Checkpoint> model;
+  std::unique_ptr<nk::h5::Writer> file;
+  if (!o.model.empty()) {
+    model = nk::lm::load_checkpoint(o.model);
+    const nk::lm::Config& c = model->weights.config();
+    if (c.mla() || c.n_layers != trace.layers || c.n_kv_heads != trace.kv_heads || c.head_dim != trace.head_dim ||
+        c.d_model != trace.d_model || c.n_heads != trace.heads)
+      throw nk::usage_error("train --model: " + o.model + " is not the model of the trace (its layers, heads or widths differ)");
+    if (c.rope_theta != trace.rope_theta)
+      throw nk::usage_error("train --model: " + o.model + "'s rope_theta differs from the trace's");
+    if (o.no_clobber && o.output != "-" && std::filesystem::exists(o.output))
+      throw nk::io_error(o.output, "exists (--no-clobber)");
+  } else {
+    file = std::make_unique<nk::h5::Writer>(o.output, kForecastSchema, o.no_clobber);
+  }
   require_selector(trace, o.selector);
   const std::vector<Position> all = eligible(trace, o.selector.block);
   if (all.empty())
@@ -164,14 +183,25 @@ void train(const TrainOptions& o, const nk::RunEnv& env) {
   // Reported once every layer is read: a bad layer fails the run with its one error line.
   for (int64_t m = 0; m < L && o.steps > 0; ++m)
     spdlog::info("layer {}: KL {:.4f} -> {:.4f} over {} steps", m, fc.loss[m].front(), fc.loss[m].back(), o.steps);
-  fc.write(out);
-  out.attr("/", "rope_theta", trace.rope_theta);
-  out.attr("/", "block", sel.block);
-  out.attr("/", "kl", o.kl);
-  out.attr("/", "init", o.init);
-  out.attr("/", "steps", o.steps);
-  out.attr("/", "lr", o.lr);
-  out.commit();
+  const auto write = [&](nk::h5::Writer& out, const std::string& prefix) {
+    fc.write(out, prefix);
+    const std::string group = prefix.empty() ? "/" : prefix;
+    out.attr(group, "rope_theta", trace.rope_theta);
+    out.attr(group, "block", sel.block);
+    out.attr(group, "kl", o.kl);
+    out.attr(group, "init", o.init);
+    out.attr(group, "steps", o.steps);
+    out.attr(group, "lr", o.lr);
+  };
+  if (model) {
+    const bool bf16 = nk::h5::File::open(o.model).attr_string("/", "weights").value_or("float32") == "bfloat16";
+    nk::lm::save_checkpoint(o.output, model->weights, model->tokenizer ? &*model->tokenizer : nullptr, nullptr,
+                            bf16 ? nk::lm::StoreAs::bf16 : nk::lm::StoreAs::f32,
+                            [&](nk::h5::Writer& out) { write(out, Forecast::kEmbedded); });
+    return;
+  }
+  write(*file, "");
+  file->commit();
 }
 
 }  // namespace sparda
