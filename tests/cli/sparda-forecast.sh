@@ -210,6 +210,16 @@ fortune_text() { for f in /usr/share/games/fortunes/computers /usr/share/games/f
 if [ -f /usr/share/games/fortunes/computers ] && [ -f "$NK_SOURCE/data/lm/causal.h5" ]; then
   fortune_text > text.txt
   check "nk-lm capture --corpus | train | eval (the shipped causal model)" sh -c "nk-lm -q corpus --text text.txt --paragraphs --tokenizer $NK_SOURCE/data/lm/causal.h5 -o corpus.h5 && nk-lm -q capture -m $NK_SOURCE/data/lm/causal.h5 --corpus corpus.h5 --split train -o cap.h5 && sparda-forecast -q train -i cap.h5 $SEL --steps 100 -o capf.h5 && sparda-forecast eval -i cap.h5 --forecast capf.h5 $SEL -o cape.h5"
+  check "eval --shard 0/2 and 1/2 of the capture's rows, joined by nk-data merge, = the whole run's per-sequence results and means; plot reads the merged file" sh -c "sparda-forecast -q eval -i cap.h5 --forecast capf.h5 $SEL --shard 0/2 -o sh0.h5 && sparda-forecast -q eval -i cap.h5 --forecast capf.h5 $SEL --shard 1/2 -o sh1.h5 && nk-data -q merge sh1.h5 sh0.h5 -o shm.h5 && sparda-forecast -q plot -i shm.h5 -o shm.svg && $PY -c \"
+import h5py, numpy as np, sys
+m, w = h5py.File('shm.h5'), h5py.File('cape.h5')
+ok = 'recall' not in m and (m['sequences/index'][...] == np.arange(len(w['sequences/index']))).all()
+for n in ('recall', 'coverage', 'queries'):
+    a, b = m['sequences/' + n][...], w['sequences/' + n][...]
+    ok = ok and a.shape == b.shape and np.allclose(a, b, equal_nan=True, rtol=0, atol=1e-12)
+q = w['sequences/queries'][...]; r = np.nan_to_num(w['sequences/recall'][...])
+ok = ok and np.allclose((r * q).sum(0) / q.sum(0), w['recall'][...], atol=1e-12) and (q.sum(0) == w['queries'][...]).all()
+sys.exit(0 if ok else 1)\""
   check "InfiniGen (the capture's wq): eval at r = d, select at r = 8 and at r = d" sh -c "sparda-forecast -q eval -i cap.h5 --by infinigen $SEL -o igev.h5 && sparda-forecast -q select -i cap.h5 --by infinigen --rank 8 $SEL -o ig8.h5 && sparda-forecast -q select -i cap.h5 --by infinigen $SEL -o igd.h5 && sparda-forecast -q select -i cap.h5 $SEL -o capsel.h5"
   if "$PY" - <<'PYEOF'
 import h5py, numpy as np, sys

@@ -14,13 +14,17 @@
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
 #include "nk/progress.hpp"
+#include "nk/shard.hpp"
 #include "sparda-forecast/forecast.hpp"
 #include "sparda-forecast/sparda.hpp"
 
 namespace sparda {
 
 void eval(const EvalOptions& o, const nk::RunEnv& env) {
-  if (!o.model.empty()) return eval_model(o, env);
+  if (!o.model.empty()) {
+    if (!env.shard.whole()) throw nk::usage_error("eval: --shard splits a trace's sequences; eval --model runs whole");
+    return eval_model(o, env);
+  }
   const Trace trace = Trace::open(o.input);
   require_selector(trace, o.selector);
   const auto [begin, end_arg] = parse_positions(o.positions, trace.longest());
@@ -33,19 +37,27 @@ void eval(const EvalOptions& o, const nk::RunEnv& env) {
   const nk::lm::BlockSelectorConfig sel = o.selector;
   const int64_t L = trace.layers, S = trace.sequences(), Hq = trace.heads, Hkv = trace.kv_heads, G = trace.group(),
                 d = trace.head_dim, K = sel.width();
+  // --shard: this run's sequences; per-sequence results merge by concatenation (nk-data merge).
+  const auto [s0, s1] = nk::shard_range(env.shard, S);
+  const int64_t Sn = s1 - s0;
   std::vector<double> recall(static_cast<size_t>(L)), coverage(static_cast<size_t>(L));
   std::vector<int64_t> counted(static_cast<size_t>(L));
-  nk::Progress progress("eval", L * S);
+  std::vector<double> seq_recall(static_cast<size_t>(Sn * L), std::nan("")), seq_coverage(seq_recall);
+  std::vector<int64_t> seq_queries(static_cast<size_t>(Sn * L), 0);
+  nk::Progress progress("eval", L * Sn);
   for (int64_t m = 0; m < L; ++m) {
     const Target tg = load_target(trace, m, sel.block, true, true);
     Speculator sp;
     if (infinigen) sp = make_speculator(trace, tg, o.rank);
     const Scorer by{infinigen ? nullptr : &fc.wf[m], infinigen ? &sp : nullptr};
-    double rsum = 0, csum = 0;
-    int64_t count = 0;
-    for (int64_t seq = 0; seq < S; ++seq) {
+    double rtotal = 0, ctotal = 0;
+    int64_t ctotal_count = 0;
+    for (int64_t seq = s0; seq < s1; ++seq) {
       const int64_t T = trace.length(seq), end = std::min(end_arg, T), n = end - begin;
+      progress.update(m * Sn + seq - s0 + 1);
       if (n <= 0) continue;
+      double rsum = 0, csum = 0;
+      int64_t count = 0;
       const std::vector<int32_t> Sel = select_layer(trace, tg, sel, Scorer{}, seq, begin, end);
       const std::vector<int32_t> F = select_layer(trace, tg, sel, by, seq, begin, end);
       const float* q = tg.q.data() + Hq * trace.offsets[seq] * d;
@@ -101,25 +113,41 @@ void eval(const EvalOptions& o, const nk::RunEnv& env) {
             ++count;
           }
       }
-      progress.update(m * S + seq + 1);
+      const size_t at = static_cast<size_t>((seq - s0) * L + m);
+      seq_queries[at] = count;
+      if (count) seq_recall[at] = rsum / static_cast<double>(count), seq_coverage[at] = csum / static_cast<double>(count);
+      rtotal += rsum, ctotal += csum, ctotal_count += count;
     }
-    counted[static_cast<size_t>(m)] = count;
-    recall[static_cast<size_t>(m)] = count ? rsum / static_cast<double>(count) : std::nan("");
-    coverage[static_cast<size_t>(m)] = count ? csum / static_cast<double>(count) : std::nan("");
+    counted[static_cast<size_t>(m)] = ctotal_count;
+    recall[static_cast<size_t>(m)] = ctotal_count ? rtotal / static_cast<double>(ctotal_count) : std::nan("");
+    coverage[static_cast<size_t>(m)] = ctotal_count ? ctotal / static_cast<double>(ctotal_count) : std::nan("");
   }
   progress.finish();
-  out.allow_nonfinite("/recall");
-  out.allow_nonfinite("/coverage");
-  out.write("/recall", recall.data(), {L}, "L");
-  out.write("/coverage", coverage.data(), {L}, "L");
-  out.write("/queries", counted.data(), {L}, "L");
+  std::vector<int64_t> index(static_cast<size_t>(Sn));
+  for (int64_t i = 0; i < Sn; ++i) index[static_cast<size_t>(i)] = s0 + i;
+  out.allow_nonfinite("/sequences/recall");
+  out.allow_nonfinite("/sequences/coverage");
+  out.write("/sequences/index", index.data(), {Sn}, "S");
+  out.write("/sequences/recall", seq_recall.data(), {Sn, L}, "S,L");
+  out.write("/sequences/coverage", seq_coverage.data(), {Sn, L}, "S,L");
+  out.write("/sequences/queries", seq_queries.data(), {Sn, L}, "S,L");
+  // A shard's means would not merge: a sharded run writes the per-sequence results only.
+  if (env.shard.whole()) {
+    out.allow_nonfinite("/recall");
+    out.allow_nonfinite("/coverage");
+    out.write("/recall", recall.data(), {L}, "L");
+    out.write("/coverage", coverage.data(), {L}, "L");
+    out.write("/queries", counted.data(), {L}, "L");
+  }
   double rm = 0, cm = 0;
   int64_t used = 0;
   for (int64_t m = 0; m < L; ++m)
     if (counted[static_cast<size_t>(m)])
       rm += recall[static_cast<size_t>(m)], cm += coverage[static_cast<size_t>(m)], ++used;
-  out.attr("/", "mean_recall", used ? rm / static_cast<double>(used) : std::nan(""));
-  out.attr("/", "mean_coverage", used ? cm / static_cast<double>(used) : std::nan(""));
+  if (env.shard.whole()) {
+    out.attr("/", "mean_recall", used ? rm / static_cast<double>(used) : std::nan(""));
+    out.attr("/", "mean_coverage", used ? cm / static_cast<double>(used) : std::nan(""));
+  }
   out.attr("/", "by", o.by);
   if (infinigen) out.attr("/", "rank", std::min(o.rank, d));
   out.attr("/", "positions", std::to_string(begin) + ":" + std::to_string(end_arg));

@@ -93,6 +93,7 @@ int main(int argc, char** argv) {
   eval_verb->add_option("--rank", eval.rank, "infinigen: skewed channels r per head")
       ->check(CLI::Range(int64_t{1}, int64_t{1024}));
   eval_verb->add_option("--positions", eval.positions, "Query positions A:B (A..B-1; default all)");
+  cli.add_shard(*eval_verb);
   const std::vector<CLI::Option*> eval_selector = add_selector(*eval_verb, eval.selector);
   eval_verb->add_option("--model", eval.model,
                         "Run the methods inside this model (nk-lm checkpoint; a sparse-gqa one brings its selector): "

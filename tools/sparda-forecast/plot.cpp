@@ -94,8 +94,35 @@ void plot(const PlotOptions& o) {
   for (const std::string& path : o.inputs) {
     const nk::h5::File f = nk::h5::File::open(path);
     const std::string schema = f.attr_string("/", "nk_schema").value_or("");
-    if (schema.rfind(kEvalSchema, 0) == 0 || (schema.empty() && f.has("/recall"))) {
-      const nk::h5::Array<double> r = f.read<double>("/recall", 1, "L"), c = f.read<double>("/coverage", 1, "L");
+    if (schema.rfind(kEvalSchema, 0) == 0 || (schema.empty() && (f.has("/recall") || f.has("/sequences/recall")))) {
+      nk::h5::Array<double> r, c;
+      if (!f.has("/recall") && f.has("/sequences/recall")) {
+        // Merged shards (nk-data merge of eval --shard outputs): the means over every sequence's pairs.
+        const nk::h5::Array<double> sr = f.read<double>("/sequences/recall", 2, "S,L"),
+                                    sc = f.read<double>("/sequences/coverage", 2, "S,L");
+        const nk::h5::Array<int64_t> sqi = f.read<int64_t>("/sequences/queries", 2, "S,L");
+        nk::h5::Array<double> sq;
+        sq.shape = sqi.shape;
+        sq.data.assign(sqi.data.begin(), sqi.data.end());
+        if (sc.shape != sr.shape || sq.shape != sr.shape)
+          throw nk::input_error(path, "/sequences", "recall, coverage and queries differ in shape");
+        const int64_t S = sr.shape[0], L = sr.shape[1];
+        r.shape = c.shape = {L};
+        r.data.assign(static_cast<size_t>(L), 0.0), c.data.assign(static_cast<size_t>(L), 0.0);
+        for (int64_t l = 0; l < L; ++l) {
+          double n = 0;
+          for (int64_t s = 0; s < S; ++s) {
+            const size_t i = static_cast<size_t>(s * L + l);
+            if (sq.data[i] <= 0) continue;
+            r.data[static_cast<size_t>(l)] += sr.data[i] * sq.data[i], c.data[static_cast<size_t>(l)] += sc.data[i] * sq.data[i];
+            n += sq.data[i];
+          }
+          r.data[static_cast<size_t>(l)] = n > 0 ? r.data[static_cast<size_t>(l)] / n : std::nan("");
+          c.data[static_cast<size_t>(l)] = n > 0 ? c.data[static_cast<size_t>(l)] / n : std::nan("");
+        }
+      } else {
+        r = f.read<double>("/recall", 1, "L"), c = f.read<double>("/coverage", 1, "L");
+      }
       if (c.size() != r.size())
         throw nk::input_error(path, "/coverage",
                               "has " + std::to_string(c.size()) + " layers, /recall " + std::to_string(r.size()));
