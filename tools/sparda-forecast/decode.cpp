@@ -248,6 +248,7 @@ struct ModelRun {
   std::vector<int32_t> tokens;  ///< [B, steps]
   EngineStats stats;
   double prefill_s = 0, select_s = 0, attend_s = 0, wall_s = 0;
+  double prefill_bytes = 0, prefill_wait_s = 0;
 };
 
 /// The paper's decode shapes at 4 layers (MiniCPM4.1-8B-like attention and
@@ -270,14 +271,17 @@ ModelRun run_model(const nk::lm::ParameterStore& weights, const DecodeOptions& o
   for (int64_t s = 0; s < B; ++s) slots[static_cast<size_t>(s)] = static_cast<int32_t>(s);
   ModelRun r;
   auto t0 = Clock::now();
-  if (o.model.empty()) {
-    backend.synthesize(N, env.seed);  // the prompt's cache, without a prefill's hours
+  // Bench shapes: the prompt's cache synthesised (without a prefill's hours) but for its last
+  // --prefill-tokens, which are prefilled; a model: the whole prompt is prefilled.
+  const int64_t synthesized = o.model.empty() ? N - o.prefill_tokens : 0;
+  if (synthesized > 0) backend.synthesize(synthesized, env.seed);
+  if (o.model.empty() && o.prefill_tokens == 0) {
     nk::Rng rng(env.seed);
     for (auto& t : next) t = static_cast<int32_t>(rng.below(static_cast<uint64_t>(c.vocab - 4)));
   } else {
     // Chunked prefill of random prompts, every slot in each forward.
     nk::Rng rng(env.seed);
-    for (int64_t done = 0; done < N; done += chunk) {
+    for (int64_t done = synthesized; done < N; done += chunk) {
       const int64_t len = std::min(chunk, N - done);
       std::vector<int32_t> tokens;
       std::vector<int64_t> offsets{0};
@@ -296,6 +300,7 @@ ModelRun run_model(const nk::lm::ParameterStore& weights, const DecodeOptions& o
     }
   }
   r.prefill_s = since(t0);
+  r.prefill_bytes = static_cast<double>(backend.stats().bytes), r.prefill_wait_s = backend.stats().wait_s;
   const EngineStats before = backend.stats();
   const double select0 = backend.select_seconds(), attend0 = backend.attend_seconds();
   std::vector<int64_t> offsets(static_cast<size_t>(B + 1));
@@ -373,6 +378,9 @@ void decode_model(const DecodeOptions& o, const nk::RunEnv& env) {
   const nk::lm::ParameterStore& weights = bench ? *bench : ck->weights;
   const nk::lm::Config& c = weights.config();
   if (o.prompt_tokens < o.selector.block) throw nk::usage_error("--prompt-tokens must hold at least one --block");
+  if (o.prefill_tokens > 0 && !o.model.empty())
+    throw nk::usage_error("--prefill-tokens applies to --bench-shapes (a model prefills its whole prompt)");
+  if (o.prefill_tokens > o.prompt_tokens) throw nk::usage_error("--prefill-tokens exceeds --prompt-tokens");
   Forecast fc;
   if (kind == Kind::forecast) {
     if (!o.forecast.empty()) {
@@ -414,6 +422,9 @@ void decode_model(const DecodeOptions& o, const nk::RunEnv& env) {
   write_stats(out, o, "steps", r.step_s, r.step_bytes, r.stats, r.select_s, r.attend_s, r.wall_s, bandwidth,
               block_bytes, device_blocks);
   out.write("/stats/prefill_seconds", &r.prefill_s, {1}, "1");
+  out.write("/stats/prefill_bytes", &r.prefill_bytes, {1}, "1");
+  out.write("/stats/prefill_wait_seconds", &r.prefill_wait_s, {1}, "1");
+  out.attr("/", "prefill_tokens", o.model.empty() ? o.prefill_tokens : o.prompt_tokens);
   out.attr("/", "model", o.model.empty() ? std::string("bench-shapes") : o.model);
   out.attr("/", "prompt_tokens", o.prompt_tokens);
   out.attr("/", "batch", o.batch);

@@ -144,6 +144,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{64}));
   decode_verb->add_option("--steps", decode.steps, "Model decoding: tokens generated per sequence")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  decode_verb->add_option("--prefill-tokens", decode.prefill_tokens,
+                          "--bench-shapes: prefill the prompt's last N tokens in --chunk pieces through the engine (the rest "
+                          "synthesised); timed as /stats/prefill_seconds")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   decode_verb->add_option("--chunk", decode.chunk, "Model decoding: prefill chunk (tokens per forward per sequence)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   decode_verb

@@ -68,7 +68,7 @@ struct DecodeOptions {
   double device_mib = 64;  ///< the device pool's capacity
   std::string model;       ///< decode a model (generation) instead of replaying a trace
   bool bench_shapes = false;
-  int64_t prompt_tokens = 4096, batch = 1, steps = 16, chunk = 512, calibrate_steps = 4;
+  int64_t prompt_tokens = 4096, batch = 1, steps = 16, chunk = 512, calibrate_steps = 4, prefill_tokens = 0;
   nk::lm::BlockSelectorConfig selector;
 };
 void decode(const DecodeOptions& options, const nk::RunEnv& env);

@@ -16,11 +16,13 @@
 #    (Tx = Tc, the bound (Tc + Tx) / max(Tc, Tx) = 2); median step times,
 #    copies, hit rates, selection time per step (the selector's Hq heads
 #    against one Forecast head per group), and the machine's floor for a step
-#    (the model's float32 weights over the STREAM triad bandwidth).
+#    (the model's float32 weights over the STREAM triad bandwidth); prefill of
+#    the prompt's last 256 tokens (chunks of 128) per mode at Tx = Tc.
 #  C capacity: one device memory that holds resident's KV of 2 sequences at
 #    32K; resident at batch 2 against forecast at batch 8 through a device
 #    pool of that size; tokens/s.
-# Sizes: SIZES (default "32768 65536"), STEPS (8); B=0 and C=0 skip parts B and C.
+# Sizes: SIZES (default "32768 65536"), STEPS (8), PREFILL (256); A=0 (A and
+# A2), B=0 and C=0 skip parts.
 . "$(dirname "$0")/../lib.sh" "$1" sparda-bench
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../../.." && pwd)
@@ -32,6 +34,7 @@ stat() { $PY -c "import h5py, sys; print(h5py.File(sys.argv[1])['stats/' + sys.a
 # Medians over the warm steps (the first finds the device pool empty).
 median() { $PY -c "import h5py, numpy as np, sys; s = h5py.File(sys.argv[1])['stats/' + (sys.argv[2] if len(sys.argv) > 2 else 'step_seconds')][1:]; print(float(np.median(s)))" "$@"; }
 
+if [ "${A:-1}" = 1 ]; then
 echo "== A. quality: the shipped causal model on Debian's fortunes (validation split), blocks of 16, top-4"
 nk-lm -q corpus --source fortunes --tokenizer "$M" -o "$work/fc.h5"
 nk-lm -q capture -m "$M" --corpus "$work/fc.h5" -o "$work/cap.h5"
@@ -91,6 +94,8 @@ print(f"  ({m.attrs['windows']} validation windows of {m.attrs['window']}; {m.at
       "goals: forecast perplexity within 1% and needle accuracy within 2 points of the selector)")
 PYEOF
 
+fi
+
 if [ "${B:-1}" = 1 ]; then
 echo
 echo "== B. decode at the paper's shapes (random weights, 872M parameters), top-64 + 32 local blocks of 64"
@@ -135,6 +140,26 @@ print(f"  {n:<6} {b:<5} | {1e3 * tc:>9.1f} | {1e3 * ts:>9.1f} {1e3 * tx:>9.1f} {
 PYEOF
   done
 done
+# Prefill: the prompt's last PREFILL tokens (default 256) prefilled in chunks of 128 after a synthesised
+# cache, batch 1; the link capped so that sync's prefill transfers take resident's prefill time (Tx = Tc).
+echo "  prefill (batch 1, the last ${PREFILL:-256} tokens of the prompt in chunks of 128; a device pool of 640 MiB):"
+printf '  %-6s | %11s | %11s %9s %7s | %11s %8s\n' N "resident s" "sync s" "MiB" "GB/s" "forecast s" speedup
+for n in $sizes; do
+  pre="--bench-shapes --prompt-tokens $n --prefill-tokens ${PREFILL:-256} --chunk 128 --steps 1 $SEL --device-mem 640"
+  sparda-forecast -q decode $pre --mode resident -o "$work/pres.h5"
+  sparda-forecast -q decode $pre --mode sync --bandwidth 0 -o "$work/psync0.h5"
+  bw=$($PY -c "import h5py, sys; a, b = h5py.File(sys.argv[1]), h5py.File(sys.argv[2]); print(b['stats/prefill_bytes'][0] / a['stats/prefill_seconds'][0] / 1e9)" "$work/pres.h5" "$work/psync0.h5")
+  sparda-forecast -q decode $pre --mode sync --bandwidth "$bw" -o "$work/psync.h5"
+  sparda-forecast -q decode $pre --mode forecast --bandwidth "$bw" -o "$work/pfc.h5"
+  $PY - "$work" "$n" "$bw" <<'PYEOF'
+import h5py, sys
+w, n, bw = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+r, s, f = (h5py.File(f"{w}/{x}.h5")["stats"] for x in ("pres", "psync", "pfc"))
+print(f"  {n:<6} | {r['prefill_seconds'][0]:>11.2f} | {s['prefill_seconds'][0]:>11.2f} {s['prefill_bytes'][0] / 2**20:>9.1f} {bw:>7.4f} | "
+      f"{f['prefill_seconds'][0]:>11.2f} {s['prefill_seconds'][0] / f['prefill_seconds'][0]:>7.2f}x")
+PYEOF
+done
+echo "  prefill speedup = sync / forecast prefill time at Tx = Tc (goal >= 1.2x; paper 1.25x over real PCIe, where Tx < Tc)"
 echo "  speedup = sync / forecast step (goal >= 1.5x at Tx ~ Tc, paper 1.7x); share = (speedup - 1) / (bound - 1) (goal >= 75% of the bound's gain);"
 echo "  bound L4 = the bound when layer 0's blocks cross at the layer, as they must (nothing precedes it), with 4 layers"
 echo "  sel / fsel: selection per step, the selector's 32 heads vs the Forecast's 8 (one per group) plus its projection (goal speedup >= 0.8 G = 3.2)"
