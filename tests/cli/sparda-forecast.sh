@@ -327,7 +327,10 @@ r, s, v = h5py.File('mres.h5'), h5py.File('msync.h5'), h5py.File('mver.h5')
 ok = (r['tokens'][...] == s['tokens'][...]).all() and (v['tokens'][...] == s['tokens'][...]).all()
 ok = ok and s['stats/misses'][0] > 0 and s['stats/bytes'][0] == s['stats/misses'][0] * s['stats/block_bytes'][0]
 ok = ok and h5py.File('mfc.h5')['tokens'].shape == (24, 1)
+# the prefill's copies: none resident, some for sync (all of them before the generation's)
+ok = ok and r['stats/prefill_bytes'][0] == 0 and s['stats/prefill_bytes'][0] > 0 and s.attrs['prefill_tokens'] == 150
 sys.exit(0 if ok else 1)\""
+  expect_fail "decode --model --prefill-tokens" 2 "applies to --bench-shapes" sparda-forecast decode $MDEC --mode sync --prefill-tokens 40 -o x.h5
   expect_fail "decode --model --mode infinigen" 2 "replays traces only" sparda-forecast decode $MDEC --mode infinigen -o x.h5
   expect_fail "decode --model --mode forecast without a Forecast" 2 "needs --forecast" sparda-forecast decode $MDEC --mode forecast -o x.h5
   expect_fail "decode --model past the context" 2 "pass the model's context of 256" sparda-forecast decode --model $NK_SOURCE/data/lm/causal.h5 --prompt-tokens 250 --steps 24 -o x.h5
