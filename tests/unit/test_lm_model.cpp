@@ -36,6 +36,22 @@ double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) 
   return m;
 }
 
+/// d loss / d x by central differences (step 1e-6), x restored.
+template <class Loss>
+std::vector<double> central_differences(std::vector<double>& x, const Loss& loss) {
+  std::vector<double> g(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double keep = x[i];
+    x[i] = keep + 1e-6;
+    const double up = loss();
+    x[i] = keep - 1e-6;
+    const double down = loss();
+    x[i] = keep;
+    g[i] = (up - down) / 2e-6;
+  }
+  return g;
+}
+
 nk::lm::Config tiny(nk::lm::Mode mode, bool tied, int64_t kv_heads) {
   nk::lm::Config c;
   c.mode = mode;
@@ -202,19 +218,7 @@ TEST_SUITE("lm_model") {
       std::vector<double> dq(q.size()), dk(k.size(), 99.0), dv(v.size(), 99.0);  // 99: dk, dv must be zeroed inside
       nk::lm::attention_backward(R.data(), out.data(), q.data(), k.data(), v.data(), lse.data(), offsets.data(), S, H,
                                  Hkv, hd, causal, dq.data(), dk.data(), dv.data(), scratch.data(), maxseg);
-      const auto numeric = [&](std::vector<double>& x) {
-        std::vector<double> g(x.size());
-        for (size_t i = 0; i < x.size(); ++i) {
-          const double keep = x[i];
-          x[i] = keep + 1e-6;
-          const double up = loss();
-          x[i] = keep - 1e-6;
-          const double down = loss();
-          x[i] = keep;
-          g[i] = (up - down) / 2e-6;
-        }
-        return g;
-      };
+      const auto numeric = [&](std::vector<double>& x) { return central_differences(x, loss); };
       CHECK(max_abs_diff(dq, numeric(q)) < 1e-7);
       CHECK(max_abs_diff(dk, numeric(k)) < 1e-7);
       CHECK(max_abs_diff(dv, numeric(v)) < 1e-7);
@@ -452,19 +456,7 @@ TEST_SUITE("lm_model") {
     std::vector<double> dq(q.size(), 99.0), dk(k.size(), 99.0), dv(v.size(), 99.0);  // overwritten inside
     nk::lm::sparse_attention_backward(c, sel.data(), R.data(), out.data(), q.data(), k.data(), v.data(), lse.data(),
                                       offsets.data(), S, H, Hkv, hd, dq.data(), dk.data(), dv.data());
-    const auto numeric = [&](std::vector<double>& x) {
-      std::vector<double> g(x.size());
-      for (size_t i = 0; i < x.size(); ++i) {
-        const double keep = x[i];
-        x[i] = keep + 1e-6;
-        const double up = loss();
-        x[i] = keep - 1e-6;
-        const double down = loss();
-        x[i] = keep;
-        g[i] = (up - down) / 2e-6;
-      }
-      return g;
-    };
+    const auto numeric = [&](std::vector<double>& x) { return central_differences(x, loss); };
     CHECK(max_abs_diff(dq, numeric(q)) < 1e-7);
     CHECK(max_abs_diff(dk, numeric(k)) < 1e-7);
     CHECK(max_abs_diff(dv, numeric(v)) < 1e-7);

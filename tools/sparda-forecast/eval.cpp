@@ -151,10 +151,7 @@ void eval(const EvalOptions& o, const nk::RunEnv& env) {
   out.attr("/", "by", o.by);
   if (infinigen) out.attr("/", "rank", std::min(o.rank, d));
   out.attr("/", "positions", std::to_string(begin) + ":" + std::to_string(end_arg));
-  out.attr("/", "block", sel.block);
-  out.attr("/", "init_blocks", sel.init_blocks);
-  out.attr("/", "local_blocks", sel.local_blocks);
-  out.attr("/", "topk", sel.topk);
+  write_selector_attrs(out, sel);
   out.commit();
   if (o.output != "-") {
     std::cout << "layer\trecall\tcoverage\tqueries\n";

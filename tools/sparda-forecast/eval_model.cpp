@@ -315,10 +315,7 @@ void eval_model(const EvalOptions& o, const nk::RunEnv&) {
   out.attr("/", "windows", windows);
   out.attr("/", "needles", N);
   out.attr("/", "rank", std::min(o.rank, c.head_dim));
-  out.attr("/", "block", sel.block);
-  out.attr("/", "init_blocks", sel.init_blocks);
-  out.attr("/", "local_blocks", sel.local_blocks);
-  out.attr("/", "topk", sel.topk);
+  write_selector_attrs(out, sel);
   out.commit();
   if (o.output != "-") {
     std::cout << "method\tperplexity\tneedle_accuracy\tanswer_logprob\n";

@@ -62,6 +62,13 @@ Forecast read_forecast(const std::string& path, int64_t layers, int64_t kv_heads
 
 }  // namespace
 
+void write_selector_attrs(nk::h5::Writer& out, const nk::lm::BlockSelectorConfig& sel) {
+  out.attr("/", "block", sel.block);
+  out.attr("/", "init_blocks", sel.init_blocks);
+  out.attr("/", "local_blocks", sel.local_blocks);
+  out.attr("/", "topk", sel.topk);
+}
+
 Forecast Forecast::read(const std::string& path, const Trace& trace) {
   return read_forecast(path, trace.layers, trace.kv_heads, trace.head_dim, trace.d_model, trace.rope_theta,
                        "the trace '" + nk::display_name(trace.path()) + "'");

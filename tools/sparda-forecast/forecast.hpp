@@ -24,6 +24,9 @@ namespace sparda {
 using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using MatrixF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
+/// The selector's settings as root attributes block, init_blocks, local_blocks, topk.
+void write_selector_attrs(nk::h5::Writer& out, const nk::lm::BlockSelectorConfig& sel);
+
 /// The layer whose attention input forecasts layer m's blocks.
 inline int64_t source_layer(int64_t m) {
   return m == 0 ? 0 : m - 1;

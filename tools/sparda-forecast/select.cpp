@@ -39,10 +39,7 @@ void select(const SelectOptions& o, const nk::RunEnv&) {
   progress.finish();
   out.attr("/", "by", o.by);
   if (by_infinigen) out.attr("/", "rank", std::min(o.rank, trace.head_dim));
-  out.attr("/", "block", o.selector.block);
-  out.attr("/", "init_blocks", o.selector.init_blocks);
-  out.attr("/", "local_blocks", o.selector.local_blocks);
-  out.attr("/", "topk", o.selector.topk);
+  write_selector_attrs(out, o.selector);
   out.attr("/", "layers", trace.layers);
   out.commit();
 }
