@@ -199,5 +199,13 @@ sparda-forecast -q train -i "$out/sp-capture.h5" --block 16 --topk 4 --seed 1 -o
 sparda-forecast eval -i "$out/sp-capture.h5" --forecast "$out/sp-forecast.h5" --block 16 --topk 4 -o "$out/sp-eval.h5"
 rm -f "$out/sp-capture.h5" "$out/sp-corpus.h5"
 
+step "sparda-forecast: inside the sparse-pretrained model (4096-token context, blocks of 32, top-8): a Forecast from 2 windows, then perplexity and the needle task for dense, selector, forecast and InfiniGen" \
+     "nk-lm corpus --source fortunes --tokenizer data/lm/sparse-gqa.h5 -o f.h5; nk-lm capture -m data/lm/sparse-gqa.h5 --corpus f.h5 --split train --stream --max-rows 2 -o cap.h5; sparda-forecast train -i cap.h5 --block 32 --topk 8 --model data/lm/sparse-gqa.h5 -o m.h5; sparda-forecast eval --model m.h5 --corpus f.h5 --windows 1 --needles 2"
+nk-lm -q corpus --source fortunes --tokenizer "$here/lm/sparse-gqa.h5" -o "$out/sp-corpus4k.h5"
+nk-lm -q capture -m "$here/lm/sparse-gqa.h5" --corpus "$out/sp-corpus4k.h5" --split train --stream --max-rows 2 -o "$out/sp-capture4k.h5"
+sparda-forecast -q train -i "$out/sp-capture4k.h5" --block 32 --topk 8 --seed 1 --model "$here/lm/sparse-gqa.h5" -o "$out/sp-model-forecast.h5"
+sparda-forecast eval --model "$out/sp-model-forecast.h5" --corpus "$out/sp-corpus4k.h5" --windows 1 --needles 2 -o "$out/sp-model-eval.h5"
+rm -f "$out/sp-capture4k.h5" "$out/sp-corpus4k.h5" "$out/sp-model-forecast.h5"
+
 echo
 echo "demo: outputs in $out"
