@@ -205,6 +205,14 @@ a = h5py.File('dpk.h5')['layer_01/out'][...]; b = h5py.File('dpk1.h5')['layer_01
 ok = a.shape == (2, 4, 60, 16) and (a[0] == b).all() and np.isnan(a[1, :, 12:]).all() and not np.isnan(a[1, :, :12]).any()
 sys.exit(0 if ok else 1)\""
 
+check "decode --shard 0/2 and 1/2 of the packed rows, joined by nk-data merge, = the whole run's outputs" sh -c "sparda-forecast -q decode -i packed.h5 --block 16 --topk 4 --positions 200:260 --shard 0/2 -o dsh0.h5 && sparda-forecast -q decode -i packed.h5 --block 16 --topk 4 --positions 200:260 --shard 1/2 -o dsh1.h5 && nk-data -q merge dsh0.h5 dsh1.h5 -o dshm.h5 && $PY -c \"
+import h5py, numpy as np, sys
+m, w = h5py.File('dshm.h5'), h5py.File('dpk.h5')
+layers = [k for k in w if k.startswith('layer_')]
+ok = len(layers) >= 2 and all(np.array_equal(m[k + '/out'][...], w[k + '/out'][...], equal_nan=True) for k in layers)
+ok = ok and list(m['sequences'][...]) == [0, 1] and (m['positions'][...] == w['positions'][...]).all() and len(m['stats/step_seconds']) == 120
+sys.exit(0 if ok else 1)\""
+
 # The shipped nk-lm model: a capture of text, trained and evaluated.
 fortune_text() { for f in /usr/share/games/fortunes/computers /usr/share/games/fortunes/science; do [ -f "$f" ] && head -c 3000 "$f"; done; }
 if [ -f /usr/share/games/fortunes/computers ] && [ -f "$NK_SOURCE/data/lm/causal.h5" ]; then

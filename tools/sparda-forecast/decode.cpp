@@ -24,6 +24,7 @@
 #include "nk/lm/checkpoint.hpp"
 #include "nk/log.hpp"
 #include "nk/progress.hpp"
+#include "nk/shard.hpp"
 #include "nk/rng.hpp"
 #include "sparda-forecast/engine.hpp"
 #include "sparda-forecast/forecast.hpp"
@@ -86,11 +87,12 @@ struct Replay {
   const Forecast* fc = nullptr;
   std::vector<Speculator> sp;
   int64_t begin = 0, end = 0;
+  int64_t s0 = 0, s1 = 0;  ///< the sequences replayed (--shard); index i below is sequence s0 + i
 
   /// The selection of target layer m at t for every sequence: [Hkv * K] each.
   std::vector<std::vector<int32_t>> select(int64_t m, int64_t t, const Scorer& by) const {
     std::vector<std::vector<int32_t>> out;
-    for (int64_t s = 0; s < trace.sequences(); ++s)
+    for (int64_t s = s0; s < s1; ++s)
       out.push_back(t < trace.length(s)
                         ? select_layer(trace, tg[static_cast<size_t>(m)], o.selector, by, s, t, t + 1)
                         : std::vector<int32_t>(static_cast<size_t>(trace.kv_heads * o.selector.width()), -1));
@@ -103,15 +105,15 @@ struct Replay {
   }
 
   Run run(Kind kind, bool verify, double bandwidth, int64_t device_blocks) const {
-    const int64_t L = trace.layers, S = trace.sequences(), Hq = trace.heads, Hkv = trace.kv_heads, d = trace.head_dim,
+    const int64_t L = trace.layers, S = s1 - s0, Hq = trace.heads, Hkv = trace.kv_heads, d = trace.head_dim,
                   K = o.selector.width(), B = o.selector.block, P = end - begin;
     const bool lookahead = kind == Kind::forecast || kind == Kind::infinigen;
     Engine engine(d, B, kind == Kind::resident ? 0 : device_blocks, bandwidth);
     for (int64_t l = 0; l < L; ++l)
-      for (int64_t s = 0; s < S; ++s)
+      for (int64_t i = 0; i < S; ++i)
         for (int64_t g = 0; g < Hkv; ++g) {
-          const int64_t at = (Hkv * trace.offsets[s] + g * trace.length(s)) * d;
-          engine.set_host(s, l, g, tg[static_cast<size_t>(l)].k.data() + at, v[static_cast<size_t>(l)].data() + at);
+          const int64_t s = s0 + i, at = (Hkv * trace.offsets[s] + g * trace.length(s)) * d;
+          engine.set_host(i, l, g, tg[static_cast<size_t>(l)].k.data() + at, v[static_cast<size_t>(l)].data() + at);
         }
     Run r;
     r.out.assign(static_cast<size_t>(L), std::vector<float>(static_cast<size_t>(S * Hq * P * d)));
@@ -155,18 +157,18 @@ struct Replay {
         // Attend, per sequence.
         t0 = Clock::now();
         const Target& x = tg[static_cast<size_t>(l)];
-        for (int64_t s = 0; s < S; ++s) {
-          const int64_t T = trace.length(s), off = trace.offsets[s];
+        for (int64_t i = 0; i < S; ++i) {
+          const int64_t s = s0 + i, T = trace.length(s), off = trace.offsets[s];
           if (t >= T) {  // this sequence has ended: undefined
             float* dst = r.out[static_cast<size_t>(l)].data();
-            for (int64_t h = 0; h < Hq; ++h) std::fill_n(dst + ((s * Hq + h) * P + t - begin) * d, d, std::nanf(""));
+            for (int64_t h = 0; h < Hq; ++h) std::fill_n(dst + ((i * Hq + h) * P + t - begin) * d, d, std::nanf(""));
             continue;
           }
           std::vector<std::vector<BlockRef>> refs(static_cast<size_t>(Hkv));
           for (int64_t g = 0; g < Hkv; ++g) {
             const float* hk = x.k.data() + (Hkv * off + g * T) * d;
             const float* hv = v[static_cast<size_t>(l)].data() + (Hkv * off + g * T) * d;
-            for (const auto& [j, key] : plan.blocks[static_cast<size_t>(s * Hkv + g)]) {
+            for (const auto& [j, key] : plan.blocks[static_cast<size_t>(i * Hkv + g)]) {
               if (key < 0 || kind == Kind::resident)
                 refs[static_cast<size_t>(g)].push_back(
                     {hk + j * B * d, hv + j * B * d, B, static_cast<int64_t>(j) * B});
@@ -177,7 +179,7 @@ struct Replay {
           for (int64_t h = 0; h < Hq; ++h) std::copy_n(x.q.data() + (Hq * off + h * T + t) * d, d, q.begin() + h * d);
           sparse_attend(q.data(), Hq, Hkv, d, t, refs, o1.data());
           float* dst = r.out[static_cast<size_t>(l)].data();
-          for (int64_t h = 0; h < Hq; ++h) std::copy_n(o1.begin() + h * d, d, dst + ((s * Hq + h) * P + t - begin) * d);
+          for (int64_t h = 0; h < Hq; ++h) std::copy_n(o1.begin() + h * d, d, dst + ((i * Hq + h) * P + t - begin) * d);
         }
         r.attend_s += since(t0);
         if (kind != Kind::resident) engine.release(ticket);
@@ -450,6 +452,7 @@ void decode(const DecodeOptions& o, const nk::RunEnv& env) {
   Eigen::setNbThreads(compute_threads);
   if (!o.model.empty() || o.bench_shapes) {
     if (!o.model.empty() && o.bench_shapes) throw nk::usage_error("give --model or --bench-shapes, not both");
+    if (!env.shard.whole()) throw nk::usage_error("decode: --shard splits a trace's sequences; a model's decode runs whole");
     return decode_model(o, env);
   }
   const Trace trace = Trace::open(o.input);
@@ -464,6 +467,8 @@ void decode(const DecodeOptions& o, const nk::RunEnv& env) {
   const int64_t longest = trace.longest();
   Replay rp{trace, o, {}, {}, nullptr, {}, 0, longest};
   std::tie(rp.begin, rp.end) = parse_positions(o.positions, longest);
+  std::tie(rp.s0, rp.s1) = nk::shard_range(env.shard, trace.sequences());
+  if (rp.s1 == rp.s0) throw nk::usage_error("decode: shard " + env.shard.text() + " holds none of the trace's sequences");
   const Forecast fc = kind == Kind::forecast ? Forecast::read(o.forecast, trace) : Forecast{};
   rp.fc = &fc;
   for (int64_t l = 0; l < trace.layers; ++l) {
@@ -487,12 +492,12 @@ void decode(const DecodeOptions& o, const nk::RunEnv& env) {
   }
   const Run r = rp.run(kind, o.verify, bandwidth, device_blocks);
 
-  const int64_t L = trace.layers, S = trace.sequences(), Hq = trace.heads, d = trace.head_dim, P = rp.end - rp.begin;
+  const int64_t L = trace.layers, S = rp.s1 - rp.s0, Hq = trace.heads, d = trace.head_dim, P = rp.end - rp.begin;
   for (int64_t l = 0; l < L; ++l) {
     char name[40];
     std::snprintf(name, sizeof name, "/layer_%02lld/out", static_cast<long long>(l));
     out.allow_nonfinite(name);  // NaN: positions past a sequence's end
-    if (S == 1)
+    if (trace.sequences() == 1)
       out.write(name, r.out[static_cast<size_t>(l)].data(), {Hq, P, d}, "Hq,P,d");
     else
       out.write(name, r.out[static_cast<size_t>(l)].data(), {S, Hq, P, d}, "B,Hq,P,d");
@@ -500,6 +505,10 @@ void decode(const DecodeOptions& o, const nk::RunEnv& env) {
   std::vector<int64_t> positions(static_cast<size_t>(P));
   for (int64_t t = rp.begin; t < rp.end; ++t) positions[static_cast<size_t>(t - rp.begin)] = t;
   out.write("/positions", positions.data(), {P}, "P");
+  out.attr("/positions", "nk_merge", "same");  // every shard replays the same positions
+  std::vector<int64_t> index(static_cast<size_t>(S));
+  for (int64_t i = 0; i < S; ++i) index[static_cast<size_t>(i)] = rp.s0 + i;
+  out.write("/sequences", index.data(), {S}, "B");
   write_stats(out, o, "P", r.step_s, r.step_bytes, r.stats, r.select_s, r.attend_s, r.wall_s, bandwidth, block_bytes,
               device_blocks);
   out.commit();

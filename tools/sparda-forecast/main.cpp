@@ -153,6 +153,7 @@ int main(int argc, char** argv) {
   decode_verb
       ->add_option("--calibrate-steps", decode.calibrate_steps, "Model decoding: steps timed for --bandwidth auto")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cli.add_shard(*decode_verb);
   add_selector(*decode_verb, decode.selector);
 
   sparda::PlotOptions plot;
