@@ -250,7 +250,7 @@ struct ModelRun {
   std::vector<int32_t> tokens;  ///< [B, steps]
   EngineStats stats;
   double prefill_s = 0, select_s = 0, attend_s = 0, wall_s = 0;
-  double prefill_bytes = 0, prefill_wait_s = 0;
+  double prefill_bytes = 0, prefill_wait_s = 0, project_s = 0, score_s = 0;
 };
 
 /// The paper's decode shapes at 4 layers (MiniCPM4.1-8B-like attention and
@@ -304,7 +304,8 @@ ModelRun run_model(const nk::lm::ParameterStore& weights, const DecodeOptions& o
   r.prefill_s = since(t0);
   r.prefill_bytes = static_cast<double>(backend.stats().bytes), r.prefill_wait_s = backend.stats().wait_s;
   const EngineStats before = backend.stats();
-  const double select0 = backend.select_seconds(), attend0 = backend.attend_seconds();
+  const double select0 = backend.select_seconds(), attend0 = backend.attend_seconds(),
+               project0 = backend.project_seconds(), score0 = backend.score_seconds();
   std::vector<int64_t> offsets(static_cast<size_t>(B + 1));
   for (int64_t s = 0; s <= B; ++s) offsets[static_cast<size_t>(s)] = s;
   nk::Progress progress("decode", steps);
@@ -337,6 +338,7 @@ ModelRun run_model(const nk::lm::ParameterStore& weights, const DecodeOptions& o
   r.stats.bytes -= before.bytes, r.stats.transfers -= before.transfers, r.stats.wait_s -= before.wait_s;
   r.stats.copy_busy_s -= before.copy_busy_s;
   r.select_s = backend.select_seconds() - select0, r.attend_s = backend.attend_seconds() - attend0;
+  r.project_s = backend.project_seconds() - project0, r.score_s = backend.score_seconds() - score0;
   return r;
 }
 
@@ -426,6 +428,8 @@ void decode_model(const DecodeOptions& o, const nk::RunEnv& env) {
   out.write("/stats/prefill_seconds", &r.prefill_s, {1}, "1");
   out.write("/stats/prefill_bytes", &r.prefill_bytes, {1}, "1");
   out.write("/stats/prefill_wait_seconds", &r.prefill_wait_s, {1}, "1");
+  out.write("/stats/project_seconds", &r.project_s, {1}, "1");
+  out.write("/stats/score_seconds", &r.score_s, {1}, "1");
   out.attr("/", "prefill_tokens", o.model.empty() ? o.prefill_tokens : o.prompt_tokens);
   out.attr("/", "model", o.model.empty() ? std::string("bench-shapes") : o.model);
   out.attr("/", "prompt_tokens", o.prompt_tokens);

@@ -9,6 +9,7 @@
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
 #include "nk/lm/layers.hpp"
+#include "nk/lm/model.hpp"
 #include "sparda-forecast/sparda.hpp"
 
 namespace sparda {
@@ -90,7 +91,7 @@ Forecast Forecast::read_embedded(const std::string& model_path, int64_t layers, 
 
 void Forecast::finalize() {
   wf.clear();
-  for (const Matrix& m : w) wf.push_back(m.cast<float>());
+  for (const Matrix& m : w) wf.push_back(m.transpose().cast<float>());
 }
 
 void Forecast::write(nk::h5::Writer& out, const std::string& prefix) const {
@@ -258,10 +259,12 @@ Matrix forecast_queries(const Matrix& w, const float* h, const int32_t* position
   return f;
 }
 
-Matrix forecast_queries(const MatrixF& w, const float* h, const int32_t* positions, int64_t n, int64_t kv_heads,
+Matrix forecast_queries(const MatrixF& wt, const float* h, const int32_t* positions, int64_t n, int64_t kv_heads,
                         int64_t head_dim, double rope_theta) {
-  const Eigen::Map<const MatrixF> x(h, n, w.rows());
-  Matrix f = (x * w).cast<double>();
+  // The model's own kernel: a decoding step's few rows stream the weights once (no GEMM packing).
+  MatrixF y(n, wt.rows());
+  nk::lm::linear(h, wt.data(), n, wt.cols(), wt.rows(), y.data());
+  Matrix f = y.cast<double>();
   nk::lm::rope(f.data(), positions, n, kv_heads, head_dim, rope_theta);
   return f;
 }

@@ -37,7 +37,7 @@ struct Forecast {
   /// w[m] [D, Hkv*d] forecasts layer m: w[0] is /layer_00/w_curr, w[m >= 1]
   /// is /layer_(m-1)/w_forecast.
   std::vector<Matrix> w;
-  std::vector<MatrixF> wf;  ///< float copies, what selection multiplies by (finalize())
+  std::vector<MatrixF> wf;  ///< float copies transposed, [Hkv*d, D] (out, in): what selection multiplies by (finalize())
   /// Training loss per target layer and step (written as /loss [L, steps]).
   std::vector<std::vector<double>> loss;
 
@@ -121,7 +121,8 @@ std::vector<int32_t> select_rows(const Shape& shape, const nk::lm::BlockSelector
 Matrix forecast_queries(const Matrix& w, const float* h, const int32_t* positions, int64_t n, int64_t kv_heads,
                         int64_t head_dim, double rope_theta);
 
-/// The same in float (selection: the model's own precision).
+/// The same in float (selection: the model's own precision and kernels), from
+/// wt = Forecast::wf[m], the weight transposed [Hkv*d, D].
 Matrix forecast_queries(const MatrixF& w, const float* h, const int32_t* positions, int64_t n, int64_t kv_heads,
                         int64_t head_dim, double rope_theta);
 

@@ -89,8 +89,12 @@ std::vector<std::vector<int32_t>> OffloadBackend::choose(const nk::lm::Attention
     for (int64_t r = a.batch->offsets[static_cast<size_t>(s)]; r < a.batch->offsets[static_cast<size_t>(s + 1)]; ++r)
       seg[static_cast<size_t>(r)] = a.batch->slots[static_cast<size_t>(s)];
   Matrix f;
-  if (by_forecast)
+  auto t0 = Clock::now();
+  if (by_forecast) {
     f = forecast_queries(forecast_->wf[static_cast<size_t>(m)], a.x, a.positions, n, kv_, d_, config_.rope_theta);
+    project_s_ += since(t0);
+    t0 = Clock::now();
+  }
   const double scale = 1.0 / std::sqrt(static_cast<double>(d_));
 #pragma omp parallel
   {
@@ -115,6 +119,7 @@ std::vector<std::vector<int32_t>> OffloadBackend::choose(const nk::lm::Attention
         nk::lm::select_blocks(sel_, t, sc.data(), out[static_cast<size_t>(r)].data() + g * K);
       }
   }
+  score_s_ += since(t0);
   return out;
 }
 

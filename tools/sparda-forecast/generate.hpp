@@ -33,6 +33,12 @@ class OffloadBackend : public nk::lm::AttentionBackend {
   void synthesize(int64_t tokens, uint64_t seed);
   const EngineStats& stats() const { return engine_.stats(); }
   double select_seconds() const { return select_s_; }
+  /// Of select_seconds: the Forecast's projection of the attention input
+  /// (the paper computes it inside the layer's QKV GEMM), and the scoring of
+  /// the pooled keys plus the top-k (the selector's Hq heads, or one Forecast
+  /// head per group).
+  double project_seconds() const { return project_s_; }
+  double score_seconds() const { return score_s_; }
   double attend_seconds() const { return attend_s_; }
 
  private:
@@ -61,7 +67,7 @@ class OffloadBackend : public nk::lm::AttentionBackend {
   std::vector<Engine::Ticket> ahead_;                      ///< per layer: its blocks, fetched by the layer before
   std::vector<std::vector<std::vector<int32_t>>> chosen_;  ///< per layer: the selection behind ahead_
   std::vector<Engine::Key> ahead_keys_;
-  double select_s_ = 0, attend_s_ = 0;
+  double select_s_ = 0, attend_s_ = 0, project_s_ = 0, score_s_ = 0;
 };
 
 }  // namespace sparda

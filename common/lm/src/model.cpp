@@ -24,9 +24,6 @@ using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMa
 using Map = Eigen::Map<Matrix>;
 using ConstMap = Eigen::Map<const Matrix>;
 
-void linear(const float* x, const float* w, int64_t n, int64_t in, int64_t out, float* y) {
-  dense_ops().linear(x, w, n, in, out, y);
-}
 void linear_dx(const float* dy, const float* w, int64_t n, int64_t in, int64_t out, float* dx, bool accumulate) {
   dense_ops().linear_dx(dy, w, n, in, out, dx, accumulate);
 }
@@ -201,6 +198,10 @@ void cached_sparse_attention(KvCache& cache, const TokenBatch& batch, int64_t la
 }
 
 }  // namespace
+
+void linear(const float* x, const float* w, int64_t n, int64_t in, int64_t out, float* y) {
+  dense_ops().linear(x, w, n, in, out, y);
+}
 
 std::vector<int64_t> uniform_offsets(int64_t rows, int64_t length) {
   std::vector<int64_t> offsets(static_cast<size_t>(rows + 1));

@@ -137,6 +137,9 @@ link = s["stats/bytes"][0] / s["stats/copy_busy_seconds"][0] / 1e9
 print(f"  {n:<6} {b:<5} | {1e3 * tc:>9.1f} | {1e3 * ts:>9.1f} {1e3 * tx:>9.1f} {bw:>6.3f} | {1e3 * tf:>9.1f} {speed:>8.2f}x {bound:>6.2f}x {bound_l:>7.2f}x "
       f"{(speed - 1) / (bound - 1) if bound > 1 else float('nan'):>6.0%} | {warm_bytes / 2**20:>6.1f} {100 * hit:>6.1f}% | "
       f"{1e3 * s['stats/select_seconds'][0] / steps:>8.1f} {1e3 * f['stats/select_seconds'][0] / steps:>8.1f} | link {link:.3f} GB/s while busy ({100 * (link / bw - 1):+.1f}% of the cap)")
+sc, fsc, fpr = (1e3 * x / steps for x in (s['stats/score_seconds'][0], f['stats/score_seconds'][0], f['stats/project_seconds'][0]))
+print(f"  {'':<12} | scoring a step: selector {sc:.1f} ms ({s.attrs.get('parameters', 0) and 32} heads), Forecast {fsc:.1f} ms (8 heads): "
+      f"{sc / fsc if fsc > 0 else float('nan'):.2f}x; the Forecast's projection {fpr:.1f} ms a step (inside the QKV GEMM in the paper)")
 PYEOF
   done
 done

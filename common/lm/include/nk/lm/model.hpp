@@ -32,6 +32,12 @@ struct TokenBatch {
   int64_t segments() const { return static_cast<int64_t>(offsets.size()) - 1; }
 };
 
+/// y[n, out] = x[n, in] W^T for W [out, in] row-major, through the model's
+/// own matrix kernels (the best ISA copy; below 32 rows a kernel that streams
+/// W once instead of a GEMM's packed copy): for tools that add a projection
+/// beside the model's (a Forecast).
+void linear(const float* x, const float* w, int64_t n, int64_t in, int64_t out, float* y);
+
 /// Equal segments: 'rows' of 'length' tokens each (a training batch [B, T]).
 std::vector<int64_t> uniform_offsets(int64_t rows, int64_t length);
 
