@@ -15,6 +15,7 @@
 #include "nk/h5.hpp"
 #include "nk/lm/checkpoint.hpp"
 #include "nk/lm/corpus.hpp"
+#include "nk/lm/loss.hpp"
 #include "nk/lm/model.hpp"
 #include "nk/lm/sparse_attention.hpp"
 #include "nk/log.hpp"
@@ -103,22 +104,6 @@ class GramObserver : public nk::lm::Observer {
   nk::lm::Config c_;
   std::vector<std::vector<Eigen::MatrixXd>> grams_;
 };
-
-/// log softmax(row)[target] in double.
-double logprob(const float* row, int64_t V, int32_t target) {
-  double most = row[0];
-  for (int64_t v = 1; v < V; ++v) most = std::max(most, static_cast<double>(row[v]));
-  double sum = 0;
-  for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(row[v]) - most);
-  return static_cast<double>(row[target]) - most - std::log(sum);
-}
-
-int64_t argmax(const float* row, int64_t V) {
-  int64_t best = 0;
-  for (int64_t v = 1; v < V; ++v)
-    if (row[v] > row[best]) best = v;
-  return best;
-}
 
 struct NeedleItem {
   std::vector<int32_t> tokens;               ///< BOS + the document
@@ -262,7 +247,11 @@ void eval_model(const EvalOptions& o, const nk::RunEnv&) {
     for (int64_t w = 0; w < windows; ++w) {
       const std::vector<int32_t> x(valid.begin() + w * T, valid.begin() + w * T + T);
       run(m, x);
-      for (int64_t t = 0; t + 1 < T; ++t) total -= logprob(ws.logits() + t * V, V, x[static_cast<size_t>(t + 1)]);
+      // nk-lm score's arithmetic: log p(token t | < t) for t = 1..T-1 (NaN at 0).
+      const std::vector<int64_t> off{0, T};
+      std::vector<float> lp(static_cast<size_t>(T));
+      nk::lm::next_token_logprob(ws.logits(), V, {x, off, {}}, lp.data());
+      for (int64_t t = 1; t < T; ++t) total -= lp[static_cast<size_t>(t)];
       progress.update(mi * (windows + N) + w + 1);
     }
     if (windows > 0) {
@@ -273,11 +262,17 @@ void eval_model(const EvalOptions& o, const nk::RunEnv&) {
     for (int64_t i = 0; i < N; ++i) {
       const NeedleItem& it = needles[static_cast<size_t>(i)];
       run(m, it.tokens);
+      const int64_t n = static_cast<int64_t>(it.tokens.size());
+      const std::vector<int64_t> off{0, n};
+      std::vector<float> tlp(static_cast<size_t>(n));
+      nk::lm::next_token_logprob(ws.logits(), V, {it.tokens, off, {}}, tlp.data());
       bool ok = true;
       for (int64_t t = it.answer_begin; t < it.answer_end; ++t) {
-        const float* row = ws.logits() + (t - 1) * V;
-        ok = ok && argmax(row, V) == it.tokens[static_cast<size_t>(t)];
-        lp += logprob(row, V, it.tokens[static_cast<size_t>(t)]) / static_cast<double>(it.answer_end - it.answer_begin);
+        int32_t best = 0;
+        float value = 0;
+        nk::lm::top_k(ws.logits() + (t - 1) * V, 1, V, 1, &best, &value);  // ties to the lower id, as score --top-k
+        ok = ok && best == it.tokens[static_cast<size_t>(t)];
+        lp += tlp[static_cast<size_t>(t)] / static_cast<double>(it.answer_end - it.answer_begin);
       }
       correct[static_cast<size_t>(mi * N + i)] = ok ? 1 : 0;
       hits += ok ? 1 : 0;
