@@ -207,5 +207,18 @@ sparda-forecast -q train -i "$out/sp-capture4k.h5" --block 32 --topk 8 --seed 1 
 sparda-forecast eval --model "$out/sp-model-forecast.h5" --corpus "$out/sp-corpus4k.h5" --windows 1 --needles 2 -o "$out/sp-model-eval.h5"
 rm -f "$out/sp-capture4k.h5" "$out/sp-corpus4k.h5" "$out/sp-model-forecast.h5"
 
+step "simple-evol: 16 random 50-city tours solved by iterated local search (the reference), then two Python heuristics (nearest neighbour, and one with a look at the cities left) scored in sandboxed workers; their mean gaps" \
+     "simple-evol gen --problem tsp --count 16 --nodes 50 -o t.h5; simple-evol solve -i t.h5 --method ils --store-reference -o ref.h5; simple-evol eval -i ref.h5 --heuristic data/simple-evol/tsp_lookahead.py -o scored.h5"
+simple-evol -q gen --problem tsp --count 16 --nodes 50 --seed 1 -o "$out/se-tsp.h5"
+simple-evol solve -i "$out/se-tsp.h5" --method ils --store-reference --seed 1 -o "$out/se-ref.h5"
+# The namespace sandbox needs unprivileged user namespaces and Landlock; without them, these shipped heuristics are trusted code.
+se_sandbox=namespace
+simple-evol -q eval -i "$out/se-ref.h5" --heuristic "$here/simple-evol/tsp_nearest.py" -o "$out/se-nearest.h5" 2>/dev/null || se_sandbox=none
+[ "$se_sandbox" = none ] && echo "demo: no namespace sandbox on this machine: the shipped heuristics run with --sandbox none"
+for h in tsp_nearest tsp_lookahead; do
+  simple-evol eval -i "$out/se-ref.h5" --heuristic "$here/simple-evol/$h.py" --sandbox $se_sandbox -o "$out/se-$h.h5"
+  echo "$h: mean gap to the ils tours $(h5dump -a mean_gap "$out/se-$h.h5" | awk '/\(0\)/ {print $2}')"
+done
+
 echo
 echo "demo: outputs in $out"

@@ -35,6 +35,8 @@ shred-unlearn -q tofu --authors 6 --questions 2 --world 6 --seed 1 -o sut.h5
 ssd-distill -q tasks --task memo --docs 2 --seed 1 -o sdt.h5
 sparda-forecast -q gen --planted --layers 2 --tokens 64 --block 16 --head-dim 8 --d-model 32 --seed 1 -o spt.h5
 invariance-audit -q train-prior -i fm.h5 --channels 4,8 --groups 2 --time-dim 8 --steps 2 --batch 4 -o iap.h5
+simple-evol -q gen --problem cvrp --count 2 --nodes 8 --seed 1 -o sec.h5
+printf 'def heuristics(distance_matrix, coordinates, demands, capacity):\n    return 1 / distance_matrix\n' > seinv.py
 
 # recipe TOOL VERB: the verb's arguments (with --seed 7); outputs are every out*.h5
 recipe() {
@@ -105,6 +107,9 @@ recipe() {
     "invariance-audit train-dedicated") echo "train-dedicated -i fm.h5 --extractor planted:down4 --channels 4,8 --groups 2 --time-dim 8 --steps 2 --batch 4 -o out.h5" ;;
     "invariance-audit eval") echo "eval --queries fm.h5 --count 1 --reference fm.h5 --samples 2 --steps 2 --methods ndtm,none --extractors planted:down4 --bits-steps 1 --prior iap.h5 --evaluator pcm.h5 -o out.h5" ;;
     "invariance-audit sample") echo "sample --query fm.h5 --index 0 --extractor planted:mask-left --prior iap.h5 --samples 2 --steps 2 -o out.h5" ;;
+    "simple-evol gen") echo "gen --problem tsp --count 2 --nodes 6 -o out.h5" ;;
+    "simple-evol solve") echo "solve -i sec.h5 --method ils --iterations 5 -o out.h5" ;;
+    "simple-evol eval") echo "eval -i sec.h5 --heuristic seinv.py --sandbox none --aco-iterations 2 -o out.h5" ;;
     *) return 1 ;;
   esac
 }

@@ -1,0 +1,81 @@
+// main.cpp - simple-evol: LLM-driven automated heuristic design with minimal
+// human priors (SimpleEvol): instances, reference solvers, sandboxed
+// evaluation of Python heuristics.
+#include "nk/cli.hpp"
+#include "simple-evol/simple_evol.hpp"
+
+int main(int argc, char** argv) {
+  nk::cli::App cli("simple-evol", "SimpleEvol: LLM-driven heuristic design for TSP, CVRP and the flow shop");
+  cli.app().require_subcommand(1);
+
+  sevol::GenOptions gen;
+  CLI::App* gen_verb =
+      cli.add_verb("gen", "Instance file: random TSP/CVRP/flow shop, Taillard, or a TSPLIB/CVRPLIB file",
+                   nk::cli::Randomness::seeded);
+  nk::cli::App::add_output(*gen_verb, gen.output, gen.no_clobber);
+  gen_verb->add_option("--problem", gen.problem, "tsp, cvrp or fssp")->check(CLI::IsMember({"tsp", "cvrp", "fssp"}));
+  gen_verb->add_option("--count", gen.count, "Instances")->check(CLI::Range(int64_t{1}, sevol::kMaxInstances));
+  gen_verb->add_option("--nodes", gen.nodes, "TSP cities, or CVRP customers (the depot comes on top)")
+      ->check(CLI::Range(int64_t{3}, sevol::kMaxNodes - 1));
+  gen_verb->add_option("--capacity", gen.capacity, "CVRP vehicle capacity (demands are 1..9)")
+      ->check(CLI::Range(int64_t{9}, int64_t{1} << 30));
+  gen_verb->add_option("--jobs", gen.jobs, "Flow-shop jobs")->check(CLI::Range(int64_t{2}, sevol::kMaxJobs));
+  gen_verb->add_option("--machines", gen.machines, "Flow-shop machines (0: drawn from 2..20 per instance)")
+      ->check(CLI::Range(int64_t{0}, sevol::kMaxMachines));
+  gen_verb->add_option("--taillard", gen.taillard,
+                       "Taillard's instances: ta001, a class 20x5, all (110, up to 200 jobs), all500; comma-separated");
+  gen_verb->add_option("--from-tsplib", gen.from_tsplib,
+                       "Import a TSPLIB (TYPE: TSP) or CVRPLIB (TYPE: CVRP) file with coordinates");
+
+  sevol::SolveOptions solve;
+  CLI::App* solve_verb = cli.add_verb("solve", "Reference solvers: tsp exact|nn|fi|ils, cvrp savings|ils, fssp neh|ig",
+                                      nk::cli::Randomness::seeded);
+  nk::cli::App::add_input(*solve_verb, solve.input, "instance file");
+  nk::cli::App::add_output(*solve_verb, solve.output, solve.no_clobber);
+  solve_verb
+      ->add_option("--method", solve.method, "tsp: exact (n <= 20), nn, fi, ils; cvrp: savings, ils; fssp: neh, ig")
+      ->required();
+  solve_verb
+      ->add_option("--iterations", solve.iterations,
+                   "ils kicks / ig iterations (0: tsp ils 100 n, cvrp ils 300, ig 1000)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  solve_verb->add_flag(
+      "--store-reference", solve.store_reference,
+      "Also write the instances with attribute reference = this objective (an instance file for eval)");
+
+  sevol::EvalOptions eval;
+  CLI::App* eval_verb = cli.add_verb("eval", "Score a Python heuristic (the published interface) in sandboxed workers",
+                                     nk::cli::Randomness::seeded);
+  nk::cli::App::add_input(*eval_verb, eval.input, "instance file");
+  nk::cli::App::add_output(*eval_verb, eval.output, eval.no_clobber);
+  eval_verb
+      ->add_option("--heuristic", eval.heuristic,
+                   "Python file defining select_next_node, heuristics or get_matrix_and_jobs")
+      ->required();
+  eval_verb->add_option("--function", eval.function, "The function to call (default: the problem's published name)");
+  eval_verb
+      ->add_option("--sandbox", eval.sandbox,
+                   "namespace (no network, writes only to scratch) or none (trusted code only)")
+      ->check(CLI::IsMember({"namespace", "none"}));
+  eval_verb->add_option("--timeout", eval.timeout, "Seconds per instance (wall clock); past it: status 2")
+      ->check(CLI::Range(0.01, 1e6));
+  eval_verb
+      ->add_option("--total-timeout", eval.total_timeout, "Seconds for all instances (0: none); the rest: status 4")
+      ->check(CLI::Range(0.0, 1e7));
+  eval_verb->add_option("--memory", eval.memory_mb, "MiB of address space a worker may add")
+      ->check(CLI::Range(int64_t{16}, int64_t{1} << 30));
+  eval_verb->add_option("--ants", eval.ants, "CVRP-ACO ants per iteration")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+  eval_verb->add_option("--aco-iterations", eval.aco_iterations, "CVRP-ACO iterations")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  eval_verb->add_flag("--greedy-ants", eval.greedy_ants,
+                      "Ants take the most probable move (deterministic; for checks)");
+  eval_verb->add_option("--gls-iterations", eval.gls_iterations, "FSSP-GLS iterations")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
+
+  return cli.run(argc, argv, [&] {
+    if (*gen_verb) sevol::gen_verb(gen, cli.env());
+    if (*solve_verb) sevol::solve_verb(solve, cli.env());
+    if (*eval_verb) sevol::eval_verb(eval, cli.env());
+  });
+}

@@ -1,0 +1,202 @@
+// sandbox.cpp - namespaces, Landlock and resource limits for heuristic workers.
+#include "simple-evol/sandbox.hpp"
+
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/landlock.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include "nk/error.hpp"
+
+namespace sevol {
+
+SandboxMode parse_sandbox(const std::string& text) {
+  if (text == "namespace") return SandboxMode::namespaces;
+  if (text == "none") return SandboxMode::none;
+  throw nk::usage_error("--sandbox: '" + text + "' (expected namespace or none)");
+}
+
+namespace {
+
+std::string errno_text(const std::string& what) {
+  return what + ": " + std::strerror(errno);
+}
+
+// The ruleset attribute as of Landlock ABI 6 (scoped signals and abstract
+// sockets); older kernels are given the prefix they know.
+struct RulesetAttr {
+  uint64_t handled_access_fs;
+  uint64_t handled_access_net;
+  uint64_t scoped;
+};
+constexpr uint64_t kScopeAbstractUnixSocket = 1ULL << 0;
+constexpr uint64_t kScopeSignal = 1ULL << 1;
+constexpr uint64_t kAccessFsTruncate = 1ULL << 14;
+
+std::string restrict_writes(const std::string& scratch) {
+  const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
+  if (abi < 1) return errno_text("Landlock is not available (kernel without it, or disabled)");
+  uint64_t write_rights = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |
+                          LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_DIR |
+                          LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO |
+                          LANDLOCK_ACCESS_FS_MAKE_BLOCK | LANDLOCK_ACCESS_FS_MAKE_SYM;
+  if (abi >= 2) write_rights |= LANDLOCK_ACCESS_FS_REFER;
+  if (abi >= 3) write_rights |= kAccessFsTruncate;
+  RulesetAttr attr{write_rights, 0, abi >= 6 ? (kScopeAbstractUnixSocket | kScopeSignal) : 0};
+  const size_t size = abi >= 6 ? sizeof(RulesetAttr) : abi >= 4 ? 2 * sizeof(uint64_t) : sizeof(uint64_t);
+  const int ruleset = static_cast<int>(syscall(SYS_landlock_create_ruleset, &attr, size, 0));
+  if (ruleset < 0) return errno_text("landlock_create_ruleset");
+  const int dir = open(scratch.c_str(), O_PATH | O_CLOEXEC);
+  if (dir < 0) return errno_text("open scratch folder '" + scratch + "'");
+  landlock_path_beneath_attr rule{};
+  rule.allowed_access = write_rights;
+  rule.parent_fd = dir;
+  if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0) {
+    return errno_text("landlock_add_rule");
+  }
+  close(dir);
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno_text("PR_SET_NO_NEW_PRIVS");
+  if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) return errno_text("landlock_restrict_self");
+  close(ruleset);
+  return "";
+}
+
+#if defined(__x86_64__)
+constexpr uint32_t kAuditArch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+constexpr uint32_t kAuditArch = AUDIT_ARCH_AARCH64;
+#else
+constexpr uint32_t kAuditArch = 0;
+#endif
+
+/// A seccomp filter: fork, vfork, clone and clone3 fail with EPERM. A worker
+/// that forked would have two processes answering on one pipe.
+std::string forbid_processes() {
+  if (kAuditArch == 0) return "";
+  constexpr uint32_t eperm = SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA);
+  std::vector<sock_filter> prog = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kAuditArch, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+  };
+  std::vector<uint32_t> calls = {SYS_clone, SYS_clone3};
+#ifdef SYS_fork
+  calls.push_back(SYS_fork);
+#endif
+#ifdef SYS_vfork
+  calls.push_back(SYS_vfork);
+#endif
+  for (uint32_t nr : calls) {
+    prog.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 1));
+    prog.push_back(BPF_STMT(BPF_RET | BPF_K, eperm));
+  }
+  prog.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+  sock_fprog fprog{static_cast<unsigned short>(prog.size()), prog.data()};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno_text("PR_SET_NO_NEW_PRIVS");
+  if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog) != 0) return errno_text("seccomp filter");
+  return "";
+}
+
+/// Bytes of address space mapped now (/proc/self/statm, first field, in pages).
+int64_t mapped_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t pages = 0;
+  statm >> pages;
+  return pages * sysconf(_SC_PAGESIZE);
+}
+
+std::string set_limit(int resource, rlim_t value, const char* name) {
+  rlimit r{value, value};
+  rlimit old{};
+  if (getrlimit(resource, &old) == 0 && old.rlim_max != RLIM_INFINITY && old.rlim_max < value) {
+    r.rlim_cur = r.rlim_max = old.rlim_max;
+  }
+  if (setrlimit(resource, &r) != 0) return errno_text(std::string("setrlimit ") + name);
+  return "";
+}
+
+}  // namespace
+
+std::string enter_sandbox(SandboxMode mode, const SandboxLimits& limits) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() == 1) return "the parent has exited";
+  setpgid(0, 0);
+  const int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (devnull < 0) return errno_text("open /dev/null");
+  dup2(devnull, 0);
+  dup2(devnull, 1);
+  dup2(devnull, 2);
+  close(devnull);
+  if (chdir(limits.scratch.c_str()) != 0) return errno_text("chdir scratch");
+  if (mode == SandboxMode::namespaces) {
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0) return errno_text("unshare(user, network namespaces)");
+    const std::string why = restrict_writes(limits.scratch);
+    if (!why.empty()) return why;
+  }
+  std::string why;
+#if !defined(__SANITIZE_ADDRESS__)
+  if (limits.memory_bytes > 0) {
+    why = set_limit(RLIMIT_AS, static_cast<rlim_t>(mapped_bytes() + limits.memory_bytes), "RLIMIT_AS");
+    if (!why.empty()) return why;
+  }
+#endif
+  if (limits.cpu_seconds > 0) {
+    why = set_limit(RLIMIT_CPU, static_cast<rlim_t>(limits.cpu_seconds + 1), "RLIMIT_CPU");
+    if (!why.empty()) return why;
+  }
+  why = set_limit(RLIMIT_FSIZE, rlim_t{256} << 20, "RLIMIT_FSIZE");
+  if (!why.empty()) return why;
+  why = set_limit(RLIMIT_CORE, 0, "RLIMIT_CORE");
+  if (!why.empty()) return why;
+  return forbid_processes();
+}
+
+std::string namespace_sandbox_unavailable() {
+  static std::string cached = [] {
+    char tmpl[] = "/tmp/simple-evol-probe-XXXXXX";
+    const char* scratch = mkdtemp(tmpl);
+    if (!scratch) return errno_text("mkdtemp");
+    int fds[2];
+    if (pipe(fds) != 0) return errno_text("pipe");
+    const pid_t pid = fork();
+    if (pid < 0) return errno_text("fork");
+    if (pid == 0) {
+      close(fds[0]);
+      SandboxLimits limits;
+      limits.scratch = scratch;
+      const std::string why = enter_sandbox(SandboxMode::namespaces, limits);
+      const ssize_t ignored = write(fds[1], why.data(), why.size());
+      (void)ignored;
+      _exit(why.empty() ? 0 : 1);
+    }
+    close(fds[1]);
+    std::string why;
+    char buf[512];
+    ssize_t got;
+    while ((got = read(fds[0], buf, sizeof buf)) > 0) why.append(buf, static_cast<size_t>(got));
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    rmdir(scratch);
+    if (why.empty() && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) why = "the probe worker failed";
+    return why;
+  }();
+  return cached;
+}
+
+}  // namespace sevol
