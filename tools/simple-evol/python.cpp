@@ -12,6 +12,15 @@
 #include "nk/timer.hpp"
 #include "simple-evol/python.hpp"
 
+#if defined(__SANITIZE_ADDRESS__)
+// The embedded interpreter is never finalised (a finalised numpy cannot be
+// imported again) and keeps its objects to the end: not leaks of ours.
+extern "C" const char* __lsan_default_suppressions() {
+  return "leak:libpython3\nleak:_multiarray_umath\nleak:libcrypto\nleak:libssl\nleak:libopenblas\n"
+         "leak:libblas\nleak:liblapack\nleak:libffi\nleak:libexpat\nleak:libz\n";
+}
+#endif
+
 namespace sevol::py {
 
 namespace {
