@@ -109,6 +109,8 @@ recipe() {
     "invariance-audit sample") echo "sample --query fm.h5 --index 0 --extractor planted:mask-left --prior iap.h5 --samples 2 --steps 2 -o out.h5" ;;
     "simple-evol gen") echo "gen --problem tsp --count 2 --nodes 6 -o out.h5" ;;
     "simple-evol solve") echo "solve -i sec.h5 --method ils --iterations 5 -o out.h5" ;;
+    "simple-evol evolve") echo "evolve -i sec.h5 --llm surrogate:3 --budget 2 --sandbox none --aco-iterations 2 -o out.h5" ;;
+    "simple-evol llm") echo "llm --exam --rungs 0 --samples 1 -o out.h5" ;;
     "simple-evol eval") echo "eval -i sec.h5 --heuristic seinv.py --sandbox none --aco-iterations 2 -o out.h5" ;;
     *) return 1 ;;
   esac

@@ -155,6 +155,53 @@ finish()
 PYEOF
 [ $? -eq 0 ] && pass "eval results checked" || fail "eval results checked"
 
+# Frameworks with the surrogates, and a model behind --llm-cmd.
+check "gen a training set" $SE gen --problem tsp --count 6 --nodes 20 --seed 8 -o tr.h5
+check "its reference tours" $SE solve -i tr.h5 --method ils --store-reference -o trr.h5
+check "evolve simpleevol surrogate:5" $SE evolve -i trr.h5 --test t60r.h5 --llm surrogate:5 --budget 12 $SANDBOX --cache-dir cache --seed 3 -o run5.h5
+check "the same run from the cache" $SE evolve -i trr.h5 --test t60r.h5 --llm surrogate:5 --budget 12 $SANDBOX --cache-dir cache --seed 3 -o run5b.h5
+check "evolve through --llm-cmd (the surrogate as a command, chat-json)" $SE evolve -i trr.h5 --llm-cmd "simple-evol llm --rung 5 --seed 3" --llm-format chat-json --budget 12 $SANDBOX --seed 3 -o run5c.h5
+check "evolve random surrogate:2" $SE evolve -i trr.h5 --framework random --llm surrogate:2 --budget 6 $SANDBOX -o runr.h5
+check "evolve --no-best-so-far --compress-every 0" $SE evolve -i trr.h5 --llm surrogate:7 --budget 8 --no-best-so-far --compress-every 0 $SANDBOX -o runa.h5
+check "evolve cvrp" $SE evolve -i c10.h5 --llm surrogate:6 --budget 4 --ants 4 --aco-iterations 5 $SANDBOX -o runc.h5
+check "evolve fssp" $SE evolve -i ta.h5 --llm surrogate:4 --budget 3 --gls-iterations 5 $SANDBOX -o runf.h5
+check "llm --exam on two rungs" $SE llm --exam --rungs 0,9 --samples 2 -o exam.h5
+echo "### user
+## Interface
+def select_next_node(current_node, destination_node, unvisited_nodes, distance_matrix)
+## Request
+Write a better heuristic." > prompt.txt
+check "llm --rung 3 answers a prompt" sh -c "$SE llm --rung 3 --seed 1 < prompt.txt > reply1.txt && $SE llm --rung 3 --seed 1 < prompt.txt > reply2.txt && grep -q '^\`\`\`python' reply1.txt"
+same "llm: the same prompt and seed give the same reply" reply1.txt reply2.txt
+expect_fail "a failing --llm-cmd (retried, then exit 1)" 1 "LLM command failed 3 times" $SE evolve -i trr.h5 --llm-cmd false --budget 2 --llm-timeout 5 $SANDBOX -o x.h5
+expect_fail "--llm that is no surrogate" 2 "surrogate:0" $SE evolve -i trr.h5 --llm gpt --budget 2 -o x.h5
+expect_fail "an empty prompt" 3 "empty" sh -c "$SE llm --rung 1 < /dev/null"
+"$PY" - <<'PYEOF'
+import h5py, numpy as np, os, sys
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
+r = h5py.File("run5.h5"); b = h5py.File("run5b.h5"); c = h5py.File("run5c.h5")
+code = lambda f: [x.decode() for x in f["candidates/code"][()]]
+report(len(r["candidates/score"]) == 12 and r.attrs["Q"] == 14, "budget 12: 12 candidates, 12 generate + 2 compress calls")
+ops = [x.decode() for x in r["llm/operation"][()]]
+report(ops.count("generate") == 12 and ops.count("compress") == 2, "the operations logged")
+report(abs(r.attrs["AHI"] - (1 + 2 + np.log10(15))) < 1e-12, "AHI = M + K + log10(1 + Q) with M 1, K 2")
+report(b.attrs["llm_invocations"] == 0 and b.attrs["Q"] == 14 and code(b) == code(r), "a cached rerun invokes the model 0 times and replays the run")
+report(code(c) == code(r), "--llm-cmd with the surrogate as a command gives the surrogate's run")
+s, curve = r["candidates/score"][()], r["curve/best_so_far"][()]
+ok = ~np.isnan(s)
+report(np.allclose(curve[ok], np.minimum.accumulate(np.where(ok, s, np.inf))[ok]), "the best-so-far curve is the running minimum")
+report(abs(r["best/score"][0] - np.nanmin(s)) < 1e-12 and len(r["best/test_gap"]) == 1 and r["best/test_gap"][0] > -0.05, "the best score and its test gap")
+rr = h5py.File("runr.h5")
+report(rr.attrs["M"] == 0 and rr.attrs["K"] == 1 and rr.attrs["Q"] == 6, "random sampling: M 0, K 1, one call per candidate")
+a = h5py.File("runa.h5")
+report(a.attrs["Q"] == 8, "no compression: one call per candidate")
+e = h5py.File("exam.h5")
+report(e["exam/intelligence"][0] == 1.0 and e["exam/gap"].shape == (2, 3), "the exam: I of the weakest rung is 1")
+finish()
+PYEOF
+[ $? -eq 0 ] && pass "evolve results checked" || fail "evolve results checked"
+
 # A TSPLIB file and h5py's own instance files.
 printf 'NAME : tiny\nTYPE : TSP\nDIMENSION : 5\nEDGE_WEIGHT_TYPE : EUC_2D\nNODE_COORD_SECTION\n1 0 0\n2 3 0\n3 3 4\n4 0 4\n5 1 2\nEOF\n' > tiny.tsp
 check "gen --from-tsplib" $SE gen --from-tsplib tiny.tsp -o tiny.h5

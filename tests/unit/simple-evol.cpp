@@ -3,7 +3,9 @@
 // invariants (tours are permutations, routes feasible, NEH's published
 // values, ig/ils never worse than their start), the GLS with a C++
 // perturbation, and the sandboxed evaluator on small Python heuristics
-// (answers, exceptions, invalid answers, timeouts).
+// (answers, exceptions, invalid answers, timeouts); AHI, token counts, reply
+// splitting; the surrogates' grammars (code parses back, the seeds are the
+// published seed heuristics, bugs fail) and their determinism.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -13,8 +15,11 @@
 #include "nk/rng.hpp"
 #include "simple-evol/cvrp.hpp"
 #include "simple-evol/evaluator.hpp"
+#include "simple-evol/frameworks.hpp"
 #include "simple-evol/fssp.hpp"
+#include "simple-evol/llm.hpp"
 #include "simple-evol/sandbox.hpp"
+#include "simple-evol/surrogate.hpp"
 #include "simple-evol/taillard.hpp"
 #include "simple-evol/tsp.hpp"
 
@@ -272,5 +277,88 @@ TEST_SUITE("simple-evol") {
     EvalReport n = evaluate(set, net);
     CHECK(n.items[0].status == Status::exception);
     CHECK(n.items[0].error.find("unreachable") != std::string::npos);
+  }
+}
+
+TEST_SUITE("simple-evol") {
+  TEST_CASE("AHI = M + K + log10(1 + Q) reproduces the paper's SimpleEvol value") {
+    CHECK(std::round(ahi(1, 2, 1001) * 1000) / 1000 == doctest::Approx(6.001));
+    CHECK(ahi(0, 1, 0) == 1.0);
+    CHECK(framework_shape("simpleevol").m == 1);
+    CHECK(framework_shape("simpleevol").k == 2);
+    CHECK_THROWS(framework_shape("nope"));
+  }
+
+  TEST_CASE("tokens are counted by a fixed rule; replies split into description and code") {
+    CHECK(count_tokens("def f(x): return x+1") == 10);
+    CHECK(count_tokens("") == 0);
+    std::string code, description;
+    split_reply(
+        "Some thoughts.\nDescription: nearest first\n```python\nimport numpy as np\n```\ntrailing\n```python\nx\n```\n",
+        code, description);
+    CHECK(description == "nearest first");
+    CHECK(code == "import numpy as np\n");
+    split_reply("def select_next_node(a, b, c, d):\n    return c[0]\n", code, description);
+    CHECK(code.find("def select_next_node") == 0);
+  }
+
+  TEST_CASE("the grammars' code parses back, and their seeds are the published seed heuristics") {
+    for (Problem p : {Problem::tsp, Problem::cvrp, Problem::fssp}) {
+      const Grammar g(p);
+      nk::Rng rng(static_cast<uint64_t>(p) + 3);
+      for (int i = 0; i < 20; ++i) {
+        Genome x = g.random(rng);
+        g.mutate(x, rng, 0.1, -1, false);
+        const std::optional<Genome> back = g.parse(g.emit(x));
+        REQUIRE(back.has_value());
+        for (const auto& [name, v] : x.weights) CHECK(back->weights.at(name) == doctest::Approx(v).epsilon(1e-3));
+        CHECK(back->rules == x.rules);
+        const std::optional<Genome> from_line = g.parse("- score 1.5: " + g.describe(x));
+        REQUIRE(from_line.has_value());
+        CHECK(from_line->rules == x.rules);
+      }
+      CHECK_FALSE(g.parse("import numpy as np").has_value());
+    }
+    // the TSP seed is nearest neighbour, the CVRP seed 1/d
+    const Instance item = random_tsp(20, 9);
+    const std::vector<double> d = distance_matrix(item.coords);
+    EvalReport r = evaluate(one_set(Problem::tsp, item), trusted(seed_code(Problem::tsp)));
+    REQUIRE(r.items[0].status == Status::ok);
+    CHECK(r.items[0].solution == tsp_nearest_neighbor(d, 20));
+    const Instance c = random_cvrp(12, 2);
+    EvalConfig greedy = trusted(seed_code(Problem::cvrp));
+    greedy.aco.greedy = true;
+    greedy.aco.ants = 2;
+    greedy.aco.iterations = 3;
+    EvalConfig inverse = greedy;
+    inverse.code = "def heuristics(distance_matrix, coordinates, demands, capacity):\n    return 1 / distance_matrix\n";
+    const EvalReport a = evaluate(one_set(Problem::cvrp, c), greedy), b = evaluate(one_set(Problem::cvrp, c), inverse);
+    REQUIRE(a.items[0].status == Status::ok);
+    CHECK(a.items[0].solution == b.items[0].solution);
+  }
+
+  TEST_CASE("buggy replies fail; surrogate replies depend on rung, prompt and seed only") {
+    const Grammar g(Problem::tsp);
+    const InstanceSet set = one_set(Problem::tsp, random_tsp(8, 4));
+    nk::Rng rng(5);
+    for (int i = 0; i < 6; ++i) {
+      const EvalReport r = evaluate(set, trusted(g.emit_with_bug(g.seed(), rng)));
+      CHECK(r.items[0].status != Status::ok);
+    }
+    const std::string prompt =
+        "### user\n## Interface\ndef select_next_node(...)\n### Candidate 1 (score 0.2)\n```python\n" +
+        g.emit(g.seed()) + "```\n## Request\nWrite a better heuristic.\n";
+    CHECK(surrogate_reply(4, prompt, 7, 1.0) == surrogate_reply(4, prompt, 7, 1.0));
+    CHECK(surrogate_reply(4, prompt, 7, 1.0) != surrogate_reply(4, prompt, 8, 1.0));
+    CHECK(surrogate_reply(4, prompt, 7, 1.0) != surrogate_reply(3, prompt, 7, 1.0));
+    const std::vector<ShownProgram> shown = shown_programs(g, prompt);
+    REQUIRE(shown.size() == 1);
+    CHECK(shown[0].score == 0.2);
+    CHECK(shown[0].genome.has_value());
+    CHECK(surrogate_reply(5, prompt + "### user\nCompress this history into working notes.\n", 1, 1.0)
+              .find("score 0.2") != std::string::npos);
+    CHECK(surrogate_bug_rate(0) == doctest::Approx(0.3));
+    CHECK(surrogate_bug_rate(9) == 0.0);
+    CHECK(surrogate_trials(9) == 16);
   }
 }

@@ -10,15 +10,8 @@
 
 namespace sevol {
 
-void eval_verb(const EvalOptions& o, const nk::RunEnv& env) {
-  std::ifstream in(o.heuristic, std::ios::binary);
-  if (!in) throw nk::io_error(o.heuristic, "cannot read the heuristic");
-  std::stringstream code;
-  code << in.rdbuf();
-  if (code.str().size() > (size_t{1} << 24)) throw nk::input_error(o.heuristic, "", "is larger than 16 MiB: refused");
-  const InstanceSet set = read_instances(o.input);
+EvalConfig eval_config(const EvalOptions& o, const nk::RunEnv& env) {
   EvalConfig config;
-  config.code = code.str();
   config.function = o.function;
   config.timeout = o.timeout;
   config.total_timeout = o.total_timeout;
@@ -30,6 +23,18 @@ void eval_verb(const EvalOptions& o, const nk::RunEnv& env) {
   config.aco.greedy = o.greedy_ants;
   config.gls.iterations = o.gls_iterations;
   config.seed = env.seed;
+  return config;
+}
+
+void eval_verb(const EvalOptions& o, const nk::RunEnv& env) {
+  std::ifstream in(o.heuristic, std::ios::binary);
+  if (!in) throw nk::io_error(o.heuristic, "cannot read the heuristic");
+  std::stringstream code;
+  code << in.rdbuf();
+  if (code.str().size() > (size_t{1} << 24)) throw nk::input_error(o.heuristic, "", "is larger than 16 MiB: refused");
+  const InstanceSet set = read_instances(o.input);
+  EvalConfig config = eval_config(o, env);
+  config.code = code.str();
   // the zygote starts before the output exists; nothing is written if the harness fails
   const EvalReport report = evaluate(set, config);
 

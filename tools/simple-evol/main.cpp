@@ -73,7 +73,60 @@ int main(int argc, char** argv) {
   eval_verb->add_option("--gls-iterations", eval.gls_iterations, "FSSP-GLS iterations")
       ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
 
+  sevol::EvolveOptions evo;
+  CLI::App* evolve_verb = cli.add_verb(
+      "evolve", "A framework's run: the LLM writes heuristics, the evaluator scores them", nk::cli::Randomness::seeded);
+  nk::cli::App::add_input(*evolve_verb, evo.input, "training instance file");
+  nk::cli::App::add_output(*evolve_verb, evo.output, evo.no_clobber);
+  evolve_verb
+      ->add_option("--test", evo.tests, "Test instance files (comma-separated): the best heuristic's mean gap on each")
+      ->delimiter(',');
+  evolve_verb->add_option("--framework", evo.framework, "simpleevol or random")
+      ->check(CLI::IsMember({"simpleevol", "random"}));
+  evolve_verb->add_option("--llm", evo.llm, "A shipped surrogate: surrogate:0 (weakest) .. surrogate:9");
+  evolve_verb->add_option("--llm-cmd", evo.llm_cmd, "Any model as a command: the prompt on stdin, the reply on stdout");
+  evolve_verb->add_option("--llm-format", evo.llm_format, "What --llm-cmd reads: text or chat-json")
+      ->check(CLI::IsMember({"text", "chat-json"}));
+  evolve_verb->add_option("--cache-dir", evo.cache_dir,
+                          "Replies cached here by (model, messages, temperature, sample)");
+  evolve_verb->add_option("--temperature", evo.temperature, "Sampling temperature passed to the model")
+      ->check(CLI::Range(0.0, 10.0));
+  evolve_verb->add_option("--llm-timeout", evo.llm_timeout, "Seconds per --llm-cmd call (3 attempts, then exit 1)")
+      ->check(CLI::Range(1.0, 1e6));
+  evolve_verb->add_option("--budget", evo.budget, "Candidates evaluated (the paper: 820)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  evolve_verb
+      ->add_option("--compress-every", evo.compress_every, "SimpleEvol: candidates between compressions (0: never)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1000000}));
+  evolve_verb->add_flag("--no-best-so-far", evo.no_best_so_far, "SimpleEvol ablation: the prompt loses the best code");
+  evolve_verb->add_option("--sandbox", evo.eval.sandbox, "namespace or none (as eval)")
+      ->check(CLI::IsMember({"namespace", "none"}));
+  evolve_verb->add_option("--timeout", evo.eval.timeout, "Seconds per instance (as eval)")
+      ->check(CLI::Range(0.01, 1e6));
+  evolve_verb->add_option("--memory", evo.eval.memory_mb, "MiB a worker may add (as eval)")
+      ->check(CLI::Range(int64_t{16}, int64_t{1} << 30));
+  evolve_verb->add_option("--ants", evo.eval.ants, "CVRP-ACO ants")->check(CLI::Range(int64_t{1}, int64_t{100000}));
+  evolve_verb->add_option("--aco-iterations", evo.eval.aco_iterations, "CVRP-ACO iterations")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
+  evolve_verb->add_option("--gls-iterations", evo.eval.gls_iterations, "FSSP-GLS iterations")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
+
+  sevol::LlmVerbOptions llmo;
+  CLI::App* llm_verb = cli.add_verb(
+      "llm", "A surrogate LLM as a command (prompt on stdin, reply on stdout), or --exam: each rung's capability I",
+      nk::cli::Randomness::seeded);
+  llm_verb->add_option("--rung", llmo.rung, "Capability rung 0 (weakest) .. 9")->check(CLI::Range(0, 9));
+  llm_verb->add_option("--temperature", llmo.temperature, "Scales the surrogate's edits")->check(CLI::Range(0.0, 10.0));
+  llm_verb->add_flag("--exam", llmo.exam, "Measure I of the rungs on fixed prompts and held-out instances");
+  llm_verb->add_option("--rungs", llmo.rungs, "--exam: the rungs, e.g. 0-9 or 0,4,9");
+  llm_verb->add_option("--samples", llmo.samples, "--exam: replies per rung and problem")
+      ->check(CLI::Range(int64_t{1}, int64_t{10000}));
+  nk::cli::App::output(llm_verb->add_option("-o,--output", llmo.output, "--exam: the exam's HDF5 file"));
+  nk::cli::App::add_no_clobber(*llm_verb, llmo.no_clobber);
+
   return cli.run(argc, argv, [&] {
+    if (*evolve_verb) sevol::evolve_verb(evo, cli.env());
+    if (*llm_verb) sevol::llm_verb(llmo, cli.env());
     if (*gen_verb) sevol::gen_verb(gen, cli.env());
     if (*solve_verb) sevol::solve_verb(solve, cli.env());
     if (*eval_verb) sevol::eval_verb(eval, cli.env());

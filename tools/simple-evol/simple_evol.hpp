@@ -57,3 +57,35 @@ void write_results(nk::h5::Writer& out, const InstanceSet& set, const std::vecto
 InstanceSet read_tsplib(const std::string& path);
 
 }  // namespace sevol
+
+namespace sevol {
+
+struct EvolveOptions {
+  std::string input, output;
+  bool no_clobber = false;
+  std::vector<std::string> tests;
+  std::string framework = "simpleevol";
+  std::string llm = "surrogate:5";
+  std::string llm_cmd, llm_format = "text", cache_dir;
+  double temperature = 1.0, llm_timeout = 600;
+  int64_t budget = 820, compress_every = 5;
+  bool no_best_so_far = false;
+  EvalOptions eval;  ///< the evaluator's options (sandbox, timeouts, ACO, GLS)
+};
+void evolve_verb(const EvolveOptions& options, const nk::RunEnv& env);
+
+struct LlmVerbOptions {
+  int rung = 5;
+  double temperature = 1.0;
+  bool exam = false;
+  std::string output;
+  bool no_clobber = false;
+  std::string rungs = "0-9";
+  int64_t samples = 16;
+};
+void llm_verb(const LlmVerbOptions& options, const nk::RunEnv& env);
+
+/// The evaluator configuration that eval's options describe.
+EvalConfig eval_config(const EvalOptions& o, const nk::RunEnv& env);
+
+}  // namespace sevol

@@ -22,4 +22,9 @@ RECIPES = [
                "printf '" + NN + "' > {w}/nn.py"],
      "inputs": {"instances": "{w}/t.h5"},
      "run": "simple-evol -q eval -i {instances} --heuristic {w}/nn.py --sandbox none -o {out}"},
+    {"tool": "simple-evol", "verb": "evolve",
+     "setup": ["simple-evol -q gen --problem tsp --count 2 --nodes 6 -o {w}/t.h5",
+               "simple-evol -q gen --problem tsp --count 2 --nodes 7 -o {w}/test.h5"],
+     "inputs": {"train": "{w}/t.h5", "test": "{w}/test.h5"},
+     "run": "simple-evol -q evolve -i {train} --test {test} --llm surrogate:4 --budget 2 --sandbox none -o {out}"},
 ]
