@@ -162,6 +162,10 @@ check "evolve simpleevol surrogate:5" $SE evolve -i trr.h5 --test t60r.h5 --llm 
 check "the same run from the cache" $SE evolve -i trr.h5 --test t60r.h5 --llm surrogate:5 --budget 12 $SANDBOX --cache-dir cache --seed 3 -o run5b.h5
 check "evolve through --llm-cmd (the surrogate as a command, chat-json)" $SE evolve -i trr.h5 --llm-cmd "simple-evol llm --rung 5 --seed 3" --llm-format chat-json --budget 12 $SANDBOX --seed 3 -o run5c.h5
 check "evolve random surrogate:2" $SE evolve -i trr.h5 --framework random --llm surrogate:2 --budget 6 $SANDBOX -o runr.h5
+for fw in eoh funsearch; do
+  check "evolve --framework $fw" $SE evolve -i trr.h5 --framework $fw --llm surrogate:6 --budget 14 $SANDBOX --seed 2 -o run_$fw.h5
+done
+check "evolve --framework reevo" $SE evolve -i trr.h5 --framework reevo --llm surrogate:6 --budget 36 $SANDBOX --seed 2 -o run_reevo.h5
 check "evolve --no-best-so-far --compress-every 0" $SE evolve -i trr.h5 --llm surrogate:7 --budget 8 --no-best-so-far --compress-every 0 $SANDBOX -o runa.h5
 check "evolve cvrp" $SE evolve -i c10.h5 --llm surrogate:6 --budget 4 --ants 4 --aco-iterations 5 $SANDBOX -o runc.h5
 check "evolve fssp" $SE evolve -i ta.h5 --llm surrogate:4 --budget 3 --gls-iterations 5 $SANDBOX -o runf.h5
@@ -196,6 +200,13 @@ rr = h5py.File("runr.h5")
 report(rr.attrs["M"] == 0 and rr.attrs["K"] == 1 and rr.attrs["Q"] == 6, "random sampling: M 0, K 1, one call per candidate")
 a = h5py.File("runa.h5")
 report(a.attrs["Q"] == 8, "no compression: one call per candidate")
+ops_of = lambda f: set(x.decode() for x in f["llm/operation"][()])
+eoh, reevo, fs = h5py.File("run_eoh.h5"), h5py.File("run_reevo.h5"), h5py.File("run_funsearch.h5")
+report(len(eoh["candidates/score"]) == 14 and ops_of(eoh) <= {"i1", "e1", "e2", "m1", "m2"} and "i1" in ops_of(eoh) and "e1" in ops_of(eoh), "EoH: 14 candidates from i1, then e1, e2, m1, m2")
+report([x.decode() for x in eoh["candidates/operator"][10:14]] == ["e1", "e2", "m1", "m2"], "EoH (population 5 at this budget): 2N = 10 initial samples, then the operators in turn")
+rops = [x.decode() for x in reevo["llm/operation"][()]]
+report(len(reevo["candidates/score"]) == 36 and rops[:30] == ["init"] * 30 and "short-term reflection" in rops and "crossover" in rops and reevo.attrs["Q"] > 36, "ReEvo: 30 initial samples, then reflections (calls, not candidates) and crossovers")
+report(len(fs["candidates/score"]) == 14 and fs.attrs["Q"] == 14 and fs.attrs["M"] == 3 and fs.attrs["K"] == 1, "FunSearch: one call per candidate; M 3, K 1")
 e = h5py.File("exam.h5")
 report(e["exam/intelligence"][0] == 1.0 and e["exam/gap"].shape == (2, 3), "the exam: I of the weakest rung is 1")
 finish()

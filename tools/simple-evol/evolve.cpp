@@ -43,6 +43,7 @@ void evolve_verb(const EvolveOptions& o, const nk::RunEnv& env) {
   config.compress_every = o.compress_every;
   config.best_so_far = !o.no_best_so_far;
   config.seed = env.seed;
+  config.temperature = o.temperature;
   config.eval = eval_config(o.eval, env);
 
   nk::Progress progress("evolve " + o.framework, o.budget);

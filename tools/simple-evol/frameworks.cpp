@@ -9,6 +9,7 @@
 
 #include "nk/error.hpp"
 #include "nk/rng.hpp"
+#include "simple-evol/framework_run.hpp"
 #include "simple-evol/surrogate.hpp"
 
 namespace sevol {
@@ -16,7 +17,11 @@ namespace sevol {
 FrameworkShape framework_shape(const std::string& framework) {
   if (framework == "simpleevol") return {1, 2};  // one trajectory; generate, compress
   if (framework == "random") return {0, 1};      // independent samples; generate
-  throw nk::usage_error("--framework: '" + framework + "' (expected simpleevol or random)");
+  if (framework == "eoh") return {1, 5};         // the population; i1, e1, e2, m1, m2
+  if (framework == "reevo")
+    return {1, 5};  // the population; init, short- and long-term reflection, crossover, mutation
+  if (framework == "funsearch") return {3, 1};  // islands, score-signature clusters, resets; generate
+  throw nk::usage_error("--framework: '" + framework + "' (expected simpleevol, eoh, funsearch, reevo or random)");
 }
 
 double ahi(int m, int k, double q) {
@@ -114,6 +119,7 @@ Candidate score_code(const InstanceSet& set, const std::string& code, const Eval
   for (size_t i = 0; i < r.items.size(); ++i) {
     const InstanceResult& item = r.items[i];
     time += item.runtime;
+    c.objectives.push_back(item.status == Status::ok ? item.objective : NAN);
     if (item.status != Status::ok) {
       if (c.status == Status::ok) {
         c.status = item.status;
@@ -135,7 +141,7 @@ Candidate score_code(const InstanceSet& set, const std::string& code, const Eval
   return c;
 }
 
-namespace {
+namespace detail {
 
 std::string fmt(double v) {
   char buf[32];
@@ -176,85 +182,122 @@ std::string render_candidate(const Candidate& c, int64_t index, bool with_gap_wo
   return out;
 }
 
+const char* const kSystem = "You are an expert in algorithm design. You write heuristics in Python 3 with numpy.";
+
+std::string header(Problem p) {
+  return "## Task\n" + task_text(p) + "\n\n## Interface\n```python\n" + interface_text(p) + "\n```\n";
+}
+
+const char* const kAnswerFormat =
+    "Reply with one line \"Description: ...\" saying what the heuristic does, then the complete code in one "
+    "```python block.";
+
+std::string function_name(Problem p) {
+  return default_function(p);
+}
+
+std::string fenced(const std::string& code) {
+  return "```python\n" + code + (code.empty() || code.back() == '\n' ? "" : "\n") + "```\n";
+}
+
+Run::Run(const InstanceSet& train, LlmClient& llm, const EvolveConfig& config, std::function<void(int64_t)> progress)
+    : train_(train), llm_(llm), config_(config), progress_(std::move(progress)), rng_(nk::mix64(config.seed ^ 0xf4a3)) {
+  gaps_ =
+      std::all_of(train.items.begin(), train.items.end(), [](const Instance& i) { return !std::isnan(i.reference); });
+}
+
+const Candidate& Run::sample(const std::string& operation, const std::vector<Message>& messages, double temperature) {
+  const std::string reply = llm_.ask(operation, messages, temperature);
+  std::string code, description;
+  split_reply(reply, code, description);
+  Candidate c = score_code(train_, code, config_.eval);
+  c.description = description;
+  c.operation = operation;
+  out_.push_back(std::move(c));
+  progress_(static_cast<int64_t>(out_.size()));
+  return out_.back();
+}
+
+std::string Run::ask(const std::string& operation, const std::vector<Message>& messages) {
+  return llm_.ask(operation, messages);
+}
+
+Candidate Run::score_seed() const {
+  return score_code(train_, seed_code(train_.problem), config_.eval);
+}
+
+}  // namespace detail
+
+namespace {
+
 const char* const kCues[] = {
     "Consider a bolder change than last time.",   "Refine the best heuristic carefully.",
     "Reconsider which information matters most.", "Look at what the failed candidates had in common.",
     "Try to make the heuristic simpler.",         "Think about the instances' structure before you write.",
 };
 
-constexpr const char* kSystem = "You are an expert in algorithm design. You write heuristics in Python 3 with numpy.";
-
-std::string header(Problem p) {
-  return "## Task\n" + task_text(p) + "\n\n## Interface\n```python\n" + interface_text(p) + "\n```\n";
-}
-
-const char* kAnswerFormat =
-    "Reply with one line \"Description: ...\" saying what the heuristic does, then the complete code in one "
-    "```python block.";
-
 }  // namespace
 
 std::vector<Candidate> run_framework(const InstanceSet& train, LlmClient& llm, const EvolveConfig& config,
                                      const std::function<void(int64_t)>& progress) {
+  using namespace detail;
   framework_shape(config.framework);
+  Run run(train, llm, config, progress);
   const Problem p = train.problem;
-  const bool gaps =
-      std::all_of(train.items.begin(), train.items.end(), [](const Instance& i) { return !std::isnan(i.reference); });
-  std::vector<Candidate> out;
-  auto evaluate_reply = [&](const std::string& reply, const std::string& operation) {
-    std::string code, description;
-    split_reply(reply, code, description);
-    Candidate c = score_code(train, code, config.eval);
-    c.description = description;
-    c.operation = operation;
-    out.push_back(c);
-    progress(static_cast<int64_t>(out.size()));
-  };
-
+  if (config.framework == "eoh") {
+    run_eoh(run);
+    return run.out();
+  }
+  if (config.framework == "reevo") {
+    run_reevo(run);
+    return run.out();
+  }
+  if (config.framework == "funsearch") {
+    run_funsearch(run);
+    return run.out();
+  }
   if (config.framework == "random") {
-    const std::string prompt = header(p) + "\n## Starting point\n```python\n" + seed_code(p) + "```\n\n## Request\n" +
+    const std::string prompt = header(p) + "\n## Starting point\n" + fenced(seed_code(p)) + "\n## Request\n" +
                                "Write a heuristic for this task. " + kAnswerFormat;
-    while (static_cast<int64_t>(out.size()) < config.budget) {
-      evaluate_reply(llm.ask("generate", {{"system", kSystem}, {"user", prompt}}), "generate");
-    }
-    return out;
+    while (!run.done()) run.sample("generate", {{"system", kSystem}, {"user", prompt}});
+    return run.out();
   }
 
   // SimpleEvol: one trajectory
+  std::vector<Candidate>& out = run.out();
   std::string notes;
   int64_t best = -1, since_compress = 0;
   std::vector<int64_t> recent;  // indices of candidates shown as history
   nk::Rng cues(nk::mix64(config.seed ^ 0xc0e5));
-  while (static_cast<int64_t>(out.size()) < config.budget) {
+  while (!run.done()) {
     std::string prompt = header(p);
-    if (out.empty()) prompt += "\n## Starting point\n```python\n" + seed_code(p) + "```\n";
+    if (out.empty()) prompt += "\n## Starting point\n" + fenced(seed_code(p));
     if (!notes.empty()) prompt += "\n## Working notes\n" + notes + "\n";
     if (config.best_so_far && best >= 0) {
       prompt += "\n## Best so far (score " + fmt(shown_score(out[best])) + ")\n";
       if (!out[best].description.empty()) prompt += "Description: " + out[best].description + "\n";
-      prompt += "```python\n" + out[best].code + "```\n";
+      prompt += fenced(out[best].code);
     }
     if (!recent.empty()) {
       prompt += "\n## Your recent candidates\n";
-      for (int64_t i : recent) prompt += render_candidate(out[i], i + 1, gaps);
+      for (int64_t i : recent) prompt += render_candidate(out[i], i + 1, run.gaps());
     }
     prompt += "\n## Request\nWrite a better heuristic. " + std::string(kCues[cues.below(std::size(kCues))]) + " " +
               kAnswerFormat;
-    evaluate_reply(llm.ask("generate", {{"system", kSystem}, {"user", prompt}}), "generate");
+    run.sample("generate", {{"system", kSystem}, {"user", prompt}});
     const int64_t index = static_cast<int64_t>(out.size()) - 1;
     if (out[index].status == Status::ok && (best < 0 || out[index].score < out[best].score)) best = index;
     recent.push_back(index);
     ++since_compress;
-    if (config.compress_every > 0 && since_compress >= config.compress_every &&
-        static_cast<int64_t>(out.size()) < config.budget) {
+    if (config.compress_every > 0 && since_compress >= config.compress_every && !run.done()) {
       std::string request = header(p);
       if (!notes.empty()) request += "\n## Working notes so far\n" + notes + "\n";
       request += "\n## Candidates since then\n";
-      for (int64_t i : recent) request += render_candidate(out[i], i + 1, gaps);
+      for (int64_t i : recent) request += render_candidate(out[i], i + 1, run.gaps());
       request +=
           "\n## Request\nCompress this history into working notes for yourself: what was tried, what worked "
           "(with scores), what failed. At most 15 lines, no code.";
-      notes = llm.ask("compress", {{"system", kSystem}, {"user", request}});
+      notes = run.ask("compress", {{"system", kSystem}, {"user", request}});
       if (notes.size() > 3000) notes = notes.substr(0, 3000);
       recent.clear();
       since_compress = 0;

@@ -1,7 +1,7 @@
 // frameworks.hpp - AHD frameworks: what the LLM sees next. SimpleEvol (one
 // trajectory, its scored history compressed into notes every few candidates,
-// the best code kept) and random sampling; all through one LLM client and
-// one evaluator.
+// the best code kept), EoH, FunSearch, ReEvo and random sampling; all
+// through one LLM client and one evaluator.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -20,7 +20,8 @@ struct Candidate {
   double gap = NAN;    ///< mean training gap (NaN without references)
   Status status = Status::not_run;
   std::string error;
-  double runtime = 0;  ///< mean seconds per instance
+  double runtime = 0;              ///< mean seconds per instance
+  std::vector<double> objectives;  ///< per instance (NaN where not ok): FunSearch's signature
 };
 
 struct EvolveConfig {
@@ -30,7 +31,8 @@ struct EvolveConfig {
   bool best_so_far = true;      ///< SimpleEvol: keep the best code in the prompt
   int64_t history_window = 20;  ///< candidates shown when nothing compresses
   uint64_t seed = 0;
-  EvalConfig eval;  ///< code is filled per candidate
+  double temperature = 1.0;  ///< the model's (ReEvo's initial samples: 0.3 warmer)
+  EvalConfig eval;           ///< code is filled per candidate
 };
 
 /// A framework's structure as the paper counts it: M functional components,

@@ -166,13 +166,14 @@ std::string LlmClient::run_command(const std::string& input) const {
   return reply;
 }
 
-std::string LlmClient::ask(const std::string& operation, const std::vector<Message>& messages) {
+std::string LlmClient::ask(const std::string& operation, const std::vector<Message>& messages, double temperature) {
+  const double temp = std::isnan(temperature) ? options_.temperature : temperature;
   const std::string text = render_text(messages);
   uint64_t key = hash_text(0x5e1f, options_.spec);
   key = hash_text(key, options_.format);
   for (const Message& m : messages) key = hash_text(hash_text(key, m.role), m.content);
   uint64_t t = 0;
-  std::memcpy(&t, &options_.temperature, sizeof t);
+  std::memcpy(&t, &temp, sizeof t);
   key = nk::mix64(key ^ t);
   const int64_t sample = samples_[key]++;
   key = nk::mix64(key ^ static_cast<uint64_t>(sample) ^ (options_.seed * 0x9e3779b97f4a7c15ULL));
@@ -196,10 +197,9 @@ std::string LlmClient::ask(const std::string& operation, const std::vector<Messa
   }
   if (!call.cached) {
     if (rung_ >= 0) {
-      reply = surrogate_reply(rung_, text, surrogate_command_seed(options_.seed, sample), options_.temperature);
+      reply = surrogate_reply(rung_, text, surrogate_command_seed(options_.seed, sample), temp);
     } else {
-      const std::string input =
-          options_.format == "chat-json" ? render_chat_json(messages, options_.temperature, sample) : text;
+      const std::string input = options_.format == "chat-json" ? render_chat_json(messages, temp, sample) : text;
       std::string why;
       for (int attempt = 0; attempt < options_.retries; ++attempt) {
         try {

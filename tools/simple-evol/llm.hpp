@@ -2,6 +2,7 @@
 // llama.cpp, ollama, an HTTP script) or a shipped surrogate (surrogate:R),
 // with a reply cache, retries and token counts.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -48,7 +49,9 @@ class LlmClient {
   /// The reply to 'messages'; identical requests in one run get sample
   /// indices 0, 1, ... so that they may differ and still be cached. Throws
   /// nk::Error (exit 1) when a command fails 'retries' times.
-  std::string ask(const std::string& operation, const std::vector<Message>& messages);
+  /// 'temperature' overrides the client's when not NaN (ReEvo samples its
+  /// first population 0.3 warmer).
+  std::string ask(const std::string& operation, const std::vector<Message>& messages, double temperature = NAN);
   const std::vector<LlmCall>& calls() const { return calls_; }
   /// Calls that reached the model (cache hits excluded).
   int64_t invocations() const { return invocations_; }

@@ -81,8 +81,8 @@ int main(int argc, char** argv) {
   evolve_verb
       ->add_option("--test", evo.tests, "Test instance files (comma-separated): the best heuristic's mean gap on each")
       ->delimiter(',');
-  evolve_verb->add_option("--framework", evo.framework, "simpleevol or random")
-      ->check(CLI::IsMember({"simpleevol", "random"}));
+  evolve_verb->add_option("--framework", evo.framework, "simpleevol, eoh, funsearch, reevo or random")
+      ->check(CLI::IsMember({"simpleevol", "eoh", "funsearch", "reevo", "random"}));
   evolve_verb->add_option("--llm", evo.llm, "A shipped surrogate: surrogate:0 (weakest) .. surrogate:9");
   evolve_verb->add_option("--llm-cmd", evo.llm_cmd, "Any model as a command: the prompt on stdin, the reply on stdout");
   evolve_verb->add_option("--llm-format", evo.llm_format, "What --llm-cmd reads: text or chat-json")

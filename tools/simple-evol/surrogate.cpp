@@ -265,6 +265,17 @@ double score_of(const std::string& line) {
   static const std::regex score(R"re([Ss]core[^0-9+\-\n]{0,12}([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?))re");
   std::smatch m;
   if (std::regex_search(line, m, score)) return std::stod(m[1].str());
+  // ReEvo labels instead of scores: the better code ranks first
+  if (line.find("[Better code]") != std::string::npos) return 0;
+  if (line.find("[Worse code]") != std::string::npos) return 1;
+  return NAN;
+}
+
+/// FunSearch's versions instead of scores: a higher version is better.
+double version_score(const std::string& code) {
+  static const std::regex version(R"re(def [a-z_]+_v([0-9]+)\()re");
+  std::smatch m;
+  if (std::regex_search(code, m, version)) return -std::stod(m[1].str());
   return NAN;
 }
 
@@ -284,7 +295,7 @@ std::vector<ShownProgram> shown_programs(const Grammar& grammar, const std::stri
     if (in_code) {
       if (fence) {
         in_code = false;
-        out.push_back({grammar.parse(code), code_score});
+        out.push_back({grammar.parse(code), std::isnan(code_score) ? version_score(code) : code_score});
       } else {
         code += line + "\n";
       }
@@ -421,16 +432,17 @@ std::string surrogate_reply(int rung, const std::string& prompt, uint64_t seed, 
   const Grammar grammar(*problem);
   const std::vector<ShownProgram> shown = shown_programs(grammar, prompt);
   const std::string request = request_of(prompt);
-  if (request.find("compress") != std::string::npos || request.find("reflect") != std::string::npos) {
+  if (request.find("compress") != std::string::npos || request.find("hints for designing") != std::string::npos) {
     return notes_reply(rung, grammar, shown);
   }
   const bool obeys = rung >= 3;
-  const bool params_only = obeys && (request.find("parameters only") != std::string::npos ||
-                                     request.find("only the parameters") != std::string::npos);
-  const bool novel = obeys && (request.find("completely different") != std::string::npos ||
-                               request.find("new idea") != std::string::npos);
-  const bool combine =
-      obeys && (request.find("combine") != std::string::npos || request.find("crossover") != std::string::npos);
+  auto says = [&](std::initializer_list<const char*> words) {
+    return std::any_of(words.begin(), words.end(), [&](const char* w) { return request.find(w) != std::string::npos; });
+  };
+  const bool params_only = obeys && says({"parameters only", "only the parameters", "parameter settings"});
+  const bool combine = obeys && says({"combine", "crossover", "common backbone", "[better code]"});
+  const bool novel =
+      obeys && !combine && says({"completely different", "new idea", "totally different", "be very creative"});
   std::vector<ShownProgram> usable;
   for (const ShownProgram& p : shown) {
     if (p.genome) usable.push_back(p);
