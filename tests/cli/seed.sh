@@ -110,6 +110,7 @@ recipe() {
     "simple-evol gen") echo "gen --problem tsp --count 2 --nodes 6 -o out.h5" ;;
     "simple-evol solve") echo "solve -i sec.h5 --method ils --iterations 5 -o out.h5" ;;
     "simple-evol evolve") echo "evolve -i sec.h5 --llm surrogate:3 --budget 2 --sandbox none --aco-iterations 2 -o out.h5" ;;
+    "simple-evol sweep") echo "sweep -o swout --problems tsp --frameworks random --rungs 0 --seeds 1 --budget 1 --sandbox none" ;;
     "simple-evol llm") echo "llm --exam --rungs 0 --samples 1 -o out.h5" ;;
     "simple-evol eval") echo "eval -i sec.h5 --heuristic seinv.py --sandbox none --aco-iterations 2 -o out.h5" ;;
     *) return 1 ;;
@@ -140,6 +141,15 @@ for tool in $(ls "$NK_BIN" | grep -v '\.so$' | grep -v '^nk_unit_tests$'); do
       "$tool" -q $args --seed 7 -o out1.txt && "$tool" -q $args --seed 7 -o out2.txt && "$tool" -q $args --seed 8 -o out3.txt &&
         cmp -s out1.txt out2.txt && ! cmp -s out1.txt out3.txt && pass "$tool $verb: --seed 7 twice gives one text, --seed 8 another" ||
         fail "$tool $verb --seed"
+      continue
+    fi
+    # A verb that writes a folder of runs (simple-evol sweep): every run carries the seed.
+    if [ "$tool $verb" = "simple-evol sweep" ]; then
+      rm -rf swout
+      # shellcheck disable=SC2086
+      "$tool" -q $args --seed 7 && for out in swout/runs/*.h5; do
+        $PY -c 'import h5py, sys; sys.exit(int(h5py.File(sys.argv[1], "r").attrs["nk_seed"]) != 7)' "$out" || exit 1
+      done && pass "$tool $verb --seed 7: every run has nk_seed 7" || fail "$tool $verb --seed 7"
       continue
     fi
     # shellcheck disable=SC2086

@@ -213,6 +213,36 @@ finish()
 PYEOF
 [ $? -eq 0 ] && pass "evolve results checked" || fail "evolve results checked"
 
+# The ICE sweep: sharded runs, then ICE against numpy.
+check "sweep --shard 0/2" $SE sweep -o sw --problems tsp --frameworks simpleevol,random --rungs 0,9 --seeds 2 --budget 4 $SANDBOX --shard 0/2
+check "sweep --shard 1/2" $SE sweep -o sw --problems tsp --frameworks simpleevol,random --rungs 0,9 --seeds 2 --budget 4 $SANDBOX --shard 1/2
+check "ice" $SE ice -i sw --exam exam.h5 -o ice.h5 --plot ice.svg
+"$PY" - <<'PYEOF'
+import h5py, numpy as np, os, sys, glob
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
+runs = sorted(os.path.basename(p) for p in glob.glob("sw/runs/*.h5"))
+want = sorted("tsp-%s-r%d-s%d.h5" % (f, r, s) for f in ["simpleevol", "random"] for r in [0, 9] for s in [1, 2])
+report(runs == want, "the two shards made every run once")
+e = h5py.File("exam.h5")
+I = dict(zip(e["exam/rung"][()], e["exam/intelligence"][()]))
+ice = h5py.File("ice.h5")
+eps = ice.attrs["eps"]
+fws = [x.decode() for x in ice["ice/framework"][()]]
+for k, fw in enumerate(fws):
+    xs, ys = [], []
+    for r in [0, 9]:
+        gaps = [h5py.File("sw/runs/tsp-%s-r%d-s%d.h5" % (fw, r, s))["best/test_gap"][()].mean() for s in [1, 2]]
+        xs.append(I[r] / I[0]); ys.append(1 / (np.mean(gaps) + eps))
+    slope = np.polyfit(xs, ys, 1)[0]
+    report(abs(ice["ice/slope"][k] - slope) < 1e-9 * max(1, abs(slope)), "ICE of %s equals numpy's fit (%.4g)" % (fw, slope))
+q = [h5py.File("sw/runs/tsp-simpleevol-r%d-s%d.h5" % (r, s)).attrs["Q"] for r in [0, 9] for s in [1, 2]]
+report(abs(ice["ice/ahi"][fws.index("simpleevol")] - (1 + 2 + np.log10(1 + np.mean(q)))) < 1e-12, "AHI from the mean Q")
+report(open("ice.svg").read().startswith("<svg") or "<svg" in open("ice.svg").read()[:200], "the SVG of P against I")
+finish()
+PYEOF
+[ $? -eq 0 ] && pass "ice checked" || fail "ice checked"
+
 # A TSPLIB file and h5py's own instance files.
 printf 'NAME : tiny\nTYPE : TSP\nDIMENSION : 5\nEDGE_WEIGHT_TYPE : EUC_2D\nNODE_COORD_SECTION\n1 0 0\n2 3 0\n3 3 4\n4 0 4\n5 1 2\nEOF\n' > tiny.tsp
 check "gen --from-tsplib" $SE gen --from-tsplib tiny.tsp -o tiny.h5

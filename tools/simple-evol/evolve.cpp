@@ -119,6 +119,7 @@ void evolve_verb(const EvolveOptions& o, const nk::RunEnv& env) {
   out.attr("/", "AHI", ahi(shape.m, shape.k, static_cast<double>(q)));
   out.attr("/", "budget", o.budget);
   out.attr("/", "best_index", best);
+  out.attr("/", "run_seed", static_cast<int64_t>(env.seed & 0x7fffffffffffffffULL));
   out.commit();
   spdlog::info("{} with {}: best score {:.6g} after {} candidates, {} LLM calls ({} reached the model), AHI {:.3f}",
                o.framework, lo.spec, best_score, c, q, llm.invocations(),

@@ -25,26 +25,6 @@ namespace sevol {
 
 namespace {
 
-std::vector<int> parse_rungs(const std::string& text) {
-  std::vector<int> out;
-  std::stringstream ss(text);
-  std::string part;
-  while (std::getline(ss, part, ',')) {
-    int a = -1, b = -1;
-    char dash = 0;
-    std::istringstream in(part);
-    if ((in >> a) && (in >> dash) && dash == '-' && (in >> b)) {
-    } else {
-      b = a;
-    }
-    if (a < 0 || b > 9 || a > b)
-      throw nk::usage_error("--rungs: '" + part + "' (expected rungs 0..9 such as 0-9 or 0,3,9)");
-    for (int r = a; r <= b; ++r) out.push_back(r);
-  }
-  if (out.empty()) throw nk::usage_error("--rungs: empty");
-  return out;
-}
-
 /// The exam's instances of one problem, with references from the tool's solvers.
 InstanceSet exam_instances(Problem p, uint64_t seed, int count) {
   nk::Rng root(seed);
@@ -194,6 +174,26 @@ void run_exam(const LlmVerbOptions& o, const nk::RunEnv& env) {
 }
 
 }  // namespace
+
+std::vector<int> parse_rungs(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    int a = -1, b = -1;
+    char dash = 0;
+    std::istringstream in(part);
+    if ((in >> a) && (in >> dash) && dash == '-' && (in >> b)) {
+    } else {
+      b = a;
+    }
+    if (a < 0 || b > 9 || a > b)
+      throw nk::usage_error("--rungs: '" + part + "' (expected rungs 0..9 such as 0-9 or 0,3,9)");
+    for (int r = a; r <= b; ++r) out.push_back(r);
+  }
+  if (out.empty()) throw nk::usage_error("--rungs: empty");
+  return out;
+}
 
 uint64_t surrogate_command_seed(uint64_t seed, int64_t sample) {
   return nk::mix64(seed ^ static_cast<uint64_t>(sample) * 0x632be59bd9b4e019ULL);

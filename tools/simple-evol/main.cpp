@@ -124,7 +124,42 @@ int main(int argc, char** argv) {
   nk::cli::App::output(llm_verb->add_option("-o,--output", llmo.output, "--exam: the exam's HDF5 file"));
   nk::cli::App::add_no_clobber(*llm_verb, llmo.no_clobber);
 
+  sevol::SweepOptions sw;
+  CLI::App* sweep_verb =
+      cli.add_verb("sweep", "Problems x frameworks x surrogate rungs x seeds: one evolve run file each",
+                   nk::cli::Randomness::seeded);
+  nk::cli::App::output(
+      sweep_verb->add_option("-o,--output", sw.output, "Folder: data/ (made once) and runs/")->required(),
+      nk::cli::App::OutputKind::folder);
+  sweep_verb
+      ->add_option("--preset", sw.preset, "small (fits hours on 2 cores) or paper (820 evaluations, the paper's data)")
+      ->check(CLI::IsMember({"small", "paper"}));
+  sweep_verb->add_option("--problems", sw.problems, "Comma-separated: tsp, cvrp, fssp")->delimiter(',');
+  sweep_verb->add_option("--frameworks", sw.frameworks, "Comma-separated frameworks")->delimiter(',');
+  sweep_verb->add_option("--rungs", sw.rungs, "Surrogate rungs, e.g. 0-9 or 0,3,6,9");
+  sweep_verb->add_option("--seeds", sw.seeds, "Runs per (problem, framework, rung)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000}));
+  sweep_verb->add_option("--budget", sw.budget, "Candidates per run (0: the preset's, 60 or 820)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1000000}));
+  sweep_verb->add_option("--sandbox", sw.eval.sandbox, "namespace or none (as eval)")
+      ->check(CLI::IsMember({"namespace", "none"}));
+  sweep_verb->add_option("--timeout", sw.eval.timeout, "Seconds per instance (as eval)")->check(CLI::Range(0.01, 1e6));
+  cli.add_shard(*sweep_verb);
+
+  sevol::IceOptions ice;
+  CLI::App* ice_verb =
+      cli.add_verb("ice", "ICE: per framework the slope of P = 1/(gap + eps) against I, with AHI; SVG");
+  ice_verb->add_option("-i,--input", ice.inputs, "Run files, or sweep folders")->required()->expected(1, -1);
+  ice_verb->add_option("--exam", ice.exam, "llm --exam's file (I per rung)")->required();
+  ice_verb->add_option("--problem", ice.problem, "The problem (default: the runs' only one)")
+      ->check(CLI::IsMember({"tsp", "cvrp", "fssp"}));
+  nk::cli::App::add_output(*ice_verb, ice.output, ice.no_clobber);
+  nk::cli::App::output(ice_verb->add_option("--plot", ice.plot, "Also draw P against I per framework (SVG)"));
+  ice_verb->add_option("--eps", ice.eps, "eps of P = 1/(gap + eps)")->check(CLI::Range(1e-9, 10.0));
+
   return cli.run(argc, argv, [&] {
+    if (*sweep_verb) sevol::sweep_verb(sw, cli.env());
+    if (*ice_verb) sevol::ice_verb(ice, cli.env());
     if (*evolve_verb) sevol::evolve_verb(evo, cli.env());
     if (*llm_verb) sevol::llm_verb(llmo, cli.env());
     if (*gen_verb) sevol::gen_verb(gen, cli.env());

@@ -89,3 +89,32 @@ void llm_verb(const LlmVerbOptions& options, const nk::RunEnv& env);
 EvalConfig eval_config(const EvalOptions& o, const nk::RunEnv& env);
 
 }  // namespace sevol
+
+namespace sevol {
+
+struct SweepOptions {
+  std::string output;  ///< the folder: data/ and runs/
+  std::string preset = "small";
+  std::vector<std::string> problems = {"tsp", "cvrp", "fssp"};
+  std::vector<std::string> frameworks = {"simpleevol", "eoh", "funsearch", "reevo", "random"};
+  std::string rungs = "0-9";
+  int64_t seeds = 3;
+  int64_t budget = 0;  ///< 0: the preset's
+  EvalOptions eval;
+};
+void sweep_verb(const SweepOptions& options, const nk::RunEnv& env);
+
+struct IceOptions {
+  std::vector<std::string> inputs;  ///< run files or folders of them
+  std::string exam;                 ///< llm --exam's file: I per rung
+  std::string problem;              ///< empty: the runs' only problem
+  std::string output, plot;
+  bool no_clobber = false;
+  double eps = 0.01;
+};
+void ice_verb(const IceOptions& options, const nk::RunEnv& env);
+
+/// "0-9", "0,3,9": rungs 0..9 (usage error otherwise).
+std::vector<int> parse_rungs(const std::string& text);
+
+}  // namespace sevol

@@ -27,4 +27,11 @@ RECIPES = [
                "simple-evol -q gen --problem tsp --count 2 --nodes 7 -o {w}/test.h5"],
      "inputs": {"train": "{w}/t.h5", "test": "{w}/test.h5"},
      "run": "simple-evol -q evolve -i {train} --test {test} --llm surrogate:4 --budget 2 --sandbox none -o {out}"},
+    {"tool": "simple-evol", "verb": "ice",
+     "setup": ["simple-evol -q gen --problem tsp --count 2 --nodes 6 -o {w}/t.h5",
+               "simple-evol -q solve -i {w}/t.h5 --method fi --store-reference -o {w}/tr.h5",
+               "simple-evol -q evolve -i {w}/tr.h5 --test {w}/tr.h5 --llm surrogate:1 --budget 2 --sandbox none -o {w}/run.h5",
+               "simple-evol -q llm --exam --rungs 1 --samples 1 -o {w}/exam.h5"],
+     "inputs": {"run": "{w}/run.h5", "exam": "{w}/exam.h5"},
+     "run": "simple-evol -q ice -i {run} --exam {exam} -o {out}"},
 ]
