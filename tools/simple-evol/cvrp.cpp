@@ -265,31 +265,44 @@ std::vector<int64_t> cvrp_ils(const Instance& item, const std::vector<double>& d
   Routes best = split(cvrp_savings(item, dist));
   search.improve(best);
   double best_len = search.total(best);
+  Routes current = best;
+  double current_len = best_len;
   const int64_t customers = n - 1;
-  const int64_t ruin = std::max<int64_t>(2, customers / 10);
+  const int64_t ruin_lo = std::max<int64_t>(2, customers / 20), ruin_hi = std::max<int64_t>(3, customers / 6);
   std::vector<int64_t> order(static_cast<size_t>(customers));
+  std::vector<char> gone(static_cast<size_t>(n));
   for (int64_t k = 0; k < kicks; ++k) {
-    const int64_t seed_customer = 1 + static_cast<int64_t>(rng.below(static_cast<uint64_t>(customers)));
+    const int64_t ruin =
+        std::min(customers, ruin_lo + static_cast<int64_t>(rng.below(static_cast<uint64_t>(ruin_hi - ruin_lo + 1))));
     std::iota(order.begin(), order.end(), 1);
-    std::sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
-      return search.d(seed_customer, x) < search.d(seed_customer, y) ||
-             (search.d(seed_customer, x) == search.d(seed_customer, y) && x < y);
-    });
-    std::vector<int64_t> removed(order.begin(), order.begin() + std::min(ruin, customers));
-    nk::shuffle(removed, rng);
-    Routes cand = best;
-    for (auto& r : cand) {
-      r.erase(std::remove_if(r.begin(), r.end(),
-                             [&](int64_t v) { return std::find(removed.begin(), removed.end(), v) != removed.end(); }),
-              r.end());
+    if (rng.uniform() < 0.5) {  // a neighbourhood: the customers nearest a random one
+      const int64_t seed_customer = 1 + static_cast<int64_t>(rng.below(static_cast<uint64_t>(customers)));
+      std::sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
+        return search.d(seed_customer, x) < search.d(seed_customer, y) ||
+               (search.d(seed_customer, x) == search.d(seed_customer, y) && x < y);
+      });
+    } else {  // scattered customers
+      nk::shuffle_prefix(order, static_cast<size_t>(ruin), rng);
     }
+    std::vector<int64_t> removed(order.begin(), order.begin() + ruin);
+    nk::shuffle(removed, rng);
+    std::fill(gone.begin(), gone.end(), 0);
+    for (int64_t v : removed) gone[v] = 1;
+    Routes cand = current;
+    for (auto& r : cand) r.erase(std::remove_if(r.begin(), r.end(), [&](int64_t v) { return gone[v] != 0; }), r.end());
     cand.erase(std::remove_if(cand.begin(), cand.end(), [](const auto& r) { return r.empty(); }), cand.end());
     search.recreate(cand, removed);
     search.improve(cand);
     const double len = search.total(cand);
-    if (len < best_len - 1e-12) {
-      best_len = len;
-      best = cand;
+    // record-to-record travel: within a threshold of the best, shrinking to 0 over the kicks
+    const double threshold = 0.02 * (1.0 - static_cast<double>(k) / static_cast<double>(kicks));
+    if (len < current_len - 1e-12 || len < best_len * (1.0 + threshold)) {
+      current = cand;
+      current_len = len;
+      if (len < best_len - 1e-12) {
+        best_len = len;
+        best = cand;
+      }
     }
   }
   return flatten(best);

@@ -21,9 +21,11 @@ std::string check_routes(const Instance& item, const std::vector<int64_t>& route
 /// first, ties by (i, j)).
 std::vector<int64_t> cvrp_savings(const Instance& item, const std::vector<double>& dist);
 /// From the savings solution: relocate, swap and intra-route 2-opt to a local
-/// optimum, then 'kicks' ruin-and-recreate rounds (remove about 10% of the
-/// customers near a random one, reinsert each at its cheapest feasible place),
-/// each kept if shorter.
+/// optimum, then 'kicks' ruin-and-recreate rounds (remove n/20 to n/6
+/// customers, near a random one or scattered, reinsert each in random order
+/// at its cheapest feasible place, local search), accepted by record-to-record
+/// travel (better than the current, or within a threshold of the best that
+/// shrinks from 2% to 0).
 std::vector<int64_t> cvrp_ils(const Instance& item, const std::vector<double>& dist, int64_t kicks, nk::Rng& rng);
 
 struct AcoConfig {

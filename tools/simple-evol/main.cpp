@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
       ->required();
   solve_verb
       ->add_option("--iterations", solve.iterations,
-                   "ils kicks / ig iterations (0: tsp ils 100 n, cvrp ils 300, ig 1000)")
+                   "ils kicks / ig iterations (0: tsp ils 100 n, cvrp ils 3000, ig 1000)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   solve_verb->add_flag(
       "--store-reference", solve.store_reference,

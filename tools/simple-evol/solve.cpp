@@ -65,7 +65,7 @@ InstanceResult solve_one(const InstanceSet& set, size_t k, const std::string& me
   } else if (set.problem == Problem::cvrp) {
     const std::vector<double> dist = distance_matrix(item.coords);
     r.solution =
-        method == "savings" ? cvrp_savings(item, dist) : cvrp_ils(item, dist, iterations > 0 ? iterations : 300, rng);
+        method == "savings" ? cvrp_savings(item, dist) : cvrp_ils(item, dist, iterations > 0 ? iterations : 3000, rng);
     r.objective = routes_length(dist, item.nodes(), r.solution);
   } else {
     const FlowShop shop = FlowShop::from(item);

@@ -80,10 +80,10 @@ Dataset prepare(const std::string& folder, const std::string& problem, const std
     }
   } else if (problem == "cvrp") {
     d.train =
-        make("train", {"--count", paper ? "10" : "4", "--nodes", paper ? "50" : "20"}, "ils", paper ? "300" : "100");
+        make("train", {"--count", paper ? "10" : "4", "--nodes", paper ? "50" : "20"}, "ils", paper ? "0" : "300");
     for (const char* n : paper ? std::vector<const char*>{"50", "100", "200"} : std::vector<const char*>{"30"}) {
       d.tests.push_back(
-          make(std::string("test") + n, {"--count", paper ? "64" : "8", "--nodes", n}, "ils", paper ? "300" : "100"));
+          make(std::string("test") + n, {"--count", paper ? "64" : "8", "--nodes", n}, "ils", paper ? "0" : "300"));
     }
   } else {
     d.train =
