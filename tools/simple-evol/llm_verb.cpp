@@ -124,6 +124,8 @@ void run_exam(const LlmVerbOptions& o, const nk::RunEnv& env) {
     const InstanceSet practice = exam_instances(p, 0xe0 + static_cast<uint64_t>(pi), p == Problem::tsp ? 8 : 2);
     const InstanceSet held_out = exam_instances(p, 0xf0 + static_cast<uint64_t>(pi), p == Problem::tsp ? 16 : 4);
     const std::string prompt = exam_prompt(p, practice, eval);
+    // one virtual reply with the seed heuristic keeps the performance above 0 when every reply fails
+    const double seed_usefulness = 1.0 / (score_code(held_out, seed_code(p), eval).gap + eps);
     for (int64_t r = 0; r < nr; ++r) {
       double sum = 0, usefulness = 0;
       int64_t failed = 0, ok_count = 0;
@@ -144,7 +146,7 @@ void run_exam(const LlmVerbOptions& o, const nk::RunEnv& env) {
       }
       gap[r * 3 + pi] = ok_count > 0 ? sum / static_cast<double>(ok_count) : NAN;
       failures[r * 3 + pi] = static_cast<double>(failed) / static_cast<double>(o.samples);
-      perf[r * 3 + pi] = usefulness / static_cast<double>(o.samples);
+      perf[r * 3 + pi] = (usefulness + seed_usefulness) / static_cast<double>(o.samples + 1);
     }
   }
   progress.finish();
