@@ -5,7 +5,6 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
-#include <regex>
 #include <sstream>
 
 #include "simple-evol/evaluator.hpp"
@@ -184,15 +183,73 @@ std::string Grammar::describe(const Genome& g) const {
   return out;
 }
 
-std::optional<Genome> Grammar::parse(const std::string& text) const {
-  static const std::regex pair(
-      R"re(\b([A-Z][A-Z_0-9]*)\s*=\s*(?:"([a-z_]+)"|([a-z_]+\b)|([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)))re");
-  std::map<std::string, std::string> found;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), pair); it != std::sregex_iterator(); ++it) {
-    const std::smatch& m = *it;
-    const std::string value = m[2].matched ? m[2].str() : m[3].matched ? m[3].str() : m[4].str();
-    found.emplace(m[1].str(), value);
+namespace {
+
+bool upper_name_char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/// The length of a number (sign, digits, point, exponent) at text[at], 0 if none.
+size_t number_length(const std::string& text, size_t at) {
+  size_t i = at, digits = 0;
+  if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i, ++digits;
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i, ++digits;
   }
+  if (digits == 0) return 0;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    size_t j = i + 1;
+    if (j < text.size() && (text[j] == '+' || text[j] == '-')) ++j;
+    const size_t start = j;
+    while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
+    if (j > start) i = j;
+  }
+  return i - at;
+}
+
+/// NAME = value pairs: an upper-case name, '=', then a number, a "quoted"
+/// lower-case word or a bare lower-case word; the first of each name counts.
+std::map<std::string, std::string> name_value_pairs(const std::string& text) {
+  std::map<std::string, std::string> found;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!(text[i] >= 'A' && text[i] <= 'Z') ||
+        (i > 0 && (upper_name_char(text[i - 1]) || std::islower(static_cast<unsigned char>(text[i - 1]))))) {
+      continue;
+    }
+    size_t j = i;
+    while (j < text.size() && upper_name_char(text[j])) ++j;
+    const std::string name = text.substr(i, j - i);
+    size_t k = j;
+    while (k < text.size() && (text[k] == ' ' || text[k] == '\t')) ++k;
+    if (k >= text.size() || text[k] != '=' || (k + 1 < text.size() && text[k + 1] == '=')) {
+      i = j;
+      continue;
+    }
+    ++k;
+    while (k < text.size() && (text[k] == ' ' || text[k] == '\t')) ++k;
+    const bool quoted = k < text.size() && text[k] == '"';
+    const size_t v = quoted ? k + 1 : k;
+    size_t e = v;
+    while (e < text.size() && (std::islower(static_cast<unsigned char>(text[e])) || text[e] == '_')) ++e;
+    std::string value;
+    if (e > v && (!quoted || (e < text.size() && text[e] == '"'))) {
+      value = text.substr(v, e - v);
+    } else if (!quoted) {
+      const size_t len = number_length(text, k);
+      if (len > 0) value = text.substr(k, len);
+    }
+    if (!value.empty()) found.emplace(name, value);
+    i = j;
+  }
+  return found;
+}
+
+}  // namespace
+
+std::optional<Genome> Grammar::parse(const std::string& text) const {
+  const std::map<std::string, std::string> found = name_value_pairs(text);
   Genome g;
   for (const Weight& w : weights_) {
     const auto it = found.find(w.name);
@@ -262,9 +319,15 @@ std::optional<Problem> prompt_problem(const std::string& prompt) {
 namespace {
 
 double score_of(const std::string& line) {
-  static const std::regex score(R"re([Ss]core[^0-9+\-\n]{0,12}([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?))re");
-  std::smatch m;
-  if (std::regex_search(line, m, score)) return std::stod(m[1].str());
+  // "score" (or "Score"), at most 12 other characters, then a number
+  for (size_t at = 0; (at = line.find("core", at)) != std::string::npos; at += 4) {
+    if (at == 0 || (line[at - 1] != 's' && line[at - 1] != 'S')) continue;
+    for (size_t k = at + 4; k < line.size() && k <= at + 4 + 12; ++k) {
+      const size_t len = number_length(line, k);
+      if (len > 0) return std::stod(line.substr(k, len));
+      if (line[k] == '+' || line[k] == '-' || std::isdigit(static_cast<unsigned char>(line[k]))) break;
+    }
+  }
   // ReEvo labels instead of scores: the better code ranks first
   if (line.find("[Better code]") != std::string::npos) return 0;
   if (line.find("[Worse code]") != std::string::npos) return 1;
@@ -273,9 +336,17 @@ double score_of(const std::string& line) {
 
 /// FunSearch's versions instead of scores: a higher version is better.
 double version_score(const std::string& code) {
-  static const std::regex version(R"re(def [a-z_]+_v([0-9]+)\()re");
-  std::smatch m;
-  if (std::regex_search(code, m, version)) return -std::stod(m[1].str());
+  for (size_t at = 0; (at = code.find("def ", at)) != std::string::npos; at += 4) {
+    const size_t paren = code.find('(', at);
+    if (paren == std::string::npos) break;
+    const size_t v = code.rfind("_v", paren);
+    if (v == std::string::npos || v < at) continue;
+    const std::string digits = code.substr(v + 2, paren - v - 2);
+    if (!digits.empty() && digits.size() < 6 &&
+        std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+      return -std::stod(digits);
+    }
+  }
   return NAN;
 }
 
