@@ -362,3 +362,12 @@ TEST_SUITE("simple-evol") {
     CHECK(surrogate_trials(9) == 16);
   }
 }
+
+TEST_SUITE("simple-evol") {
+  TEST_CASE("a prompt's problem is found by its interface, FunSearch's versioned names included") {
+    CHECK(prompt_problem("You write heuristics.\n```python\ndef heuristics_v1(d, c, q, cap):\n```") == Problem::cvrp);
+    CHECK(prompt_problem("You write heuristics.\ndef select_next_node_v0(a, b, c, d):") == Problem::tsp);
+    CHECK(prompt_problem("You write heuristics.\nget_matrix_and_jobs(s, t, m, n)") == Problem::fssp);
+    CHECK_FALSE(prompt_problem("You write heuristics in Python.").has_value());
+  }
+}

@@ -309,11 +309,17 @@ Genome Grammar::crossover(const Genome& a, const Genome& b, nk::Rng& rng) const 
 }
 
 std::optional<Problem> prompt_problem(const std::string& prompt) {
-  const size_t t = prompt.find("select_next_node"), c = prompt.find("heuristics("),
-               f = prompt.find("get_matrix_and_jobs");
-  const size_t first = std::min({t, c, f});
-  if (first == std::string::npos) return std::nullopt;
-  return first == t ? Problem::tsp : first == c ? Problem::cvrp : Problem::fssp;
+  // the interface's name as code writes it (FunSearch versions it: heuristics_v1)
+  auto first = [&](std::initializer_list<const char*> names) {
+    size_t at = std::string::npos;
+    for (const char* n : names) at = std::min(at, prompt.find(n));
+    return at;
+  };
+  const size_t t = first({"select_next_node"}), c = first({"def heuristics", "heuristics(", "heuristics_v"}),
+               f = first({"get_matrix_and_jobs"});
+  const size_t at = std::min({t, c, f});
+  if (at == std::string::npos) return std::nullopt;
+  return at == t ? Problem::tsp : at == c ? Problem::cvrp : Problem::fssp;
 }
 
 namespace {

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "nk/atomic_file.hpp"
 #include "nk/error.hpp"
 #include "nk/log.hpp"
 #include "nk/progress.hpp"
@@ -144,7 +145,10 @@ void sweep_verb(const SweepOptions& o, const nk::RunEnv& env) {
     }
     nk::RunEnv run_env = env;
     run_env.seed = nk::mix64(env.seed ^ static_cast<uint64_t>(it.seed) * 0x9e3779b97f4a7c15ULL);
-    evolve_verb(e, run_env);
+    {
+      const nk::PublishNow publish;  // each run is there to resume from, whatever happens to the next
+      evolve_verb(e, run_env);
+    }
     progress.update(i - begin + 1);
   }
   progress.finish();
