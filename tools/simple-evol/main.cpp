@@ -5,7 +5,8 @@
 #include "simple-evol/simple_evol.hpp"
 
 int main(int argc, char** argv) {
-  nk::cli::App cli("simple-evol", "SimpleEvol: LLM-driven heuristic design for TSP, CVRP and the flow shop");
+  nk::cli::App cli("simple-evol",
+                   "SimpleEvol: LLM-driven heuristic design for TSP, CVRP and the flow shop; frameworks, AHI, ICE");
   cli.app().require_subcommand(1);
 
   sevol::GenOptions gen;

@@ -31,6 +31,17 @@ SE="$BIN/simple-evol -q"
 attr() { /usr/bin/python3 -c 'import h5py, sys; print(h5py.File(sys.argv[1], "r").attrs[sys.argv[2]])' "$1" "$2"; }
 mean() { /usr/bin/python3 -c 'import h5py, sys, numpy as np; print("%.6g" % np.mean(h5py.File(sys.argv[1], "r")[sys.argv[2]][()]))' "$1" "$2"; }
 now() { date +%s.%N; }
+# with_reference IN PEER.txt OUT: a copy of IN whose instances carry the peer's objectives as references.
+with_reference() {
+  /usr/bin/python3 - "$1" "$2" "$3" <<'PYEOF'
+import h5py, sys, shutil
+shutil.copy(sys.argv[1], sys.argv[3])
+ref = [float(x) for x in open(sys.argv[2]) if x.strip()]
+with h5py.File(sys.argv[3], "a") as f:
+    for k, key in enumerate(sorted(f["instances"].keys())):
+        f["instances"][key].attrs["reference"] = ref[k]
+PYEOF
+}
 
 echo "# simple-evol benchmark ($(nproc) cores, $(date -u +%Y-%m-%d))"
 if [[ $PARTS == *A* ]]; then
@@ -76,14 +87,7 @@ if [[ $PARTS == *B* ]]; then
   for n in 100 200; do
     $SE gen --problem tsp --count 16 --nodes $n --seed 20$n -o "$OUT/b_t$n.h5"
     t0=$(now); $PYV "$here/peers.py" tsp "$OUT/b_t$n.h5" 10 > "$OUT/b_t${n}_elkai.txt" 2>/dev/null; t1=$(now)
-    /usr/bin/python3 - "$OUT/b_t$n.h5" "$OUT/b_t${n}_elkai.txt" "$OUT/b_t${n}r.h5" <<'PYEOF'
-import h5py, sys, numpy as np, shutil
-shutil.copy(sys.argv[1], sys.argv[3])
-ref = [float(x) for x in open(sys.argv[2]) if x.strip()]
-with h5py.File(sys.argv[3], "a") as f:
-    for k, key in enumerate(sorted(f["instances"].keys())):
-        f["instances"][key].attrs["reference"] = ref[k]
-PYEOF
+    with_reference "$OUT/b_t$n.h5" "$OUT/b_t${n}_elkai.txt" "$OUT/b_t${n}r.h5"
     echo "| TSP 16 x $n vs elkai (LKH-3, 10 runs) | elkai | 0 | $(echo "($t1 - $t0) / 16" | bc -l | cut -c1-6) |"
     for m in ils nn fi; do
       $SE solve -i "$OUT/b_t${n}r.h5" --method $m --threads "$THREADS" --seed 1 -o "$OUT/b_t${n}_$m.h5"
@@ -93,14 +97,7 @@ PYEOF
   for n in 50 100; do
     $SE gen --problem cvrp --count 8 --nodes $n --seed 30$n -o "$OUT/b_c$n.h5"
     t0=$(now); $PYV "$here/peers.py" cvrp "$OUT/b_c$n.h5" "$PYVRP_SECONDS" > "$OUT/b_c${n}_pyvrp.txt" 2>/dev/null; t1=$(now)
-    /usr/bin/python3 - "$OUT/b_c$n.h5" "$OUT/b_c${n}_pyvrp.txt" "$OUT/b_c${n}r.h5" <<'PYEOF'
-import h5py, sys, shutil
-shutil.copy(sys.argv[1], sys.argv[3])
-ref = [float(x) for x in open(sys.argv[2]) if x.strip()]
-with h5py.File(sys.argv[3], "a") as f:
-    for k, key in enumerate(sorted(f["instances"].keys())):
-        f["instances"][key].attrs["reference"] = ref[k]
-PYEOF
+    with_reference "$OUT/b_c$n.h5" "$OUT/b_c${n}_pyvrp.txt" "$OUT/b_c${n}r.h5"
     echo "| CVRP 8 x $n vs PyVRP (HGS, $PYVRP_SECONDS s) | PyVRP | 0 | $(echo "($t1 - $t0) / 8" | bc -l | cut -c1-6) |"
     for m in ils savings; do
       $SE solve -i "$OUT/b_c${n}r.h5" --method $m --threads "$THREADS" --seed 1 -o "$OUT/b_c${n}_$m.h5"
