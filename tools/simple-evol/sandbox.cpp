@@ -163,7 +163,10 @@ std::string enter_sandbox(SandboxMode mode, const SandboxLimits& limits) {
   if (!why.empty()) return why;
   why = set_limit(RLIMIT_CORE, 0, "RLIMIT_CORE");
   if (!why.empty()) return why;
-  return forbid_processes();
+  why = forbid_processes();
+  // without namespaces the filter is a guard of the protocol, not of the machine: a kernel or
+  // container that refuses it leaves --sandbox none running
+  return mode == SandboxMode::namespaces ? why : "";
 }
 
 std::string namespace_sandbox_unavailable() {
