@@ -296,15 +296,10 @@ EvalReport evaluate(const InstanceSet& set, const EvalConfig& config_in) {
                                              "); run heuristics without it only if you trust them: --sandbox none");
     }
   }
-  const char* tmp = std::getenv("TMPDIR");
-  std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/simple-evol-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  if (!mkdtemp(buf.data())) {
-    throw nk::Error(nk::Exit::io, "cannot create a scratch folder under " + tmpl + ": " + std::strerror(errno));
-  }
+  std::string why;
   SandboxLimits limits;
-  limits.scratch = buf.data();
+  limits.scratch = make_scratch("simple-evol", why);
+  if (limits.scratch.empty()) throw nk::Error(nk::Exit::io, why);
   limits.memory_bytes = config.memory_bytes;
   limits.cpu_seconds = config.total_timeout > 0 ? config.total_timeout : 0;
   struct ScratchGuard {

@@ -16,6 +16,7 @@
 
 #include <cerrno>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <vector>
@@ -169,11 +170,22 @@ std::string enter_sandbox(SandboxMode mode, const SandboxLimits& limits) {
   return mode == SandboxMode::namespaces ? why : "";
 }
 
+std::string make_scratch(const std::string& name, std::string& why) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/" + name + "-XXXXXX";
+  if (!mkdtemp(pattern.data())) {
+    why = errno_text("cannot create a scratch folder " + pattern);
+    return "";
+  }
+  return pattern;
+}
+
 std::string namespace_sandbox_unavailable() {
   static std::string cached = [] {
-    char tmpl[] = "/tmp/simple-evol-probe-XXXXXX";
-    const char* scratch = mkdtemp(tmpl);
-    if (!scratch) return errno_text("mkdtemp");
+    std::string why_not;
+    const std::string folder = make_scratch("simple-evol-probe", why_not);
+    if (folder.empty()) return why_not;
+    const char* scratch = folder.c_str();
     int fds[2];
     if (pipe(fds) != 0) return errno_text("pipe");
     const pid_t pid = fork();

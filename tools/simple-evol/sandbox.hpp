@@ -26,6 +26,10 @@ struct SandboxLimits {
 /// working folder 'scratch'. Returns "" or why a step failed.
 std::string enter_sandbox(SandboxMode mode, const SandboxLimits& limits);
 
+/// A new private folder under $TMPDIR (or /tmp) named NAME-XXXXXX; "" when
+/// it cannot be made ('why' then says why).
+std::string make_scratch(const std::string& name, std::string& why);
+
 /// "" when the namespace sandbox works on this machine (probed once in a
 /// forked child), else why not.
 std::string namespace_sandbox_unavailable();
