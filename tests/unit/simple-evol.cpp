@@ -18,7 +18,7 @@
 #include "simple-evol/frameworks.hpp"
 #include "simple-evol/fssp.hpp"
 #include "simple-evol/llm.hpp"
-#include "simple-evol/sandbox.hpp"
+#include "nk/sandbox.hpp"
 #include "simple-evol/surrogate.hpp"
 #include "simple-evol/taillard.hpp"
 #include "simple-evol/tsp.hpp"

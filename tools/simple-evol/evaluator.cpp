@@ -191,8 +191,8 @@ bool decode(int fd, int64_t& index, InstanceResult& r) {
 
 /// The worker's life: sandbox, compile, then instances until told to stop.
 [[noreturn]] void worker_main(int task_fd, int result_fd, const InstanceSet& set, const EvalConfig& config,
-                              const SandboxLimits& limits) {
-  const std::string why = enter_sandbox(config.sandbox, limits);
+                              const nk::SandboxSpec& limits) {
+  const std::string why = nk::enter_sandbox(config.sandbox, limits);
   if (!why.empty()) {
     InstanceResult r;
     r.status = Status::not_run;
@@ -201,7 +201,7 @@ bool decode(int fd, int64_t& index, InstanceResult& r) {
     write_all(result_fd, rec.data(), rec.size());
     _exit(3);
   }
-  py::set_scratch(limits.scratch);
+  py::set_scratch(limits.workdir);
   std::unique_ptr<py::Heuristic> h;
   std::string compile_error;
   try {
@@ -246,7 +246,7 @@ void stop(Worker& w, bool kill_it) {
   w = Worker{};
 }
 
-Worker spawn(const InstanceSet& set, const EvalConfig& config, const SandboxLimits& limits) {
+Worker spawn(const InstanceSet& set, const EvalConfig& config, const nk::SandboxSpec& limits) {
   int task[2], result[2];
   if (pipe2(task, O_CLOEXEC) != 0 || pipe2(result, O_CLOEXEC) != 0) {
     throw nk::Error(nk::Exit::runtime, std::string("cannot create a worker pipe: ") + std::strerror(errno));
@@ -297,9 +297,10 @@ EvalReport evaluate(const InstanceSet& set, const EvalConfig& config_in) {
     }
   }
   std::string why;
-  SandboxLimits limits;
-  limits.scratch = make_scratch("simple-evol", why);
-  if (limits.scratch.empty()) throw nk::Error(nk::Exit::io, why);
+  nk::SandboxSpec limits;
+  limits.workdir = make_scratch("simple-evol", why);
+  if (limits.workdir.empty()) throw nk::Error(nk::Exit::io, why);
+  limits.writable = {limits.workdir};
   limits.memory_bytes = config.memory_bytes;
   limits.cpu_seconds = config.total_timeout > 0 ? config.total_timeout : 0;
   struct ScratchGuard {
@@ -308,7 +309,7 @@ EvalReport evaluate(const InstanceSet& set, const EvalConfig& config_in) {
       std::error_code ec;
       std::filesystem::remove_all(path, ec);
     }
-  } guard{limits.scratch};
+  } guard{limits.workdir};
 
   const size_t count = set.items.size();
   EvalReport report;

@@ -10,9 +10,14 @@
 #include "simple-evol/cvrp.hpp"
 #include "simple-evol/fssp.hpp"
 #include "simple-evol/problem.hpp"
-#include "simple-evol/sandbox.hpp"
+#include "nk/sandbox.hpp"
 
 namespace sevol {
+
+using nk::make_scratch;
+using nk::namespace_sandbox_unavailable;
+using nk::parse_sandbox;
+using nk::SandboxMode;
 
 /// /status values.
 enum class Status : int8_t { ok = 0, exception = 1, timeout = 2, invalid = 3, not_run = 4 };
