@@ -165,10 +165,13 @@ check "evolve random surrogate:2" $SE evolve -i trr.h5 --framework random --llm 
 for fw in eoh funsearch; do
   check "evolve --framework $fw" $SE evolve -i trr.h5 --framework $fw --llm surrogate:6 --budget 14 $SANDBOX --seed 2 -o run_$fw.h5
 done
+check "evolve --framework mctsahd" $SE evolve -i trr.h5 --framework mctsahd --llm surrogate:6 --budget 30 $SANDBOX --seed 2 -o run_mcts.h5
 check "evolve --framework reevo" $SE evolve -i trr.h5 --framework reevo --llm surrogate:6 --budget 36 $SANDBOX --seed 2 -o run_reevo.h5
 check "evolve --no-best-so-far --compress-every 0" $SE evolve -i trr.h5 --llm surrogate:7 --budget 8 --no-best-so-far --compress-every 0 $SANDBOX -o runa.h5
 check "evolve cvrp" $SE evolve -i c10.h5 --llm surrogate:6 --budget 4 --ants 4 --aco-iterations 5 $SANDBOX -o runc.h5
 check "evolve fssp" $SE evolve -i ta.h5 --llm surrogate:4 --budget 3 --gls-iterations 5 $SANDBOX -o runf.h5
+check "llm --seed-heuristic fssp" sh -c "$SE llm --seed-heuristic fssp > seed_fssp.py && grep -q '^def get_matrix_and_jobs' seed_fssp.py"
+check "the seed heuristic runs on every instance" sh -c "$SE eval -i ta.h5 --heuristic seed_fssp.py $SANDBOX --gls-iterations 3 -o ev_seed.h5 && \"$PY\" -c 'import h5py, sys; sys.exit(int((h5py.File(\"ev_seed.h5\")[\"status\"][()] != 0).any()))'"
 check "llm --exam on two rungs" $SE llm --exam --rungs 0,9 --samples 2 -o exam.h5
 echo "### user
 ## Interface
@@ -207,6 +210,15 @@ report([x.decode() for x in eoh["candidates/operator"][10:14]] == ["e1", "e2", "
 rops = [x.decode() for x in reevo["llm/operation"][()]]
 report(len(reevo["candidates/score"]) == 36 and rops[:30] == ["init"] * 30 and "short-term reflection" in rops and "crossover" in rops and reevo.attrs["Q"] > 36, "ReEvo: 30 initial samples, then reflections (calls, not candidates) and crossovers")
 report(len(fs["candidates/score"]) == 14 and fs.attrs["Q"] == 14 and fs.attrs["M"] == 3 and fs.attrs["K"] == 1, "FunSearch: one call per candidate; M 3, K 1")
+m = h5py.File("run_mcts.h5")
+mops = [x.decode() for x in m["llm/operation"][()]]
+gen = [o for o in mops if o != "refine"]
+report(len(m["candidates/score"]) == 30 and m.attrs["M"] == 1 and m.attrs["K"] == 6 and set(gen) <= {"i1", "e1", "e2", "m1", "m2", "s1"}, "MCTS-AHD: 30 candidates; M 1, K 6; operations i1 e1 e2 m1 m2 s1")
+report(all(mops[i + 1] == "refine" for i, o in enumerate(mops) if o != "refine") and mops.count("refine") == len(gen) and m.attrs["Q"] == 2 * len(gen) and len(gen) >= 30, "MCTS-AHD: every reply is followed by its re-description (Q = 2 x replies)")
+mcand = [x.decode() for x in m["candidates/operator"][()]]
+report(mcand[0] == "i1" and "s1" in mcand and "m2" in mcand and "e2" in mcand, "MCTS-AHD: i1 first, then the tree's expansions (e2, m1, m2, s1)")
+mdesc = [x.decode() for x in m["candidates/description"][()]]
+report(sum("W_CURRENT=" in d for d in mdesc) >= 25, "MCTS-AHD: descriptions come from the re-description call")
 e = h5py.File("exam.h5")
 report(e["exam/intelligence"][0] == 1.0 and e["exam/gap"].shape == (2, 3), "the exam: I of the weakest rung is 1")
 finish()

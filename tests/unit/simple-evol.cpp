@@ -300,6 +300,29 @@ TEST_SUITE("simple-evol") {
     CHECK(code == "import numpy as np\n");
     split_reply("def select_next_node(a, b, c, d):\n    return c[0]\n", code, description);
     CHECK(code.find("def select_next_node") == 0);
+    // EoH's and MCTS-AHD's format: the idea in braces before the code
+    split_reply("{Prefer near cities.}\n```python\nx = {1: 2}\n```\n", code, description);
+    CHECK(description == "Prefer near cities.");
+    CHECK(code == "x = {1: 2}\n");
+  }
+
+  TEST_CASE("MCTS-AHD: M 1, K 6; its layout's objective values read; a re-describe request describes the code") {
+    CHECK(framework_shape("mctsahd").m == 1);
+    CHECK(framework_shape("mctsahd").k == 6);
+    CHECK(std::round(ahi(1, 6, 1640) * 1000) / 1000 == doctest::Approx(10.215));
+    const Grammar g(Problem::tsp);
+    nk::Rng rng(3);
+    const Genome a = g.random(rng), b = g.random(rng);
+    const std::string prompt = "### user\nHere are 2 algorithms (select_next_node):\n\nNo.1: description\nx\n```python\n" +
+                               g.emit(a) + "```\nObjective value: 6.25\n\nNo.2: description\ny\n```python\n" +
+                               g.emit(b) + "```\n\nObjective value: 5.5\nCreate a new algorithm.\n";
+    const std::vector<ShownProgram> shown = shown_programs(g, prompt);
+    REQUIRE(shown.size() == 2);
+    CHECK(shown[0].score == 6.25);
+    CHECK(std::isnan(shown[1].score));  // only the line right below the code scores it
+    const std::string reply = surrogate_reply(
+        2, "### user\nselect_next_node\n```python\n" + g.emit(b) + "```\nRe-describe the algorithm.\n", 1, 1.0);
+    CHECK(reply == "Description: " + g.describe(b) + "\n");
   }
 
   TEST_CASE("the grammars' code parses back, and their seeds are the published seed heuristics") {

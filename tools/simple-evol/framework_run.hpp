@@ -23,6 +23,10 @@ std::string render_candidate(const Candidate& c, int64_t index, bool with_gap_wo
 std::string header(Problem p);
 /// The problem's function name (select_next_node, heuristics, get_matrix_and_jobs).
 std::string function_name(Problem p);
+/// The interface's signature line: what the model must implement.
+std::string signature_only(Problem p);
+/// An index drawn with probability proportional to the weights.
+size_t draw(const std::vector<double>& weights, nk::Rng& rng);
 /// The code without its module docstring lines: a program as shown to the model.
 std::string fenced(const std::string& code);
 
@@ -35,8 +39,11 @@ class Run {
   bool done() const { return static_cast<int64_t>(out_.size()) >= config_.budget; }
   /// Asks, scores the reply on the training set and logs it as a candidate.
   const Candidate& sample(const std::string& operation, const std::vector<Message>& messages, double temperature = NAN);
-  /// Asks without evaluating (reflections, compressions).
+  /// Asks without evaluating (reflections, compressions, replies a
+  /// framework inspects before it scores them).
   std::string ask(const std::string& operation, const std::vector<Message>& messages);
+  /// Scores code on the training set and logs it as a candidate of 'operation'.
+  const Candidate& score(const std::string& operation, const std::string& code, const std::string& description);
   /// The seed heuristic scored (not a candidate: outside the budget).
   Candidate score_seed() const;
   std::vector<Candidate>& out() { return out_; }
@@ -60,5 +67,7 @@ class Run {
 void run_eoh(Run& run);
 void run_reevo(Run& run);
 void run_funsearch(Run& run);
+/// MCTS-AHD (mcts_ahd.cpp).
+void run_mcts_ahd(Run& run);
 
 }  // namespace sevol::detail

@@ -21,7 +21,9 @@ FrameworkShape framework_shape(const std::string& framework) {
   if (framework == "reevo")
     return {1, 5};  // the population; init, short- and long-term reflection, crossover, mutation
   if (framework == "funsearch") return {3, 1};  // islands, score-signature clusters, resets; generate
-  throw nk::usage_error("--framework: '" + framework + "' (expected simpleevol, eoh, funsearch, reevo or random)");
+  if (framework == "mctsahd") return {1, 6};    // the tree; i1, e1, e2, m1, m2, s1 (each with its refinement call)
+  throw nk::usage_error("--framework: '" + framework +
+                        "' (expected simpleevol, eoh, funsearch, reevo, mctsahd or random)");
 }
 
 double ahi(int m, int k, double q) {
@@ -99,6 +101,15 @@ void split_reply(const std::string& reply, std::string& code, std::string& descr
     }
   }
   if (code.empty() && reply.find("def ") != std::string::npos) code = reply;
+  if (description.empty()) {
+    // EoH's and MCTS-AHD's format: the idea in braces before the code
+    const size_t end = std::min(reply.find("```"), reply.find("def "));
+    const size_t open = reply.find('{');
+    if (open != std::string::npos && open < end) {
+      const size_t close = reply.find('}', open);
+      if (close != std::string::npos) description = reply.substr(open + 1, close - open - 1);
+    }
+  }
   if (description.size() > 500) description = description.substr(0, 500);
 }
 
@@ -196,6 +207,22 @@ std::string function_name(Problem p) {
   return default_function(p);
 }
 
+std::string signature_only(Problem p) {
+  const std::string text = interface_text(p);
+  return text.substr(0, text.find('\n'));
+}
+
+size_t draw(const std::vector<double>& weights, nk::Rng& rng) {
+  double total = 0;
+  for (double w : weights) total += w;
+  double u = rng.uniform() * total;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    u -= weights[i];
+    if (u < 0) return i;
+  }
+  return weights.size() - 1;
+}
+
 std::string fenced(const std::string& code) {
   return "```python\n" + code + (code.empty() || code.back() == '\n' ? "" : "\n") + "```\n";
 }
@@ -210,6 +237,10 @@ const Candidate& Run::sample(const std::string& operation, const std::vector<Mes
   const std::string reply = llm_.ask(operation, messages, temperature);
   std::string code, description;
   split_reply(reply, code, description);
+  return score(operation, code, description);
+}
+
+const Candidate& Run::score(const std::string& operation, const std::string& code, const std::string& description) {
   Candidate c = score_code(train_, code, config_.eval);
   c.description = description;
   c.operation = operation;
@@ -254,6 +285,10 @@ std::vector<Candidate> run_framework(const InstanceSet& train, LlmClient& llm, c
   }
   if (config.framework == "funsearch") {
     run_funsearch(run);
+    return run.out();
+  }
+  if (config.framework == "mctsahd") {
+    run_mcts_ahd(run);
     return run.out();
   }
   if (config.framework == "random") {

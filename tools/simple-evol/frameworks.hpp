@@ -1,6 +1,6 @@
 // frameworks.hpp - AHD frameworks: what the LLM sees next. SimpleEvol (one
 // trajectory, its scored history compressed into notes every few candidates,
-// the best code kept), EoH, FunSearch, ReEvo and random sampling; all
+// the best code kept), EoH, FunSearch, ReEvo, MCTS-AHD and random sampling; all
 // through one LLM client and one evaluator.
 #pragma once
 #include <cstdint>
@@ -50,7 +50,8 @@ std::string interface_text(Problem p);
 std::string seed_code(Problem p);
 
 /// The first ```python block of a reply (or the whole reply when it has no
-/// fence and defines a function), and the "Description:" line.
+/// fence and defines a function), and the "Description:" line (else the
+/// idea in braces { } before the code, as EoH and MCTS-AHD ask for it).
 void split_reply(const std::string& reply, std::string& code, std::string& description);
 
 /// Runs the framework until 'budget' candidates are evaluated; 'progress'

@@ -41,20 +41,28 @@ inline void step(const FlowShop& s, const std::vector<double>& p, int64_t j, dou
 /// the matrix p. e has n+1 rows, q has n+1 rows (q[n] = 0).
 struct HeadsTails {
   std::vector<double> e, q;
-  void build(const FlowShop& s, const std::vector<double>& p, const std::vector<int64_t>& seq) {
+  /// Heads and tails in one sweep (two independent chains side by side);
+  /// tails only when 'heads' is false.
+  void build(const FlowShop& s, const std::vector<double>& p, const std::vector<int64_t>& seq, bool heads = true) {
     const int64_t len = static_cast<int64_t>(seq.size()), m = s.m;
-    e.assign(static_cast<size_t>((len + 1) * m), 0.0);
-    q.assign(static_cast<size_t>((len + 1) * m), 0.0);
-    for (int64_t i = 0; i < len; ++i) {
-      std::copy_n(&e[i * m], m, &e[(i + 1) * m]);
-      step(s, p, seq[i], &e[(i + 1) * m]);
-    }
-    for (int64_t i = len - 1; i >= 0; --i) {
-      const double* pj = &p[static_cast<size_t>(seq[i] * m)];
+    e.resize(static_cast<size_t>((len + 1) * m));
+    q.resize(static_cast<size_t>((len + 1) * m));
+    std::fill_n(e.begin(), m, 0.0);
+    std::fill_n(q.begin() + len * m, m, 0.0);
+    for (int64_t a = 0; a < len; ++a) {
+      if (heads) {
+        const double* pj = &p[static_cast<size_t>(seq[a] * m)];
+        const double* ei = &e[a * m];
+        double* en = &e[(a + 1) * m];
+        en[0] = ei[0] + pj[0];
+        for (int64_t k = 1; k < m; ++k) en[k] = std::max(ei[k], en[k - 1]) + pj[k];
+      }
+      const int64_t i = len - 1 - a;
+      const double* pi = &p[static_cast<size_t>(seq[i] * m)];
       double* qi = &q[i * m];
       const double* qn = &q[(i + 1) * m];
-      qi[m - 1] = qn[m - 1] + pj[m - 1];
-      for (int64_t k = m - 2; k >= 0; --k) qi[k] = std::max(qn[k], qi[k + 1]) + pj[k];
+      qi[m - 1] = qn[m - 1] + pi[m - 1];
+      for (int64_t k = m - 2; k >= 0; --k) qi[k] = std::max(qn[k], qi[k + 1]) + pi[k];
     }
   }
   /// Makespan of inserting job j between positions pos-1 and pos.
@@ -72,14 +80,136 @@ struct HeadsTails {
   }
 };
 
-/// The makespan of seq with positions [from, seq.size()) replaced by 'tail',
-/// forward from the heads of the unchanged prefix: the same operations as a
-/// full evaluation, so the same bits.
-double forward_from(const FlowShop& s, const std::vector<double>& p, const double* head, const int64_t* tail,
-                    int64_t count, std::vector<double>& c) {
-  std::copy_n(head, s.m, c.begin());
-  for (int64_t i = 0; i < count; ++i) step(s, p, tail[i], c.data());
-  return c[s.m - 1];
+/// Candidate sequences advanced side by side, a lane each: c is
+/// machine-major [m][width], so that one job's step over a range of lanes is
+/// a loop over contiguous lanes (independent, so it vectorises and is not
+/// bound by the max-then-add chain of one sequence). Each lane's operations
+/// are those of step(), in the same order: the same bits.
+struct Lanes {
+  int64_t m = 0, width = 0;
+  std::vector<double> c, cmax;  ///< states; each lane's makespan
+  void reset(int64_t machines, int64_t lanes) {
+    m = machines;
+    width = lanes;
+    c.assign(static_cast<size_t>(m * width), 0.0);
+  }
+  double* row(int64_t k) { return &c[static_cast<size_t>(k * width)]; }
+  /// Lanes [lo, hi) step the job whose times are pj.
+  void step(const double* pj, int64_t lo, int64_t hi) {
+    double* r0 = row(0);
+    for (int64_t l = lo; l < hi; ++l) r0[l] += pj[0];
+    for (int64_t k = 1; k < m; ++k) {
+      double* r = row(k);
+      const double* up = row(k - 1);
+      const double pk = pj[k];
+      for (int64_t l = lo; l < hi; ++l) r[l] = std::max(r[l], up[l]) + pk;
+    }
+  }
+  /// Lane l alone steps the job whose times are pj.
+  void step_one(const double* pj, int64_t l) {
+    c[static_cast<size_t>(l)] += pj[0];
+    for (int64_t k = 1; k < m; ++k) {
+      double& x = row(k)[l];
+      x = std::max(x, row(k - 1)[l]) + pj[k];
+    }
+  }
+  void set(int64_t l, const double* v) {
+    for (int64_t k = 0; k < m; ++k) row(k)[l] = v[k];
+  }
+};
+
+/// Heads and tails machine-major ([k][position], len + 1 positions), and
+/// the makespans of one job inserted at every position, lane by lane with
+/// HeadsTails::insert's operations.
+struct HeadsTailsT {
+  int64_t w = 0;
+  std::vector<double> e, q, f, best;
+  void build(const FlowShop& s, const std::vector<double>& p, const int64_t* seq, int64_t len) {
+    const int64_t m = s.m;
+    w = len + 1;
+    e.resize(static_cast<size_t>(m * w));
+    q.resize(static_cast<size_t>(m * w));
+    for (int64_t k = 0; k < m; ++k) {
+      e[k * w] = 0;
+      q[k * w + len] = 0;
+    }
+    for (int64_t a = 0; a < len; ++a) {
+      const double* pj = &p[static_cast<size_t>(seq[a] * m)];
+      e[a + 1] = e[a] + pj[0];
+      for (int64_t k = 1; k < m; ++k) e[k * w + a + 1] = std::max(e[k * w + a], e[(k - 1) * w + a + 1]) + pj[k];
+      const int64_t i = len - 1 - a;
+      const double* pi = &p[static_cast<size_t>(seq[i] * m)];
+      q[(m - 1) * w + i] = q[(m - 1) * w + i + 1] + pi[m - 1];
+      for (int64_t k = m - 2; k >= 0; --k) q[k * w + i] = std::max(q[k * w + i + 1], q[(k + 1) * w + i]) + pi[k];
+    }
+  }
+  /// best[pos] for pos in [lo, hi): the makespan with the job of times pv inserted before position pos.
+  void insert_all(const double* pv, int64_t m, int64_t lo, int64_t hi) {
+    f.assign(static_cast<size_t>(w), 0.0);
+    best.assign(static_cast<size_t>(w), 0.0);
+    for (int64_t k = 0; k < m; ++k) {
+      const double* ek = &e[k * w];
+      const double* qk = &q[k * w];
+      const double pk = pv[k];
+      for (int64_t pos = lo; pos < hi; ++pos) {
+        f[pos] = std::max(f[pos], ek[pos]) + pk;
+        best[pos] = std::max(best[pos], f[pos] + qk[pos]);
+      }
+    }
+  }
+};
+
+/// The swap pass at position i, first improvement against 'threshold':
+/// every j > i is a lane (i and j swapped); from the first lane after an
+/// accepted swap on, the lanes start again from the new sequence. With
+/// 'tails' (exact arithmetic), lane j stops after position j and adds the
+/// unchanged suffix's tails; else it runs to the end, as a full evaluation.
+void swap_at(const FlowShop& s, const std::vector<double>& p, std::vector<int64_t>& seq, int64_t i, double& threshold,
+             bool tails, HeadsTails& ht, Lanes& lanes, std::vector<double>& head) {
+  const int64_t n = s.n, m = s.m;
+  std::fill(head.begin(), head.end(), 0.0);
+  for (int64_t t = 0; t < i; ++t) step(s, p, seq[t], head.data());
+  auto row = [&](int64_t j) { return &p[static_cast<size_t>(j * m)]; };
+  std::vector<double>& cmax = lanes.cmax;
+  cmax.resize(static_cast<size_t>(n));
+  for (int64_t start = i + 1; start < n;) {
+    if (tails) ht.build(s, p, seq, false);
+    lanes.reset(m, n);
+    for (int64_t l = start; l < n; ++l) lanes.set(l, head.data());
+    // position i: each lane's own job seq[l]
+    for (int64_t l = start; l < n; ++l) lanes.step_one(row(seq[l]), l);
+    // positions i+1 .. : lane t takes seq[i] at t, the others seq[t]
+    for (int64_t t = i + 1; t < n; ++t) {
+      const int64_t lo = tails ? std::max(t, start) : start;
+      if (lo > t) {
+        lanes.step(row(seq[t]), lo, n);
+        continue;
+      }
+      lanes.step(row(seq[t]), lo, t);
+      lanes.step(row(seq[t]), t + 1, n);
+      lanes.step_one(row(seq[i]), t);  // lane t: seq[i] at position t
+      if (tails) {
+        const double* q = &ht.q[static_cast<size_t>((t + 1) * m)];
+        double best = 0;
+        for (int64_t k = 0; k < m; ++k) best = std::max(best, lanes.row(k)[t] + q[k]);
+        cmax[t] = best;
+      }
+    }
+    if (!tails) {
+      for (int64_t l = start; l < n; ++l) cmax[l] = lanes.row(m - 1)[l];
+    }
+    int64_t taken = -1;
+    for (int64_t l = start; l < n; ++l) {
+      if (cmax[l] < threshold) {
+        taken = l;
+        break;
+      }
+    }
+    if (taken < 0) break;
+    std::swap(seq[i], seq[taken]);
+    threshold = cmax[taken];
+    start = taken + 1;
+  }
 }
 
 /// One swap pass then one relocate pass, first improvement against
@@ -90,37 +220,15 @@ std::vector<int64_t> ls_pass(const FlowShop& s, const std::vector<double>& p, st
                              double threshold, const std::vector<int64_t>* positions, const std::vector<int64_t>* jobs,
                              bool exact_fast) {
   const int64_t n = s.n, m = s.m;
-  std::vector<double> c(static_cast<size_t>(m)), head(static_cast<size_t>(m));
-  std::vector<int64_t> tmp(static_cast<size_t>(n));
+  std::vector<double> head(static_cast<size_t>(m));
   HeadsTails ht;
+  HeadsTailsT htt;
+  Lanes lanes;
   // swap pass
   const int64_t swap_count = positions ? static_cast<int64_t>(positions->size()) : n;
   for (int64_t a = 0; a < swap_count; ++a) {
     const int64_t i = positions ? (*positions)[a] : a;
-    if (exact_fast) ht.build(s, p, seq);
-    std::fill(head.begin(), head.end(), 0.0);
-    for (int64_t t = 0; t < i; ++t) step(s, p, seq[t], head.data());
-    for (int64_t j = i + 1; j < n; ++j) {
-      double cmax;
-      if (exact_fast) {
-        std::copy(head.begin(), head.end(), c.begin());
-        step(s, p, seq[j], c.data());
-        for (int64_t t = i + 1; t < j; ++t) step(s, p, seq[t], c.data());
-        step(s, p, seq[i], c.data());
-        cmax = 0;
-        const double* qj = &ht.q[(j + 1) * m];
-        for (int64_t k = 0; k < m; ++k) cmax = std::max(cmax, c[k] + qj[k]);
-      } else {
-        tmp.assign(seq.begin() + i, seq.end());
-        std::swap(tmp[0], tmp[j - i]);
-        cmax = forward_from(s, p, head.data(), tmp.data(), n - i, c);
-      }
-      if (cmax < threshold) {
-        std::swap(seq[i], seq[j]);
-        threshold = cmax;
-        if (exact_fast) ht.build(s, p, seq);
-      }
-    }
+    swap_at(s, p, seq, i, threshold, exact_fast, ht, lanes, head);
   }
   // relocate pass: remove job v, insert it at position j (1..n-1) of the rest
   const int64_t reloc_count = jobs ? static_cast<int64_t>(jobs->size()) : n - 1;
@@ -131,32 +239,38 @@ std::vector<int64_t> ls_pass(const FlowShop& s, const std::vector<double>& p, st
     for (int64_t t = 0; t < n; ++t) {
       if (seq[t] != v) base[w++] = seq[t];
     }
+    // the first position of least makespan (the published first-improvement
+    // scan keeps exactly that one), taken when below the threshold
+    const double* pv = &p[static_cast<size_t>(v * m)];
+    const double* cm;
     if (exact_fast) {
-      ht.build(s, p, base);
-      for (int64_t j = 1; j < n; ++j) {
-        const double cmax = ht.insert(s, p, v, j);
-        if (cmax < threshold) {
-          threshold = cmax;
-          seq.assign(base.begin(), base.begin() + j);
-          seq.push_back(v);
-          seq.insert(seq.end(), base.begin() + j, base.end());
-        }
-      }
+      htt.build(s, p, base.data(), n - 1);
+      htt.insert_all(pv, m, 1, n);
+      cm = htt.best.data();
     } else {
+      // lanes j = 1..n-1 (v before base[j]) forward to the end, as a full evaluation
+      lanes.reset(m, n);
       std::fill(head.begin(), head.end(), 0.0);
       step(s, p, base[0], head.data());
-      for (int64_t j = 1; j < n; ++j) {
-        tmp.assign(1, v);
-        tmp.insert(tmp.end(), base.begin() + j, base.end());
-        const double cmax = forward_from(s, p, head.data(), tmp.data(), n - j, c);
-        if (cmax < threshold) {
-          threshold = cmax;
-          seq.assign(base.begin(), base.begin() + j);
-          seq.push_back(v);
-          seq.insert(seq.end(), base.begin() + j, base.end());
-        }
-        if (j < n - 1) step(s, p, base[j], head.data());
+      for (int64_t j = 1; j < n; ++j) lanes.set(j, head.data());
+      for (int64_t t = 1; t < n; ++t) {
+        if (t > 1) lanes.step(&p[static_cast<size_t>(base[t - 1] * m)], 1, t);
+        lanes.step_one(pv, t);
+        if (t < n - 1) lanes.step(&p[static_cast<size_t>(base[t] * m)], t + 1, n);
       }
+      cm = lanes.row(m - 1);
+    }
+    int64_t where = -1;
+    for (int64_t j = 1; j < n; ++j) {
+      if (cm[j] < threshold) {
+        threshold = cm[j];
+        where = j;
+      }
+    }
+    if (where > 0) {
+      seq.assign(base.begin(), base.begin() + where);
+      seq.push_back(v);
+      seq.insert(seq.end(), base.begin() + where, base.end());
     }
   }
   return seq;

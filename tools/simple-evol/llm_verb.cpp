@@ -202,6 +202,10 @@ uint64_t surrogate_command_seed(uint64_t seed, int64_t sample) {
 }
 
 void llm_verb(const LlmVerbOptions& o, const nk::RunEnv& env) {
+  if (!o.seed_heuristic.empty()) {
+    std::cout << seed_code(parse_problem(o.seed_heuristic, "--seed-heuristic"));
+    return;
+  }
   if (o.exam) {
     if (o.output.empty()) throw nk::usage_error("llm --exam: -o/--output is required");
     run_exam(o, env);

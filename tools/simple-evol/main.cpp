@@ -82,8 +82,8 @@ int main(int argc, char** argv) {
   evolve_verb
       ->add_option("--test", evo.tests, "Test instance files (comma-separated): the best heuristic's mean gap on each")
       ->delimiter(',');
-  evolve_verb->add_option("--framework", evo.framework, "simpleevol, eoh, funsearch, reevo or random")
-      ->check(CLI::IsMember({"simpleevol", "eoh", "funsearch", "reevo", "random"}));
+  evolve_verb->add_option("--framework", evo.framework, "simpleevol, eoh, funsearch, reevo, mctsahd or random")
+      ->check(CLI::IsMember({"simpleevol", "eoh", "funsearch", "reevo", "mctsahd", "random"}));
   evolve_verb->add_option("--llm", evo.llm, "A shipped surrogate: surrogate:0 (weakest) .. surrogate:9");
   evolve_verb->add_option("--llm-cmd", evo.llm_cmd, "Any model as a command: the prompt on stdin, the reply on stdout");
   evolve_verb->add_option("--llm-format", evo.llm_format, "What --llm-cmd reads: text or chat-json")
@@ -122,6 +122,10 @@ int main(int argc, char** argv) {
   llm_verb->add_option("--rungs", llmo.rungs, "--exam: the rungs, e.g. 0-9 or 0,4,9");
   llm_verb->add_option("--samples", llmo.samples, "--exam: replies per rung and problem")
       ->check(CLI::Range(int64_t{1}, int64_t{10000}));
+  llm_verb
+      ->add_option("--seed-heuristic", llmo.seed_heuristic,
+                   "Print the seed heuristic every framework starts from (tsp, cvrp or fssp) and exit")
+      ->check(CLI::IsMember({"tsp", "cvrp", "fssp"}));
   nk::cli::App::output(llm_verb->add_option("-o,--output", llmo.output, "--exam: the exam's HDF5 file"));
   nk::cli::App::add_no_clobber(*llm_verb, llmo.no_clobber);
 

@@ -13,24 +13,6 @@ namespace sevol::detail {
 
 namespace {
 
-/// The function's signature line with an empty body: what the model must implement.
-std::string signature_only(Problem p) {
-  const std::string text = interface_text(p);
-  return text.substr(0, text.find('\n'));
-}
-
-/// Index drawn with probability proportional to weights.
-size_t draw(const std::vector<double>& weights, nk::Rng& rng) {
-  double total = 0;
-  for (double w : weights) total += w;
-  double u = rng.uniform() * total;
-  for (size_t i = 0; i < weights.size(); ++i) {
-    u -= weights[i];
-    if (u < 0) return i;
-  }
-  return weights.size() - 1;
-}
-
 // ---------------------------------------------------------------------------
 // EoH (llm4ad): i1 until 2N, then e1, e2, m1, m2 in turn; rank selection
 // p ~ 1/(r + N); survival of the best N when N offspring are waiting.

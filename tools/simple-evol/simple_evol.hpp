@@ -82,6 +82,7 @@ struct LlmVerbOptions {
   bool no_clobber = false;
   std::string rungs = "0-9";
   int64_t samples = 16;
+  std::string seed_heuristic;  ///< a problem: print the seed heuristic every framework starts from
 };
 void llm_verb(const LlmVerbOptions& options, const nk::RunEnv& env);
 

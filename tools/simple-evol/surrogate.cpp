@@ -367,15 +367,25 @@ std::vector<ShownProgram> shown_programs(const Grammar& grammar, const std::stri
   bool in_code = false;
   std::string code;
   double code_score = NAN;
+  int since_close = 99;
   while (std::getline(in, line)) {
     const bool fence = line.rfind("```", 0) == 0;
     if (in_code) {
       if (fence) {
         in_code = false;
         out.push_back({grammar.parse(code), std::isnan(code_score) ? version_score(code) : code_score});
+        since_close = 0;
       } else {
         code += line + "\n";
       }
+      continue;
+    }
+    // MCTS-AHD's layout: "Objective value: X" on the line after the code it scores
+    if (++since_close == 1 && line.rfind("Objective value:", 0) == 0 && std::isnan(out.back().score)) {
+      size_t k = 16;
+      while (k < line.size() && line[k] == ' ') ++k;
+      const size_t len = number_length(line, k);
+      if (len > 0) out.back().score = std::stod(line.substr(k, len));
       continue;
     }
     if (fence) {
@@ -511,6 +521,13 @@ std::string surrogate_reply(int rung, const std::string& prompt, uint64_t seed, 
   const std::string request = request_of(prompt);
   if (request.find("compress") != std::string::npos || request.find("hints for designing") != std::string::npos) {
     return notes_reply(rung, grammar, shown);
+  }
+  if (request.find("re-describe") != std::string::npos) {
+    // MCTS-AHD's refinement: say what the code shown does
+    for (const ShownProgram& p : shown) {
+      if (p.genome) return "Description: " + grammar.describe(*p.genome) + "\n";
+    }
+    return "Description: a heuristic outside my notation.\n";
   }
   const bool obeys = rung >= 3;
   auto says = [&](std::initializer_list<const char*> words) {

@@ -75,12 +75,14 @@ struct ShownProgram {
   std::optional<Genome> genome;
   double score = NAN;  ///< lower is better; NaN when none is given
 };
-/// Fenced code blocks with the score on the header line above them, and
-/// notes lines "score S: NAME=value ...".
+/// Fenced code blocks with the score on the header line above them (or on
+/// an "Objective value:" line right below them), and notes lines "score S:
+/// NAME=value ...".
 std::vector<ShownProgram> shown_programs(const Grammar& grammar, const std::string& prompt);
 
 /// The surrogate's reply: working notes when the request is to compress,
-/// a reflection when it asks for one, else "Description: ..." and a
+/// a reflection when it asks for one, a description when asked to
+/// re-describe code, else "Description: ..." and a
 /// ```python block. Depends only on (rung, prompt, seed, temperature).
 std::string surrogate_reply(int rung, const std::string& prompt, uint64_t seed, double temperature);
 

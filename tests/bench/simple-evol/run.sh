@@ -15,13 +15,21 @@
 #   (C) ICE: `simple-evol llm --exam` and a `sweep` (preset small; PROBLEMS,
 #       FRAMEWORKS, RUNGS, SEEDS, BUDGET shrink it), then `ice` per problem:
 #       frameworks x (M, K, Q, AHI, ICE +- SE, top-rung test gap) and SVGs.
-# PARTS=ABC picks parts; PYV is the venv's python (tests/bench/simple-evol/venv.sh).
+#   (D) the faithfulness row: llm4ad's own EoH and FunSearch (PyPI llm4ad
+#       1.11) on TSP with the same surrogates, evaluator and data as C's
+#       sweep, beside simple-evol's (llm4ad_row.py; D_RUNGS, D_SEEDS; needs
+#       C's sweep and exam in OUT).
+#   (E) SimpleEvol's ablations on C's TSP data: without the best-so-far
+#       code in the prompt, without compression (E_RUNGS, E_SEEDS, E_BUDGET).
+# PARTS=ABCDE picks parts; PYV is the venv's python (tests/bench/simple-evol/venv.sh),
+# PYL llm4ad's (tests/bench/simple-evol/llm4ad_venv.sh).
 set -eu
 BIN=${1:-build/bin}
 OUT=${OUT:-build/bench/simple-evol}
 THREADS=${THREADS:-2}
-PARTS=${PARTS:-ABC}
+PARTS=${PARTS:-ABCDE}
 PYV=${PYV:-build/bench-venv-se/bin/python}
+PYL=${PYL:-build/bench-venv-llm4ad/bin/python}
 GLS_ITER=${GLS_ITER:-1000}
 PYVRP_SECONDS=${PYVRP_SECONDS:-5}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -113,7 +121,7 @@ fi
 
 if [[ $PARTS == *C* ]]; then
   PROBLEMS=${PROBLEMS:-tsp,cvrp,fssp}
-  FRAMEWORKS=${FRAMEWORKS:-simpleevol,eoh,funsearch,reevo,random}
+  FRAMEWORKS=${FRAMEWORKS:-simpleevol,eoh,funsearch,reevo,mctsahd,random}
   RUNGS=${RUNGS:-0-9}
   SEEDS=${SEEDS:-3}
   BUDGET=${BUDGET:-0}
@@ -133,7 +141,7 @@ import h5py, sys, numpy as np
 f = h5py.File(sys.argv[1], "r")
 fw = [x.decode() for x in f["ice/framework"][()]]
 slope, se, ahi, gap = f["ice/slope"][()], f["ice/slope_se"][()], f["ice/ahi"][()], f["ice/gap"][()]
-shape = {"simpleevol": (1, 2), "eoh": (1, 5), "funsearch": (3, 1), "reevo": (1, 5), "random": (0, 1)}
+shape = {"simpleevol": (1, 2), "eoh": (1, 5), "funsearch": (3, 1), "reevo": (1, 5), "mctsahd": (1, 6), "random": (0, 1)}
 print("### %s (I from the exam, weakest rung = 1; eps %.2f)" % (sys.argv[2], f.attrs["eps"]))
 print()
 print("| framework | M | K | Q (mean) | AHI | ICE | SE | top-rung test gap |")
@@ -153,4 +161,52 @@ if "simpleevol" in fw:
 print()
 PYEOF
   done
+fi
+
+if [[ $PARTS == *D* ]]; then
+  echo
+  echo "## (D) llm4ad's EoH and FunSearch on the surrogates (TSP, rungs ${D_RUNGS:-0,3,6,9}, ${D_SEEDS:-3} seeds, 60 candidates)"
+  echo
+  "$PYL" "$here/llm4ad_row.py" --bin "$BIN" --sweep "$OUT/sweep" --exam "$OUT/exam.h5" --rungs "${D_RUNGS:-0,3,6,9}" --seeds "${D_SEEDS:-3}"
+fi
+
+if [[ $PARTS == *E* ]]; then
+  E_RUNGS=${E_RUNGS:-8,9}
+  E_SEEDS=${E_SEEDS:-3}
+  E_BUDGET=${E_BUDGET:-200}
+  echo
+  echo "## (E) SimpleEvol's ablations on TSP (C's data; rungs $E_RUNGS, $E_SEEDS seeds, $E_BUDGET candidates)"
+  echo
+  mkdir -p "$OUT/ablation"
+  t0=$(now)
+  for r in ${E_RUNGS//,/ }; do
+    for s in $(seq 1 "$E_SEEDS"); do
+      for v in full no-best-so-far no-compression; do
+        case $v in
+          full) flags="" ;;
+          no-best-so-far) flags="--no-best-so-far" ;;
+          no-compression) flags="--compress-every 0" ;;
+        esac
+        f="$OUT/ablation/$v-r$r-s$s.h5"
+        [ -f "$f" ] || $SE evolve -i "$OUT/sweep/data/tsp-train.h5" --test "$OUT/sweep/data/tsp-test50.h5" \
+          --llm "surrogate:$r" --budget "$E_BUDGET" --seed "$s" $flags -o "$f"
+      done
+    done
+  done
+  t1=$(now)
+  /usr/bin/python3 - "$OUT/ablation" "$E_RUNGS" "$E_SEEDS" <<'PYEOF'
+import h5py, sys, numpy as np
+d, rungs, seeds = sys.argv[1], [int(r) for r in sys.argv[2].split(",")], int(sys.argv[3])
+print("| variant | " + " | ".join("rung %d test gap (mean of %d)" % (r, seeds) for r in rungs) + " | all |")
+print("|---|" + "---|" * (len(rungs) + 1))
+for v in ["full", "no-best-so-far", "no-compression"]:
+    cells, everything = [], []
+    for r in rungs:
+        g = [h5py.File("%s/%s-r%d-s%d.h5" % (d, v, r, s), "r")["best/test_gap"][0] for s in range(1, seeds + 1)]
+        everything += g
+        cells.append("%.4f" % np.mean(g))
+    print("| %s | %s | %.4f |" % (v, " | ".join(cells), np.mean(everything)))
+PYEOF
+  echo
+  echo "ablation runs: $(echo "$t1 - $t0" | bc -l | cut -d. -f1) s"
 fi
