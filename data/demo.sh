@@ -220,5 +220,18 @@ for h in tsp_nearest tsp_lookahead; do
   echo "$h: mean gap to the ils tours $(h5dump -a mean_gap "$out/se-$h.h5" | awk '/\(0\)/ {print $2}')"
 done
 
+step "swe-crafter: a fixture repository with labelled commits (good, doc-only, code-only, passes-before, breaks-a-test, flaky): mined into candidates, then validated fail-to-pass in the sandbox; exactly the good commit becomes an instance" \
+     "swe-crafter fetch git:repo; swe-crafter env -i repo -o env.json; swe-crafter mine -i repo --env env.json -o cand.jsonl; swe-crafter validate -i cand.jsonl -o inst.jsonl"
+rm -rf "$out/swe-repo" "$out/swe-store"
+bash "$here/swe-crafter/fixture-repo.sh" "$out/swe-repo"
+# Debian's python3 and pytest run the fixture's tests
+sc_sandbox=namespace
+[ -n "$(swe-crafter doctor | awk -F'\t' '$1 == "sandbox" && $2 == "namespace" && $3 == "no"')" ] && sc_sandbox=none
+[ "$sc_sandbox" = none ] && echo "demo: no namespace sandbox on this machine: the fixture's tests run with --sandbox none"
+PATH="$bin:/usr/bin:$PATH" swe-crafter -q fetch "git:$out/swe-repo" --store "$out/swe-store" > /dev/null
+PATH="$bin:/usr/bin:$PATH" swe-crafter -q env -i swe-repo --store "$out/swe-store" --sandbox $sc_sandbox -o "$out/swe-env.json"
+PATH="$bin:/usr/bin:$PATH" swe-crafter mine -i swe-repo --store "$out/swe-store" --env "$out/swe-env.json" -o "$out/swe-cand.jsonl"
+PATH="$bin:/usr/bin:$PATH" swe-crafter validate -i "$out/swe-cand.jsonl" --store "$out/swe-store" --sandbox $sc_sandbox -o "$out/swe-inst.jsonl"
+
 echo
 echo "demo: outputs in $out"

@@ -1,0 +1,79 @@
+# swe-crafter.sh - a fixture repository with labelled commits (good,
+# doc-only, code-only, passes-before, breaks-a-test, flaky) through fetch,
+# env, mine and validate: exactly the good commit is admitted, with its
+# FAIL_TO_PASS and PASS_TO_PASS; the re-check holds for it and catches a
+# tampered instance; the user's repository is never written; bad input.
+. "$(dirname "$0")/lib.sh"
+
+# Debian's python3 (with its pytest) before any other on PATH
+export PATH="$NK_BIN:/usr/bin:$PATH"
+SC="swe-crafter -q"
+SANDBOX=""
+[ -n "$(swe-crafter doctor | awk -F'\t' '$1 == "sandbox" && $2 == "namespace" && $3 == "no"')" ] && SANDBOX="--sandbox none"
+
+check "the fixture repository" bash "$NK_SOURCE/data/swe-crafter/fixture-repo.sh" repo
+before=$(cd repo && git status --porcelain && git rev-parse HEAD && ls -a)
+check "fetch git:PATH" sh -c "$SC fetch git:$WORK/repo --store st > fetched.txt"
+check "fetch prints the store's repository" grep -q "st/repos/repo$" fetched.txt
+check "fetch again: already in the store" $SC fetch git:$WORK/repo --store st
+after=$(cd repo && git status --porcelain && git rev-parse HEAD && ls -a)
+[ "$before" = "$after" ] && pass "the user's repository is untouched" || fail "the user's repository is untouched"
+check "env (fixed)" $SC env -i repo --store st -o env.json $SANDBOX
+check "mine --env" $SC mine -i repo --store st --env env.json -o cand.jsonl
+check "validate --runs 2" sh -c "$SC validate -i cand.jsonl --store st -o inst.jsonl --runs 2 $SANDBOX > verdicts.tsv"
+check "validate re-checks the instances (exit 0)" sh -c "$SC validate -i inst.jsonl --store st -o held.jsonl $SANDBOX > recheck.tsv"
+# a tampered instance: the gold patch no longer fixes add()
+"$PY" - <<'PYEOF'
+import json
+line = json.loads(open("inst.jsonl").readline())
+line["patch"] = line["patch"].replace("+    return a + b", "+    return a + b + 0 * 1 - 1")
+open("tampered.jsonl", "w").write(json.dumps(line) + "\n")
+PYEOF
+swe-crafter -q validate -i tampered.jsonl --store st -o held2.jsonl $SANDBOX > tampered.tsv 2>/dev/null
+rc=$?
+[ "$rc" -eq 1 ] && pass "a tampered instance fails the re-check (exit 1)" || fail "a tampered instance fails the re-check (exit $rc)"
+"$PY" - <<'PYEOF'
+import json, os, sys
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
+env = json.load(open("env.json"))
+report(env["ok"] and env["build_system"] == "pytest" and env["log_parser"] == "pytest" and env["tests_found"] == 5, "env: pytest found 5 tests and its summary")
+cand = [json.loads(l) for l in open("cand.jsonl")]
+labels = [c["problem_statement"].split("(label: ")[1].split(")")[0].split(":")[0] for c in cand]
+report(sorted(labels) == ["breaks-a-test", "flaky", "good", "passes-before"], "mine: the commits touching code and tests (not doc-only, not code-only): %s" % labels)
+good = [c for c in cand if "label: good" in c["problem_statement"]][0]
+report("calc.py" in good["patch"] and "tests/" not in good["patch"] and "tests/test_calc.py" in good["test_patch"] and "calc.py" not in good["test_patch"].replace("tests/test_calc.py", ""), "mine: patch and test_patch split by the test-file rule")
+report(good["base_commit"] != "" and good["test_files"] == ["tests/test_calc.py"] and good["test_cmd"] == env["test_cmd"], "mine: base commit, test files, the environment's commands")
+verdicts = {l.split("\t")[0]: l.rstrip("\n").split("\t")[1:] for l in open("verdicts.tsv")}
+admitted = [k for k, v in verdicts.items() if v[0] == "admitted"]
+report(admitted == [good["instance_id"]], "validate: exactly the good commit admitted")
+why = {c["problem_statement"].split("(label: ")[1].split(")")[0].split(":")[0]: verdicts[c["instance_id"]][1] for c in cand}
+report("pass-to-fail" in why["breaks-a-test"] and "no fail-to-pass" in why["passes-before"] and "flaky" in why["flaky"], "validate: the rejections say why (%s)" % why)
+inst = [json.loads(l) for l in open("inst.jsonl")]
+report(len(inst) == 1 and json.loads(inst[0]["FAIL_TO_PASS"]) == ["tests/test_calc.py::test_add"] and json.loads(inst[0]["PASS_TO_PASS"]) == ["tests/test_calc.py::test_mul"], "validate: FAIL_TO_PASS and PASS_TO_PASS as SWE-bench lists")
+keys = ["instance_id", "repo", "base_commit", "patch", "test_patch", "problem_statement", "hints_text", "created_at", "version", "FAIL_TO_PASS", "PASS_TO_PASS", "environment_setup_commit"]
+report(all(k in inst[0] for k in keys) and inst[0]["created_at"].startswith("2026-01-02"), "the instance has SWE-bench's fields")
+report(open("recheck.tsv").read().split("\t")[1] == "ok" and len(open("held.jsonl").readlines()) == 1, "re-check: the instance holds")
+t = open("tampered.tsv").read()
+report("\tfail\t" in t and "test_add" in t and open("held2.jsonl").read() == "", "re-check: the tampered instance fails, naming the test, and is not kept")
+finish()
+PYEOF
+[ $? -eq 0 ] && pass "instances checked" || fail "instances checked"
+
+# Bad input: one line naming file and what, exit 3; nothing written.
+mkdir notgit
+expect_fail "not a git repository" 3 "not a git repository" $SC mine -i notgit --store st -o x.jsonl
+expect_fail "an unknown source" 3 "unknown source" $SC fetch svn:foo --store st
+expect_fail "fetch of a folder that is no repository" 3 "not a git repository" $SC fetch git:$WORK/notgit --store st
+echo '{"instance_id": "a", "repo": "repo"' > bad.jsonl
+expect_fail "malformed JSONL (file, line)" 3 "bad.jsonl.*line 1" $SC validate -i bad.jsonl --store st
+head -1 inst.jsonl > dup.jsonl; head -1 inst.jsonl >> dup.jsonl
+expect_fail "a duplicate instance_id" 3 "line 2.*duplicate instance_id" $SC validate -i dup.jsonl --store st
+"$PY" -c 'import json; d = json.loads(open("inst.jsonl").readline()); d.pop("base_commit"); print(json.dumps(d))' > nobase.jsonl
+expect_fail "a missing base_commit" 3 "base_commit" $SC validate -i nobase.jsonl --store st
+"$PY" -c 'import json; d = json.loads(open("inst.jsonl").readline()); d["patch"] = d["patch"].replace("-    return a - b", "-    return a - c"); print(json.dumps(d))' > noapply.jsonl
+expect_fail "a patch that does not apply" 3 "patch does not apply" $SC validate -i noapply.jsonl --store st -o x.jsonl
+[ ! -e x.jsonl ] && pass "no output after a failure" || fail "no output after a failure"
+check "empty standard input: no instances, no error" sh -c "$SC validate -i - --store st -o none.jsonl < /dev/null"
+[ -f none.jsonl ] && [ ! -s none.jsonl ] && pass "an empty instance file written" || fail "an empty instance file written"
+finish

@@ -1,0 +1,23 @@
+"""swe-crafter: every verb that reads a file (tests/fuzz/fuzz.py): validate's
+candidates and mine's env.json, on the fixture repository."""
+
+import os
+
+FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "data", "swe-crafter", "fixture-repo.sh")
+SETUP = ["bash " + FIXTURE + " {w}/repo > /dev/null",
+         "swe-crafter -q fetch git:{w}/repo --store {w}/st > /dev/null",
+         "swe-crafter -q env -i repo --store {w}/st --sandbox none -o {w}/env.json",
+         "swe-crafter -q mine -i repo --store {w}/st --env {w}/env.json --max 2 -o {w}/cand.jsonl"]
+
+RECIPES = [
+    {"tool": "swe-crafter", "verb": "validate",
+     "setup": SETUP,
+     "inputs": {"candidates": "{w}/cand.jsonl"},
+     "text": {"candidates": True},
+     "run": "swe-crafter -q validate -i {candidates} --store {w}/st --sandbox none --runs 1 --timeout 60 -o {out}"},
+    {"tool": "swe-crafter", "verb": "mine",
+     "setup": SETUP,
+     "inputs": {"env": "{w}/env.json"},
+     "text": {"env": True},
+     "run": "swe-crafter -q mine -i repo --store {w}/st --env {env} -o {out}"},
+]

@@ -1,0 +1,119 @@
+// swe-crafter.cpp - the test-file rule and each log parser on recorded logs.
+#include "doctest/doctest.h"
+#include "swe-crafter/buildsys.hpp"
+#include "swe-crafter/parsers.hpp"
+#include "swe-crafter/testrule.hpp"
+
+using namespace swec;
+
+TEST_SUITE("swe-crafter") {
+  TEST_CASE("the test-file rule, code against documentation, languages") {
+    for (const char* t :
+         {"tests/test_calc.py", "test/foo.c", "pkg/t/basic.t", "spec/models/user_spec.rb", "src/__tests__/a.js",
+          "test_x.py", "math_test.go", "lib/a_spec.js", "src/test/java/FooTest.java", "x/y/tests/data.json"}) {
+      CHECK_MESSAGE(is_test_file(t), t);
+    }
+    for (const char* t : {"calc.py", "src/testing.c", "contest.py", "latest/a.go", "docs/tests.md.txt", "t.py",
+                          "attest/x.rs", "Testament.java"}) {
+      CHECK_MESSAGE(!is_test_file(t), t);
+    }
+    CHECK(is_code_file("src/lib.rs"));
+    CHECK(is_code_file("Makefile"));
+    CHECK(is_code_file("cmake/Foo.cmake"));
+    CHECK_FALSE(is_code_file("README.md"));
+    CHECK_FALSE(is_code_file("LICENSE"));
+    CHECK_FALSE(is_code_file("docs/index.rst"));
+    CHECK(language_of("a/b.go") == "go");
+    CHECK(language_of("x.hpp") == "cpp");
+    CHECK(language_of("lib/A.pm") == "perl");
+    CHECK(language_of("notes.txt") == "");
+  }
+
+  TEST_CASE("pytest -rA: the short summary's verdicts and the final line") {
+    const std::string log =
+        "============================= test session starts ==============================\n"
+        "collected 4 items\n\n"
+        "tests/test_a.py .F.s                                                     [100%]\n"
+        "=========================== short test summary info ============================\n"
+        "PASSED tests/test_a.py::test_one\n"
+        "PASSED tests/test_a.py::test_param[1-2]\n"
+        "FAILED tests/test_a.py::test_two - assert 1 == 2\n"
+        "SKIPPED [1] tests/test_a.py:9: no network\n"
+        "ERROR tests/test_b.py - ImportError: cannot import name 'x'\n"
+        "XFAIL tests/test_a.py::test_known - reason\n"
+        "============== 1 failed, 2 passed, 1 skipped, 1 xfailed, 1 error in 0.05s ==============\n";
+    const ParsedLog p = parse_log("pytest", log);
+    CHECK(p.summary);
+    CHECK(p.tests.size() == 5);
+    CHECK(p.passed("tests/test_a.py::test_one"));
+    CHECK(p.passed("tests/test_a.py::test_param[1-2]"));
+    CHECK(p.tests.at("tests/test_a.py::test_two") == Verdict::failed);
+    CHECK(p.tests.at("tests/test_b.py") == Verdict::error);
+    CHECK(p.passed("tests/test_a.py::test_known"));  // XFAIL counts as passing, as SWE-bench counts it
+    CHECK_FALSE(parse_log("pytest", "collected 0 items\nINTERNALERROR> boom\n").summary);
+  }
+
+  TEST_CASE("go test -v: tests, subtests, and the package lines") {
+    const std::string log =
+        "=== RUN   TestAdd\n--- PASS: TestAdd (0.00s)\n=== RUN   TestSub\n=== RUN   TestSub/neg\n"
+        "    --- FAIL: TestSub/neg (0.00s)\n--- FAIL: TestSub (0.00s)\n--- SKIP: TestNet (0.00s)\nFAIL\n"
+        "FAIL\texample.com/calc\t0.004s\n";
+    const ParsedLog p = parse_log("gotest", log);
+    CHECK(p.summary);
+    CHECK(p.passed("TestAdd"));
+    CHECK(p.tests.at("TestSub/neg") == Verdict::failed);
+    CHECK(p.tests.at("TestSub") == Verdict::failed);
+    CHECK(p.tests.at("TestNet") == Verdict::skipped);
+    CHECK(parse_log("gotest", "ok  \texample.com/calc\t0.003s\n").summary);
+  }
+
+  TEST_CASE("cargo test, TAP from prove -v, ctest, automake") {
+    const ParsedLog c =
+        parse_log("cargo",
+                  "running 3 tests\ntest tests::adds ... ok\ntest tests::subs ... FAILED\n"
+                  "test tests::slow ... ignored\n\ntest result: FAILED. 1 passed; 1 failed; 1 ignored\n");
+    CHECK(c.summary);
+    CHECK(c.passed("tests::adds"));
+    CHECK(c.tests.at("tests::subs") == Verdict::failed);
+    CHECK(c.tests.at("tests::slow") == Verdict::skipped);
+
+    const ParsedLog t = parse_log("tap",
+                                  "t/basic.t .. \n1..3\nok 1 - adds\nnot ok 2 - subs\nok 3 # skip no network\n"
+                                  "Failed 1/3 subtests\nt/more.t ... ok 1 - more\nok\n"
+                                  "Files=2, Tests=4,  0 wallclock secs\nResult: FAIL\n");
+    CHECK(t.summary);
+    CHECK(t.passed("t/basic.t::adds"));
+    CHECK(t.tests.at("t/basic.t::subs") == Verdict::failed);
+    CHECK(t.tests.at("t/basic.t::3") == Verdict::skipped);
+    CHECK(t.passed("t/more.t::more"));
+
+    const ParsedLog k = parse_log("ctest",
+                                  "    Start 1: unit_add\n1/3 Test #1: unit_add .........................   Passed    "
+                                  "0.01 sec\n2/3 Test #2: unit_sub .........................***Failed    0.01 sec\n"
+                                  "3/3 Test #3: unit_net .........................***Not Run   0.00 sec\n\n"
+                                  "67% tests passed, 1 tests failed out of 3\n");
+    CHECK(k.summary);
+    CHECK(k.passed("unit_add"));
+    CHECK(k.tests.at("unit_sub") == Verdict::failed);
+    CHECK(k.tests.at("unit_net") == Verdict::skipped);
+
+    const ParsedLog a = parse_log("automake", "PASS: t1\nFAIL: t2\nXFAIL: t3\nSKIP: t4\nERROR: t5\n# TOTAL: 5\n");
+    CHECK(a.summary);
+    CHECK(a.passed("t1"));
+    CHECK(a.passed("t3"));
+    CHECK(a.tests.at("t2") == Verdict::failed);
+    CHECK(a.tests.at("t5") == Verdict::error);
+    CHECK_THROWS(parse_log("junit-xml", ""));
+  }
+
+  TEST_CASE("the fixed method's test command narrows to the test files where the runner can") {
+    Environment py{"python", "pytest", "", "", "python3 -m pytest -rA", "pytest", {}};
+    CHECK(test_command(py, {"tests/test_a.py", "tests/data.json"}, false) == "python3 -m pytest -rA 'tests/test_a.py'");
+    CHECK(test_command(py, {"tests/test_a.py"}, true) == "python3 -m pytest -rA");
+    Environment go{"go", "go", "", "", "go test -count=1 -v ./...", "gotest", {}};
+    CHECK(test_command(go, {"pkg/a_test.go", "pkg/b_test.go", "main_test.go"}, false) ==
+          "go test -count=1 -v '.' './pkg'");
+    Environment cargo{"rust", "cargo", "", "", "cargo test --offline", "cargo", {}};
+    CHECK(test_command(cargo, {"tests/it.rs"}, false) == "cargo test --offline");
+  }
+}

@@ -1,0 +1,45 @@
+// buildsys.hpp - a repository's build system and test interface, and the
+// commands that build and test it, run in the sandbox on a workspace copy.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "nk/sandbox.hpp"
+#include "swe-crafter/parsers.hpp"
+
+namespace swec {
+
+struct Environment {
+  std::string language, build_system, install, build, test_cmd, log_parser;
+  std::vector<std::string> evidence;  ///< what the choice rests on ("manifest: go.mod", ...)
+  bool ok = false;
+  int attempts = 0;
+};
+
+/// The fixed method (as SWE-bench and SWE-Gym prepare environments): one
+/// command set per build system, picked by the manifest at the top of the
+/// work tree (Cargo.toml, go.mod, Python's manifests or test files,
+/// CMakeLists.txt, Makefile.PL or t/*.t, a Makefile with a check or test
+/// target, package.json). build_system "" when none is recognised.
+Environment detect_fixed(const std::string& work_tree);
+
+/// The test command narrowed to the given test files where the runner takes
+/// files or packages (pytest, prove, go test); the whole suite otherwise.
+std::string test_command(const Environment& env, const std::vector<std::string>& test_files, bool full_suite);
+
+struct Sandbox {
+  nk::SandboxMode mode = nk::SandboxMode::namespaces;
+  double timeout = 900;  ///< seconds per command
+};
+
+struct StepResult {
+  nk::SandboxedRun run;
+  ParsedLog log;  ///< for test steps
+};
+
+/// Runs a command in 'workspace' inside the sandbox: writes only to
+/// 'scratch' (the workspace, HOME and TMPDIR live there), no network.
+nk::SandboxedRun run_step(const std::string& command, const std::string& workspace, const std::string& scratch,
+                          const Sandbox& sandbox);
+
+}  // namespace swec

@@ -1,0 +1,79 @@
+// main.cpp - swe-crafter: executable multilingual SWE instances from real
+// repositories (SWE-Crafter): fetch, env, mine, validate, doctor.
+#include "nk/cli.hpp"
+#include "swe-crafter/swe_crafter.hpp"
+
+int main(int argc, char** argv) {
+  nk::cli::App cli("swe-crafter",
+                   "SWE-Crafter: executable SWE instances (repository, commit, issue, gold patch, fail-to-pass tests) "
+                   "from real repositories");
+  cli.app().require_subcommand(1);
+  auto store = [](CLI::App* verb, swec::StoreOptions& o) {
+    verb->add_option("--store", o.store, "The store: a git repository per source (default ./swe-store)");
+  };
+
+  swec::FetchOptions fetch;
+  CLI::App* fetch_verb = cli.add_verb("fetch", "A source into the store as a git repository: git:PATH, debian-bin:PKG");
+  fetch_verb
+      ->add_option("source", fetch.source,
+                   "git:PATH (a clone; the repository is only read) or debian-bin:PKG "
+                   "(an installed package's source tree, e.g. golang-*-dev)")
+      ->required();
+  fetch_verb->add_option("--name", fetch.name, "The repository's name in the store (default: from the source)");
+  store(fetch_verb, fetch);
+
+  swec::EnvOptions env;
+  CLI::App* env_verb = cli.add_verb("env", "Detect build system and test interface, build and test in the sandbox");
+  env_verb->add_option("-i,--input", env.input, "A repository (folder or store name)")->required();
+  nk::cli::App::add_output(*env_verb, env.output, env.no_clobber, "env.json");
+  env_verb->add_option("--method", env.method, "fixed: one command set per build system (SWE-bench's, SWE-Gym's)")
+      ->check(CLI::IsMember({"fixed"}));
+  env_verb->add_option("--rev", env.rev, "The commit to build (default HEAD)");
+  env_verb->add_option("--sandbox", env.sandbox, "namespace (no network, writes only to scratch) or none")
+      ->check(CLI::IsMember({"namespace", "none"}));
+  env_verb->add_option("--timeout", env.timeout, "Seconds per command (its process group is killed)")
+      ->check(CLI::Range(1.0, 1e6));
+  store(env_verb, env);
+
+  swec::MineOptions mine;
+  CLI::App* mine_verb =
+      cli.add_verb("mine", "Candidate instances: commits touching code and tests, split by the test-file rule");
+  mine_verb->add_option("-i,--input", mine.input, "A repository (folder or store name)")->required();
+  nk::cli::App::add_output(*mine_verb, mine.output, mine.no_clobber, "candidates (JSONL)");
+  mine_verb->add_option("--rev", mine.rev, "The history's tip (default HEAD; first parents only)");
+  mine_verb->add_option("--env", mine.env_file, "env.json whose commands the candidates carry");
+  mine_verb->add_option("--max", mine.max, "Candidates at most (0: all)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  store(mine_verb, mine);
+
+  swec::ValidateOptions val;
+  CLI::App* validate_verb =
+      cli.add_verb("validate", "Fail-to-pass validation (or, for instances with FAIL_TO_PASS, the harness re-check)");
+  validate_verb->add_option("-i,--input", val.input, "Candidates or instances (JSONL, '-' = standard input)")
+      ->required();
+  nk::cli::App::add_optional_output(*validate_verb, val.output, val.no_clobber,
+                                    "the admitted instances (or those that hold) as JSONL");
+  validate_verb->add_option("--runs", val.runs, "Runs of each state (a test that varies within a state is flaky)")
+      ->check(CLI::Range(1, 100));
+  validate_verb->add_flag("--full-suite", val.full_suite,
+                          "Run the whole suite, not only the test files test_patch touches");
+  validate_verb->add_option("--sandbox", val.sandbox, "namespace (no network, writes only to scratch) or none")
+      ->check(CLI::IsMember({"namespace", "none"}));
+  validate_verb->add_option("--timeout", val.timeout, "Seconds per command (its process group is killed)")
+      ->check(CLI::Range(1.0, 1e6));
+  store(validate_verb, val);
+
+  swec::StoreOptions doc;
+  CLI::App* doctor_verb = cli.add_verb("doctor", "Toolchains, the sandbox and memory limits on this machine (TSV)");
+  store(doctor_verb, doc);
+
+  int status = 0;
+  const int rc = cli.run(argc, argv, [&] {
+    if (*fetch_verb) swec::fetch_verb(fetch, cli.env());
+    if (*env_verb) swec::env_verb(env, cli.env());
+    if (*mine_verb) swec::mine_verb(mine, cli.env());
+    if (*validate_verb) status = swec::validate_verb(val, cli.env());
+    if (*doctor_verb) swec::doctor_verb(doc, cli.env());
+  });
+  return rc != 0 ? rc : status;
+}

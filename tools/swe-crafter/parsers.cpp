@@ -1,0 +1,226 @@
+// parsers.cpp - per-test verdicts from test runners' logs.
+#include "swe-crafter/parsers.hpp"
+
+#include <cctype>
+#include <sstream>
+
+#include "nk/error.hpp"
+
+namespace swec {
+
+const char* verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::passed:
+      return "passed";
+    case Verdict::failed:
+      return "failed";
+    case Verdict::skipped:
+      return "skipped";
+    case Verdict::error:
+      return "error";
+  }
+  return "?";
+}
+
+bool ParsedLog::passed(const std::string& id) const {
+  const auto it = tests.find(id);
+  return it != tests.end() && it->second == Verdict::passed;
+}
+
+const std::vector<std::string>& parser_names() {
+  static const std::vector<std::string> names = {"pytest", "gotest", "cargo", "tap", "ctest", "automake"};
+  return names;
+}
+
+namespace {
+
+bool starts(const std::string& s, const char* prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  size_t a = 0;
+  while (a < s.size() && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
+  return s.substr(a);
+}
+
+/// The first whitespace-separated word of s.
+std::string first_word(const std::string& s) {
+  const size_t end = s.find_first_of(" \t");
+  return s.substr(0, end);
+}
+
+void pytest_line(const std::string& line, ParsedLog& out) {
+  // -rA short summary: "PASSED path::test", "FAILED path::test - message", "ERROR path - message"
+  static const std::pair<const char*, Verdict> words[] = {{"PASSED ", Verdict::passed},
+                                                          {"XFAIL ", Verdict::passed},
+                                                          {"FAILED ", Verdict::failed},
+                                                          {"XPASS ", Verdict::failed},
+                                                          {"ERROR ", Verdict::error}};
+  for (const auto& [word, verdict] : words) {
+    if (starts(line, word)) {
+      const std::string id = first_word(line.substr(std::string(word).size()));
+      if (!id.empty()) out.tests[id] = verdict;
+      return;
+    }
+  }
+  if (starts(line, "SKIPPED ")) return;  // "SKIPPED [1] path:line: reason" names no test
+  // "===== 2 passed, 1 failed in 0.12s =====", "==== no tests ran in 0.01s ===="
+  if (starts(line, "==") && line.find(" in ") != std::string::npos &&
+      (line.find(" passed") != std::string::npos || line.find(" failed") != std::string::npos ||
+       line.find(" error") != std::string::npos || line.find("no tests ran") != std::string::npos ||
+       line.find(" skipped") != std::string::npos))
+    out.summary = true;
+}
+
+void gotest_line(const std::string& raw, ParsedLog& out) {
+  const std::string line = trim(raw);
+  static const std::pair<const char*, Verdict> words[] = {
+      {"--- PASS: ", Verdict::passed}, {"--- FAIL: ", Verdict::failed}, {"--- SKIP: ", Verdict::skipped}};
+  for (const auto& [word, verdict] : words) {
+    if (starts(line, word)) {
+      const std::string id = first_word(line.substr(std::string(word).size()));
+      if (!id.empty()) out.tests[id] = verdict;
+      return;
+    }
+  }
+  // a package's summary: "ok  \tpkg\t0.01s", "FAIL\tpkg\t0.01s", "FAIL\tpkg [build failed]"
+  if (starts(raw, "ok  \t") || starts(raw, "FAIL\t") || starts(raw, "?   \t")) out.summary = true;
+}
+
+void cargo_line(const std::string& line, ParsedLog& out) {
+  // "test tests::adds ... ok", "test tests::subs ... FAILED", "test x ... ignored"
+  if (starts(line, "test ") && line.find(" ... ") != std::string::npos) {
+    const size_t dots = line.find(" ... ");
+    const std::string id = line.substr(5, dots - 5);
+    const std::string result = trim(line.substr(dots + 5));
+    if (starts(result, "ok")) {
+      out.tests[id] = Verdict::passed;
+    } else if (starts(result, "FAILED")) {
+      out.tests[id] = Verdict::failed;
+    } else if (starts(result, "ignored")) {
+      out.tests[id] = Verdict::skipped;
+    }
+    return;
+  }
+  if (starts(line, "test result: ")) out.summary = true;
+}
+
+struct TapState {
+  std::string file;
+};
+
+void tap_line(const std::string& raw, ParsedLog& out, TapState& state) {
+  std::string line = raw;
+  // prove -v: "t/basic.t .. " (the file), possibly followed by the first TAP line
+  const size_t dots = line.find(" ..");
+  if (dots != std::string::npos && dots > 0 && line.find(' ') == dots && !starts(line, "ok") &&
+      !starts(line, "not ok")) {
+    state.file = line.substr(0, dots);
+    size_t rest = dots + 1;
+    while (rest < line.size() && line[rest] == '.') ++rest;
+    line = trim(line.substr(rest));
+    if (line.empty()) return;
+  }
+  line = trim(line);
+  const bool ok = starts(line, "ok ");
+  const bool not_ok = starts(line, "not ok ");
+  if (ok || not_ok) {
+    std::string rest = line.substr(ok ? 3 : 7);
+    const std::string number = first_word(rest);
+    rest = trim(rest.substr(number.size()));
+    std::string directive;
+    const size_t hash = rest.find(" # ");
+    if (hash != std::string::npos) {
+      directive = rest.substr(hash + 3);
+      rest = rest.substr(0, hash);
+    } else if (starts(rest, "# ")) {
+      directive = rest.substr(2);
+      rest.clear();
+    }
+    if (starts(rest, "- ")) rest = rest.substr(2);
+    rest = trim(rest);
+    const std::string id = (state.file.empty() ? "" : state.file + "::") + (rest.empty() ? number : rest);
+    std::string d;
+    for (char c : directive) d += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (starts(d, "skip")) {
+      out.tests[id] = Verdict::skipped;
+    } else if (starts(d, "todo")) {
+      out.tests[id] = Verdict::skipped;
+    } else {
+      out.tests[id] = ok ? Verdict::passed : Verdict::failed;
+    }
+    return;
+  }
+  if (starts(line, "Result: ") || starts(line, "All tests successful") || starts(line, "Files=")) out.summary = true;
+}
+
+void ctest_line(const std::string& raw, ParsedLog& out) {
+  // "1/3 Test #1: name ..........   Passed    0.01 sec", "2/3 Test #2: name ....***Failed  0.01 sec"
+  const std::string line = trim(raw);
+  const size_t hash = line.find("Test #");
+  if (hash != std::string::npos && line.find(": ", hash) != std::string::npos) {
+    const size_t colon = line.find(": ", hash);
+    std::string rest = line.substr(colon + 2);
+    const size_t space = rest.find(' ');
+    const std::string id = rest.substr(0, space);
+    if (rest.find("Passed") != std::string::npos) {
+      out.tests[id] = Verdict::passed;
+    } else if (rest.find("***Not Run") != std::string::npos || rest.find("***Skipped") != std::string::npos ||
+               rest.find(" Skipped") != std::string::npos) {
+      out.tests[id] = Verdict::skipped;
+    } else if (rest.find("***") != std::string::npos || rest.find("Failed") != std::string::npos) {
+      out.tests[id] = Verdict::failed;
+    }
+    return;
+  }
+  if (line.find("tests passed, ") != std::string::npos && line.find(" out of ") != std::string::npos)
+    out.summary = true;
+}
+
+void automake_line(const std::string& line, ParsedLog& out) {
+  static const std::pair<const char*, Verdict> words[] = {{"PASS: ", Verdict::passed}, {"XFAIL: ", Verdict::passed},
+                                                          {"FAIL: ", Verdict::failed}, {"XPASS: ", Verdict::failed},
+                                                          {"ERROR: ", Verdict::error}, {"SKIP: ", Verdict::skipped}};
+  for (const auto& [word, verdict] : words) {
+    if (starts(line, word)) {
+      const std::string id = first_word(line.substr(std::string(word).size()));
+      if (!id.empty()) out.tests[id] = verdict;
+      return;
+    }
+  }
+  if (starts(line, "# TOTAL: ")) out.summary = true;
+}
+
+}  // namespace
+
+ParsedLog parse_log(const std::string& parser, const std::string& log) {
+  bool known = false;
+  for (const std::string& n : parser_names()) known = known || n == parser;
+  if (!known)
+    throw nk::usage_error("log parser '" + parser + "' (expected pytest, gotest, cargo, tap, ctest or automake)");
+  ParsedLog out;
+  std::istringstream in(log);
+  std::string line;
+  TapState tap;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (parser == "pytest") {
+      pytest_line(line, out);
+    } else if (parser == "gotest") {
+      gotest_line(line, out);
+    } else if (parser == "cargo") {
+      cargo_line(line, out);
+    } else if (parser == "tap") {
+      tap_line(line, out, tap);
+    } else if (parser == "ctest") {
+      ctest_line(line, out);
+    } else {
+      automake_line(line, out);
+    }
+  }
+  return out;
+}
+
+}  // namespace swec

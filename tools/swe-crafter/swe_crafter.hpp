@@ -1,0 +1,49 @@
+// swe_crafter.hpp - SWE-Crafter (swe-crafter(1)): executable SWE instances
+// from real repositories: the verbs' options and entry points.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "nk/run_env.hpp"
+
+namespace swec {
+
+struct StoreOptions {
+  std::string store = "swe-store";  ///< --store DIR
+};
+
+struct FetchOptions : StoreOptions {
+  std::string source;  ///< git:PATH | debian-bin:PKG
+  std::string name;    ///< the repository's name in the store (default: from the source)
+};
+void fetch_verb(const FetchOptions& options, const nk::RunEnv& env);
+
+struct EnvOptions : StoreOptions {
+  std::string input, output, method = "fixed", rev = "HEAD", sandbox = "namespace";
+  bool no_clobber = false;
+  double timeout = 900;
+};
+void env_verb(const EnvOptions& options, const nk::RunEnv& env);
+
+struct MineOptions : StoreOptions {
+  std::string input, output, rev = "HEAD", env_file;
+  bool no_clobber = false;
+  int64_t max = 0;  ///< candidates at most (0: all)
+};
+void mine_verb(const MineOptions& options, const nk::RunEnv& env);
+
+struct ValidateOptions : StoreOptions {
+  std::string input, output, sandbox = "namespace";
+  bool no_clobber = false, full_suite = false;
+  int runs = 2;
+  double timeout = 900;
+};
+/// Returns the exit status: 1 when re-checked instances fail, else 0.
+int validate_verb(const ValidateOptions& options, const nk::RunEnv& env);
+
+void doctor_verb(const StoreOptions& options, const nk::RunEnv& env);
+
+/// A repository argument: a folder, or a name in the store.
+std::string resolve_repo(const std::string& store, const std::string& repo);
+
+}  // namespace swec

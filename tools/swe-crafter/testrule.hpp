@@ -1,0 +1,22 @@
+// testrule.hpp - what a repository's files are: the test-file rule that
+// splits a commit into patch and test_patch, source code against
+// documentation, and the language of a file.
+#pragma once
+#include <string>
+
+namespace swec {
+
+/// The test-file rule: a path with a folder test/, tests/, t/, spec/ or
+/// __tests__/, or a file named test_*, *_test.*, *_spec.*, *Test.java or *.t.
+bool is_test_file(const std::string& path);
+
+/// Source code of a language this tool knows (by extension; build files such
+/// as Makefile, CMakeLists.txt, *.cabal count too). Documentation, data and
+/// licences do not.
+bool is_code_file(const std::string& path);
+
+/// The language of a source file ("" when none): python, go, rust, c, cpp,
+/// javascript, typescript, ruby, perl, java, php, haskell, shell.
+std::string language_of(const std::string& path);
+
+}  // namespace swec

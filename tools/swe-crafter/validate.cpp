@@ -1,0 +1,244 @@
+// validate.cpp - fail-to-pass validation: each candidate's tests run before
+// (base + test_patch) and after (base + test_patch + patch) the fix, --runs
+// times each; or, for instances that carry FAIL_TO_PASS, the re-check of
+// SWE-bench's harness (the gold patch makes every listed test pass).
+#include <filesystem>
+#include <iostream>
+#include <set>
+
+#include "nk/error.hpp"
+#include "nk/log.hpp"
+#include "nk/progress.hpp"
+#include "swe-crafter/buildsys.hpp"
+#include "swe-crafter/git.hpp"
+#include "swe-crafter/instance.hpp"
+#include "swe-crafter/swe_crafter.hpp"
+
+namespace fs = std::filesystem;
+
+namespace swec {
+
+namespace {
+
+struct ScratchFolder {
+  std::string path;
+  explicit ScratchFolder(const std::string& name) {
+    std::string why;
+    path = nk::make_scratch(name, why);
+    if (path.empty()) throw nk::io_error("$TMPDIR", why);
+  }
+  ~ScratchFolder() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+struct StateRuns {
+  std::vector<ParsedLog> logs;
+  std::string error;  ///< the state could not be tested (a patch does not apply, the build fails)
+};
+
+/// One state of an instance, tested 'runs' times in one workspace.
+StateRuns run_state(const std::string& repo, Instance& inst, bool with_patch, int runs, bool full_suite,
+                    const Sandbox& sandbox, const std::string& scratch) {
+  StateRuns out;
+  const std::string ws = scratch + "/ws";
+  make_workspace(repo, inst.base_commit, ws);
+  std::string why = apply_patch(ws, inst.test_patch, scratch);
+  if (!why.empty()) {
+    out.error = "test_patch does not apply: " + why;
+    return out;
+  }
+  if (with_patch) {
+    why = apply_patch(ws, inst.patch, scratch);
+    if (!why.empty()) {
+      out.error = "patch does not apply: " + why;
+      return out;
+    }
+  }
+  if (inst.test_cmd.empty()) {
+    const Environment e = detect_fixed(ws);
+    if (e.build_system.empty()) {
+      out.error = "no build system recognised";
+      return out;
+    }
+    inst.language = inst.language.empty() ? e.language : inst.language;
+    inst.build_system = e.build_system;
+    inst.install = e.install;
+    inst.build = e.build;
+    inst.test_cmd = e.test_cmd;
+    inst.log_parser = e.log_parser;
+  }
+  if (!inst.build.empty() && inst.build != "true") {
+    const nk::SandboxedRun b = run_step(inst.build, ws, scratch, sandbox);
+    if (!b.sandbox_error.empty()) {
+      out.error = "sandbox: " + b.sandbox_error;
+      return out;
+    }
+    if (b.exit_code != 0) {
+      if (with_patch) {
+        out.error = "the build fails (exit " + std::to_string(b.exit_code) + ")";
+      } else {
+        out.logs.assign(static_cast<size_t>(runs), ParsedLog{});  // nothing runs before the fix: all fail
+      }
+      return out;
+    }
+  }
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const std::string& f : inst.test_files) {
+    if (fs::exists(fs::path(ws) / f, ec)) files.push_back(f);
+  }
+  const Environment env{inst.language, inst.build_system, inst.install, inst.build, inst.test_cmd, inst.log_parser, {}};
+  const std::string command = test_command(env, files, full_suite);
+  for (int r = 0; r < runs; ++r) {
+    const nk::SandboxedRun t = run_step(command, ws, scratch, sandbox);
+    if (!t.sandbox_error.empty()) {
+      out.error = "sandbox: " + t.sandbox_error;
+      return out;
+    }
+    ParsedLog log = parse_log(inst.log_parser, t.output);
+    if (t.timed_out) log.summary = false;
+    out.logs.push_back(std::move(log));
+  }
+  return out;
+}
+
+bool all_pass(const std::vector<ParsedLog>& logs, const std::string& id) {
+  for (const ParsedLog& l : logs) {
+    if (!l.passed(id)) return false;
+  }
+  return true;
+}
+bool all_fail(const std::vector<ParsedLog>& logs, const std::string& id) {
+  for (const ParsedLog& l : logs) {
+    if (l.passed(id)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int validate_verb(const ValidateOptions& o, const nk::RunEnv&) {
+  std::vector<Instance> instances = read_instances(o.input);
+  Sandbox sandbox{nk::parse_sandbox(o.sandbox), o.timeout};
+  if (sandbox.mode == nk::SandboxMode::namespaces && !nk::namespace_sandbox_unavailable().empty())
+    throw nk::Error(nk::Exit::runtime,
+                    "the namespace sandbox cannot run here (" + nk::namespace_sandbox_unavailable() +
+                        "); run repositories' code without it only if you trust them: --sandbox none");
+  // every instance's repository first: a bad one fails before any work
+  std::vector<std::string> repos;
+  {
+    ScratchFolder scratch("swe-crafter-check");
+    for (const Instance& i : instances) {
+      const std::string where = i.repo_path.empty() ? i.repo : i.repo_path;
+      const std::string repo = resolve_repo(o.store, where);
+      if (!has_commit(repo, i.base_commit))
+        bad_input(o.input, "instance " + i.instance_id, "base_commit " + i.base_commit + " is not in " + repo);
+      if (!i.log_parser.empty()) {
+        bool known = false;
+        for (const std::string& n : parser_names()) known = known || n == i.log_parser;
+        if (!known) bad_input(o.input, "instance " + i.instance_id, "unknown log_parser '" + i.log_parser + "'");
+      }
+      std::string why = check_patch(repo, i.base_commit, i.test_patch, scratch.path);
+      if (!why.empty()) bad_input(o.input, "instance " + i.instance_id, "test_patch does not apply: " + why);
+      // the gold patch on top of the test patch, as validation applies them
+      why = check_patch(repo, i.base_commit, i.test_patch + i.patch, scratch.path);
+      if (!why.empty()) bad_input(o.input, "instance " + i.instance_id, "patch does not apply: " + why);
+      repos.push_back(repo);
+    }
+  }
+  std::string kept;
+  int failures = 0, admitted = 0;
+  nk::Progress progress("validate", static_cast<int64_t>(instances.size()));
+  for (size_t k = 0; k < instances.size(); ++k) {
+    Instance& inst = instances[k];
+    const bool recheck = !inst.fail_to_pass.empty();
+    std::string verdict, reason;
+    if (recheck) {
+      // SWE-bench's harness: with the gold patch every FAIL_TO_PASS and PASS_TO_PASS test passes
+      ScratchFolder scratch("swe-crafter-check");
+      const StateRuns after = run_state(repos[k], inst, true, o.runs, o.full_suite, sandbox, scratch.path);
+      if (!after.error.empty()) {
+        reason = after.error;
+      } else {
+        for (const auto* list : {&inst.fail_to_pass, &inst.pass_to_pass}) {
+          for (const std::string& id : *list) {
+            if (reason.empty() && !all_pass(after.logs, id))
+              reason = std::string(list == &inst.fail_to_pass ? "FAIL_TO_PASS" : "PASS_TO_PASS") + " test " + id +
+                       " does not pass";
+          }
+        }
+      }
+      verdict = reason.empty() ? "ok" : "fail";
+      if (reason.empty()) {
+        reason = std::to_string(inst.fail_to_pass.size()) + " fail-to-pass and " +
+                 std::to_string(inst.pass_to_pass.size()) + " pass-to-pass tests hold";
+        kept += to_json_line(inst);
+      } else {
+        ++failures;
+      }
+    } else {
+      StateRuns before, after;
+      {
+        ScratchFolder scratch("swe-crafter-before");
+        before = run_state(repos[k], inst, false, o.runs, o.full_suite, sandbox, scratch.path);
+      }
+      if (before.error.empty()) {
+        ScratchFolder scratch("swe-crafter-after");
+        after = run_state(repos[k], inst, true, o.runs, o.full_suite, sandbox, scratch.path);
+      }
+      std::set<std::string> ids;
+      for (const auto* state : {&before, &after}) {
+        for (const ParsedLog& l : state->logs) {
+          for (const auto& [id, v] : l.tests) ids.insert(id);
+        }
+      }
+      std::vector<std::string> f2p, p2p, p2f, flaky;
+      for (const std::string& id : ids) {
+        const bool bp = all_pass(before.logs, id), bf = all_fail(before.logs, id);
+        const bool ap = all_pass(after.logs, id), af = all_fail(after.logs, id);
+        if (!(bp || bf) || !(ap || af)) {
+          flaky.push_back(id);
+        } else if (bf && ap) {
+          f2p.push_back(id);
+        } else if (bp && ap) {
+          p2p.push_back(id);
+        } else if (bp && af) {
+          p2f.push_back(id);
+        }
+      }
+      bool summary = !after.logs.empty();
+      for (const ParsedLog& l : after.logs) summary = summary && l.summary;
+      if (!before.error.empty() || !after.error.empty()) {
+        reason = before.error.empty() ? after.error : before.error;
+      } else if (!summary) {
+        reason = "no runner summary after the fix (the suite did not run to its end)";
+      } else if (!p2f.empty()) {
+        reason = std::to_string(p2f.size()) + " pass-to-fail tests (first: " + p2f[0] + ")";
+      } else if (f2p.empty()) {
+        reason = flaky.empty()
+                     ? "no fail-to-pass test"
+                     : "no fail-to-pass test (" + std::to_string(flaky.size()) + " flaky, first: " + flaky[0] + ")";
+      }
+      verdict = reason.empty() ? "admitted" : "rejected";
+      if (reason.empty()) {
+        inst.fail_to_pass = f2p;
+        inst.pass_to_pass = p2p;
+        reason = std::to_string(f2p.size()) + " fail-to-pass, " + std::to_string(p2p.size()) + " pass-to-pass, " +
+                 std::to_string(flaky.size()) + " flaky";
+        kept += to_json_line(inst);
+        ++admitted;
+      }
+    }
+    std::cout << inst.instance_id << "\t" << verdict << "\t" << reason << "\n";
+    std::cout.flush();
+    progress.update(static_cast<int64_t>(k + 1));
+  }
+  progress.finish();
+  if (!o.output.empty()) write_text(o.output, kept, o.no_clobber);
+  spdlog::info("{} instances: {} admitted, {} re-checks failed", instances.size(), admitted, failures);
+  return failures > 0 ? 1 : 0;
+}
+
+}  // namespace swec
