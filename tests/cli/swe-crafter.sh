@@ -60,6 +60,43 @@ finish()
 PYEOF
 [ $? -eq 0 ] && pass "instances checked" || fail "instances checked"
 
+# Synthetic bugs: one mutated line of a function, committed in the store; validated like mined ones.
+check "mine --synthetic 2" $SC mine -i repo --store st --env env.json --synthetic 2 --seed 4 $SANDBOX -o syn.jsonl
+check "validate the synthetic bugs" sh -c "$SC validate -i syn.jsonl --store st -o syn_inst.jsonl --runs 2 $SANDBOX > syn.tsv"
+check "mine --synthetic is reproducible" $SC mine -i repo --store st --env env.json --synthetic 2 --seed 4 $SANDBOX -o syn2.jsonl
+"$PY" - <<'PYEOF' && pass "the same seed, the same bugs (the statements differ only in the test run's output)" || fail "the same seed, the same bugs"
+import json, sys
+strip = lambda f: [dict(d, problem_statement=d["problem_statement"].split("\n\n")[0]) for d in map(json.loads, open(f))]
+sys.exit(0 if strip("syn.jsonl") == strip("syn2.jsonl") else 1)
+PYEOF
+"$PY" - <<'PYEOF'
+import json, os, subprocess, sys
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
+syn = [json.loads(l) for l in open("syn.jsonl")]
+report(len(syn) == 2 and all(s["source"] == "synthetic" and s["test_patch"] == "" for s in syn), "two synthetic candidates, no test patch")
+report(all("tests/" not in s["patch"] and s["patch"].count("\n+") >= 0 for s in syn), "the bug is never in a test file")
+repo = os.path.abspath("st/repos/repo")
+head = subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+restored = True
+for s in syn:
+    parent = subprocess.run(["git", "-C", repo, "rev-parse", s["base_commit"] + "^"], capture_output=True, text=True).stdout.strip()
+    ws = "ws_" + s["instance_id"]
+    subprocess.run(["git", "clone", "-q", "--shared", repo, ws], check=True)
+    subprocess.run(["git", "-C", ws, "checkout", "-q", s["base_commit"]], check=True)
+    open("fix.diff", "w").write(s["patch"])
+    subprocess.run(["git", "-C", ws, "apply", os.path.abspath("fix.diff")], check=True)
+    diff = subprocess.run(["git", "-C", ws, "diff", "--exit-code", parent], capture_output=True, text=True)
+    restored = restored and parent == head and diff.returncode == 0
+report(restored, "the gold patch restores the source byte for byte (no diff to --rev)")
+report(all("fail" in s["problem_statement"] and "```" in s["problem_statement"] for s in syn), "the statement names the failing tests and shows the output")
+v = [l.split("\t") for l in open("syn.tsv")]
+inst = [json.loads(l) for l in open("syn_inst.jsonl")]
+report(len(v) == 2 and all(x[1] == "admitted" for x in v) and len(inst) == 2 and all(json.loads(i["FAIL_TO_PASS"]) for i in inst), "validate admits both, each with its fail-to-pass tests")
+finish()
+PYEOF
+[ $? -eq 0 ] && pass "synthetic bugs checked" || fail "synthetic bugs checked"
+
 # Bad input: one line naming file and what, exit 3; nothing written.
 mkdir notgit
 expect_fail "not a git repository" 3 "not a git repository" $SC mine -i notgit --store st -o x.jsonl
@@ -74,6 +111,8 @@ expect_fail "a missing base_commit" 3 "base_commit" $SC validate -i nobase.jsonl
 "$PY" -c 'import json; d = json.loads(open("inst.jsonl").readline()); d["patch"] = d["patch"].replace("-    return a - b", "-    return a - c"); print(json.dumps(d))' > noapply.jsonl
 expect_fail "a patch that does not apply" 3 "patch does not apply" $SC validate -i noapply.jsonl --store st -o x.jsonl
 [ ! -e x.jsonl ] && pass "no output after a failure" || fail "no output after a failure"
+expect_fail "mine --synthetic on a folder outside the store" 2 "commits its bugs in the store" $SC mine -i "$WORK/repo" --store st --synthetic 1 -o x.jsonl
+[ -z "$(git -C repo for-each-ref refs/swe-crafter)" ] && pass "no synthetic commit in the user's repository" || fail "no synthetic commit in the user's repository"
 check "empty standard input: no instances, no error" sh -c "$SC validate -i - --store st -o none.jsonl < /dev/null"
 [ -f none.jsonl ] && [ ! -s none.jsonl ] && pass "an empty instance file written" || fail "an empty instance file written"
 finish

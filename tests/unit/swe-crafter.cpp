@@ -2,6 +2,7 @@
 #include "doctest/doctest.h"
 #include "swe-crafter/buildsys.hpp"
 #include "swe-crafter/parsers.hpp"
+#include "swe-crafter/synthetic.hpp"
 #include "swe-crafter/testrule.hpp"
 
 using namespace swec;
@@ -115,5 +116,69 @@ TEST_SUITE("swe-crafter") {
           "go test -count=1 -v '.' './pkg'");
     Environment cargo{"rust", "cargo", "", "", "cargo test --offline", "cargo", {}};
     CHECK(test_command(cargo, {"tests/it.rs"}, false) == "cargo test --offline");
+  }
+
+  TEST_CASE("synthetic bugs: one line of a function mutated, never text in quotes or comments; reversible") {
+    const std::string py =
+        "import os\n"
+        "LIMIT = 10\n"
+        "\n"
+        "def clamp(x, lo, hi):\n"
+        "    \"\"\"Keep x within 1 + 2.\"\"\"\n"
+        "    y = max(lo, x)  # a + b\n"
+        "    y = min(hi, y)\n"
+        "    if y == 3 and x < 4:\n"
+        "        print(\"a + b\")\n"
+        "    return y + 1\n";
+    const std::vector<Mutation> m = candidate_mutations(py, "python");
+    REQUIRE_FALSE(m.empty());
+    for (const Mutation& x : m) {
+      CHECK(x.line >= 5);  // inside clamp's body, after its docstring
+      CHECK(x.before.find("LIMIT") == std::string::npos);
+      if (!x.removes) CHECK(x.after.find("a - b") == std::string::npos);  // not in the comment or the string
+    }
+    auto has = [&](const char* kind, const char* after) {
+      for (const Mutation& x : m) {
+        if (x.kind == kind && (x.removes ? std::string() : x.after) == after) return true;
+      }
+      return false;
+    };
+    CHECK(has("swap-arguments", "    y = max(x, lo)  # a + b"));
+    CHECK(has("operator", "    if y != 3 and x < 4:"));
+    CHECK(has("off-by-one", "    if y == 3 and x <= 4:"));
+    CHECK(has("constant", "    if y == 4 and x < 4:"));
+    CHECK(has("operator", "    return y - 1"));
+    CHECK(has("remove-statement", ""));  // y = min(hi, y): a second statement of its block
+    for (const Mutation& x : m) {
+      if (x.removes) CHECK((x.line == 5 || x.line == 6));
+    }
+    const Mutation& first = m.front();
+    const std::string mutated = apply_mutation(py, first);
+    CHECK(mutated != py);
+    Mutation back = first;
+    back.before = first.after;
+    back.after = first.before;
+    if (!first.removes) CHECK(apply_mutation(mutated, back) == py);
+
+    const std::string c =
+        "static int table[3] = {1, 2, 3};\n"
+        "int sum(const int* v, int n) {\n"
+        "  int s = 0;\n"
+        "  for (int i = 0; i < n; ++i) {\n"
+        "    s += v[i];\n"
+        "  }\n"
+        "  return s * 2;\n"
+        "}\n";
+    const std::vector<Mutation> mc = candidate_mutations(c, "c");
+    REQUIRE_FALSE(mc.empty());
+    bool loop = false, update = false;
+    for (const Mutation& x : mc) {
+      CHECK(x.line >= 2);  // not the table outside any function
+      CHECK(x.line <= 6);
+      loop = loop || (x.kind == "off-by-one" && x.after == "  for (int i = 0; i <= n; ++i) {");
+      update = update || (x.kind == "remove-statement" && x.line == 4);
+    }
+    CHECK(loop);
+    CHECK(update);
   }
 }

@@ -14,7 +14,8 @@ namespace swec {
 
 std::string resolve_repo(const std::string& store, const std::string& repo) {
   std::error_code ec;
-  for (const fs::path& p : {fs::path(repo), fs::path(store) / "repos" / repo}) {
+  // a name in the store first: a folder of the same name beside it is the user's, only read when named by path
+  for (const fs::path& p : {fs::path(store) / "repos" / repo, fs::path(repo)}) {
     if (fs::is_directory(p, ec) && fs::exists(p / ".git", ec)) return fs::absolute(p).lexically_normal().string();
   }
   throw nk::input_error(repo, "", "not a git repository (nor a name in the store '" + store + "/repos')");

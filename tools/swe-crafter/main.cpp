@@ -36,14 +36,23 @@ int main(int argc, char** argv) {
   store(env_verb, env);
 
   swec::MineOptions mine;
-  CLI::App* mine_verb =
-      cli.add_verb("mine", "Candidate instances: commits touching code and tests, split by the test-file rule");
+  CLI::App* mine_verb = cli.add_verb(
+      "mine", "Candidate instances: commits touching code and tests, split by the test-file rule; or synthetic bugs",
+      nk::cli::Randomness::seeded);
   mine_verb->add_option("-i,--input", mine.input, "A repository (folder or store name)")->required();
   nk::cli::App::add_output(*mine_verb, mine.output, mine.no_clobber, "candidates (JSONL)");
   mine_verb->add_option("--rev", mine.rev, "The history's tip (default HEAD; first parents only)");
   mine_verb->add_option("--env", mine.env_file, "env.json whose commands the candidates carry");
   mine_verb->add_option("--max", mine.max, "Candidates at most (0: all)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  mine_verb
+      ->add_option("--synthetic", mine.synthetic,
+                   "N SWE-smith-style bugs (one mutated line of a function) that break tests passing at --rev")
+      ->check(CLI::Range(int64_t{0}, int64_t{100000}));
+  mine_verb
+      ->add_option("--sandbox", mine.sandbox, "--synthetic: namespace (no network, writes only to scratch) or none")
+      ->check(CLI::IsMember({"namespace", "none"}));
+  mine_verb->add_option("--timeout", mine.timeout, "--synthetic: seconds per command")->check(CLI::Range(1.0, 1e6));
   store(mine_verb, mine);
 
   swec::ValidateOptions val;

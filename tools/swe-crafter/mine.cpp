@@ -7,6 +7,7 @@
 
 #include "nk/error.hpp"
 #include "nk/log.hpp"
+#include "swe-crafter/buildsys.hpp"
 #include "swe-crafter/git.hpp"
 #include "swe-crafter/instance.hpp"
 #include "swe-crafter/swe_crafter.hpp"
@@ -16,7 +17,9 @@ namespace fs = std::filesystem;
 
 namespace swec {
 
-void mine_verb(const MineOptions& o, const nk::RunEnv&) {
+void mine_synthetic(const MineOptions& o, const nk::RunEnv& env, const std::string& repo, Environment environment);
+
+void mine_verb(const MineOptions& o, const nk::RunEnv& run_env) {
   const std::string repo = resolve_repo(o.store, o.input);
   const std::string name = fs::path(repo).filename().string();
   if (!has_commit(repo, o.rev)) throw nk::input_error(o.input, "", "no commit '" + o.rev + "'");
@@ -35,6 +38,17 @@ void mine_verb(const MineOptions& o, const nk::RunEnv&) {
                ? env_json[key].get<std::string>()
                : std::string();
   };
+  if (o.synthetic > 0) {
+    mine_synthetic(o, run_env, repo,
+                   Environment{env_field("language"),
+                               env_field("build_system"),
+                               env_field("install"),
+                               env_field("build"),
+                               env_field("test_cmd"),
+                               env_field("log_parser"),
+                               {}});
+    return;
+  }
   std::string out;
   int64_t kept = 0, seen = 0, no_tests = 0, no_code = 0;
   for (const Commit& c : first_parent_log(repo, o.rev)) {

@@ -26,9 +26,11 @@ struct EnvOptions : StoreOptions {
 void env_verb(const EnvOptions& options, const nk::RunEnv& env);
 
 struct MineOptions : StoreOptions {
-  std::string input, output, rev = "HEAD", env_file;
+  std::string input, output, rev = "HEAD", env_file, sandbox = "namespace";
   bool no_clobber = false;
-  int64_t max = 0;  ///< candidates at most (0: all)
+  int64_t max = 0;        ///< candidates at most (0: all)
+  int64_t synthetic = 0;  ///< SWE-smith-style bugs instead of the history (0: the history)
+  double timeout = 900;
 };
 void mine_verb(const MineOptions& options, const nk::RunEnv& env);
 

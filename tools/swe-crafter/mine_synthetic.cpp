@@ -1,0 +1,205 @@
+// mine_synthetic.cpp - mine --synthetic: bugs made by one mutation of one
+// line of a function (never in a test file), each committed in the store on
+// top of --rev as base_commit; the gold patch is the reverse; kept when
+// tests that pass at --rev fail with the bug, whose output becomes the
+// problem statement.
+
+// GCC 12 at -O3 warns of overlapping copies in "literal" + std::string&& (a false
+// positive, GCC bug 105651).
+#pragma GCC diagnostic ignored "-Wrestrict"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "nk/error.hpp"
+#include "nk/log.hpp"
+#include "nk/progress.hpp"
+#include "nk/rng.hpp"
+#include "swe-crafter/buildsys.hpp"
+#include "swe-crafter/git.hpp"
+#include "swe-crafter/instance.hpp"
+#include "swe-crafter/swe_crafter.hpp"
+#include "swe-crafter/synthetic.hpp"
+#include "swe-crafter/testrule.hpp"
+
+namespace fs = std::filesystem;
+
+namespace swec {
+
+namespace {
+
+struct ScratchFolder {
+  std::string path;
+  explicit ScratchFolder(const std::string& name) {
+    std::string why;
+    path = nk::make_scratch(name, why);
+    if (path.empty()) throw nk::io_error("$TMPDIR", why);
+  }
+  ~ScratchFolder() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::string chomp(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s;
+}
+
+/// The suite's verdicts at 'sha' (one run; build first), and its output.
+ParsedLog run_suite(const std::string& repo, const std::string& sha, const Environment& env, const Sandbox& sandbox,
+                    std::string& output) {
+  ScratchFolder scratch("swe-crafter-synth");
+  const std::string ws = scratch.path + "/ws";
+  make_workspace(repo, sha, ws);
+  if (!env.build.empty() && env.build != "true") {
+    const nk::SandboxedRun b = run_step(env.build, ws, scratch.path, sandbox);
+    if (b.exit_code != 0) {
+      output = b.sandbox_error.empty() ? b.output : b.sandbox_error;
+      return {};
+    }
+  }
+  const nk::SandboxedRun t = run_step(env.test_cmd, ws, scratch.path, sandbox);
+  output = t.sandbox_error.empty() ? t.output : t.sandbox_error;
+  // the statement must not depend on where the run happened
+  for (size_t at; (at = output.find(ws)) != std::string::npos;) output.replace(at, ws.size(), ".");
+  for (size_t at; (at = output.find(scratch.path)) != std::string::npos;) output.replace(at, scratch.path.size(), ".");
+  return parse_log(env.log_parser, t.output);
+}
+
+/// A commit on top of 'rev' whose 'path' holds 'content' (plumbing only:
+/// no branch moves, nothing checked out), kept by a ref under refs/swe-crafter/.
+std::string commit_file(const std::string& repo, const std::string& rev, const std::string& path,
+                        const std::string& content, const std::string& message, const std::string& date,
+                        const std::string& scratch) {
+  const std::string file = scratch + "/blob", index = scratch + "/index";
+  {
+    std::ofstream f(file, std::ios::binary);
+    f << content;
+  }
+  const std::string blob = chomp(git(repo, "hash-object -w " + sh_quote(file), "storing the mutated file"));
+  const std::string entry = git(repo, "ls-tree " + sh_quote(rev) + " -- " + sh_quote(path), "reading the file's mode");
+  const std::string mode = entry.substr(0, entry.find(' '));
+  const std::string idx = "GIT_INDEX_FILE=" + sh_quote(index) + " ";
+  const CommandResult r1 =
+      shell(idx + "git read-tree " + sh_quote(rev) + " && " + idx + "git update-index --cacheinfo " +
+                sh_quote(mode + "," + blob + "," + path) + " && " + idx + "git write-tree",
+            repo);
+  if (r1.exit_code != 0) throw nk::Error(nk::Exit::runtime, "writing the mutated tree: " + r1.output);
+  const std::string tree = chomp(r1.output);
+  const std::string dates = "GIT_AUTHOR_DATE=" + sh_quote(date) + " GIT_COMMITTER_DATE=" + sh_quote(date) + " ";
+  const CommandResult r2 =
+      shell(dates + "git commit-tree " + sh_quote(tree) + " -p " + sh_quote(rev) + " -m " + sh_quote(message), repo);
+  if (r2.exit_code != 0) throw nk::Error(nk::Exit::runtime, "committing the mutation: " + r2.output);
+  const std::string sha = chomp(r2.output);
+  git(repo, "update-ref " + sh_quote("refs/swe-crafter/synthetic/" + sha) + " " + sha, "keeping the mutation");
+  std::remove(index.c_str());
+  return sha;
+}
+
+}  // namespace
+
+void mine_synthetic(const MineOptions& o, const nk::RunEnv& run_env, const std::string& repo, Environment env) {
+  const std::string name = fs::path(repo).filename().string();
+  // the bugs are commits: they go into the store's copy, never into a user's repository
+  std::error_code ec;
+  const fs::path repos = fs::weakly_canonical(fs::absolute(fs::path(o.store) / "repos"), ec);
+  if (fs::weakly_canonical(repo, ec).parent_path() != repos)
+    throw nk::usage_error("mine --synthetic commits its bugs in the store: fetch " + repo +
+                          " first (swe-crafter fetch git:" + repo + ") and name it by its store name");
+  const std::string rev = chomp(git(repo, "rev-parse " + sh_quote(o.rev + "^{commit}"), "resolving --rev"));
+  const std::string date = chomp(git(repo, "log -1 --format=%aI " + sh_quote(rev), "reading the date"));
+  Sandbox sandbox{nk::parse_sandbox(o.sandbox), o.timeout};
+  if (sandbox.mode == nk::SandboxMode::namespaces && !nk::namespace_sandbox_unavailable().empty())
+    throw nk::Error(nk::Exit::runtime,
+                    "the namespace sandbox cannot run here (" + nk::namespace_sandbox_unavailable() +
+                        "); run repositories' code without it only if you trust them: --sandbox none");
+  ScratchFolder scratch("swe-crafter-mine");
+  if (env.test_cmd.empty()) {
+    const std::string ws = scratch.path + "/ws";
+    make_workspace(repo, rev, ws);
+    env = detect_fixed(ws);
+    fs::remove_all(ws);
+    if (env.build_system.empty()) throw nk::input_error(o.input, "", "no build system recognised at " + o.rev);
+  }
+  // the suite at --rev: the tests a bug may break
+  std::string output;
+  const ParsedLog clean = run_suite(repo, rev, env, sandbox, output);
+  std::set<std::string> passing;
+  for (const auto& [id, v] : clean.tests) {
+    if (v == Verdict::passed) passing.insert(id);
+  }
+  if (passing.empty()) throw nk::input_error(o.input, "", "no test passes at " + o.rev + " (see env)");
+  // every mutation of every source file, in a seeded order
+  struct Site {
+    std::string path;
+    Mutation m;
+  };
+  std::vector<Site> sites;
+  std::istringstream files(git(repo, "ls-tree -r --name-only " + sh_quote(rev), "listing the files"));
+  std::string path;
+  while (std::getline(files, path)) {
+    const std::string language = language_of(path);
+    if (path.empty() || is_test_file(path) || language.empty() || language == "shell" || language == "perl" ||
+        language == "haskell")
+      continue;
+    const std::string text = git(repo, "show " + sh_quote(rev + ":" + path), "reading " + path);
+    for (const Mutation& m : candidate_mutations(text, language)) sites.push_back({path, m});
+  }
+  nk::Rng rng(nk::mix64(run_env.seed ^ 0x5e7e71c));
+  for (size_t i = sites.size(); i > 1; --i) std::swap(sites[i - 1], sites[rng.below(i)]);
+  const int64_t attempts = std::min<int64_t>(static_cast<int64_t>(sites.size()), 10 * o.synthetic);
+  std::string out;
+  int64_t kept = 0, tried = 0;
+  nk::Progress progress("mine --synthetic", attempts);
+  for (const Site& s : sites) {
+    if (kept >= o.synthetic || tried >= attempts) break;
+    ++tried;
+    const std::string original = git(repo, "show " + sh_quote(rev + ":" + s.path), "reading " + s.path);
+    const std::string mutated = apply_mutation(original, s.m);
+    const std::string message =
+        "synthetic bug (" + s.m.kind + ") in " + s.path + " line " + std::to_string(s.m.line + 1);
+    const std::string sha = commit_file(repo, rev, s.path, mutated, message, date, scratch.path);
+    const ParsedLog buggy = run_suite(repo, sha, env, sandbox, output);
+    std::vector<std::string> broken;
+    for (const std::string& id : passing) {
+      if (!buggy.passed(id)) broken.push_back(id);
+    }
+    progress.update(tried);
+    if (broken.empty()) {
+      git(repo, "update-ref -d " + sh_quote("refs/swe-crafter/synthetic/" + sha), "dropping a mutation");
+      continue;
+    }
+    Instance i;
+    i.repo = name;
+    i.instance_id = name + "-synthetic-" + sha.substr(0, 12);
+    i.base_commit = sha;
+    i.environment_setup_commit = sha;
+    i.patch = diff_paths(repo, sha, rev, {s.path});
+    i.problem_statement = std::to_string(broken.size()) + " test" + (broken.size() > 1 ? "s fail" : " fails") + ":\n";
+    for (size_t k = 0; k < broken.size() && k < 10; ++k) i.problem_statement += "- " + broken[k] + "\n";
+    const std::string tail = output.size() > 1500 ? output.substr(output.size() - 1500) : output;
+    i.problem_statement += "\nThe end of the test run's output:\n```\n" + tail +
+                           (tail.empty() || tail.back() == '\n' ? "" : "\n") + "```\n";
+    i.created_at = date;
+    i.language = language_of(s.path);
+    i.build_system = env.build_system;
+    i.install = env.install;
+    i.build = env.build;
+    i.test_cmd = env.test_cmd;
+    i.log_parser = env.log_parser;
+    i.source = "synthetic";
+    i.repo_path = repo;
+    out += to_json_line(i);
+    ++kept;
+  }
+  progress.finish();
+  spdlog::info("{}: {} mutation sites, {} tried, {} break a test at {}", name, sites.size(), tried, kept, o.rev);
+  write_text(o.output, out, o.no_clobber);
+}
+
+}  // namespace swec
