@@ -97,6 +97,48 @@ finish()
 PYEOF
 [ $? -eq 0 ] && pass "synthetic bugs checked" || fail "synthetic bugs checked"
 
+# Trajectories: the builtin repair baseline on the synthetic bugs; agents as commands on the mined instance.
+check "distill --agent builtin" sh -c "$SC distill -i syn_inst.jsonl --store st -o traj.jsonl $SANDBOX > distill.tsv"
+cat > fixer.py <<'PYEOF'
+import json, sys
+task = json.loads(sys.stdin.readline())
+print(json.dumps({"action": "bash", "command": "grep -n 'return a' calc.py"}), flush=True)
+obs = json.loads(sys.stdin.readline())
+line = [l for l in obs["output"].splitlines() if "return a - b" in l][0].split(":")[0]
+print(json.dumps({"action": "bash", "command": "sed -i '%ss/return a - b/return a + b/' calc.py" % line}), flush=True)
+sys.stdin.readline()
+print(json.dumps({"action": "submit"}), flush=True)
+PYEOF
+cat > cheater.py <<'PYEOF'
+import json, sys
+sys.stdin.readline()
+print(json.dumps({"action": "bash", "command": "rm -f tests/test_calc.py"}), flush=True)
+sys.stdin.readline()
+print(json.dumps({"action": "submit"}), flush=True)
+PYEOF
+check "distill --agent-cmd (a scripted fixer)" sh -c "$SC distill -i inst.jsonl --store st --agent-cmd '$PY fixer.py' -o traj_fix.jsonl $SANDBOX > fix.tsv"
+check "distill --agent-cmd (an agent deleting the failing test)" sh -c "$SC distill -i inst.jsonl --store st --agent-cmd '$PY cheater.py' -o traj_cheat.jsonl $SANDBOX > cheat.tsv"
+check "distill --agent-cmd (an agent answering garbage)" sh -c "$SC distill -i inst.jsonl --store st --agent-cmd 'echo garbage' -o traj_junk.jsonl $SANDBOX > junk.tsv"
+check "distill --agent-cmd (an agent that dies)" sh -c "$SC distill -i inst.jsonl --store st --agent-cmd 'exit 3' -o traj_dead.jsonl $SANDBOX > dead.tsv"
+"$PY" - <<'PYEOF'
+import json, os, sys
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
+traj = [json.loads(l) for l in open("traj.jsonl")]
+syn = {json.loads(l)["instance_id"]: json.loads(l) for l in open("syn_inst.jsonl")}
+report(len(traj) == 2 and all(t["resolved"] and t["agent"] == "builtin" for t in traj), "builtin: both synthetic bugs resolved (%s)" % open("distill.tsv").read().strip().replace("\n", " | "))
+report(all(t["steps"][0]["command"] == syn[t["instance_id"]]["test_cmd"] and any("cat > " in s["command"] for s in t["steps"]) for t in traj), "builtin: runs the tests first, then edits through bash actions")
+report(all(any(l.startswith("+") and not l.startswith("+++") and l[1:] in syn[t["instance_id"]]["patch"] for l in t["patch"].splitlines()) for t in traj), "builtin: its edit is the gold patch's line")
+fix = [json.loads(l) for l in open("traj_fix.jsonl")]
+report(len(fix) == 1 and fix[0]["resolved"] and len(fix[0]["steps"]) == 2 and "return a + b" in fix[0]["patch"], "--agent-cmd: a scripted fixer's trajectory kept, its two bash steps recorded")
+report(open("traj_cheat.jsonl").read() == "" and "unresolved" in open("cheat.tsv").read(), "an agent deleting the failing test is not credited")
+report(open("traj_junk.jsonl").read() == "" and "not JSON" in open("junk.tsv").read(), "an agent's bad JSON ends its trajectory, not the run")
+report(open("traj_dead.jsonl").read() == "" and "the agent failed" in open("dead.tsv").read(), "an agent that exits ends its trajectory, not the run")
+finish()
+PYEOF
+[ $? -eq 0 ] && pass "trajectories checked" || fail "trajectories checked"
+expect_fail "distill of candidates that were not validated" 3 "no FAIL_TO_PASS" $SC distill -i cand.jsonl --store st -o x.jsonl
+
 # Bad input: one line naming file and what, exit 3; nothing written.
 mkdir notgit
 expect_fail "not a git repository" 3 "not a git repository" $SC mine -i notgit --store st -o x.jsonl

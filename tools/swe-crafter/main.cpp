@@ -72,6 +72,22 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1.0, 1e6));
   store(validate_verb, val);
 
+  swec::DistillOptions dist;
+  CLI::App* distill_verb =
+      cli.add_verb("distill", "Agent trajectories on validated instances; the resolved ones kept (JSONL)");
+  distill_verb->add_option("-i,--input", dist.input, "Validated instances (JSONL, '-' = standard input)")->required();
+  nk::cli::App::add_output(*distill_verb, dist.output, dist.no_clobber, "resolved trajectories (JSONL)");
+  distill_verb->add_option("--agent", dist.agent, "builtin: the non-LLM repair baseline")
+      ->check(CLI::IsMember({"builtin"}));
+  distill_verb->add_option("--agent-cmd", dist.agent_cmd,
+                           "An agent as a command: JSON lines in (task, observations), JSON lines out (actions)");
+  distill_verb->add_option("--max-steps", dist.max_steps, "Actions per trajectory")->check(CLI::Range(1, 100000));
+  distill_verb->add_option("--sandbox", dist.sandbox, "namespace (no network, writes only to scratch) or none")
+      ->check(CLI::IsMember({"namespace", "none"}));
+  distill_verb->add_option("--timeout", dist.timeout, "Seconds per command (its process group is killed)")
+      ->check(CLI::Range(1.0, 1e6));
+  store(distill_verb, dist);
+
   swec::StoreOptions doc;
   CLI::App* doctor_verb = cli.add_verb("doctor", "Toolchains, the sandbox and memory limits on this machine (TSV)");
   store(doctor_verb, doc);
@@ -82,6 +98,7 @@ int main(int argc, char** argv) {
     if (*env_verb) swec::env_verb(env, cli.env());
     if (*mine_verb) swec::mine_verb(mine, cli.env());
     if (*validate_verb) status = swec::validate_verb(val, cli.env());
+    if (*distill_verb) swec::distill_verb(dist, cli.env());
     if (*doctor_verb) swec::doctor_verb(doc, cli.env());
   });
   return rc != 0 ? rc : status;

@@ -43,6 +43,14 @@ struct ValidateOptions : StoreOptions {
 /// Returns the exit status: 1 when re-checked instances fail, else 0.
 int validate_verb(const ValidateOptions& options, const nk::RunEnv& env);
 
+struct DistillOptions : StoreOptions {
+  std::string input, output, agent = "builtin", agent_cmd, sandbox = "namespace";
+  bool no_clobber = false;
+  int max_steps = 30;
+  double timeout = 900;
+};
+void distill_verb(const DistillOptions& options, const nk::RunEnv& env);
+
 void doctor_verb(const StoreOptions& options, const nk::RunEnv& env);
 
 /// A repository argument: a folder, or a name in the store.

@@ -1,5 +1,5 @@
 """swe-crafter: every verb that reads a file (tests/fuzz/fuzz.py): validate's
-candidates and mine's env.json, on the fixture repository."""
+candidates, distill's instances and mine's env.json, on the fixture repository."""
 
 import os
 
@@ -15,6 +15,15 @@ RECIPES = [
      "inputs": {"candidates": "{w}/cand.jsonl"},
      "text": {"candidates": True},
      "run": "swe-crafter -q validate -i {candidates} --store {w}/st --sandbox none --runs 1 --timeout 60 -o {out}"},
+    {"tool": "swe-crafter", "verb": "distill",
+     "setup": SETUP + ["swe-crafter -q mine -i repo --store {w}/st --env {w}/env.json -o {w}/all.jsonl",
+                       "PATH=/usr/bin:$PATH swe-crafter -q validate -i {w}/all.jsonl --store {w}/st --sandbox none "
+                       "--runs 1 -o {w}/inst.jsonl > /dev/null",
+                       "test -s {w}/inst.jsonl"],
+     "inputs": {"instances": "{w}/inst.jsonl"},
+     "text": {"instances": True},
+     "run": "PATH=/usr/bin:$PATH swe-crafter -q distill -i {instances} --store {w}/st --sandbox none --max-steps 4 "
+            "--timeout 60 -o {out}"},
     {"tool": "swe-crafter", "verb": "mine",
      "setup": SETUP,
      "inputs": {"env": "{w}/env.json"},

@@ -1,0 +1,430 @@
+// distill.cpp - agent trajectories on validated instances: an agent works
+// in a workspace at base_commit through bash actions (in the sandbox) and
+// submits; its diff, with the test files restored to base + test_patch, is
+// graded on FAIL_TO_PASS and PASS_TO_PASS; resolved trajectories are kept.
+
+// GCC 12 at -O3 warns of overlapping copies in "literal" + std::string&& (a false
+// positive, GCC bug 105651).
+#pragma GCC diagnostic ignored "-Wrestrict"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "nk/command.hpp"
+#include "nk/error.hpp"
+#include "nk/log.hpp"
+#include "nk/progress.hpp"
+#include "swe-crafter/buildsys.hpp"
+#include "swe-crafter/git.hpp"
+#include "swe-crafter/instance.hpp"
+#include "swe-crafter/swe_crafter.hpp"
+#include "swe-crafter/synthetic.hpp"
+#include "swe-crafter/testrule.hpp"
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace swec {
+
+namespace {
+
+struct ScratchFolder {
+  std::string path;
+  explicit ScratchFolder(const std::string& name) {
+    std::string why;
+    path = nk::make_scratch(name, why);
+    if (path.empty()) throw nk::io_error("$TMPDIR", why);
+  }
+  ~ScratchFolder() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::string read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+/// Who acts: one JSON line in, one JSON line out.
+class Agent {
+ public:
+  virtual ~Agent() = default;
+  virtual std::string respond(const std::string& line) = 0;
+};
+
+/// --agent-cmd: a program per instance, spoken to in JSON lines.
+class CommandAgent : public Agent {
+ public:
+  explicit CommandAgent(const std::string& command) : process_(command, "--agent-cmd") {}
+  std::string respond(const std::string& line) override {
+    const std::string out = line + "\n";
+    process_.write(out.data(), out.size());
+    return process_.read_line(size_t{1} << 24, "the agent's action");
+  }
+
+ private:
+  nk::Coprocess process_;
+};
+
+/// The builtin repair baseline (no LLM): run the tests, localise by the
+/// source lines the failing output names (and their neighbours) and the
+/// functions it calls, try the inverse single-line edits there (operators,
+/// comparisons, constants minus or plus one, swapped arguments) one at a
+/// time with the tests after each, submit the first that makes a failing
+/// test the problem statement names (else any failing test) pass and
+/// breaks no passing one (a test that fails after it must
+/// fail again in a second run to count: flaky tests do not).
+class BuiltinAgent : public Agent {
+ public:
+  explicit BuiltinAgent(std::string workspace) : ws_(std::move(workspace)) {}
+
+  std::string respond(const std::string& line) override {
+    const json msg = json::parse(line);
+    if (msg.value("type", "") == "task") {
+      test_cmd_ = msg.value("test_cmd", "");
+      parser_ = msg.value("log_parser", "");
+      statement_ = msg.value("problem_statement", "");
+      return json{{"action", "bash"}, {"command", test_cmd_}}.dump();
+    }
+    const std::string output = msg.value("output", "");
+    ParsedLog log;
+    try {
+      log = parse_log(parser_, output);
+    } catch (const std::exception&) {
+      return json{{"action", "submit"}}.dump();
+    }
+    if (!started_) {
+      started_ = true;
+      for (const auto& [id, v] : log.tests) (v == Verdict::passed ? passing_ : failing_).insert(id);
+      if (failing_.empty()) return json{{"action", "submit"}}.dump();
+      // the failing tests the problem statement names are the target: those of its first paragraph, else
+      // of all of it, else every failing one
+      const std::string first = statement_.substr(0, statement_.find("\n\n"));
+      for (const std::string* text : std::vector<const std::string*>{&first, &statement_}) {
+        for (const std::string& id : failing_) {
+          const size_t sep = id.rfind("::");
+          const std::string short_name = sep == std::string::npos ? id : id.substr(sep + 2);
+          if (text->find(id) != std::string::npos || text->find(short_name) != std::string::npos) target_.insert(id);
+        }
+        if (!target_.empty()) break;
+      }
+      if (target_.empty()) target_ = failing_;
+      plan(output);
+    } else if (verifying_) {
+      // the edit fixed tests but others failed: they count only if they fail again (flaky tests do not)
+      verifying_ = false;
+      bool again = false;
+      for (const std::string& id : broken_) again = again || !log.passed(id);
+      if (!again && fixes(log)) return json{{"action", "submit"}}.dump();
+    } else if (fixes(log)) {
+      broken_.clear();
+      for (const std::string& id : passing_) {
+        if (!log.passed(id)) broken_.push_back(id);
+      }
+      if (broken_.empty()) return json{{"action", "submit"}}.dump();
+      verifying_ = true;
+      return bash(test_cmd_);
+    }
+    if (next_ >= edits_.size()) {
+      // nothing worked: the original back, then submit (graded unresolved)
+      if (!restored_ && next_ > 0) {
+        restored_ = true;
+        const Edit& last = edits_[next_ - 1];
+        return bash(write_command(last.path, originals_[last.path]));
+      }
+      return json{{"action", "submit"}}.dump();
+    }
+    const Edit& e = edits_[next_++];
+    std::string cmd;
+    if (next_ > 1 && edits_[next_ - 2].path != e.path)
+      cmd += write_command(edits_[next_ - 2].path, originals_[edits_[next_ - 2].path]);
+    cmd += write_command(e.path, e.content) + test_cmd_;
+    return bash(cmd);
+  }
+
+ private:
+  struct Edit {
+    std::string path, content;
+  };
+
+  static std::string bash(const std::string& command) { return json{{"action", "bash"}, {"command", command}}.dump(); }
+
+  static std::string write_command(const std::string& path, const std::string& content) {
+    std::string body = content;
+    if (!body.empty() && body.back() != '\n') body += '\n';
+    return "cat > " + sh_quote(path) + " <<'NK_BUILTIN_EOF'\n" + body + "NK_BUILTIN_EOF\n";
+  }
+
+  /// Some target test (failing at the start) passes.
+  bool fixes(const ParsedLog& log) const {
+    for (const std::string& id : target_) {
+      if (log.passed(id)) return true;
+    }
+    return false;
+  }
+
+  /// Source lines the output names: "path:LINE" or 'File "path", line LINE'.
+  void plan(const std::string& output) {
+    std::vector<std::pair<std::string, int64_t>> refs;
+    std::set<std::pair<std::string, int64_t>> seen;
+    auto add = [&](std::string path, int64_t line) {
+      if (path.rfind("./", 0) == 0) path = path.substr(2);
+      std::error_code ec;
+      if (line <= 0 || is_test_file(path) || language_of(path).empty() ||
+          !fs::is_regular_file(fs::path(ws_) / path, ec))
+        return;
+      if (seen.insert({path, line}).second) refs.emplace_back(path, line);
+    };
+    for (size_t at = 0; at < output.size(); ++at) {
+      // path:LINE
+      if (output[at] == ':' && at + 1 < output.size() && std::isdigit(static_cast<unsigned char>(output[at + 1]))) {
+        size_t start = at;
+        while (start > 0 && !std::isspace(static_cast<unsigned char>(output[start - 1])) && output[start - 1] != '"' &&
+               output[start - 1] != '(')
+          --start;
+        size_t end = at + 1;
+        while (end < output.size() && std::isdigit(static_cast<unsigned char>(output[end]))) ++end;
+        if (end - at - 1 < 8) add(output.substr(start, at - start), std::stoll(output.substr(at + 1, end - at - 1)));
+      }
+    }
+    for (size_t at = output.find("File \""); at != std::string::npos; at = output.find("File \"", at + 1)) {
+      const size_t q = output.find('"', at + 6);
+      const size_t l = output.find(", line ", q);
+      if (q == std::string::npos || l != q + 1) continue;
+      size_t end = l + 7;
+      while (end < output.size() && std::isdigit(static_cast<unsigned char>(output[end]))) ++end;
+      if (end > l + 7 && end - l - 7 < 8)
+        add(output.substr(at + 6, q - at - 6), std::stoll(output.substr(l + 7, end - l - 7)));
+    }
+    // functions the output calls by name (an assertion in a test names the function, not its file):
+    // the lines after their definitions
+    std::set<std::string> names;
+    for (size_t at = output.find('('); at != std::string::npos; at = output.find('(', at + 1)) {
+      size_t start = at;
+      while (start > 0 && (std::isalnum(static_cast<unsigned char>(output[start - 1])) || output[start - 1] == '_'))
+        --start;
+      if (at - start >= 2 && at - start <= 64 && !std::isdigit(static_cast<unsigned char>(output[start])))
+        names.insert(output.substr(start, at - start));
+    }
+    if (!names.empty()) {
+      std::istringstream files(git(ws_, "ls-files", "listing the workspace"));
+      std::string path;
+      while (std::getline(files, path)) {
+        if (is_test_file(path) || language_of(path).empty()) continue;
+        std::ifstream f(fs::path(ws_) / path);
+        std::string text;
+        int64_t number = 0;
+        while (std::getline(f, text)) {
+          ++number;
+          for (const std::string& n : names) {
+            for (const std::string& head :
+                 {"def " + n + "(", "func " + n + "(", "fn " + n + "(", "function " + n + "(", " " + n + "("}) {
+              const size_t h = text.find(head);
+              if (h == std::string::npos) continue;
+              if (head[0] == ' ' && text.find('{') == std::string::npos) continue;  // a call, not a definition
+              for (int64_t k = 1; k <= 30; ++k) add(path, number + k);
+              break;
+            }
+          }
+        }
+      }
+    }
+    // candidate edits: the named lines first, then their neighbours
+    std::set<std::pair<std::string, int64_t>> lines;
+    for (int64_t radius : {0, 1, 2, 3}) {
+      for (const auto& [path, line] : refs) {
+        for (int64_t l : {line - radius, line + radius}) {
+          if (l < 1 || !lines.insert({path, l}).second) continue;
+          if (!originals_.count(path)) originals_[path] = read_file(fs::path(ws_) / path);
+          const std::string& text = originals_[path];
+          for (const Mutation& m : candidate_mutations(text, language_of(path))) {
+            if (m.line != l - 1 || m.removes) continue;
+            edits_.push_back({path, apply_mutation(text, m)});
+            if (m.kind == "constant") {
+              // the inverse of "plus one" is minus one
+              Mutation minus = m;
+              std::string after = m.after;
+              size_t i = 0;
+              while (i < after.size() && !(after[i] != m.before[i])) ++i;
+              size_t j = i;
+              while (j < after.size() && std::isdigit(static_cast<unsigned char>(after[j]))) ++j;
+              const long long v = std::stoll(after.substr(i, j - i)) - 2;
+              if (v >= 0) {
+                minus.after = after.substr(0, i) + std::to_string(v) + after.substr(j);
+                edits_.push_back({path, apply_mutation(text, minus)});
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+
+  std::string ws_, test_cmd_, parser_, statement_;
+  bool started_ = false, restored_ = false, verifying_ = false;
+  std::set<std::string> failing_, passing_, target_;
+  std::vector<std::string> broken_;
+  std::vector<Edit> edits_;
+  size_t next_ = 0;
+  std::map<std::string, std::string> originals_;
+};
+
+/// The diff of the work tree against 'base', test files left out.
+std::string agent_patch(const std::string& ws, const std::string& base) {
+  git(ws, "add -A", "staging the agent's work");
+  std::istringstream names(
+      git(ws, "diff --cached --no-renames --name-only -z " + sh_quote(base), "listing the agent's diff"));
+  std::vector<std::string> keep;
+  std::string p;
+  while (std::getline(names, p, '\0')) {
+    if (!p.empty() && !is_test_file(p)) keep.push_back(p);
+  }
+  if (keep.empty()) return "";
+  std::string args = "diff --cached --no-renames --binary --full-index " + sh_quote(base) + " --";
+  for (const std::string& k : keep) args += " " + sh_quote(k);
+  return git(ws, args, "writing the agent's diff");
+}
+
+}  // namespace
+
+void distill_verb(const DistillOptions& o, const nk::RunEnv&) {
+  std::vector<Instance> instances = read_instances(o.input);
+  Sandbox sandbox{nk::parse_sandbox(o.sandbox), o.timeout};
+  if (sandbox.mode == nk::SandboxMode::namespaces && !nk::namespace_sandbox_unavailable().empty())
+    throw nk::Error(nk::Exit::runtime, "the namespace sandbox cannot run here (" + nk::namespace_sandbox_unavailable() +
+                                           "); run agents' commands without it only if you trust them: --sandbox none");
+  std::vector<std::string> repos;
+  for (const Instance& i : instances) {
+    if (i.fail_to_pass.empty())
+      bad_input(o.input, "instance " + i.instance_id, "no FAIL_TO_PASS: distill takes validated instances");
+    if (i.test_cmd.empty() || i.log_parser.empty())
+      bad_input(o.input, "instance " + i.instance_id, "no test_cmd or log_parser: validate it first");
+    const std::string repo = resolve_repo(o.store, i.repo_path.empty() ? i.repo : i.repo_path);
+    if (!has_commit(repo, i.base_commit))
+      bad_input(o.input, "instance " + i.instance_id, "base_commit " + i.base_commit + " is not in " + repo);
+    repos.push_back(repo);
+  }
+  std::string kept;
+  int resolved = 0;
+  nk::Progress progress("distill", static_cast<int64_t>(instances.size()));
+  for (size_t k = 0; k < instances.size(); ++k) {
+    const Instance& inst = instances[k];
+    ScratchFolder scratch("swe-crafter-agent");
+    const std::string ws = scratch.path + "/ws";
+    make_workspace(repos[k], inst.base_commit, ws);
+    json steps = json::array();
+    std::string ended = "submitted";
+    try {
+      std::unique_ptr<Agent> agent;
+      if (o.agent_cmd.empty()) {
+        agent = std::make_unique<BuiltinAgent>(ws);
+      } else {
+        agent = std::make_unique<CommandAgent>(o.agent_cmd);
+      }
+      std::string message = json{
+          {"type", "task"},
+          {"instance_id", inst.instance_id},
+          {"problem_statement", inst.problem_statement},
+          {"test_cmd", inst.test_cmd},
+          {"log_parser",
+           inst.log_parser}}.dump(-1, ' ', false, json::error_handler_t::replace);
+      int step = 0;
+      for (;; ++step) {
+        if (step >= o.max_steps) {
+          ended = "max steps";
+          break;
+        }
+        const std::string reply = agent->respond(message);
+        json action;
+        try {
+          action = json::parse(reply);
+        } catch (const std::exception&) {
+          ended = "the agent's reply is not JSON";
+          break;
+        }
+        const std::string kind = action.is_object() ? action.value("action", "") : "";
+        if (kind == "submit") break;
+        if (kind != "bash" || !action.contains("command") || !action["command"].is_string()) {
+          ended = "unknown action";
+          break;
+        }
+        const std::string command = action["command"].get<std::string>();
+        const nk::SandboxedRun r = run_step(command, ws, scratch.path, sandbox);
+        std::string output = r.sandbox_error.empty() ? r.output : "sandbox: " + r.sandbox_error;
+        if (output.size() > 10000) output = output.substr(output.size() - 10000);
+        steps.push_back({{"command", command}, {"output", output}, {"exit_code", r.exit_code}});
+        spdlog::debug("{} step {}: {} -> exit {}", inst.instance_id, step + 1, command.substr(0, command.find('\n')),
+                      r.exit_code);
+        message = json{{"type", "observation"}, {"output", output}, {"exit_code", r.exit_code}}.dump(
+            -1, ' ', false, json::error_handler_t::replace);
+      }
+    } catch (const nk::Error& e) {
+      ended = std::string("the agent failed: ") + e.what();  // a broken agent ends its trajectory, not the run
+    }
+    // grading: the agent's diff without test files, on base + test_patch
+    const std::string patch = agent_patch(ws, inst.base_commit);
+    spdlog::debug("{}: the agent's diff:\n{}", inst.instance_id, patch);
+    bool ok = false;
+    std::string why;
+    {
+      ScratchFolder grade("swe-crafter-grade");
+      const std::string gws = grade.path + "/ws";
+      make_workspace(repos[k], inst.base_commit, gws);
+      why = apply_patch(gws, inst.test_patch, grade.path);
+      if (why.empty()) why = apply_patch(gws, patch, grade.path);
+      if (why.empty()) {
+        const Environment env{
+            inst.language, inst.build_system, inst.install, inst.build, inst.test_cmd, inst.log_parser, {}};
+        bool built = true;
+        if (!inst.build.empty() && inst.build != "true")
+          built = run_step(inst.build, gws, grade.path, sandbox).exit_code == 0;
+        std::vector<std::string> files;
+        std::error_code ec;
+        for (const std::string& f : inst.test_files) {
+          if (fs::exists(fs::path(gws) / f, ec)) files.push_back(f);
+        }
+        if (built) {
+          const nk::SandboxedRun t = run_step(test_command(env, files, false), gws, grade.path, sandbox);
+          const ParsedLog log = parse_log(inst.log_parser, t.output);
+          ok = true;
+          for (const auto* list : {&inst.fail_to_pass, &inst.pass_to_pass}) {
+            for (const std::string& id : *list) ok = ok && log.passed(id);
+          }
+          why = ok ? "resolved" : "tests fail";
+        } else {
+          why = "the build fails";
+        }
+      } else {
+        why = "the patch does not apply: " + why;
+      }
+    }
+    std::cout << inst.instance_id << "\t" << (ok ? "resolved" : "unresolved") << "\t" << steps.size() << " steps, "
+              << ended << "; " << why << "\n";
+    std::cout.flush();
+    if (ok) {
+      ++resolved;
+      json t;
+      t["instance_id"] = inst.instance_id;
+      t["agent"] = o.agent_cmd.empty() ? "builtin" : o.agent_cmd;
+      t["steps"] = steps;
+      t["patch"] = patch;
+      t["resolved"] = true;
+      kept += t.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    }
+    progress.update(static_cast<int64_t>(k + 1));
+  }
+  progress.finish();
+  spdlog::info("{} instances: {} resolved by {}", instances.size(), resolved,
+               o.agent_cmd.empty() ? "the builtin agent" : "--agent-cmd");
+  write_text(o.output, kept, o.no_clobber);
+}
+
+}  // namespace swec
