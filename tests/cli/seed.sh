@@ -32,6 +32,9 @@ proxy-certify -q certify -i fm.h5 --model pcm.h5 --n 20 -o pcref.h5
 proxy-certify -q calibrate -i fm.h5 --model pcm.h5 -o pcpx.h5
 sagesched -q trace --requests 8 --max-context 256 --seed 1 -o sstb.h5
 shred-unlearn -q tofu --authors 6 --questions 2 --world 6 --seed 1 -o sut.h5
+bash "$NK_SOURCE/data/swe-crafter/fixture-repo.sh" screpo > /dev/null
+swe-crafter -q fetch "git:$WORK/screpo" --store scst > /dev/null
+PATH="$NK_BIN:/usr/bin:$PATH" swe-crafter -q env -i screpo --store scst --sandbox none -o scenv.json
 ssd-distill -q tasks --task memo --docs 2 --seed 1 -o sdt.h5
 sparda-forecast -q gen --planted --layers 2 --tokens 64 --block 16 --head-dim 8 --d-model 32 --seed 1 -o spt.h5
 invariance-audit -q train-prior -i fm.h5 --channels 4,8 --groups 2 --time-dim 8 --steps 2 --batch 4 -o iap.h5
@@ -113,6 +116,7 @@ recipe() {
     "simple-evol sweep") echo "sweep -o swout --problems tsp --frameworks random --rungs 0 --seeds 1 --budget 1 --sandbox none" ;;
     "simple-evol llm") echo "llm --exam --rungs 0 --samples 1 -o out.h5" ;;
     "simple-evol eval") echo "eval -i sec.h5 --heuristic seinv.py --sandbox none --aco-iterations 2 -o out.h5" ;;
+    "swe-crafter mine") echo "mine -i screpo --store scst --env scenv.json --synthetic 1 --sandbox none" ;;
     *) return 1 ;;
   esac
 }
@@ -140,6 +144,15 @@ for tool in $(ls "$NK_BIN" | grep -v '\.so$' | grep -v '^nk_unit_tests$'); do
       # shellcheck disable=SC2086
       "$tool" -q $args --seed 7 -o out1.txt && "$tool" -q $args --seed 7 -o out2.txt && "$tool" -q $args --seed 8 -o out3.txt &&
         cmp -s out1.txt out2.txt && ! cmp -s out1.txt out3.txt && pass "$tool $verb: --seed 7 twice gives one text, --seed 8 another" ||
+        fail "$tool $verb --seed"
+      continue
+    fi
+    # A verb that writes JSON lines (swe-crafter mine --synthetic): the seed picks the same bugs.
+    if [ "$tool $verb" = "swe-crafter mine" ]; then
+      ids() { $PY -c 'import json, sys; print([json.loads(l)["instance_id"] for l in open(sys.argv[1])])' "$1"; }
+      # shellcheck disable=SC2086
+      PATH="$NK_BIN:/usr/bin:$PATH" "$tool" -q $args --seed 7 -o out1.jsonl && PATH="$NK_BIN:/usr/bin:$PATH" "$tool" -q $args --seed 7 -o out2.jsonl &&
+        [ -s out1.jsonl ] && [ "$(ids out1.jsonl)" = "$(ids out2.jsonl)" ] && pass "$tool $verb: --seed 7 twice gives the same bugs" ||
         fail "$tool $verb --seed"
       continue
     fi

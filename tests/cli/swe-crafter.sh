@@ -1,8 +1,10 @@
-# swe-crafter.sh - a fixture repository with labelled commits (good,
-# doc-only, code-only, passes-before, breaks-a-test, flaky) through fetch,
-# env, mine and validate: exactly the good commit is admitted, with its
-# FAIL_TO_PASS and PASS_TO_PASS; the re-check holds for it and catches a
-# tampered instance; the user's repository is never written; bad input.
+# swe-crafter.sh - fixture repositories with labelled commits (Python:
+# good, doc-only, code-only, passes-before, breaks-a-test, flaky; C with
+# CMake and ctest; Perl with prove) through fetch, env, mine and validate:
+# exactly the good commits are admitted, with their FAIL_TO_PASS and
+# PASS_TO_PASS; the re-check holds and catches a tampered instance;
+# synthetic bugs restore byte for byte; trajectories of the builtin agent
+# and of scripted agents; the user's repository is never written; bad input.
 . "$(dirname "$0")/lib.sh"
 
 # Debian's python3 (with its pytest) before any other on PATH
@@ -138,6 +140,29 @@ finish()
 PYEOF
 [ $? -eq 0 ] && pass "trajectories checked" || fail "trajectories checked"
 expect_fail "distill of candidates that were not validated" 3 "no FAIL_TO_PASS" $SC distill -i cand.jsonl --store st -o x.jsonl
+
+# Other languages: a C library under CMake and ctest, a Perl module under prove (TAP).
+for lang in c perl; do
+  check "the $lang fixture" bash "$NK_SOURCE/data/swe-crafter/fixture-$lang.sh" repo_$lang
+  check "$lang: fetch, env, mine" sh -c "$SC fetch git:$WORK/repo_$lang --store st > /dev/null && $SC env -i repo_$lang --store st -o env_$lang.json $SANDBOX && $SC mine -i repo_$lang --store st --env env_$lang.json -o cand_$lang.jsonl"
+  check "$lang: validate" sh -c "$SC validate -i cand_$lang.jsonl --store st -o inst_$lang.jsonl $SANDBOX > verdicts_$lang.tsv"
+done
+"$PY" - <<'PYEOF'
+import json, os, sys
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
+want = {"c": ("cmake", "ctest", ["add"]), "perl": ("prove", "tap", ["t/add.t::add"])}
+for lang, (system, parser, f2p) in want.items():
+    env = json.load(open("env_%s.json" % lang))
+    report(env["ok"] and env["build_system"] == system and env["log_parser"] == parser, "%s: the fixed method finds %s and its %s log" % (lang, system, parser))
+    verdicts = [l.rstrip("\n").split("\t") for l in open("verdicts_%s.tsv" % lang)]
+    cand = {json.loads(l)["instance_id"]: json.loads(l)["problem_statement"] for l in open("cand_%s.jsonl" % lang)}
+    admitted = [cand[v[0]] for v in verdicts if v[1] == "admitted"]
+    inst = [json.loads(l) for l in open("inst_%s.jsonl" % lang)]
+    report(len(admitted) == 1 and "label: good" in admitted[0] and json.loads(inst[0]["FAIL_TO_PASS"]) == f2p, "%s: exactly the good commit admitted, FAIL_TO_PASS %s (%s)" % (lang, f2p, [v[1:] for v in verdicts]))
+finish()
+PYEOF
+[ $? -eq 0 ] && pass "C and Perl instances checked" || fail "C and Perl instances checked"
 
 # Bad input: one line naming file and what, exit 3; nothing written.
 mkdir notgit

@@ -175,7 +175,22 @@ std::string enter_sandbox(SandboxMode mode, const SandboxSpec& spec) {
   }
   if (!spec.workdir.empty() && chdir(spec.workdir.c_str()) != 0) return errno_text("chdir '" + spec.workdir + "'");
   if (mode == SandboxMode::namespaces) {
+    const uid_t uid = getuid();
+    const gid_t gid = getgid();
     if (unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0) return errno_text("unshare(user, network namespaces)");
+    // the user keeps its own ids inside (an unmapped user cannot posix_spawn: a recursive make fails with EINVAL)
+    auto write_proc = [](const char* path, const std::string& text) {
+      const int fd = open(path, O_WRONLY | O_CLOEXEC);
+      if (fd < 0) return false;
+      const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+      close(fd);
+      return ok;
+    };
+    write_proc("/proc/self/setgroups", "deny");
+    if (!write_proc("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1\n"))
+      return errno_text("writing /proc/self/uid_map");
+    if (!write_proc("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1\n"))
+      return errno_text("writing /proc/self/gid_map");
     const std::string why = restrict_writes(spec.writable);
     if (!why.empty()) return why;
   }

@@ -31,7 +31,8 @@ struct SandboxSpec {
 };
 
 /// Enters the sandbox in a freshly forked, single-threaded child: its own
-/// process group, killed with its parent, working folder spec.workdir.
+/// process group, killed with its parent, working folder spec.workdir; in
+/// the namespaces the user keeps its own uid and gid (mapped to themselves).
 /// Besides spec.writable, /dev/null stays writable. Returns "" or why a step
 /// failed. Under SandboxMode::none the seccomp filter is best effort.
 std::string enter_sandbox(SandboxMode mode, const SandboxSpec& spec);
