@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "nk/error.hpp"
 #include "swe-crafter/git.hpp"
 #include "swe-crafter/testrule.hpp"
 
@@ -141,6 +142,25 @@ std::string test_command(const Environment& env, const std::vector<std::string>&
     for (const std::string& p : packages) out += " " + sh_quote(p);
   }
   return out;
+}
+
+Sandbox make_sandbox(const std::string& mode, double timeout, const std::string& whose) {
+  Sandbox s{nk::parse_sandbox(mode), timeout};
+  if (s.mode == nk::SandboxMode::namespaces && !nk::namespace_sandbox_unavailable().empty())
+    throw nk::Error(nk::Exit::runtime, "the namespace sandbox cannot run here (" + nk::namespace_sandbox_unavailable() +
+                                           "); run " + whose + " without it only if you trust them: --sandbox none");
+  return s;
+}
+
+ScratchFolder::ScratchFolder(const std::string& name) {
+  std::string why;
+  path = nk::make_scratch(name, why);
+  if (path.empty()) throw nk::io_error("$TMPDIR", why);
+}
+
+ScratchFolder::~ScratchFolder() {
+  std::error_code ec;
+  fs::remove_all(path, ec);
 }
 
 nk::SandboxedRun run_step(const std::string& command, const std::string& workspace, const std::string& scratch,

@@ -32,6 +32,20 @@ struct Sandbox {
   double timeout = 900;  ///< seconds per command
 };
 
+/// The sandbox of --sandbox and --timeout; the namespace mode where it cannot
+/// run is exit 1, saying why ('whose': whose code would run unconfined).
+Sandbox make_sandbox(const std::string& mode, double timeout, const std::string& whose);
+
+/// A private folder under $TMPDIR, removed with what it holds at the end of
+/// the scope.
+struct ScratchFolder {
+  std::string path;
+  explicit ScratchFolder(const std::string& name);
+  ~ScratchFolder();
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+};
+
 struct StepResult {
   nk::SandboxedRun run;
   ParsedLog log;  ///< for test steps

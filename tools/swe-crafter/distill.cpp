@@ -33,19 +33,6 @@ namespace swec {
 
 namespace {
 
-struct ScratchFolder {
-  std::string path;
-  explicit ScratchFolder(const std::string& name) {
-    std::string why;
-    path = nk::make_scratch(name, why);
-    if (path.empty()) throw nk::io_error("$TMPDIR", why);
-  }
-  ~ScratchFolder() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 std::string read_file(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
   std::stringstream ss;
@@ -297,10 +284,7 @@ std::string agent_patch(const std::string& ws, const std::string& base) {
 
 void distill_verb(const DistillOptions& o, const nk::RunEnv&) {
   std::vector<Instance> instances = read_instances(o.input);
-  Sandbox sandbox{nk::parse_sandbox(o.sandbox), o.timeout};
-  if (sandbox.mode == nk::SandboxMode::namespaces && !nk::namespace_sandbox_unavailable().empty())
-    throw nk::Error(nk::Exit::runtime, "the namespace sandbox cannot run here (" + nk::namespace_sandbox_unavailable() +
-                                           "); run agents' commands without it only if you trust them: --sandbox none");
+  const Sandbox sandbox = make_sandbox(o.sandbox, o.timeout, "agents' commands");
   std::vector<std::string> repos;
   for (const Instance& i : instances) {
     if (i.fail_to_pass.empty())

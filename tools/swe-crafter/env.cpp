@@ -14,31 +14,10 @@ namespace fs = std::filesystem;
 
 namespace swec {
 
-namespace {
-
-struct ScratchFolder {
-  std::string path;
-  explicit ScratchFolder(const std::string& name) {
-    std::string why;
-    path = nk::make_scratch(name, why);
-    if (path.empty()) throw nk::io_error("$TMPDIR", why);
-  }
-  ~ScratchFolder() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-}  // namespace
-
 void env_verb(const EnvOptions& o, const nk::RunEnv&) {
   const std::string repo = resolve_repo(o.store, o.input);
   if (!has_commit(repo, o.rev)) throw nk::input_error(o.input, "", "no commit '" + o.rev + "'");
-  Sandbox sandbox{nk::parse_sandbox(o.sandbox), o.timeout};
-  if (sandbox.mode == nk::SandboxMode::namespaces && !nk::namespace_sandbox_unavailable().empty())
-    throw nk::Error(nk::Exit::runtime,
-                    "the namespace sandbox cannot run here (" + nk::namespace_sandbox_unavailable() +
-                        "); run repositories' code without it only if you trust them: --sandbox none");
+  const Sandbox sandbox = make_sandbox(o.sandbox, o.timeout, "repositories' code");
   ScratchFolder scratch("swe-crafter-env");
   const std::string ws = scratch.path + "/ws";
   make_workspace(repo, o.rev, ws);

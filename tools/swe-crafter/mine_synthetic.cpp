@@ -32,19 +32,6 @@ namespace swec {
 
 namespace {
 
-struct ScratchFolder {
-  std::string path;
-  explicit ScratchFolder(const std::string& name) {
-    std::string why;
-    path = nk::make_scratch(name, why);
-    if (path.empty()) throw nk::io_error("$TMPDIR", why);
-  }
-  ~ScratchFolder() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 std::string chomp(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
   return s;
@@ -113,11 +100,7 @@ void mine_synthetic(const MineOptions& o, const nk::RunEnv& run_env, const std::
                           " first (swe-crafter fetch git:" + repo + ") and name it by its store name");
   const std::string rev = chomp(git(repo, "rev-parse " + sh_quote(o.rev + "^{commit}"), "resolving --rev"));
   const std::string date = chomp(git(repo, "log -1 --format=%aI " + sh_quote(rev), "reading the date"));
-  Sandbox sandbox{nk::parse_sandbox(o.sandbox), o.timeout};
-  if (sandbox.mode == nk::SandboxMode::namespaces && !nk::namespace_sandbox_unavailable().empty())
-    throw nk::Error(nk::Exit::runtime,
-                    "the namespace sandbox cannot run here (" + nk::namespace_sandbox_unavailable() +
-                        "); run repositories' code without it only if you trust them: --sandbox none");
+  const Sandbox sandbox = make_sandbox(o.sandbox, o.timeout, "repositories' code");
   ScratchFolder scratch("swe-crafter-mine");
   if (env.test_cmd.empty()) {
     const std::string ws = scratch.path + "/ws";

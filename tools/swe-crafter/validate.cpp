@@ -20,19 +20,6 @@ namespace swec {
 
 namespace {
 
-struct ScratchFolder {
-  std::string path;
-  explicit ScratchFolder(const std::string& name) {
-    std::string why;
-    path = nk::make_scratch(name, why);
-    if (path.empty()) throw nk::io_error("$TMPDIR", why);
-  }
-  ~ScratchFolder() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 struct StateRuns {
   std::vector<ParsedLog> logs;
   std::string error;  ///< the state could not be tested (a patch does not apply, the build fails)
@@ -121,11 +108,7 @@ bool all_fail(const std::vector<ParsedLog>& logs, const std::string& id) {
 
 int validate_verb(const ValidateOptions& o, const nk::RunEnv&) {
   std::vector<Instance> instances = read_instances(o.input);
-  Sandbox sandbox{nk::parse_sandbox(o.sandbox), o.timeout};
-  if (sandbox.mode == nk::SandboxMode::namespaces && !nk::namespace_sandbox_unavailable().empty())
-    throw nk::Error(nk::Exit::runtime,
-                    "the namespace sandbox cannot run here (" + nk::namespace_sandbox_unavailable() +
-                        "); run repositories' code without it only if you trust them: --sandbox none");
+  const Sandbox sandbox = make_sandbox(o.sandbox, o.timeout, "repositories' code");
   // every instance's repository first: a bad one fails before any work
   std::vector<std::string> repos;
   {
