@@ -20,7 +20,7 @@ check "fetch prints the store's repository" grep -q "st/repos/repo$" fetched.txt
 check "fetch again: already in the store" $SC fetch git:$WORK/repo --store st
 after=$(cd repo && git status --porcelain && git rev-parse HEAD && ls -a)
 [ "$before" = "$after" ] && pass "the user's repository is untouched" || fail "the user's repository is untouched"
-check "env (fixed)" $SC env -i repo --store st -o env.json $SANDBOX
+check "env (skills)" $SC env -i repo --store st -o env.json $SANDBOX
 check "mine --env" $SC mine -i repo --store st --env env.json -o cand.jsonl
 check "validate --runs 2" sh -c "$SC validate -i cand.jsonl --store st -o inst.jsonl --runs 2 $SANDBOX > verdicts.tsv"
 check "validate re-checks the instances (exit 0)" sh -c "$SC validate -i inst.jsonl --store st -o held.jsonl $SANDBOX > recheck.tsv"
@@ -163,6 +163,33 @@ for lang, (system, parser, f2p) in want.items():
 finish()
 PYEOF
 [ $? -eq 0 ] && pass "C and Perl instances checked" || fail "C and Perl instances checked"
+
+# Skills against the fixed method: a src layout (a skill of its own), a lib layout (the pytest skill's fix and retry).
+for layout in src lib; do
+  mkdir -p ${layout}repo/$layout/calc ${layout}repo/tests
+  printf 'def add(a, b):\n    return a + b\n' > ${layout}repo/$layout/calc/__init__.py
+  printf 'from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n' > ${layout}repo/tests/test_calc.py
+  (cd ${layout}repo && git init -q . && git add -A && git -c user.name=f -c user.email=f@l commit -q -m initial)
+  check "$layout layout: fetch" sh -c "$SC fetch git:$WORK/${layout}repo --store st > /dev/null"
+  check "$layout layout: env --method fixed" $SC env -i ${layout}repo --store st --method fixed -o fixed_$layout.json $SANDBOX
+  check "$layout layout: env --method skills" $SC env -i ${layout}repo --store st --method skills -o skills_$layout.json $SANDBOX
+done
+"$PY" - <<'PYEOF'
+import json, os, sys
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
+for layout in ["src", "lib"]:
+    fixed, skills = json.load(open("fixed_%s.json" % layout)), json.load(open("skills_%s.json" % layout))
+    report(not fixed["ok"] and fixed["tests_found"] == 0 and fixed["attempts"] == 1, "%s layout: the fixed method fails (the package is not importable)" % layout)
+    report(skills["ok"] and skills["tests_found"] == 1 and skills["method"] == "skills", "%s layout: skills make it work" % layout)
+s, l = json.load(open("skills_src.json")), json.load(open("skills_lib.json"))
+report(s["evidence"][0] == "skill: python-src-layout" and s["attempts"] == 1, "src layout: its own skill, first attempt (%s)" % s["evidence"])
+report(l["evidence"][0] == "skill: python-pytest" and l["attempts"] == 2 and any(e.startswith("fix: ModuleNotFoundError") for e in l["evidence"]) and "PYTHONPATH" in l["test_cmd"], "lib layout: the pytest skill recognises the failure, fixes PYTHONPATH and retries (%s)" % l["evidence"])
+finish()
+PYEOF
+[ $? -eq 0 ] && pass "skills checked" || fail "skills checked"
+mkdir badskills && printf 'name broken\ntest true\nlog_parser tap\nevidence maybe x\n' > badskills/broken.skill
+expect_fail "a malformed skill (file, line)" 3 "broken.skill.*line 4" $SC env -i srcrepo --store st --skills badskills -o x.json
 
 # Bad input: one line naming file and what, exit 3; nothing written.
 mkdir notgit

@@ -37,8 +37,9 @@ bool make_target(const std::string& tree, const std::string& target) {
   return false;
 }
 
-/// Files of the work tree (git's view: tracked ones), at most 'limit'.
-std::vector<std::string> tracked(const std::string& tree, size_t limit = 20000) {
+}  // namespace
+
+std::vector<std::string> tracked_files(const std::string& tree, size_t limit) {
   const CommandResult r = shell("git ls-files -z 2>/dev/null", tree);
   std::vector<std::string> out;
   std::istringstream in(r.output);
@@ -47,11 +48,9 @@ std::vector<std::string> tracked(const std::string& tree, size_t limit = 20000) 
   return out;
 }
 
-}  // namespace
-
 Environment detect_fixed(const std::string& tree) {
   Environment e;
-  const std::vector<std::string> files = tracked(tree);
+  const std::vector<std::string> files = tracked_files(tree);
   auto any = [&](auto pred) {
     for (const std::string& f : files) {
       if (pred(f)) return true;

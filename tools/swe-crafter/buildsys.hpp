@@ -23,6 +23,9 @@ struct Environment {
 /// target, package.json). build_system "" when none is recognised.
 Environment detect_fixed(const std::string& work_tree);
 
+/// The work tree's tracked files (at most 'limit').
+std::vector<std::string> tracked_files(const std::string& work_tree, size_t limit = 20000);
+
 /// The test command narrowed to the given test files where the runner takes
 /// files or packages (pytest, prove, go test); the whole suite otherwise.
 std::string test_command(const Environment& env, const std::vector<std::string>& test_files, bool full_suite);

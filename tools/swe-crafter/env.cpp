@@ -1,6 +1,8 @@
 // env.cpp - a repository's environment: build system, commands, and whether
 // they build it and run its tests (in the sandbox, on a workspace copy).
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "nk/error.hpp"
@@ -8,37 +10,125 @@
 #include "swe-crafter/buildsys.hpp"
 #include "swe-crafter/git.hpp"
 #include "swe-crafter/instance.hpp"
+#include "swe-crafter/skills.hpp"
 #include "swe-crafter/swe_crafter.hpp"
 
 namespace fs = std::filesystem;
 
 namespace swec {
 
+namespace {
+
+/// Tests that ran (passed or failed; errors and skips do not count).
+int64_t tests_run(const ParsedLog& log) {
+  int64_t n = 0;
+  for (const auto& [id, v] : log.tests) n += v == Verdict::passed || v == Verdict::failed;
+  return n;
+}
+
+struct Attempt {
+  bool ok = false;
+  int64_t tests = 0;
+  bool summary = false;
+  std::string build_log, test_log;
+};
+
+/// setup, build, then the tests: whether the environment works.
+Attempt attempt(const Environment& e, const std::string& ws, const std::string& scratch, const Sandbox& sandbox) {
+  Attempt a;
+  for (const std::string* step : {&e.install, &e.build}) {
+    if (step->empty() || *step == "true") continue;
+    const nk::SandboxedRun r = run_step(*step, ws, scratch, sandbox);
+    a.build_log += r.sandbox_error.empty() ? r.output : r.sandbox_error;
+    if (r.exit_code != 0) return a;
+  }
+  const nk::SandboxedRun t = run_step(e.test_cmd, ws, scratch, sandbox);
+  a.test_log = t.output;
+  const ParsedLog log = parse_log(e.log_parser, t.output);
+  a.tests = tests_run(log);
+  a.summary = log.summary;
+  a.ok = a.tests >= 1 && a.summary && !t.timed_out;
+  return a;
+}
+
+std::string exports(const std::map<std::string, std::string>& env) {
+  std::string out;
+  for (const auto& [k, v] : env) out += "export " + k + "=" + sh_quote(v) + "; ";
+  return out;
+}
+
+}  // namespace
+
 void env_verb(const EnvOptions& o, const nk::RunEnv&) {
   const std::string repo = resolve_repo(o.store, o.input);
   if (!has_commit(repo, o.rev)) throw nk::input_error(o.input, "", "no commit '" + o.rev + "'");
+  std::vector<Skill> skills;
+  if (o.method == "skills") {
+    std::vector<std::string> folders = {shipped_skills()};
+    folders.insert(folders.end(), o.skills.begin(), o.skills.end());
+    skills = load_skills(folders);
+  }
   const Sandbox sandbox = make_sandbox(o.sandbox, o.timeout, "repositories' code");
   ScratchFolder scratch("swe-crafter-env");
   const std::string ws = scratch.path + "/ws";
   make_workspace(repo, o.rev, ws);
-  Environment e = detect_fixed(ws);
   nlohmann::ordered_json j;
-  std::string build_log, test_log;
-  int64_t tests = 0;
-  bool summary = false;
-  if (!e.build_system.empty()) {
-    e.attempts = 1;
-    const nk::SandboxedRun b = run_step(e.build, ws, scratch.path, sandbox);
-    build_log = b.sandbox_error.empty() ? b.output : b.sandbox_error;
-    if (b.exit_code == 0) {
-      const nk::SandboxedRun t = run_step(e.test_cmd, ws, scratch.path, sandbox);
-      test_log = t.output;
-      const ParsedLog log = parse_log(e.log_parser, t.output);
-      tests = static_cast<int64_t>(log.tests.size());
-      summary = log.summary;
+  Environment e;
+  Attempt result;
+  if (o.method == "fixed") {
+    // one command set by the manifest, no evidence beyond it, no retries
+    e = detect_fixed(ws);
+    if (!e.build_system.empty()) {
+      e.attempts = 1;
+      result = attempt(e, ws, scratch.path, sandbox);
     }
-    e.ok = b.exit_code == 0 && tests >= 1 && summary;
+  } else {
+    // every skill whose evidence holds, most specific first; a failure a skill recognises is fixed and retried
+    int attempts = 0;
+    for (const SkillMatch& m : matching_skills(skills, ws, tracked_files(ws))) {
+      if (attempts >= o.attempts) break;
+      const Skill& s = *m.skill;
+      std::map<std::string, std::string> extra;
+      std::vector<std::string> applied;
+      while (attempts < o.attempts) {
+        ++attempts;
+        Environment c{s.language, s.build_system, "", "", "", s.log_parser, m.evidence};
+        const std::string pre = exports(extra);
+        c.install = s.setup.empty() ? "" : pre + expand(s.setup, m.vars);
+        c.build = s.build.empty() ? "" : pre + expand(s.build, m.vars);
+        c.test_cmd = pre + expand(s.test, m.vars);
+        c.evidence.insert(c.evidence.begin(), "skill: " + s.name);
+        c.evidence.insert(c.evidence.end(), applied.begin(), applied.end());
+        c.attempts = attempts;
+        result = attempt(c, ws, scratch.path, sandbox);
+        e = c;
+        if (result.ok) break;
+        const std::string log = result.build_log + result.test_log;
+        const Skill::Fix* fix = nullptr;
+        for (const Skill::Fix& f : s.fixes) {
+          if (log.find(f.pattern) != std::string::npos &&
+              std::find(applied.begin(), applied.end(), "fix: " + f.pattern + " => " + f.action) == applied.end()) {
+            fix = &f;
+            break;
+          }
+        }
+        if (!fix) break;
+        applied.push_back("fix: " + fix->pattern + " => " + fix->action);
+        if (fix->action.rfind("env ", 0) == 0) {
+          const std::string kv = fix->action.substr(4);
+          extra[kv.substr(0, kv.find('='))] = expand(kv.substr(kv.find('=') + 1), m.vars);
+        } else {
+          run_step(expand(fix->action.substr(4), m.vars), ws, scratch.path, sandbox);
+        }
+      }
+      if (result.ok) break;
+    }
+    e.attempts = attempts;
   }
+  e.ok = result.ok;
+  const int64_t tests = result.tests;
+  const bool summary = result.summary;
+  const std::string build_log = result.build_log, test_log = result.test_log;
   j["repo"] = fs::path(repo).filename().string();
   j["rev"] = o.rev;
   j["method"] = o.method;

@@ -26,8 +26,13 @@ int main(int argc, char** argv) {
   CLI::App* env_verb = cli.add_verb("env", "Detect build system and test interface, build and test in the sandbox");
   env_verb->add_option("-i,--input", env.input, "A repository (folder or store name)")->required();
   nk::cli::App::add_output(*env_verb, env.output, env.no_clobber, "env.json");
-  env_verb->add_option("--method", env.method, "fixed: one command set per build system (SWE-bench's, SWE-Gym's)")
-      ->check(CLI::IsMember({"fixed"}));
+  env_verb
+      ->add_option("--method", env.method,
+                   "skills (evidence-selected skills, failures fixed and retried; default) or fixed (one command "
+                   "set per build system, as SWE-bench and SWE-Gym)")
+      ->check(CLI::IsMember({"skills", "fixed"}));
+  env_verb->add_option("--skills", env.skills, "A folder of more *.skill files (repeatable)");
+  env_verb->add_option("--attempts", env.attempts, "Attempts at most (skills)")->check(CLI::Range(1, 1000));
   env_verb->add_option("--rev", env.rev, "The commit to build (default HEAD)");
   env_verb->add_option("--sandbox", env.sandbox, "namespace (no network, writes only to scratch) or none")
       ->check(CLI::IsMember({"namespace", "none"}));

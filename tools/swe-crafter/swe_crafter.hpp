@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "nk/run_env.hpp"
 
@@ -19,7 +20,9 @@ struct FetchOptions : StoreOptions {
 void fetch_verb(const FetchOptions& options, const nk::RunEnv& env);
 
 struct EnvOptions : StoreOptions {
-  std::string input, output, method = "fixed", rev = "HEAD", sandbox = "namespace";
+  std::string input, output, method = "skills", rev = "HEAD", sandbox = "namespace";
+  std::vector<std::string> skills;  ///< --skills DIR: more skill files beside the shipped ones
+  int attempts = 6;
   bool no_clobber = false;
   double timeout = 900;
 };

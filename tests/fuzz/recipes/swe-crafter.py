@@ -1,5 +1,6 @@
 """swe-crafter: every verb that reads a file (tests/fuzz/fuzz.py): validate's
-candidates, distill's instances and mine's env.json, on the fixture repository."""
+candidates, distill's instances, mine's env.json and env's skill files, on the
+fixture repository."""
 
 import os
 
@@ -24,6 +25,12 @@ RECIPES = [
      "text": {"instances": True},
      "run": "PATH=/usr/bin:$PATH swe-crafter -q distill -i {instances} --store {w}/st --sandbox none --max-steps 4 "
             "--timeout 60 -o {out}"},
+    {"tool": "swe-crafter", "verb": "env",
+     "setup": SETUP,
+     "inputs": {"skill": "{src}/data/swe-crafter/skills/python-pytest.skill"},
+     "text": {"skill": True},
+     "run": "PATH=/usr/bin:$PATH swe-crafter -q env -i repo --store {w}/st --sandbox none --timeout 60 "
+            "--skills $(dirname {skill}) -o {out}"},
     {"tool": "swe-crafter", "verb": "mine",
      "setup": SETUP,
      "inputs": {"env": "{w}/env.json"},

@@ -1,0 +1,48 @@
+// skills.hpp - environment skills: an editable file per language and build
+// system (shipped in data/swe-crafter/skills, more with --skills DIR) that
+// says what evidence selects it, the commands it runs, and how it fixes a
+// failure it recognises (swe-crafter(1) SKILLS).
+#pragma once
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace swec {
+
+struct Skill {
+  std::string name, file, language, build_system, log_parser;
+  std::vector<std::string> evidence;  ///< "file GLOB", "absent PATH", "text GLOB SUBSTRING"
+  struct Var {
+    std::string name, glob, prefix, suffix;
+  };
+  std::vector<Var> vars;  ///< {name}: the text between prefix and suffix on the first line that has them
+  std::string setup, build, test;
+  struct Fix {
+    std::string pattern, action;  ///< action: "env NAME=VALUE" or "run COMMAND"
+  };
+  std::vector<Fix> fixes;
+};
+
+/// Every *.skill file of the folders, in name order; a malformed line is
+/// exit 3 naming file and line.
+std::vector<Skill> load_skills(const std::vector<std::string>& folders);
+
+/// The shipped skills' folder.
+std::string shipped_skills();
+
+struct SkillMatch {
+  const Skill* skill = nullptr;
+  std::map<std::string, std::string> vars;
+  std::vector<std::string> evidence;  ///< what held, for env.json
+};
+
+/// The skills whose every evidence line holds in the work tree (tracked
+/// files: 'files'), most evidence first.
+std::vector<SkillMatch> matching_skills(const std::vector<Skill>& skills, const std::string& work_tree,
+                                        const std::vector<std::string>& files);
+
+/// {name} replaced by the match's variables.
+std::string expand(const std::string& command, const std::map<std::string, std::string>& vars);
+
+}  // namespace swec
