@@ -143,6 +143,15 @@ std::string test_command(const Environment& env, const std::vector<std::string>&
   return out;
 }
 
+std::string prepare_command(const std::string& install, const std::string& build) {
+  std::string out;
+  for (const std::string* step : {&install, &build}) {
+    if (step->empty() || *step == "true") continue;
+    out += (out.empty() ? "(" : " && (") + *step + ")";
+  }
+  return out;
+}
+
 Sandbox make_sandbox(const std::string& mode, double timeout, const std::string& whose) {
   Sandbox s{nk::parse_sandbox(mode), timeout};
   if (s.mode == nk::SandboxMode::namespaces && !nk::namespace_sandbox_unavailable().empty())

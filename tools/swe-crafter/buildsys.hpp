@@ -23,6 +23,10 @@ struct Environment {
 /// target, package.json). build_system "" when none is recognised.
 Environment detect_fixed(const std::string& work_tree);
 
+/// install then build as one command ("" when there is nothing to do):
+/// what every state runs before its tests.
+std::string prepare_command(const std::string& install, const std::string& build);
+
 /// The work tree's tracked files (at most 'limit').
 std::vector<std::string> tracked_files(const std::string& work_tree, size_t limit = 20000);
 

@@ -91,7 +91,9 @@ class BuiltinAgent : public Agent {
     if (!started_) {
       started_ = true;
       for (const auto& [id, v] : log.tests) (v == Verdict::passed ? passing_ : failing_).insert(id);
-      if (failing_.empty()) return json{{"action", "submit"}}.dump();
+      // no test ran at all (a build or collection failure): the target is that tests run again
+      broken_build_ = log.tests.empty() && !output.empty();
+      if (failing_.empty() && !broken_build_) return json{{"action", "submit"}}.dump();
       // the failing tests the problem statement names are the target: those of its first paragraph, else
       // of all of it, else every failing one
       const std::string first = statement_.substr(0, statement_.find("\n\n"));
@@ -150,8 +152,14 @@ class BuiltinAgent : public Agent {
     return "cat > " + sh_quote(path) + " <<'NK_BUILTIN_EOF'\n" + body + "NK_BUILTIN_EOF\n";
   }
 
-  /// Some target test (failing at the start) passes.
+  /// Some target test (failing at the start) passes; after a broken build, some test passes.
   bool fixes(const ParsedLog& log) const {
+    if (broken_build_) {
+      for (const auto& [id, v] : log.tests) {
+        if (v == Verdict::passed) return true;
+      }
+      return false;
+    }
     for (const std::string& id : target_) {
       if (log.passed(id)) return true;
     }
@@ -256,7 +264,7 @@ class BuiltinAgent : public Agent {
   }
 
   std::string ws_, test_cmd_, parser_, statement_;
-  bool started_ = false, restored_ = false, verifying_ = false;
+  bool started_ = false, restored_ = false, verifying_ = false, broken_build_ = false;
   std::set<std::string> failing_, passing_, target_;
   std::vector<std::string> broken_;
   std::vector<Edit> edits_;
@@ -304,6 +312,8 @@ void distill_verb(const DistillOptions& o, const nk::RunEnv&) {
     ScratchFolder scratch("swe-crafter-agent");
     const std::string ws = scratch.path + "/ws";
     make_workspace(repos[k], inst.base_commit, ws);
+    // the environment's setup (a GOPATH link, ...) is in place before the agent starts, as in the grading
+    if (!inst.install.empty() && inst.install != "true") run_step(inst.install, ws, scratch.path, sandbox);
     json steps = json::array();
     std::string ended = "submitted";
     try {
@@ -368,8 +378,8 @@ void distill_verb(const DistillOptions& o, const nk::RunEnv&) {
         const Environment env{
             inst.language, inst.build_system, inst.install, inst.build, inst.test_cmd, inst.log_parser, {}};
         bool built = true;
-        if (!inst.build.empty() && inst.build != "true")
-          built = run_step(inst.build, gws, grade.path, sandbox).exit_code == 0;
+        const std::string prepare = prepare_command(inst.install, inst.build);
+        if (!prepare.empty()) built = run_step(prepare, gws, grade.path, sandbox).exit_code == 0;
         std::vector<std::string> files;
         std::error_code ec;
         for (const std::string& f : inst.test_files) {

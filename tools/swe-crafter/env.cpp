@@ -36,10 +36,9 @@ struct Attempt {
 /// setup, build, then the tests: whether the environment works.
 Attempt attempt(const Environment& e, const std::string& ws, const std::string& scratch, const Sandbox& sandbox) {
   Attempt a;
-  for (const std::string* step : {&e.install, &e.build}) {
-    if (step->empty() || *step == "true") continue;
-    const nk::SandboxedRun r = run_step(*step, ws, scratch, sandbox);
-    a.build_log += r.sandbox_error.empty() ? r.output : r.sandbox_error;
+  if (const std::string prepare = prepare_command(e.install, e.build); !prepare.empty()) {
+    const nk::SandboxedRun r = run_step(prepare, ws, scratch, sandbox);
+    a.build_log = r.sandbox_error.empty() ? r.output : r.sandbox_error;
     if (r.exit_code != 0) return a;
   }
   const nk::SandboxedRun t = run_step(e.test_cmd, ws, scratch, sandbox);

@@ -43,8 +43,8 @@ ParsedLog run_suite(const std::string& repo, const std::string& sha, const Envir
   ScratchFolder scratch("swe-crafter-synth");
   const std::string ws = scratch.path + "/ws";
   make_workspace(repo, sha, ws);
-  if (!env.build.empty() && env.build != "true") {
-    const nk::SandboxedRun b = run_step(env.build, ws, scratch.path, sandbox);
+  if (const std::string prepare = prepare_command(env.install, env.build); !prepare.empty()) {
+    const nk::SandboxedRun b = run_step(prepare, ws, scratch.path, sandbox);
     if (b.exit_code != 0) {
       output = b.sandbox_error.empty() ? b.output : b.sandbox_error;
       return {};

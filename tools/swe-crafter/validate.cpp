@@ -56,8 +56,8 @@ StateRuns run_state(const std::string& repo, Instance& inst, bool with_patch, in
     inst.test_cmd = e.test_cmd;
     inst.log_parser = e.log_parser;
   }
-  if (!inst.build.empty() && inst.build != "true") {
-    const nk::SandboxedRun b = run_step(inst.build, ws, scratch, sandbox);
+  if (const std::string prepare = prepare_command(inst.install, inst.build); !prepare.empty()) {
+    const nk::SandboxedRun b = run_step(prepare, ws, scratch, sandbox);
     if (!b.sandbox_error.empty()) {
       out.error = "sandbox: " + b.sandbox_error;
       return out;
