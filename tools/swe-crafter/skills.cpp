@@ -174,14 +174,7 @@ std::vector<SkillMatch> matching_skills(const std::vector<Skill>& skills, const 
         if (v.glob == "@message") break;
         if (!value.empty() || !glob_match(v.glob, f)) continue;
         std::ifstream in(fs::path(tree) / f);
-        std::string line;
-        while (value.empty() && std::getline(in, line)) {
-          const size_t a = line.find(v.prefix);
-          if (a == std::string::npos) continue;
-          const size_t b = line.find(v.suffix, a + v.prefix.size());
-          if (b != std::string::npos && b > a + v.prefix.size())
-            value = line.substr(a + v.prefix.size(), b - a - v.prefix.size());
-        }
+        scan(in);
       }
       if (value.empty()) {
         all = false;  // a variable the skill needs is not in the evidence
