@@ -23,6 +23,11 @@ after=$(cd repo && git status --porcelain && git rev-parse HEAD && ls -a)
 check "env (skills)" $SC env -i repo --store st -o env.json $SANDBOX
 check "mine --env" $SC mine -i repo --store st --env env.json -o cand.jsonl
 check "validate --runs 2" sh -c "$SC validate -i cand.jsonl --store st -o inst.jsonl --runs 2 $SANDBOX > verdicts.tsv"
+check "validate --shard 0/2 and 1/2" sh -c "$SC validate -i cand.jsonl --store st -o part0.jsonl --runs 2 --shard 0/2 $SANDBOX > v0.tsv && $SC validate -i cand.jsonl --store st -o part1.jsonl --runs 2 --shard 1/2 $SANDBOX > v1.tsv"
+cat part0.jsonl part1.jsonl > parts.jsonl
+same "the shards' instances concatenate to the whole run's" parts.jsonl inst.jsonl
+cat v0.tsv v1.tsv > vparts.tsv
+same "the shards' verdicts concatenate to the whole run's" vparts.tsv verdicts.tsv
 check "validate re-checks the instances (exit 0)" sh -c "$SC validate -i inst.jsonl --store st -o held.jsonl $SANDBOX > recheck.tsv"
 # a tampered instance: the gold patch no longer fixes add()
 "$PY" - <<'PYEOF'

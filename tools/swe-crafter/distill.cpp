@@ -19,6 +19,7 @@
 #include "nk/error.hpp"
 #include "nk/log.hpp"
 #include "nk/progress.hpp"
+#include "nk/shard.hpp"
 #include "swe-crafter/buildsys.hpp"
 #include "swe-crafter/git.hpp"
 #include "swe-crafter/instance.hpp"
@@ -290,8 +291,10 @@ std::string agent_patch(const std::string& ws, const std::string& base) {
 
 }  // namespace
 
-void distill_verb(const DistillOptions& o, const nk::RunEnv&) {
+void distill_verb(const DistillOptions& o, const nk::RunEnv& run_env) {
   std::vector<Instance> instances = read_instances(o.input);
+  const auto [first, last] = nk::shard_range(run_env.shard, static_cast<int64_t>(instances.size()));
+  instances = std::vector<Instance>(instances.begin() + first, instances.begin() + last);
   const Sandbox sandbox = make_sandbox(o.sandbox, o.timeout, "agents' commands");
   std::vector<std::string> repos;
   for (const Instance& i : instances) {

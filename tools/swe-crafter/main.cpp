@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"namespace", "none"}));
   validate_verb->add_option("--timeout", val.timeout, "Seconds per command (its process group is killed)")
       ->check(CLI::Range(1.0, 1e6));
+  cli.add_shard(*validate_verb);
   store(validate_verb, val);
 
   swec::DistillOptions dist;
@@ -91,6 +92,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"namespace", "none"}));
   distill_verb->add_option("--timeout", dist.timeout, "Seconds per command (its process group is killed)")
       ->check(CLI::Range(1.0, 1e6));
+  cli.add_shard(*distill_verb);
   store(distill_verb, dist);
 
   swec::StoreOptions doc;

@@ -9,6 +9,7 @@
 #include "nk/error.hpp"
 #include "nk/log.hpp"
 #include "nk/progress.hpp"
+#include "nk/shard.hpp"
 #include "swe-crafter/buildsys.hpp"
 #include "swe-crafter/git.hpp"
 #include "swe-crafter/instance.hpp"
@@ -106,8 +107,11 @@ bool all_fail(const std::vector<ParsedLog>& logs, const std::string& id) {
 
 }  // namespace
 
-int validate_verb(const ValidateOptions& o, const nk::RunEnv&) {
+int validate_verb(const ValidateOptions& o, const nk::RunEnv& run_env) {
   std::vector<Instance> instances = read_instances(o.input);
+  // --shard: a contiguous block of the instances, so that the shards' outputs concatenate to the whole run's
+  const auto [first, last] = nk::shard_range(run_env.shard, static_cast<int64_t>(instances.size()));
+  instances = std::vector<Instance>(instances.begin() + first, instances.begin() + last);
   const Sandbox sandbox = make_sandbox(o.sandbox, o.timeout, "repositories' code");
   // every instance's repository first: a bad one fails before any work
   std::vector<std::string> repos;
