@@ -57,6 +57,11 @@ Environment detect_fixed(const std::string& tree) {
     }
     return false;
   };
+  // go test compiles the tests with -run '^$' (no test matches) and runs them with -v
+  auto go_module = [](const std::string& evidence) {
+    return Environment{"go",     "go",      "", "go test -count=1 -run '^$' ./...", "go test -count=1 -v ./...",
+                       "gotest", {evidence}};
+  };
   if (exists(tree, "Cargo.toml")) {
     e = {"rust",
          "cargo",
@@ -66,13 +71,7 @@ Environment detect_fixed(const std::string& tree) {
          "cargo",
          {"manifest: Cargo.toml"}};
   } else if (exists(tree, "go.mod")) {
-    e = {"go",
-         "go",
-         "",
-         "go test -count=1 -run XXX_NO_TEST ./...",
-         "go test -count=1 -v ./...",
-         "gotest",
-         {"manifest: go.mod"}};
+    e = go_module("manifest: go.mod");
   } else if (exists(tree, "pyproject.toml") || exists(tree, "setup.py") || exists(tree, "setup.cfg") ||
              exists(tree, "pytest.ini") || exists(tree, "tox.ini") ||
              any([](const std::string& f) { return language_of(f) == "python" && is_test_file(f); })) {
@@ -107,14 +106,7 @@ Environment detect_fixed(const std::string& tree) {
   } else if (exists(tree, "package.json")) {
     e = {"javascript", "npm", "", "true", "npm test --silent", "tap", {"manifest: package.json"}};
   } else if (any([](const std::string& f) { return language_of(f) == "go"; })) {
-    // Go without go.mod: the fixed method knows only modules
-    e = {"go",
-         "go",
-         "",
-         "go test -count=1 -run XXX_NO_TEST ./...",
-         "go test -count=1 -v ./...",
-         "gotest",
-         {"Go sources (no go.mod)"}};
+    e = go_module("Go sources (no go.mod): the fixed method knows only modules");
   }
   return e;
 }
