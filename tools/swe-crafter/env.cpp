@@ -30,6 +30,7 @@ struct Attempt {
   bool ok = false;
   int64_t tests = 0;
   bool summary = false;
+  double test_seconds = 0;  ///< wall clock of the test run
   std::string build_log, test_log;
 };
 
@@ -46,6 +47,7 @@ Attempt attempt(const Environment& e, const std::string& ws, const std::string& 
   const ParsedLog log = parse_log(e.log_parser, t.output);
   a.tests = tests_run(log);
   a.summary = log.summary;
+  a.test_seconds = t.seconds;
   a.ok = a.tests >= 1 && a.summary && !t.timed_out;
   return a;
 }
@@ -142,6 +144,7 @@ void env_verb(const EnvOptions& o, const nk::RunEnv&) {
   j["evidence"] = e.evidence;
   j["tests_found"] = tests;
   j["summary_found"] = summary;
+  j["test_seconds"] = result.test_seconds;
   auto tail = [](const std::string& s) { return s.size() > 4000 ? s.substr(s.size() - 4000) : s; };
   j["build_log_tail"] = tail(build_log);
   j["test_log_tail"] = tail(test_log);
