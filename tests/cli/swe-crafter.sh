@@ -193,8 +193,107 @@ report(l["evidence"][0] == "skill: python-pytest" and l["attempts"] == 2 and any
 finish()
 PYEOF
 [ $? -eq 0 ] && pass "skills checked" || fail "skills checked"
+# Induction: the lib layout needed the pytest skill's fix and a retry; induced, a similar repository with other names
+# works at the first attempt; a third that lacks part of the evidence (test/ for tests/) needs the retry again, and its
+# success merges into the same skill, keeping the evidence both share.
+check "induce from the lib layout" $SC env -i librepo --store st --induce induced -o ind1.json $SANDBOX
+for r in lib2 lib3; do
+  tdir=tests; [ $r = lib3 ] && tdir=test
+  mkdir -p ${r}repo/lib/strutil ${r}repo/$tdir
+  printf 'def shout(s):\n    return s.upper()\n' > ${r}repo/lib/strutil/__init__.py
+  printf 'from strutil import shout\n\n\ndef test_shout():\n    assert shout("a") == "A"\n' > ${r}repo/$tdir/test_strutil.py
+  (cd ${r}repo && git init -q . && git add -A && git -c user.name=f -c user.email=f@l commit -q -m initial)
+  check "$r: fetch" sh -c "$SC fetch git:$WORK/${r}repo --store st > /dev/null"
+done
+check "lib2 without induced skills" $SC env -i lib2repo --store st -o ind0.json $SANDBOX
+check "lib2 with the induced skill" $SC env -i lib2repo --store st --skills induced --induce induced -o ind2.json $SANDBOX
+cp induced/*.skill one.skill.txt
+check "lib3 (test/, not tests/) with the induced skill" $SC env -i lib3repo --store st --skills induced --induce induced -o ind3.json $SANDBOX
+check "src layout with the induced skill" $SC env -i srcrepo --store st --skills induced -o ind4.json $SANDBOX
+expect_fail "--induce with the fixed method" 2 "induce needs --method skills" $SC env -i lib2repo --store st --method fixed --induce induced -o x.json
+"$PY" - <<'PYEOF'
+import glob, json, os, sys
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
+j = [json.load(open("ind%d.json" % i)) for i in range(5)]
+files = glob.glob("induced/*.skill")
+report(j[1]["ok"] and j[1]["attempts"] == 2 and j[1]["induced"] in [os.path.abspath(f) for f in files] + files and len(files) == 1, "the lib layout's success is induced as one skill (%s, %s)" % (j[1]["induced"], files))
+one = open("one.skill.txt").read()
+ev = [l[9:] for l in one.splitlines() if l.startswith("evidence ")]
+report(ev == ["file *.py", "file tests/*", "file test_*.py", "file lib/*.py"], "its evidence: the base's and the layout, abstracted (%s)" % ev)
+report("calc" not in "\n".join(ev) and "PYTHONPATH" in [l for l in one.splitlines() if l.startswith("test ")][0] and "ModuleNotFoundError" not in one and "successes 1" in one, "no names of the repository; the fix baked into the commands, not left as a fix")
+report(j[0]["ok"] and j[0]["attempts"] == 2, "lib2 without the induced skill: 2 attempts (%d)" % j[0]["attempts"])
+report(j[2]["ok"] and j[2]["attempts"] == 1 and j[2]["evidence"][0].startswith("skill: induced-python-pytest-") and j[2]["induced"] is None, "lib2 with it: the induced skill, first attempt (%s)" % j[2]["evidence"][:2])
+merged = open(files[0]).read()
+mev = [l[9:] for l in merged.splitlines() if l.startswith("evidence ")]
+report(j[3]["ok"] and j[3]["attempts"] == 2 and j[3]["evidence"][0] == "skill: python-pytest", "lib3 lacks tests/: the shipped skill and its retry (%s, %d)" % (j[3]["evidence"][0], j[3]["attempts"]))
+report(len(glob.glob("induced/*.skill")) == 1 and "successes 2" in merged and mev == ["file *.py", "file test_*.py", "file lib/*.py"], "lib3's success merged: successes 2, the evidence both share (%s)" % mev)
+report(j[4]["ok"] and j[4]["evidence"][0] == "skill: python-src-layout", "the src layout does not take the lib skill (%s)" % j[4]["evidence"][0])
+finish()
+PYEOF
+[ $? -eq 0 ] && pass "induced skills checked" || fail "induced skills checked"
 mkdir badskills && printf 'name broken\ntest true\nlog_parser tap\nevidence maybe x\n' > badskills/broken.skill
 expect_fail "a malformed skill (file, line)" 3 "broken.skill.*line 4" $SC env -i srcrepo --store st --skills badskills -o x.json
+
+# The whole pipeline over a corpus: the fixture, the lib layout (no history to mine), a package that is not installed
+# (its row says why; the corpus goes on); resumed, nothing runs again; the log's tables; shards merge.
+printf '# a corpus\ngit:%s/repo\ngit:%s/librepo lib\n\ndebian-bin:nk-no-such-package-xyz\n' "$WORK" "$WORK" > corpus.txt
+check "run --corpus (--fixed-too)" sh -c "$SC run --corpus corpus.txt --store st -o out --fixed-too --runs 2 --log runlog.h5 $SANDBOX > run.tsv"
+check "run again: resumed" sh -c "swe-crafter run --corpus corpus.txt --store st -o out --fixed-too --runs 2 $SANDBOX > run2.tsv 2> run2.err"
+check "stats of the run log" sh -c "$SC stats -i out/run.h5 --svg stats.svg > stats.md"
+check "validate --log" sh -c "$SC validate -i cand.jsonl --store st --runs 1 --log vlog.h5 $SANDBOX > /dev/null"
+check "run --shard 0/2 and 1/2" sh -c "$SC run --corpus corpus.txt --store st -o s0 --shard 0/2 --agent none --runs 1 $SANDBOX > /dev/null && $SC run --corpus corpus.txt --store st -o s1 --shard 1/2 --agent none --runs 1 $SANDBOX > /dev/null"
+check "nk-data merge of the shards' logs" nk-data -q merge s0/run.h5 s1/run.h5 -o merged.h5
+check "stats of the merged log" sh -c "$SC stats -i merged.h5 > merged.md"
+"$PY" - <<'PYEOF'
+import json, os, sys
+import h5py
+import xml.etree.ElementTree as ET
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
+rows = [l.rstrip("\n").split("\t") for l in open("run.tsv")][1:]
+byname = {r[0]: r for r in rows}
+report(len(rows) == 3 and byname["repo"][2:6] == ["ok", "1", "4", "1"] and byname["lib"][2] == "ok" and byname["lib"][4] == "0", "run: a row per source: the fixture's 4 candidates and 1 instance, the lib layout's environment (%s)" % rows)
+bad = [r for r in rows if r[0].startswith("debian-bin:")]
+report(len(bad) == 1 and bad[0][2].startswith("error:") and "nk-no-such-package-xyz" in bad[0][2], "run: the missing package's row says why, and the corpus went on")
+inst = [json.loads(l) for l in open("out/instances.jsonl")]
+ref = [json.loads(l) for l in open("inst.jsonl")]
+report([i["instance_id"] for i in inst] == [i["instance_id"] for i in ref] and inst[0]["FAIL_TO_PASS"] == ref[0]["FAIL_TO_PASS"], "run: the same instance as the verbs one by one")
+rows2 = [l.rstrip("\n").split("\t") for l in open("run2.tsv")][1:]
+report([r[:7] for r in rows2] == [r[:7] for r in rows] and "earlier run" in open("run2.err").read(), "resumed: the finished repositories are not run again, the rows are the same")
+with h5py.File("out/run.h5", "r") as f:
+    report(f.attrs["nk_schema"] == "swe-crafter.log/1", "the run log's schema")
+    repos = [(r.decode(), m.decode(), int(ok)) for r, m, ok in zip(f["repos/repo"][:], f["repos/method"][:], f["repos/env_ok"][:])]
+    report(sorted(repos) == [("lib", "fixed", 0), ("lib", "skills", 1), ("repo", "fixed", 1), ("repo", "skills", 1)], "/repos: both methods on both repositories (%s)" % repos)
+    verdicts = [v.decode() for v in f["candidates/verdict"][:]]
+    report(len(verdicts) == 4 and verdicts.count("admitted") == 1 and list(f["candidates/runs"][:]) == [2] * 4, "/candidates: 4 verdicts, 1 admitted, 2 runs each")
+    stages = set(s.decode() for s in f["attempts/stage"][:])
+    report({"env:skills", "env:fixed", "validate", "distill", "grade"} <= stages and len(f["attempts/command"]) == len(f["attempts/exit_code"]) == len(f["attempts/seconds"]), "/attempts: every stage's commands (%s)" % sorted(stages))
+    tv = [v.decode() for v in f["attempts/verdict"][:]]
+    report(any(v.startswith("works: 5 tests ran") for v in tv) and any(v.startswith("before run 2:") for v in tv), "/attempts: verdicts of environments and test runs")
+    report(len(f["trajectories/resolved"]) == 1, "/trajectories: the one instance was tried")
+with h5py.File("runlog.h5", "r") as f, h5py.File("out/run.h5", "r") as g:
+    report(list(f["candidates/instance_id"][:]) == list(g["candidates/instance_id"][:]), "--log is the run's log")
+with h5py.File("vlog.h5", "r") as f:
+    report(len(f["candidates/verdict"]) == 4 and len(f["repos/repo"]) == 0, "validate --log: its 4 verdicts")
+table = open("stats.md").read().splitlines()
+py = [l for l in table if l.startswith("| python |")]
+cells = [c.strip() for c in py[0].split("|")[1:-1]] if py else []
+report(len(py) == 1 and cells[1:6] == ["2", "1/2", "2/2", "2.00", "1.50"] and cells[6].startswith("4 (git 4)") and cells[7] == "1 (git 1)", "stats: repos, env fixed 1/2, skills 2/2, ratio, attempts per success, candidates and instances by source (%s)" % cells)
+ET.parse("stats.svg")
+report(True, "stats --svg is XML")
+merged = [l.split("|")[1:7] for l in open("merged.md").read().splitlines() if l.startswith("| python |")]
+report(merged and [c.strip() for c in merged[0]] == ["python", "2", "-", "2/2", "-", "1.50"], "the shards' logs merged: the same repositories and environments (%s)" % merged)
+finish()
+PYEOF
+[ $? -eq 0 ] && pass "run, stats and the log checked" || fail "run, stats and the log checked"
+printf 'ftp:nowhere\n' > badcorpus.txt
+expect_fail "a corpus with an unknown source (file, line)" 3 "badcorpus.txt.*line 1.*unknown source" $SC run --corpus badcorpus.txt --store st -o bad
+printf '# nothing\n' > emptycorpus.txt
+expect_fail "an empty corpus" 3 "no source" $SC run --corpus emptycorpus.txt --store st -o bad
+expect_fail "stats of a file that is not HDF5" 3 "cand.jsonl.*not an HDF5 file" $SC stats -i cand.jsonl
+"$PY" -c 'import h5py; h5py.File("other.h5", "w")["x"] = [1.0]'
+expect_fail "stats of an HDF5 file that is no run log" 3 "other.h5.*schema" $SC stats -i other.h5
 
 # Bad input: one line naming file and what, exit 3; nothing written.
 mkdir notgit

@@ -2,6 +2,7 @@
 #include "doctest/doctest.h"
 #include "swe-crafter/buildsys.hpp"
 #include "swe-crafter/parsers.hpp"
+#include "swe-crafter/skills.hpp"
 #include "swe-crafter/synthetic.hpp"
 #include "swe-crafter/testrule.hpp"
 
@@ -180,5 +181,18 @@ TEST_SUITE("swe-crafter") {
     }
     CHECK(loop);
     CHECK(update);
+  }
+  TEST_CASE("induced skills abstract a tree to its layout, never its names") {
+    using V = std::vector<std::string>;
+    const V py = swec::tree_features({"lib/calc/__init__.py", "tests/test_calc.py", "tests/test_more.py", "README"},
+                                     "/nonexistent", "python");
+    CHECK(py == V{"file tests/*", "file test_*.py", "file lib/*.py"});
+    const V go = swec::tree_features({"errors.go", "errors_test.go", "stack_test.go", "internal/x.go"}, "/nonexistent",
+                                     "go");
+    CHECK(go == V{"file *_test.go", "file internal/*.go"});
+    const V perl = swec::tree_features({"lib/A/B.pm", "t/basic.t", "t/more.t"}, "/nonexistent", "perl");
+    CHECK(perl == V{"file t/*", "file *.t", "file lib/*.pm"});
+    // a tree without tests or code of the language: nothing to say
+    CHECK(swec::tree_features({"README", "docs/a.md"}, "/nonexistent", "rust").empty());
   }
 }

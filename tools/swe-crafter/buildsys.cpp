@@ -12,6 +12,7 @@
 
 #include "nk/error.hpp"
 #include "swe-crafter/git.hpp"
+#include "swe-crafter/runlog.hpp"
 #include "swe-crafter/testrule.hpp"
 
 namespace fs = std::filesystem;
@@ -175,7 +176,7 @@ nk::SandboxedRun run_step(const std::string& command, const std::string& workspa
   spec.processes = 4096;
   spec.file_bytes = int64_t{4} << 30;
   const std::string home = scratch + "/home", tmp = scratch + "/tmp";
-  return nk::run_sandboxed(command + " 2>&1", sandbox.mode, spec, sandbox.timeout,
+  nk::SandboxedRun r = nk::run_sandboxed(command + " 2>&1", sandbox.mode, spec, sandbox.timeout,
                            {{"HOME", home},
                             {"TMPDIR", tmp},
                             {"PYTHONDONTWRITEBYTECODE", "1"},
@@ -184,6 +185,8 @@ nk::SandboxedRun run_step(const std::string& command, const std::string& workspa
                             {"CARGO_NET_OFFLINE", "true"},
                             {"LC_ALL", "C.UTF-8"}},
                            size_t{8} << 20);
+  RunLog::get().command(command, r.exit_code, r.seconds, r.timed_out, r.sandbox_error);
+  return r;
 }
 
 }  // namespace swec

@@ -23,6 +23,7 @@
 #include "swe-crafter/buildsys.hpp"
 #include "swe-crafter/git.hpp"
 #include "swe-crafter/instance.hpp"
+#include "swe-crafter/runlog.hpp"
 #include "swe-crafter/swe_crafter.hpp"
 #include "swe-crafter/synthetic.hpp"
 #include "swe-crafter/testrule.hpp"
@@ -308,10 +309,13 @@ void distill_verb(const DistillOptions& o, const nk::RunEnv& run_env) {
     repos.push_back(repo);
   }
   std::string kept;
+  std::ostream& out = o.report ? *o.report : std::cout;
   int resolved = 0;
   nk::Progress progress("distill", static_cast<int64_t>(instances.size()));
   for (size_t k = 0; k < instances.size(); ++k) {
     const Instance& inst = instances[k];
+    const std::string repo_name = fs::path(repos[k]).filename().string();
+    RunLog::get().context(repo_name, "distill");
     ScratchFolder scratch("swe-crafter-agent");
     const std::string ws = scratch.path + "/ws";
     make_workspace(repos[k], inst.base_commit, ws);
@@ -373,6 +377,7 @@ void distill_verb(const DistillOptions& o, const nk::RunEnv& run_env) {
     std::string why;
     {
       ScratchFolder grade("swe-crafter-grade");
+      RunLog::get().context(repo_name, "grade");
       const std::string gws = grade.path + "/ws";
       make_workspace(repos[k], inst.base_commit, gws);
       why = apply_patch(gws, inst.test_patch, grade.path);
@@ -403,9 +408,11 @@ void distill_verb(const DistillOptions& o, const nk::RunEnv& run_env) {
         why = "the patch does not apply: " + why;
       }
     }
-    std::cout << inst.instance_id << "\t" << (ok ? "resolved" : "unresolved") << "\t" << steps.size() << " steps, "
+    RunLog::get().trajectory(repo_name, inst.instance_id, o.agent_cmd.empty() ? "builtin" : o.agent_cmd, ok,
+                             static_cast<int64_t>(steps.size()));
+    out << inst.instance_id << "\t" << (ok ? "resolved" : "unresolved") << "\t" << steps.size() << " steps, "
               << ended << "; " << why << "\n";
-    std::cout.flush();
+    out.flush();
     if (ok) {
       ++resolved;
       json t;

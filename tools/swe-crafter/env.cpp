@@ -10,6 +10,7 @@
 #include "swe-crafter/buildsys.hpp"
 #include "swe-crafter/git.hpp"
 #include "swe-crafter/instance.hpp"
+#include "swe-crafter/runlog.hpp"
 #include "swe-crafter/skills.hpp"
 #include "swe-crafter/swe_crafter.hpp"
 
@@ -40,7 +41,10 @@ Attempt attempt(const Environment& e, const std::string& ws, const std::string& 
   if (const std::string prepare = prepare_command(e.install, e.build); !prepare.empty()) {
     const nk::SandboxedRun r = run_step(prepare, ws, scratch, sandbox);
     a.build_log = r.sandbox_error.empty() ? r.output : r.sandbox_error;
-    if (r.exit_code != 0) return a;
+    if (r.exit_code != 0) {
+      RunLog::get().verdict("build fails (" + RunLog::get().attempts.back().verdict + ")");
+      return a;
+    }
   }
   const nk::SandboxedRun t = run_step(e.test_cmd, ws, scratch, sandbox);
   a.test_log = t.output;
@@ -49,6 +53,10 @@ Attempt attempt(const Environment& e, const std::string& ws, const std::string& 
   a.summary = log.summary;
   a.test_seconds = t.seconds;
   a.ok = a.tests >= 1 && a.summary && !t.timed_out;
+  RunLog::get().verdict(a.ok ? "works: " + std::to_string(a.tests) + " tests ran"
+                        : t.timed_out ? "timed out"
+                        : a.tests == 0 ? "no test ran"
+                                       : "no runner summary");
   return a;
 }
 
@@ -61,6 +69,7 @@ std::string exports(const std::map<std::string, std::string>& env) {
 }  // namespace
 
 void env_verb(const EnvOptions& o, const nk::RunEnv&) {
+  if (!o.induce.empty() && o.method != "skills") throw nk::Error(nk::Exit::usage, "--induce needs --method skills");
   const std::string repo = resolve_repo(o.store, o.input);
   if (!has_commit(repo, o.rev)) throw nk::input_error(o.input, "", "no commit '" + o.rev + "'");
   std::vector<Skill> skills;
@@ -70,12 +79,15 @@ void env_verb(const EnvOptions& o, const nk::RunEnv&) {
     skills = load_skills(folders);
   }
   const Sandbox sandbox = make_sandbox(o.sandbox, o.timeout, "repositories' code");
+  const std::string name = fs::path(repo).filename().string();
+  RunLog::get().context(name, "env:" + o.method);
   ScratchFolder scratch("swe-crafter-env");
   const std::string ws = scratch.path + "/ws";
   make_workspace(repo, o.rev, ws);
   nlohmann::ordered_json j;
   Environment e;
   Attempt result;
+  std::string induced;
   if (o.method == "fixed") {
     // one command set by the manifest, no evidence beyond it, no retries
     e = detect_fixed(ws);
@@ -90,7 +102,7 @@ void env_verb(const EnvOptions& o, const nk::RunEnv&) {
       if (attempts >= o.attempts) break;
       const Skill& s = *m.skill;
       std::map<std::string, std::string> extra;
-      std::vector<std::string> applied;
+      std::vector<std::string> applied, raw_exports, raw_runs;  // the fixes, {variables} unexpanded
       while (attempts < o.attempts) {
         ++attempts;
         Environment c{s.language, s.build_system, "", "", "", s.log_parser, m.evidence};
@@ -118,8 +130,20 @@ void env_verb(const EnvOptions& o, const nk::RunEnv&) {
         if (fix->action.rfind("env ", 0) == 0) {
           const std::string kv = fix->action.substr(4);
           extra[kv.substr(0, kv.find('='))] = expand(kv.substr(kv.find('=') + 1), m.vars);
+          raw_exports.push_back(kv);
         } else {
           run_step(expand(fix->action.substr(4), m.vars), ws, scratch.path, sandbox);
+          raw_runs.push_back(fix->action.substr(4));
+        }
+      }
+      if (result.ok && !o.induce.empty()) {
+        // what worked, written back as a skill when it took more than the first attempt
+        if (attempts > 1) {
+          induced = induce_skill(o.induce, s, raw_exports, raw_runs, tree_features(tracked_files(ws), ws, s.language),
+                                 fs::path(repo).filename().string());
+          spdlog::info("induced {}", induced);
+        } else {
+          spdlog::info("nothing to induce: the first attempt worked");
         }
       }
       if (result.ok) break;
@@ -127,6 +151,7 @@ void env_verb(const EnvOptions& o, const nk::RunEnv&) {
     e.attempts = attempts;
   }
   e.ok = result.ok;
+  RunLog::get().repository(name, e.language, o.method, e.ok, e.attempts, result.test_seconds);
   const int64_t tests = result.tests;
   const bool summary = result.summary;
   const std::string build_log = result.build_log, test_log = result.test_log;
@@ -145,6 +170,7 @@ void env_verb(const EnvOptions& o, const nk::RunEnv&) {
   j["tests_found"] = tests;
   j["summary_found"] = summary;
   j["test_seconds"] = result.test_seconds;
+  j["induced"] = induced.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(induced);
   auto tail = [](const std::string& s) { return s.size() > 4000 ? s.substr(s.size() - 4000) : s; };
   j["build_log_tail"] = tail(build_log);
   j["test_log_tail"] = tail(test_log);

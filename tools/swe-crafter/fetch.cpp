@@ -83,7 +83,7 @@ std::string debian_tree(const std::string& package) {
 
 }  // namespace
 
-void fetch_verb(const FetchOptions& o, const nk::RunEnv&) {
+std::string fetch_source(const FetchOptions& o) {
   const size_t colon = o.source.find(':');
   const std::string kind = colon == std::string::npos ? "" : o.source.substr(0, colon);
   const std::string what = colon == std::string::npos ? "" : o.source.substr(colon + 1);
@@ -105,16 +105,14 @@ void fetch_verb(const FetchOptions& o, const nk::RunEnv&) {
       // a clone: the user's repository is only read
       git(".", "clone -q --no-hardlinks " + sh_quote(src.string()) + " " + sh_quote(dest.string()), "cloning " + what);
     }
-    std::cout << dest.string() << "\n";
-    return;
+    return dest.string();
   }
   const std::string tree = debian_tree(what);
   if (name.empty()) name = safe_name("debian-bin." + what);
   const fs::path dest = fs::absolute(fs::path(o.store) / "repos" / name);
   if (fs::exists(dest, ec)) {
     spdlog::info("{} is in the store already: {}", o.source, dest.string());
-    std::cout << dest.string() << "\n";
-    return;
+    return dest.string();
   }
   const fs::path temp = dest.string() + ".partial";
   fs::remove_all(temp, ec);
@@ -126,7 +124,9 @@ void fetch_verb(const FetchOptions& o, const nk::RunEnv&) {
   commit_all(temp.string(), "debian-bin " + what + " " + version + " (" + tree + ")");
   fs::rename(temp, dest, ec);
   if (ec) throw nk::io_error(dest.string(), "cannot publish the repository: " + ec.message());
-  std::cout << dest.string() << "\n";
+  return dest.string();
 }
+
+void fetch_verb(const FetchOptions& o, const nk::RunEnv&) { std::cout << fetch_source(o) << "\n"; }
 
 }  // namespace swec

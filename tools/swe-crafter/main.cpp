@@ -1,6 +1,8 @@
 // main.cpp - swe-crafter: executable multilingual SWE instances from real
-// repositories (SWE-Crafter): fetch, env, mine, validate, doctor.
+// repositories (SWE-Crafter): fetch, env, mine, validate, distill, run,
+// stats, doctor.
 #include "nk/cli.hpp"
+#include "swe-crafter/runlog.hpp"
 #include "swe-crafter/swe_crafter.hpp"
 
 int main(int argc, char** argv) {
@@ -10,6 +12,9 @@ int main(int argc, char** argv) {
   cli.app().require_subcommand(1);
   auto store = [](CLI::App* verb, swec::StoreOptions& o) {
     verb->add_option("--store", o.store, "The store: a git repository per source (default ./swe-store)");
+  };
+  auto log = [](CLI::App* verb, swec::StoreOptions& o) {
+    verb->add_option("--log", o.log, "The run log (HDF5): every command, environment, verdict and trajectory");
   };
 
   swec::FetchOptions fetch;
@@ -32,6 +37,9 @@ int main(int argc, char** argv) {
                    "set per build system, as SWE-bench and SWE-Gym)")
       ->check(CLI::IsMember({"skills", "fixed"}));
   env_verb->add_option("--skills", env.skills, "A folder of more *.skill files (repeatable)");
+  env_verb->add_option("--induce", env.induce,
+                       "Write what worked (when it took more than the first attempt) as a skill into this folder, "
+                       "merged with one that runs the same commands");
   env_verb->add_option("--attempts", env.attempts, "Attempts at most (skills)")->check(CLI::Range(1, 1000));
   env_verb->add_option("--rev", env.rev, "The commit to build (default HEAD)");
   env_verb->add_option("--sandbox", env.sandbox, "namespace (no network, writes only to scratch) or none")
@@ -39,6 +47,7 @@ int main(int argc, char** argv) {
   env_verb->add_option("--timeout", env.timeout, "Seconds per command (its process group is killed)")
       ->check(CLI::Range(1.0, 1e6));
   store(env_verb, env);
+  log(env_verb, env);
 
   swec::MineOptions mine;
   CLI::App* mine_verb = cli.add_verb(
@@ -59,6 +68,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"namespace", "none"}));
   mine_verb->add_option("--timeout", mine.timeout, "--synthetic: seconds per command")->check(CLI::Range(1.0, 1e6));
   store(mine_verb, mine);
+  log(mine_verb, mine);
 
   swec::ValidateOptions val;
   CLI::App* validate_verb =
@@ -77,6 +87,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1.0, 1e6));
   cli.add_shard(*validate_verb);
   store(validate_verb, val);
+  log(validate_verb, val);
 
   swec::DistillOptions dist;
   CLI::App* distill_verb =
@@ -94,6 +105,47 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1.0, 1e6));
   cli.add_shard(*distill_verb);
   store(distill_verb, dist);
+  log(distill_verb, dist);
+
+  swec::RunOptions runo;
+  CLI::App* run_verb = cli.add_verb(
+      "run", "The whole pipeline over a corpus: fetch, env, mine, validate, distill per source (resumable)",
+      nk::cli::Randomness::seeded);
+  run_verb->add_option("--corpus", runo.corpus, "A source per line (git:PATH, debian-bin:PKG), a name after it")
+      ->required();
+  run_verb->add_option("-o,--output", runo.output, "The run's folder (a folder per repository; resumed when there)")
+      ->required();
+  run_verb->add_option("--method", runo.method, "Environments: skills (default) or fixed")
+      ->check(CLI::IsMember({"skills", "fixed"}));
+  run_verb->add_flag("--fixed-too", runo.fixed_too, "Also try the fixed method on each repository (for the tables)");
+  run_verb->add_option("--skills", runo.skills, "A folder of more *.skill files (repeatable)");
+  run_verb->add_option("--induce", runo.induce, "Write what worked as skills into this folder (see env)");
+  run_verb->add_option("--attempts", runo.attempts, "Environment attempts at most (skills)")
+      ->check(CLI::Range(1, 1000));
+  run_verb->add_flag("!--no-history", runo.history, "Do not mine the history (only --synthetic bugs)");
+  run_verb->add_option("--max", runo.max, "History candidates per repository at most (0: all)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  run_verb->add_option("--synthetic", runo.synthetic, "Synthetic bugs per repository (default 0)")
+      ->check(CLI::Range(int64_t{0}, int64_t{100000}));
+  run_verb->add_option("--runs", runo.runs, "Validation runs of each state")->check(CLI::Range(1, 100));
+  run_verb->add_option("--agent", runo.agent, "builtin (default) or none (no trajectories)")
+      ->check(CLI::IsMember({"builtin", "none"}));
+  run_verb->add_option("--agent-cmd", runo.agent_cmd, "An agent as a command (see distill)");
+  run_verb->add_option("--max-steps", runo.max_steps, "Actions per trajectory")->check(CLI::Range(1, 100000));
+  run_verb->add_option("--sandbox", runo.sandbox, "namespace (no network, writes only to scratch) or none")
+      ->check(CLI::IsMember({"namespace", "none"}));
+  run_verb->add_option("--timeout", runo.timeout, "Seconds per command (its process group is killed)")
+      ->check(CLI::Range(1.0, 1e6));
+  cli.add_shard(*run_verb);
+  store(run_verb, runo);
+  log(run_verb, runo);
+
+  swec::StatsOptions stats;
+  CLI::App* stats_verb =
+      cli.add_verb("stats", "Tables by language from run logs (run.h5 or logs joined by nk-data merge); an SVG");
+  stats_verb->add_option("-i,--input", stats.inputs, "Run logs (repeatable)")->required();
+  nk::cli::App::add_optional_output(*stats_verb, stats.output, stats.no_clobber, "the table (Markdown; default stdout)");
+  stats_verb->add_option("--svg", stats.svg, "Environments' success by language, fixed against skills, as SVG");
 
   swec::StoreOptions doc;
   CLI::App* doctor_verb = cli.add_verb("doctor", "Toolchains, the sandbox and memory limits on this machine (TSV)");
@@ -102,10 +154,15 @@ int main(int argc, char** argv) {
   int status = 0;
   const int rc = cli.run(argc, argv, [&] {
     if (*fetch_verb) swec::fetch_verb(fetch, cli.env());
-    if (*env_verb) swec::env_verb(env, cli.env());
-    if (*mine_verb) swec::mine_verb(mine, cli.env());
-    if (*validate_verb) status = swec::validate_verb(val, cli.env());
-    if (*distill_verb) swec::distill_verb(dist, cli.env());
+    auto write_log = [](const std::string& path) {
+      if (!path.empty()) swec::RunLog::get().write(path, false);
+    };
+    if (*env_verb) swec::env_verb(env, cli.env()), write_log(env.log);
+    if (*mine_verb) swec::mine_verb(mine, cli.env()), write_log(mine.log);
+    if (*validate_verb) status = swec::validate_verb(val, cli.env()), write_log(val.log);
+    if (*distill_verb) swec::distill_verb(dist, cli.env()), write_log(dist.log);
+    if (*run_verb) swec::run_verb(runo, cli.env());
+    if (*stats_verb) swec::stats_verb(stats, cli.env());
     if (*doctor_verb) swec::doctor_verb(doc, cli.env());
   });
   return rc != 0 ? rc : status;

@@ -22,6 +22,7 @@
 #include "swe-crafter/buildsys.hpp"
 #include "swe-crafter/git.hpp"
 #include "swe-crafter/instance.hpp"
+#include "swe-crafter/runlog.hpp"
 #include "swe-crafter/swe_crafter.hpp"
 #include "swe-crafter/synthetic.hpp"
 #include "swe-crafter/testrule.hpp"
@@ -101,6 +102,7 @@ void mine_synthetic(const MineOptions& o, const nk::RunEnv& run_env, const std::
   const std::string rev = chomp(git(repo, "rev-parse " + sh_quote(o.rev + "^{commit}"), "resolving --rev"));
   const std::string date = chomp(git(repo, "log -1 --format=%aI " + sh_quote(rev), "reading the date"));
   const Sandbox sandbox = make_sandbox(o.sandbox, o.timeout, "repositories' code");
+  RunLog::get().context(name, "mine:synthetic");
   ScratchFolder scratch("swe-crafter-mine");
   if (env.test_cmd.empty()) {
     const std::string ws = scratch.path + "/ws";

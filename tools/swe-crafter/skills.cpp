@@ -6,11 +6,14 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
+#include "nk/atomic_file.hpp"
 #include "nk/error.hpp"
 #include "nk/shipped.hpp"
 #include "swe-crafter/git.hpp"
+#include "swe-crafter/testrule.hpp"
 
 namespace fs = std::filesystem;
 
@@ -55,6 +58,12 @@ Skill parse_skill(const std::string& path) {
       s.language = value;
     } else if (key == "build_system") {
       s.build_system = value;
+    } else if (key == "successes") {
+      try {
+        s.successes = std::stoi(value);
+      } catch (const std::exception&) {
+        bad("successes wants a count");
+      }
     } else if (key == "log_parser") {
       s.log_parser = value;
     } else if (key == "evidence") {
@@ -185,10 +194,162 @@ std::vector<SkillMatch> matching_skills(const std::vector<Skill>& skills, const 
     }
     if (all) out.push_back(m);
   }
+  // the most specific first; of equally specific ones, the one that worked on more repositories
   std::stable_sort(out.begin(), out.end(), [](const SkillMatch& a, const SkillMatch& b) {
-    return a.skill->evidence.size() + a.skill->vars.size() > b.skill->evidence.size() + b.skill->vars.size();
+    const size_t ea = a.skill->evidence.size() + a.skill->vars.size();
+    const size_t eb = b.skill->evidence.size() + b.skill->vars.size();
+    return ea != eb ? ea > eb : a.skill->successes > b.skill->successes;
   });
   return out;
+}
+
+namespace {
+
+/// The name pattern of a test file: the test-file rule's name forms with the
+/// repository's own name replaced by '*' ("" when only its folder makes it
+/// a test).
+std::string test_name_pattern(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  const size_t dot = name.rfind('.');
+  const std::string ext = dot == std::string::npos ? "" : name.substr(dot);
+  if (name.rfind("test_", 0) == 0) return "test_*" + ext;
+  for (const char* tail : {"_test", "_spec", "Test"}) {
+    const std::string t = std::string(tail) + ext;
+    if (name.size() > t.size() && name.compare(name.size() - t.size(), t.size(), t) == 0) return "*" + t;
+  }
+  if (ext == ".t") return "*.t";
+  return "";
+}
+
+bool is_test_folder(const std::string& name) {
+  return name == "test" || name == "tests" || name == "t" || name == "spec" || name == "__tests__";
+}
+
+}  // namespace
+
+std::vector<std::string> tree_features(const std::vector<std::string>& files, const std::string& tree,
+                                       const std::string& language) {
+  std::map<std::string, int> test_folders, name_patterns;
+  std::set<std::string> code_folders;
+  for (const std::string& f : files) {
+    const size_t slash = f.find('/');
+    const std::string top = slash == std::string::npos ? "" : f.substr(0, slash);
+    if (is_test_file(f)) {
+      if (is_test_folder(top)) ++test_folders[top];
+      if (const std::string p = test_name_pattern(f); !p.empty()) ++name_patterns[p];
+    } else if (!top.empty() && !language.empty() && language_of(f) == language && top[0] != '.') {
+      const size_t dot = f.rfind('.');
+      code_folders.insert(top + "/*" + (dot == std::string::npos ? "" : f.substr(dot)));
+    }
+  }
+  std::vector<std::string> out;
+  auto most = [](const std::map<std::string, int>& counts) {
+    std::string best;
+    int n = 0;
+    for (const auto& [k, c] : counts) {
+      if (c > n) best = k, n = c;
+    }
+    return best;
+  };
+  if (const std::string t = most(test_folders); !t.empty()) out.push_back("file " + t + "/*");
+  if (const std::string p = most(name_patterns); !p.empty()) out.push_back("file " + p);
+  for (const std::string& c : code_folders) out.push_back("file " + c);
+  // the manifests at the top, and their sections about tests
+  static const char* manifests[] = {"setup.py",     "setup.cfg",   "pyproject.toml", "tox.ini",   "pytest.ini",
+                                    "Cargo.toml",   "go.mod",      "CMakeLists.txt", "Makefile",  "Makefile.PL",
+                                    "Build.PL",     "package.json", "meson.build",   "configure.ac", "pom.xml",
+                                    "build.gradle", "Gemfile",     "composer.json",  "Rakefile"};
+  for (const char* m : manifests) {
+    if (std::find(files.begin(), files.end(), m) == files.end()) continue;
+    out.push_back(std::string("file ") + m);
+    std::ifstream in(fs::path(tree) / m);
+    std::string line;
+    std::set<std::string> seen;
+    while (std::getline(in, line)) {
+      const std::string t = trim(line);
+      if (t.size() < 3 || t[0] != '[' || t.back() != ']') continue;
+      std::string lower = t;
+      std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+      if ((lower.find("test") != std::string::npos || lower == "[dev-dependencies]") && seen.insert(t).second)
+        out.push_back(std::string("text ") + m + " " + t);
+    }
+  }
+  return out;
+}
+
+std::string induce_skill(const std::string& folder, const Skill& base, const std::vector<std::string>& exports,
+                         const std::vector<std::string>& runs, const std::vector<std::string>& features,
+                         const std::string& repo) {
+  std::string pre;
+  for (const std::string& kv : exports) {
+    const size_t eq = kv.find('=');
+    pre += "export " + kv.substr(0, eq) + "=" + sh_quote(kv.substr(eq + 1)) + "; ";
+  }
+  std::string setup;
+  for (const std::string& r : runs) setup += (setup.empty() ? "" : " && ") + std::string("{ ") + r + "; }";
+  if (!base.setup.empty()) setup += (setup.empty() ? "" : " && ") + base.setup;
+  Skill s = base;
+  s.setup = setup.empty() ? "" : pre + setup;
+  s.build = base.build.empty() ? "" : pre + base.build;
+  s.test = pre + base.test;
+  // its name: the base's, and a hash of what it runs (the same commands merge)
+  uint64_t h = 1469598103934665603ull;
+  for (const std::string& part : {s.language, s.build_system, s.log_parser, s.setup, s.build, s.test}) {
+    for (const unsigned char c : part + '\n') h = (h ^ c) * 1099511628211ull;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%08llx", static_cast<unsigned long long>(h & 0xffffffffull));
+  const std::string base_name = base.name.rfind("induced-", 0) == 0 ? base.name.substr(8, base.name.size() - 17)
+                                                                     : base.name;
+  s.name = "induced-" + base_name + "-" + hex;
+  for (const std::string& f : features) {
+    if (std::find(s.evidence.begin(), s.evidence.end(), f) == s.evidence.end()) s.evidence.push_back(f);
+  }
+  // the fixes that were needed are in the commands now
+  s.fixes.erase(std::remove_if(s.fixes.begin(), s.fixes.end(),
+                               [&](const Skill::Fix& f) {
+                                 const std::string a = f.action.substr(4);
+                                 return std::find(exports.begin(), exports.end(), a) != exports.end() ||
+                                        std::find(runs.begin(), runs.end(), a) != runs.end();
+                               }),
+                s.fixes.end());
+  s.successes = 1;
+  std::error_code ec;
+  fs::create_directories(folder, ec);
+  if (!fs::is_directory(folder, ec)) throw nk::io_error(folder, "cannot make the folder of induced skills");
+  const std::string path = (fs::path(folder) / (s.name + ".skill")).string();
+  std::vector<std::string> sources = {repo};
+  if (fs::exists(path, ec)) {
+    // the same commands worked before: keep the evidence both repositories have
+    const Skill old = parse_skill(path);
+    std::vector<std::string> shared;
+    for (const std::string& e : s.evidence) {
+      if (std::find(old.evidence.begin(), old.evidence.end(), e) != old.evidence.end()) shared.push_back(e);
+    }
+    s.evidence = shared;
+    s.successes = old.successes + 1;
+  }
+  std::ostringstream out;
+  out << "# Induced by swe-crafter env --induce: what worked on " << s.successes
+      << (s.successes == 1 ? " repository" : " repositories") << " (the last: " << repo << "), from the skill "
+      << base.name << ".\n# Evidence shared by all of them; the fixes they needed are in the commands.\n";
+  out << "name " << s.name << "\nlanguage " << s.language << "\nbuild_system " << s.build_system << "\nlog_parser "
+      << s.log_parser << "\nsuccesses " << s.successes << "\n";
+  for (const std::string& e : s.evidence) out << "evidence " << e << "\n";
+  for (const Skill::Var& v : s.vars) out << "var " << v.name << " " << v.glob << " " << v.prefix << "|" << v.suffix << "\n";
+  if (!s.setup.empty()) out << "setup " << s.setup << "\n";
+  if (!s.build.empty()) out << "build " << s.build << "\n";
+  out << "test " << s.test << "\n";
+  for (const Skill::Fix& f : s.fixes) out << "fix " << f.pattern << " => " << f.action << "\n";
+  nk::AtomicFile file(path, false);
+  {
+    std::ofstream o(file.temp_path());
+    o << out.str();
+    if (!o) throw nk::io_error(path, "cannot write the induced skill");
+  }
+  file.commit();
+  return path;
 }
 
 std::string expand(const std::string& command, const std::map<std::string, std::string>& vars) {

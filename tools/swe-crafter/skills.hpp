@@ -22,6 +22,7 @@ struct Skill {
     std::string pattern, action;  ///< action: "env NAME=VALUE" or "run COMMAND"
   };
   std::vector<Fix> fixes;
+  int successes = 0;  ///< induced skills: the repositories it worked on (--induce)
 };
 
 /// Every *.skill file of the folders, in name order; a malformed line is
@@ -41,6 +42,26 @@ struct SkillMatch {
 /// files: 'files'), most evidence first.
 std::vector<SkillMatch> matching_skills(const std::vector<Skill>& skills, const std::string& work_tree,
                                         const std::vector<std::string>& files);
+
+/// What an induced skill abstracts a work tree to (swe-crafter(1) SKILLS):
+/// the test folder ("file tests/*"), the test files' name pattern ("file
+/// test_*.py"), the top folders that hold the language's code ("file
+/// lib/*.py"), the manifests at the top ("file tox.ini") and their test
+/// sections ("text setup.cfg [tool:pytest]"). Names of the repository's own
+/// packages, modules and tests never appear.
+std::vector<std::string> tree_features(const std::vector<std::string>& files, const std::string& tree,
+                                       const std::string& language);
+
+/// What worked, as a skill: the base skill's evidence, variables, remaining
+/// fixes and log parser; its commands with the fixes that were needed baked
+/// in ('exports': NAME=VALUE, 'runs': commands run before setup, both with
+/// {variables} unexpanded); 'features' as more evidence. A skill with the
+/// same commands already in 'folder' is merged: its evidence becomes what
+/// both repositories share, its successes one more. Returns the file
+/// written.
+std::string induce_skill(const std::string& folder, const Skill& base, const std::vector<std::string>& exports,
+                         const std::vector<std::string>& runs, const std::vector<std::string>& features,
+                         const std::string& repo);
 
 /// {name} replaced by the match's variables.
 std::string expand(const std::string& command, const std::map<std::string, std::string>& vars);

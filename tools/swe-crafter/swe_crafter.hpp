@@ -2,6 +2,7 @@
 // from real repositories: the verbs' options and entry points.
 #pragma once
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -11,17 +12,21 @@ namespace swec {
 
 struct StoreOptions {
   std::string store = "swe-store";  ///< --store DIR
+  std::string log;                  ///< --log run.h5: the run log (swe-crafter(1) FILES)
 };
 
 struct FetchOptions : StoreOptions {
   std::string source;  ///< git:PATH | debian-bin:PKG
   std::string name;    ///< the repository's name in the store (default: from the source)
 };
+/// Puts the source into the store (left as it is when there already); returns its path.
+std::string fetch_source(const FetchOptions& options);
 void fetch_verb(const FetchOptions& options, const nk::RunEnv& env);
 
 struct EnvOptions : StoreOptions {
   std::string input, output, method = "skills", rev = "HEAD", sandbox = "namespace";
   std::vector<std::string> skills;  ///< --skills DIR: more skill files beside the shipped ones
+  std::string induce;               ///< --induce DIR: what worked, written back as a skill
   int attempts = 6;
   bool no_clobber = false;
   double timeout = 900;
@@ -38,6 +43,7 @@ struct MineOptions : StoreOptions {
 void mine_verb(const MineOptions& options, const nk::RunEnv& env);
 
 struct ValidateOptions : StoreOptions {
+  std::ostream* report = nullptr;  ///< where the TSV verdicts go (standard output when null)
   std::string input, output, sandbox = "namespace";
   bool no_clobber = false, full_suite = false;
   int runs = 2;
@@ -47,12 +53,31 @@ struct ValidateOptions : StoreOptions {
 int validate_verb(const ValidateOptions& options, const nk::RunEnv& env);
 
 struct DistillOptions : StoreOptions {
+  std::ostream* report = nullptr;  ///< where the TSV lines go (standard output when null)
   std::string input, output, agent = "builtin", agent_cmd, sandbox = "namespace";
   bool no_clobber = false;
   int max_steps = 30;
   double timeout = 900;
 };
 void distill_verb(const DistillOptions& options, const nk::RunEnv& env);
+
+struct RunOptions : StoreOptions {
+  std::string corpus, output, method = "skills", induce, agent = "builtin", agent_cmd, sandbox = "namespace";
+  std::vector<std::string> skills;
+  int attempts = 6, runs = 2, max_steps = 30;
+  int64_t max = 0, synthetic = 0;
+  bool fixed_too = false, history = true;
+  double timeout = 900;
+};
+/// The whole pipeline over a corpus (a source per line); resumable.
+void run_verb(const RunOptions& options, const nk::RunEnv& env);
+
+struct StatsOptions {
+  std::vector<std::string> inputs;
+  std::string output = "-", svg;
+  bool no_clobber = false;
+};
+void stats_verb(const StatsOptions& options, const nk::RunEnv& env);
 
 void doctor_verb(const StoreOptions& options, const nk::RunEnv& env);
 

@@ -10,9 +10,11 @@
 #include "nk/log.hpp"
 #include "nk/progress.hpp"
 #include "nk/shard.hpp"
+#include "nk/timer.hpp"
 #include "swe-crafter/buildsys.hpp"
 #include "swe-crafter/git.hpp"
 #include "swe-crafter/instance.hpp"
+#include "swe-crafter/runlog.hpp"
 #include "swe-crafter/swe_crafter.hpp"
 
 namespace fs = std::filesystem;
@@ -87,6 +89,11 @@ StateRuns run_state(const std::string& repo, Instance& inst, bool with_patch, in
     }
     ParsedLog log = parse_log(inst.log_parser, t.output);
     if (t.timed_out) log.summary = false;
+    int64_t passed = 0, failed = 0;
+    for (const auto& [id, v] : log.tests) passed += v == Verdict::passed, failed += v != Verdict::passed;
+    RunLog::get().verdict(std::string(with_patch ? "after" : "before") + " run " + std::to_string(r + 1) + ": " +
+                          std::to_string(passed) + " passed, " + std::to_string(failed) + " not" +
+                          (log.summary ? "" : ", no summary") + (t.timed_out ? ", timed out" : ""));
     out.logs.push_back(std::move(log));
   }
   return out;
@@ -136,12 +143,17 @@ int validate_verb(const ValidateOptions& o, const nk::RunEnv& run_env) {
     }
   }
   std::string kept;
+  std::ostream& out = o.report ? *o.report : std::cout;
   int failures = 0, admitted = 0;
   nk::Progress progress("validate", static_cast<int64_t>(instances.size()));
   for (size_t k = 0; k < instances.size(); ++k) {
     Instance& inst = instances[k];
     const bool recheck = !inst.fail_to_pass.empty();
     std::string verdict, reason;
+    const nk::Stopwatch timer;
+    const std::string repo_name = fs::path(repos[k]).filename().string();
+    RunLog::get().context(repo_name, recheck ? "recheck" : "validate");
+    size_t n_f2p = inst.fail_to_pass.size(), n_p2p = inst.pass_to_pass.size(), n_flaky = 0;
     if (recheck) {
       // SWE-bench's harness: with the gold patch every FAIL_TO_PASS and PASS_TO_PASS test passes
       ScratchFolder scratch("swe-crafter-check");
@@ -209,17 +221,22 @@ int validate_verb(const ValidateOptions& o, const nk::RunEnv& run_env) {
                      : "no fail-to-pass test (" + std::to_string(flaky.size()) + " flaky, first: " + flaky[0] + ")";
       }
       verdict = reason.empty() ? "admitted" : "rejected";
+      n_flaky = flaky.size();
       if (reason.empty()) {
         inst.fail_to_pass = f2p;
         inst.pass_to_pass = p2p;
+        n_f2p = f2p.size();
+        n_p2p = p2p.size();
         reason = std::to_string(f2p.size()) + " fail-to-pass, " + std::to_string(p2p.size()) + " pass-to-pass, " +
                  std::to_string(flaky.size()) + " flaky";
         kept += to_json_line(inst);
         ++admitted;
       }
     }
-    std::cout << inst.instance_id << "\t" << verdict << "\t" << reason << "\n";
-    std::cout.flush();
+    RunLog::get().candidate(repo_name, inst.instance_id, inst.source, verdict, reason, static_cast<int64_t>(n_f2p),
+                            static_cast<int64_t>(n_p2p), static_cast<int64_t>(n_flaky), o.runs, timer.seconds());
+    out << inst.instance_id << "\t" << verdict << "\t" << reason << "\n";
+    out.flush();
     progress.update(static_cast<int64_t>(k + 1));
   }
   progress.finish();

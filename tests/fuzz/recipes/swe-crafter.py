@@ -1,6 +1,6 @@
 """swe-crafter: every verb that reads a file (tests/fuzz/fuzz.py): validate's
-candidates, distill's instances, mine's env.json and env's skill files, on the
-fixture repository."""
+candidates, distill's instances, mine's env.json, env's skill files, run's
+corpus and stats's run log, on the fixture repository."""
 
 import os
 
@@ -36,4 +36,16 @@ RECIPES = [
      "inputs": {"env": "{w}/env.json"},
      "text": {"env": True},
      "run": "swe-crafter -q mine -i repo --store {w}/st --env {env} -o {out}"},
+    {"tool": "swe-crafter", "verb": "run",
+     "setup": SETUP + ["echo git:{w}/repo > {w}/corpus.txt"],
+     "inputs": {"corpus": "{w}/corpus.txt"},
+     "text": {"corpus": True},
+     "run": "PATH=/usr/bin:$PATH swe-crafter -q run --corpus {corpus} --store {w}/st --sandbox none --no-history "
+            "--agent none --runs 1 --timeout 60 -o {out} > /dev/null"},
+    {"tool": "swe-crafter", "verb": "stats",
+     "setup": SETUP + ["echo git:{w}/repo > {w}/corpus.txt",
+                       "PATH=/usr/bin:$PATH swe-crafter -q run --corpus {w}/corpus.txt --store {w}/st --sandbox none "
+                       "--max 2 --agent none --runs 1 -o {w}/runout > /dev/null"],
+     "inputs": {"log": "{w}/runout/run.h5"},
+     "run": "swe-crafter -q stats -i {log} -o {out}"},
 ]
