@@ -104,6 +104,27 @@ finish()
 PYEOF
 [ $? -eq 0 ] && pass "synthetic bugs checked" || fail "synthetic bugs checked"
 
+# Statements written by an agent (an LLM in real use): one JSON line in, one out; a broken agent keeps the output.
+cat > writer.py <<'PYEOF'
+import json, sys
+ask = json.loads(sys.stdin.readline())
+assert ask["type"] == "statement" and ask["bug"].startswith("diff --git")
+print(json.dumps({"problem_statement": "After the last change, %s fails. Please fix it." % ", ".join(ask["failing_tests"])}))
+PYEOF
+check "mine --synthetic --agent-cmd (a statement writer)" $SC mine -i repo --store st --env env.json --synthetic 2 --seed 4 --agent-cmd "$PY writer.py" $SANDBOX -o syn_w.jsonl
+check "mine --synthetic --agent-cmd (an agent that answers garbage)" $SC mine -i repo --store st --env env.json --synthetic 2 --seed 4 --agent-cmd "echo not-json" $SANDBOX -o syn_g.jsonl
+expect_fail "mine --agent-cmd without --synthetic" 2 "needs --synthetic" $SC mine -i repo --store st --agent-cmd "$PY writer.py" -o x.jsonl
+"$PY" - <<'PYEOF'
+import json, os, sys
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
+syn, w, g = [[json.loads(l) for l in open(f)] for f in ("syn.jsonl", "syn_w.jsonl", "syn_g.jsonl")]
+report([x["instance_id"] for x in w] == [x["instance_id"] for x in syn] and all(x["problem_statement"].startswith("After the last change, ") and x["hints_text"] == "statement written by --agent-cmd" for x in w), "the agent's statements replace the failing output, the same bugs")
+report([x["problem_statement"].split("The end of")[0] for x in g] == [x["problem_statement"].split("The end of")[0] for x in syn] and all("The end of the test run's output" in x["problem_statement"] and x["hints_text"] == "" for x in g), "a garbage answer: the failing output stays the statement")
+finish()
+PYEOF
+[ $? -eq 0 ] && pass "written statements checked" || fail "written statements checked"
+
 # Trajectories: the builtin repair baseline on the synthetic bugs; agents as commands on the mined instance.
 check "distill --agent builtin" sh -c "$SC distill -i syn_inst.jsonl --store st -o traj.jsonl $SANDBOX > distill.tsv"
 cat > fixer.py <<'PYEOF'
@@ -234,6 +255,44 @@ PYEOF
 [ $? -eq 0 ] && pass "induced skills checked" || fail "induced skills checked"
 mkdir badskills && printf 'name broken\ntest true\nlog_parser tap\nevidence maybe x\n' > badskills/broken.skill
 expect_fail "a malformed skill (file, line)" 3 "broken.skill.*line 4" $SC env -i srcrepo --store st --skills badskills -o x.json
+
+# Sources that are chains of commits: a Debian source package (its DEP-3 patches, a commit each) and PyPI releases
+# (a commit per release; a file:// folder laid out as PyPI's JSON API stands in for pypi.org).
+check "a Debian source package (fixture)" bash "$NK_SOURCE/data/swe-crafter/fixture-debian-src.sh" debsrc
+check "fetch debian-src:FILE.dsc" sh -c "$SC fetch debian-src:$WORK/debsrc/calc_1.0-1.dsc --store st > /dev/null"
+check "env, mine and validate on it" sh -c "$SC env -i debian-src.calc --store st -o env_deb.json $SANDBOX && $SC mine -i debian-src.calc --store st --env env_deb.json -o cand_deb.jsonl && $SC validate -i cand_deb.jsonl --store st -o inst_deb.jsonl $SANDBOX > verdicts_deb.tsv"
+git -C st/repos/debian-src.calc log --format='%B%x00' > deblog.txt
+check "PyPI's layout (fixture)" "$PY" "$NK_SOURCE/data/swe-crafter/fixture-pypi.py" pypi
+check "fetch pypi: (3 releases)" sh -c "$SC fetch pypi:calc --pypi-index file://$WORK/pypi --store st > /dev/null"
+check "fetch pypi:NAME==VERSION" sh -c "$SC fetch pypi:calc==1.1 --versions 5 --name calc11 --pypi-index file://$WORK/pypi --store st > /dev/null"
+check "env, mine and validate on the releases" sh -c "$SC env -i pypi.calc --store st -o env_pypi.json $SANDBOX && $SC mine -i pypi.calc --store st --env env_pypi.json -o cand_pypi.jsonl && $SC validate -i cand_pypi.jsonl --store st -o inst_pypi.jsonl $SANDBOX > verdicts_pypi.tsv"
+git -C st/repos/pypi.calc log --format='%s' > pypilog.txt
+git -C st/repos/calc11 log --format='%s' > calc11log.txt
+expect_fail "an sdist with a member outside its folder" 3 "outside its folder" $SC fetch pypi:evil --pypi-index file://$WORK/pypi --store st
+expect_fail "an sdist whose sha256 does not match" 3 "sha256 mismatch" $SC fetch pypi:badsum --pypi-index file://$WORK/pypi --store st
+expect_fail "an unknown PyPI project" 3 "nothere" $SC fetch pypi:nothere --pypi-index file://$WORK/pypi --store st
+expect_fail "an unknown PyPI release" 3 "no final release 9.9" $SC fetch pypi:calc==9.9 --name c99 --pypi-index file://$WORK/pypi --store st
+[ ! -e st/repos/pypi.evil ] && [ ! -e st/repos/pypi.evil.partial ] && [ ! -e "$WORK/../outside.txt" ] && pass "nothing of a failed fetch stays (in the store or outside)" || fail "nothing of a failed fetch stays"
+"$PY" - <<'PYEOF'
+import json, os, sys
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
+if True:
+    msgs = [m.strip() for m in open("deblog.txt").read().split("\0") if m.strip()][::-1]
+    report(len(msgs) == 3 and msgs[0].startswith("debian-src calc 1.0-1") and msgs[1].startswith("clamp() ignores the upper bound\n\nclamp(5, 0, 3) returns 0") and "Bug-Debian: https://bugs.debian.org/1000001" in msgs[1] and msgs[2].startswith("README: say what it computes"), "debian-src: the upstream tree, then a commit per patch, its DEP-3 header the message (%s)" % [m.splitlines()[0] for m in msgs])
+    cand = [json.loads(l) for l in open("cand_deb.jsonl")]
+    inst = [json.loads(l) for l in open("inst_deb.jsonl")]
+    report(len(cand) == 1 and cand[0]["source"] == "debian-patch" and cand[0]["problem_statement"].startswith("clamp() ignores the upper bound") and "Swe-Crafter" not in cand[0]["problem_statement"], "debian-src: the code-and-test patch is the one candidate, source debian-patch, its description the statement")
+    report(len(inst) == 1 and json.loads(inst[0]["FAIL_TO_PASS"]) == ["tests/test_calc.py::test_clamp"], "debian-src: admitted, FAIL_TO_PASS test_clamp")
+report(open("pypilog.txt").read().split() == ["calc", "1.2", "calc", "1.1", "calc", "1.0"], "pypi: the last 3 final releases, oldest first (no pre-release, nothing yanked)")
+report(open("calc11log.txt").read().split() == ["calc", "1.1", "calc", "1.0"], "pypi:calc==1.1: the chain ends at 1.1")
+cand = [json.loads(l) for l in open("cand_pypi.jsonl")]
+inst = [json.loads(l) for l in open("inst_pypi.jsonl")]
+report(len(cand) == 1 and cand[0]["source"] == "release" and "clamp() respects its upper bound" in cand[0]["problem_statement"], "pypi: the release diff 1.0 -> 1.1 is the candidate, the changelog's new lines its statement (%s)" % [c["problem_statement"][:80] for c in cand])
+report(len(inst) == 1 and json.loads(inst[0]["FAIL_TO_PASS"]) == ["tests/test_calc.py::test_clamp"], "pypi: admitted, FAIL_TO_PASS test_clamp")
+finish()
+PYEOF
+[ $? -eq 0 ] && pass "debian-src and pypi sources checked" || fail "debian-src and pypi sources checked"
 
 # The whole pipeline over a corpus: the fixture, the lib layout (no history to mine), a package that is not installed
 # (its row says why; the corpus goes on); resumed, nothing runs again; the log's tables; shards merge.

@@ -3,6 +3,7 @@
 #include "swe-crafter/buildsys.hpp"
 #include "swe-crafter/parsers.hpp"
 #include "swe-crafter/skills.hpp"
+#include "swe-crafter/sources.hpp"
 #include "swe-crafter/synthetic.hpp"
 #include "swe-crafter/testrule.hpp"
 
@@ -194,5 +195,19 @@ TEST_SUITE("swe-crafter") {
     CHECK(perl == V{"file t/*", "file *.t", "file lib/*.pm"});
     // a tree without tests or code of the language: nothing to say
     CHECK(swec::tree_features({"README", "docs/a.md"}, "/nonexistent", "rust").empty());
+  }
+  TEST_CASE("a Debian patch's DEP-3 header (or a format-patch's) becomes the commit message") {
+    const std::string dep3 =
+        "Description: fix the frobnicator\n long text\n .\n second paragraph\nAuthor: A <a@b>\nForwarded: no\n"
+        "---\n--- a/x\n+++ b/x\n";
+    CHECK(swec::dep3_message(dep3, "01.patch") ==
+          "fix the frobnicator\n\nlong text\n\nsecond paragraph\n\nAuthor: A <a@b>\nForwarded: no\n\n"
+          "Swe-Crafter-Source: debian-patch\nSwe-Crafter-Patch: 01.patch\n");
+    const std::string fp =
+        "From 0123456789abcdef0123456789abcdef01234567 Mon Sep 17 00:00:00 2001\nFrom: B <b@c>\n"
+        "Subject: [PATCH 2/3] speed up\n\nBecause.\n---\n x | 1 +\n";
+    CHECK(swec::dep3_message(fp, "02.patch").rfind("speed up\n\nBecause.\n\nFrom: B <b@c>\n", 0) == 0);
+    // no header at all
+    CHECK(swec::dep3_message("--- a/x\n+++ b/x\n", "03.patch").rfind("Debian patch 03.patch\n", 0) == 0);
   }
 }

@@ -5,7 +5,9 @@
 
 #include "nk/error.hpp"
 #include "nk/log.hpp"
+#include "swe-crafter/buildsys.hpp"
 #include "swe-crafter/git.hpp"
+#include "swe-crafter/sources.hpp"
 #include "swe-crafter/swe_crafter.hpp"
 
 namespace fs = std::filesystem;
@@ -87,8 +89,10 @@ std::string fetch_source(const FetchOptions& o) {
   const size_t colon = o.source.find(':');
   const std::string kind = colon == std::string::npos ? "" : o.source.substr(0, colon);
   const std::string what = colon == std::string::npos ? "" : o.source.substr(colon + 1);
-  if (what.empty() || (kind != "git" && kind != "debian-bin"))
-    throw nk::input_error(o.source, "", "unknown source (expected git:PATH or debian-bin:PACKAGE)");
+  if (what.empty() || (kind != "git" && kind != "debian-bin" && kind != "debian-src" && kind != "pypi"))
+    throw nk::input_error(o.source, "",
+                          "unknown source (expected git:PATH, debian-bin:PACKAGE, debian-src:PACKAGE|FILE.dsc or "
+                          "pypi:NAME[==VERSION])");
   std::error_code ec;
   fs::create_directories(fs::path(o.store) / "repos", ec);
   if (ec) throw nk::io_error(o.store, "cannot create the store: " + ec.message());
@@ -107,8 +111,13 @@ std::string fetch_source(const FetchOptions& o) {
     }
     return dest.string();
   }
-  const std::string tree = debian_tree(what);
-  if (name.empty()) name = safe_name("debian-bin." + what);
+  if (name.empty()) {
+    std::string base = what;
+    if (kind == "debian-src" && base.size() > 4 && base.substr(base.size() - 4) == ".dsc")
+      base = fs::path(base).filename().string().substr(0, fs::path(base).filename().string().find('_'));
+    if (kind == "pypi") base = base.substr(0, base.find("=="));
+    name = safe_name(kind + "." + base);
+  }
   const fs::path dest = fs::absolute(fs::path(o.store) / "repos" / name);
   if (fs::exists(dest, ec)) {
     spdlog::info("{} is in the store already: {}", o.source, dest.string());
@@ -116,6 +125,24 @@ std::string fetch_source(const FetchOptions& o) {
   }
   const fs::path temp = dest.string() + ".partial";
   fs::remove_all(temp, ec);
+  if (kind == "debian-src" || kind == "pypi") {
+    // a chain of commits, built aside and published whole
+    try {
+      if (kind == "debian-src") {
+        build_debian_src(what, o.store, temp.string());
+      } else {
+        ScratchFolder scratch("swe-crafter-pypi");
+        build_pypi(what, o.versions, o.pypi_index, temp.string(), scratch.path);
+      }
+    } catch (...) {
+      fs::remove_all(temp, ec);  // nothing half-built stays in the store
+      throw;
+    }
+    fs::rename(temp, dest, ec);
+    if (ec) throw nk::io_error(dest.string(), "cannot publish the repository: " + ec.message());
+    return dest.string();
+  }
+  const std::string tree = debian_tree(what);
   fs::create_directories(temp, ec);
   fs::copy(tree, temp, fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
   if (ec) throw nk::io_error(tree, "cannot copy the package's tree: " + ec.message());

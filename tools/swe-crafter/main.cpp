@@ -18,12 +18,19 @@ int main(int argc, char** argv) {
   };
 
   swec::FetchOptions fetch;
-  CLI::App* fetch_verb = cli.add_verb("fetch", "A source into the store as a git repository: git:PATH, debian-bin:PKG");
+  CLI::App* fetch_verb = cli.add_verb(
+      "fetch", "A source into the store as a git repository: git:PATH, debian-bin:PKG, debian-src:PKG, pypi:NAME");
   fetch_verb
       ->add_option("source", fetch.source,
-                   "git:PATH (a clone; the repository is only read) or debian-bin:PKG "
-                   "(an installed package's source tree, e.g. golang-*-dev)")
+                   "git:PATH (a clone; the repository is only read), debian-bin:PKG (an installed package's source "
+                   "tree, e.g. golang-*-dev), debian-src:PKG|FILE.dsc (a source package: upstream, then a commit per "
+                   "Debian patch) or pypi:NAME[==VERSION] (consecutive releases' sdists, a commit each)")
       ->required();
+  fetch_verb->add_option("--versions", fetch.versions, "pypi: consecutive releases, ending at VERSION or the latest")
+      ->check(CLI::Range(1, 1000));
+  fetch_verb->add_option("--pypi-index", fetch.pypi_index,
+                         "pypi: the JSON API (default https://pypi.org/pypi; a mirror, or file://FOLDER laid out as "
+                         "FOLDER/NAME/json)");
   fetch_verb->add_option("--name", fetch.name, "The repository's name in the store (default: from the source)");
   store(fetch_verb, fetch);
 
@@ -63,6 +70,9 @@ int main(int argc, char** argv) {
       ->add_option("--synthetic", mine.synthetic,
                    "N SWE-smith-style bugs (one mutated line of a function) that break tests passing at --rev")
       ->check(CLI::Range(int64_t{0}, int64_t{100000}));
+  mine_verb->add_option("--agent-cmd", mine.agent_cmd,
+                        "--synthetic: an agent (an LLM) that writes each bug's problem statement: one JSON line in "
+                        "(the bug, failing tests, output), one out ({\"problem_statement\": ...})");
   mine_verb
       ->add_option("--sandbox", mine.sandbox, "--synthetic: namespace (no network, writes only to scratch) or none")
       ->check(CLI::IsMember({"namespace", "none"}));
@@ -111,12 +121,14 @@ int main(int argc, char** argv) {
   CLI::App* run_verb = cli.add_verb(
       "run", "The whole pipeline over a corpus: fetch, env, mine, validate, distill per source (resumable)",
       nk::cli::Randomness::seeded);
-  run_verb->add_option("--corpus", runo.corpus, "A source per line (git:PATH, debian-bin:PKG), a name after it")
+  run_verb->add_option("--corpus", runo.corpus, "A source per line (as fetch takes them), a name after it")
       ->required();
   run_verb->add_option("-o,--output", runo.output, "The run's folder (a folder per repository; resumed when there)")
       ->required();
   run_verb->add_option("--method", runo.method, "Environments: skills (default) or fixed")
       ->check(CLI::IsMember({"skills", "fixed"}));
+  run_verb->add_option("--versions", runo.versions, "pypi sources: consecutive releases")->check(CLI::Range(1, 1000));
+  run_verb->add_option("--pypi-index", runo.pypi_index, "pypi sources: the JSON API (see fetch)");
   run_verb->add_flag("--fixed-too", runo.fixed_too, "Also try the fixed method on each repository (for the tables)");
   run_verb->add_option("--skills", runo.skills, "A folder of more *.skill files (repeatable)");
   run_verb->add_option("--induce", runo.induce, "Write what worked as skills into this folder (see env)");

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "nk/error.hpp"
@@ -20,6 +21,8 @@ namespace swec {
 void mine_synthetic(const MineOptions& o, const nk::RunEnv& env, const std::string& repo, Environment environment);
 
 void mine_verb(const MineOptions& o, const nk::RunEnv& run_env) {
+  if (!o.agent_cmd.empty() && o.synthetic == 0)
+    throw nk::usage_error("--agent-cmd writes synthetic bugs' statements: it needs --synthetic N");
   const std::string repo = resolve_repo(o.store, o.input);
   const std::string name = fs::path(repo).filename().string();
   if (!has_commit(repo, o.rev)) throw nk::input_error(o.input, "", "no commit '" + o.rev + "'");
@@ -84,7 +87,21 @@ void mine_verb(const MineOptions& o, const nk::RunEnv& run_env) {
     i.environment_setup_commit = c.parent;
     i.patch = diff_paths(repo, c.parent, c.sha, rest);
     i.test_patch = diff_paths(repo, c.parent, c.sha, tests);
-    i.problem_statement = c.message;
+    // the store's trailers say where a commit came from (a release, a Debian patch); they are not the statement
+    std::string statement, source = "git";
+    {
+      std::istringstream lines(c.message);
+      std::string line;
+      while (std::getline(lines, line)) {
+        if (line.rfind("Swe-Crafter-Source: ", 0) == 0) {
+          source = line.substr(20);
+        } else if (line.rfind("Swe-Crafter-", 0) != 0) {
+          statement += line + "\n";
+        }
+      }
+      while (!statement.empty() && (statement.back() == '\n' || statement.back() == ' ')) statement.pop_back();
+    }
+    i.problem_statement = statement;
     i.created_at = c.date;
     i.test_files = tests;
     int most = 0;
@@ -100,7 +117,7 @@ void mine_verb(const MineOptions& o, const nk::RunEnv& run_env) {
     i.test_cmd = env_field("test_cmd");
     i.log_parser = env_field("log_parser");
     if (!env_field("language").empty()) i.language = env_field("language");
-    i.source = "git";
+    i.source = source;
     i.repo_path = repo;
     out += to_json_line(i);
     ++kept;

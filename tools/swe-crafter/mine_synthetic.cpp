@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "nk/command.hpp"
 #include "nk/error.hpp"
 #include "nk/log.hpp"
 #include "nk/progress.hpp"
@@ -170,6 +171,33 @@ void mine_synthetic(const MineOptions& o, const nk::RunEnv& run_env, const std::
     const std::string tail = output.size() > 1500 ? output.substr(output.size() - 1500) : output;
     i.problem_statement += "\nThe end of the test run's output:\n```\n" + tail +
                            (tail.empty() || tail.back() == '\n' ? "" : "\n") + "```\n";
+    if (!o.agent_cmd.empty()) {
+      // an agent (an LLM, as SWE-smith uses) writes the issue from the bug, the failing tests and the output
+      nlohmann::json ask = {{"type", "statement"},
+                            {"instance_id", i.instance_id},
+                            {"language", language_of(s.path)},
+                            {"bug", diff_paths(repo, rev, sha, {s.path})},
+                            {"failing_tests", broken},
+                            {"output", tail}};
+      try {
+        nk::Coprocess agent(o.agent_cmd, "--agent-cmd");
+        const std::string line = ask.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+        agent.write(line.data(), line.size());
+        const nlohmann::json reply = nlohmann::json::parse(agent.read_line(size_t{1} << 22, "the statement"));
+        agent.finish();
+        const std::string text =
+            reply.is_object() && reply.contains("problem_statement") && reply["problem_statement"].is_string()
+                ? reply["problem_statement"].get<std::string>()
+                : "";
+        if (text.find_first_not_of(" \t\r\n") == std::string::npos) throw std::runtime_error("no problem_statement");
+        i.problem_statement = text;
+        i.hints_text = "statement written by --agent-cmd";
+      } catch (const std::exception& e) {
+        // a broken agent costs this bug its written statement, not the run: the failing output stays
+        spdlog::warn("{}: the statement agent failed ({}); the failing output is the statement", i.instance_id,
+                     e.what());
+      }
+    }
     i.created_at = date;
     i.language = language_of(s.path);
     i.build_system = env.build_system;

@@ -31,7 +31,7 @@ struct Entry {
   int line = 0;
 };
 
-/// The corpus: a source per line (git:PATH, debian-bin:PKG), optionally its
+/// The corpus: a source per line (as fetch takes them), optionally its
 /// name in the store after a space; '#' comments and blank lines skipped.
 std::vector<Entry> read_corpus(const std::string& path) {
   std::ifstream in(path);
@@ -50,8 +50,10 @@ std::vector<Entry> read_corpus(const std::string& path) {
     if (fields >> extra) bad("more than a source and a name");
     const size_t colon = e.source.find(':');
     const std::string kind = colon == std::string::npos ? "" : e.source.substr(0, colon);
-    if ((kind != "git" && kind != "debian-bin") || colon + 1 == e.source.size())
-      bad("unknown source '" + e.source + "' (expected git:PATH or debian-bin:PACKAGE)");
+    if ((kind != "git" && kind != "debian-bin" && kind != "debian-src" && kind != "pypi") ||
+        colon + 1 == e.source.size())
+      bad("unknown source '" + e.source +
+          "' (expected git:PATH, debian-bin:PACKAGE, debian-src:PACKAGE|FILE.dsc or pypi:NAME[==VERSION])");
     if (!e.name.empty() && (e.name.find('/') != std::string::npos || e.name[0] == '.'))
       bad("the name '" + e.name + "' is not a plain file name");
     out.push_back(e);
@@ -99,6 +101,8 @@ void run_verb(const RunOptions& o, const nk::RunEnv& run_env) {
       fetch.store = o.store;
       fetch.source = entry.source;
       fetch.name = entry.name;
+      fetch.versions = o.versions;
+      fetch.pypi_index = o.pypi_index;
       RunLog::get().clear();
       RunLog::get().context(entry.source, "fetch");
       const std::string repo = fetch_source(fetch);
@@ -148,6 +152,7 @@ void run_verb(const RunOptions& o, const nk::RunEnv& run_env) {
           }
           if (o.synthetic > 0) {
             mine.synthetic = o.synthetic;
+            mine.agent_cmd = o.agent_cmd;  // the agent writes the bugs' statements too (messages of type statement)
             mine.max = 0;
             mine.output = (dir / "synthetic.jsonl").string();
             mine_verb(mine, run_env);

@@ -16,8 +16,10 @@ struct StoreOptions {
 };
 
 struct FetchOptions : StoreOptions {
-  std::string source;  ///< git:PATH | debian-bin:PKG
+  std::string source;  ///< git:PATH | debian-bin:PKG | debian-src:PKG|FILE.dsc | pypi:NAME[==VER]
   std::string name;    ///< the repository's name in the store (default: from the source)
+  int versions = 3;    ///< pypi: consecutive releases (a chain of commits: release diffs)
+  std::string pypi_index = "https://pypi.org/pypi";  ///< pypi: the JSON API (a mirror, or file://)
 };
 /// Puts the source into the store (left as it is when there already); returns its path.
 std::string fetch_source(const FetchOptions& options);
@@ -38,6 +40,7 @@ struct MineOptions : StoreOptions {
   bool no_clobber = false;
   int64_t max = 0;        ///< candidates at most (0: all)
   int64_t synthetic = 0;  ///< SWE-smith-style bugs instead of the history (0: the history)
+  std::string agent_cmd;  ///< --synthetic: an agent that writes each bug's problem statement
   double timeout = 900;
 };
 void mine_verb(const MineOptions& options, const nk::RunEnv& env);
@@ -67,6 +70,8 @@ struct RunOptions : StoreOptions {
   int attempts = 6, runs = 2, max_steps = 30;
   int64_t max = 0, synthetic = 0;
   bool fixed_too = false, history = true;
+  int versions = 3;                                  ///< pypi sources: releases
+  std::string pypi_index = "https://pypi.org/pypi";  ///< pypi sources: the JSON API
   double timeout = 900;
 };
 /// The whole pipeline over a corpus (a source per line); resumable.

@@ -1,6 +1,7 @@
 """swe-crafter: every verb that reads a file (tests/fuzz/fuzz.py): validate's
 candidates, distill's instances, mine's env.json, env's skill files, run's
-corpus and stats's run log, on the fixture repository."""
+corpus, stats's run log and fetch's Debian source package (.dsc) and PyPI
+index (NAME/json), on the fixture repositories."""
 
 import os
 
@@ -48,4 +49,17 @@ RECIPES = [
                        "--max 2 --agent none --runs 1 -o {w}/runout > /dev/null"],
      "inputs": {"log": "{w}/runout/run.h5"},
      "run": "swe-crafter -q stats -i {log} -o {out}"},
+    {"tool": "swe-crafter", "verb": "fetch",
+     "setup": ["bash {src}/data/swe-crafter/fixture-debian-src.sh {w}/debsrc"],
+     "inputs": {"dsc": "{w}/debsrc/calc_1.0-1.dsc"},
+     "text": {"dsc": True},
+     # the fuzzed .dsc beside the package's tarballs, so that only its text differs
+     "run": "cp -r {dsc} {w}/debsrc/case-$$.dsc && trap 'rm -rf {w}/debsrc/case-$$.dsc' EXIT && "
+            "swe-crafter -q fetch debian-src:{w}/debsrc/case-$$.dsc --store $(mktemp -d) > /dev/null"},
+    {"tool": "swe-crafter", "verb": "fetch",
+     "setup": ["/usr/bin/python3 {src}/data/swe-crafter/fixture-pypi.py {w}/pypi"],
+     "inputs": {"index": "{w}/pypi/calc/json"},
+     "text": {"index": True},
+     "run": "d=$(mktemp -d) && trap 'rm -rf $d' EXIT && mkdir -p $d/idx/calc && cp -r {index} $d/idx/calc/json && "
+            "swe-crafter -q fetch pypi:calc --pypi-index file://$d/idx --store $d/st > /dev/null"},
 ]
