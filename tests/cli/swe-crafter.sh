@@ -256,6 +256,37 @@ PYEOF
 mkdir badskills && printf 'name broken\ntest true\nlog_parser tap\nevidence maybe x\n' > badskills/broken.skill
 expect_fail "a malformed skill (file, line)" 3 "broken.skill.*line 4" $SC env -i srcrepo --store st --skills badskills -o x.json
 
+# The memory limit: a test that takes 256 MiB under --memory 64 is killed where a memory cgroup can be made, and the
+# log says which limits held.
+mkdir -p memrepo/tests
+printf 'def test_small():\n    assert bytearray(1 << 20)\n\n\ndef test_big():\n    assert bytearray(256 << 20)\n' > memrepo/tests/test_mem.py
+(cd memrepo && git init -q . && git add -A && git -c user.name=f -c user.email=f@l commit -q -m initial)
+check "memrepo: fetch" sh -c "$SC fetch git:$WORK/memrepo --store st > /dev/null"
+check "env --memory 64" $SC env -i memrepo --store st --memory 64 --log memlog.h5 -o env_mem.json $SANDBOX
+check "env --memory 0 (no limit)" $SC env -i memrepo --store st --memory 0 --log memlog0.h5 -o env_mem0.json $SANDBOX
+swe-crafter doctor | awk -F'\t' '$2 == "memory cgroup" {print $3}' > cgroup.txt
+"$PY" - <<'PYEOF'
+import json, os, sys
+import h5py
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
+held = open("cgroup.txt").read().strip() == "yes"
+with h5py.File("memlog.h5", "r") as f:
+    limits = [l.decode() for l in f["attempts/limits"][:]]
+    verdicts = [v.decode() for v in f["attempts/verdict"][:]]
+with h5py.File("memlog0.h5", "r") as f:
+    limits0 = [l.decode() for l in f["attempts/limits"][:]]
+e, e0 = json.load(open("env_mem.json")), json.load(open("env_mem0.json"))
+report(e0["ok"] and all("no memory limit asked" in l for l in limits0), "--memory 0: no limit, both tests run (%s)" % limits0[:1])
+if held:
+    report(all("64 MiB by cgroup v" in l for l in limits), "the log says the limit held (%s)" % limits[:1])
+    report(any(v.startswith("killed: out of memory") for v in verdicts) and not e["ok"], "256 MiB under 64: killed, and the log says so (%s)" % verdicts)
+else:
+    report(all("no memory limit: " in l for l in limits), "no memory cgroup here: the log says the limit did not hold (%s)" % limits[:1])
+finish()
+PYEOF
+[ $? -eq 0 ] && pass "the memory limit checked" || fail "the memory limit checked"
+
 # Sources that are chains of commits: a Debian source package (its DEP-3 patches, a commit each) and PyPI releases
 # (a commit per release; a file:// folder laid out as PyPI's JSON API stands in for pypi.org).
 check "a Debian source package (fixture)" bash "$NK_SOURCE/data/swe-crafter/fixture-debian-src.sh" debsrc

@@ -1,5 +1,6 @@
 // test_sandbox.cpp - nk/sandbox.hpp: a command in the sandbox, its output,
 // status, environment, time limit and what it may not do.
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -97,6 +98,50 @@ TEST_SUITE("sandbox") {
     CHECK(bg.exit_code == 0);
     CHECK(bg.seconds < 5);
     CHECK(bg.output == "started\n");
+  }
+
+  TEST_CASE("run_sandboxed: a memory cgroup limits the command and kills what escapes its group") {
+    std::string kind;
+    const std::string why = nk::memory_cgroup_unavailable(kind);
+    if (!why.empty()) {
+      MESSAGE("no memory cgroup here (" << why << "): the limit is said, not held");
+      Scratch s;
+      nk::SandboxSpec spec = spec_for(s.path);
+      spec.cgroup_memory_bytes = int64_t{64} << 20;
+      const nk::SandboxedRun r = nk::run_sandboxed("true", nk::SandboxMode::none, spec, 10);
+      CHECK(r.exit_code == 0);
+      CHECK(r.memory_limit.rfind("no memory limit: ", 0) == 0);
+      return;
+    }
+    Scratch s;
+    nk::SandboxSpec spec = spec_for(s.path);
+    spec.cgroup_memory_bytes = int64_t{64} << 20;
+    // 256 MiB touched in a 64 MiB cgroup: the kernel's OOM killer ends it
+    const nk::SandboxedRun big = nk::run_sandboxed(
+        "exec /usr/bin/python3 -c 'b = bytearray(256 << 20); print(len(b))'", nk::SandboxMode::none, spec, 60);
+    CHECK(big.memory_limit == "64 MiB by " + kind);
+    CHECK(big.exit_code == 128 + SIGKILL);
+    CHECK(big.out_of_memory);
+    const nk::SandboxedRun small = nk::run_sandboxed(
+        "exec /usr/bin/python3 -c 'b = bytearray(8 << 20); print(len(b))'", nk::SandboxMode::none, spec, 60);
+    CHECK(small.exit_code == 0);
+    CHECK_FALSE(small.out_of_memory);
+    // a daemon that leaves the process group is still in the cgroup: killed at the end
+    const nk::SandboxedRun daemon =
+        nk::run_sandboxed("setsid sleep 300 > /dev/null 2>&1 < /dev/null & echo $! > pid", nk::SandboxMode::none, spec,
+                          20);
+    CHECK(daemon.exit_code == 0);
+    std::FILE* f = std::fopen((s.path + "/pid").c_str(), "r");
+    REQUIRE(f != nullptr);
+    long pid = 0;
+    CHECK(std::fscanf(f, "%ld", &pid) == 1);
+    std::fclose(f);
+    bool gone = false;
+    for (int wait = 0; wait < 50 && !gone; ++wait) {
+      gone = kill(static_cast<pid_t>(pid), 0) != 0;
+      if (!gone) usleep(100000);
+    }
+    CHECK(gone);
   }
 
   TEST_CASE("run_sandboxed in namespaces: writes only to its folders and /dev/null, no connections") {

@@ -145,8 +145,8 @@ std::string prepare_command(const std::string& install, const std::string& build
   return out;
 }
 
-Sandbox make_sandbox(const std::string& mode, double timeout, const std::string& whose) {
-  Sandbox s{nk::parse_sandbox(mode), timeout};
+Sandbox make_sandbox(const std::string& mode, double timeout, double memory_mib, const std::string& whose) {
+  Sandbox s{nk::parse_sandbox(mode), timeout, static_cast<int64_t>(memory_mib * 1048576.0)};
   if (s.mode == nk::SandboxMode::namespaces && !nk::namespace_sandbox_unavailable().empty())
     throw nk::Error(nk::Exit::runtime, "the namespace sandbox cannot run here (" + nk::namespace_sandbox_unavailable() +
                                            "); run " + whose + " without it only if you trust them: --sandbox none");
@@ -175,6 +175,7 @@ nk::SandboxedRun run_step(const std::string& command, const std::string& workspa
   spec.forbid_processes = false;
   spec.processes = 4096;
   spec.file_bytes = int64_t{4} << 30;
+  spec.cgroup_memory_bytes = sandbox.memory_bytes;
   const std::string home = scratch + "/home", tmp = scratch + "/tmp";
   nk::SandboxedRun r = nk::run_sandboxed(command + " 2>&1", sandbox.mode, spec, sandbox.timeout,
                            {{"HOME", home},
@@ -185,7 +186,13 @@ nk::SandboxedRun run_step(const std::string& command, const std::string& workspa
                             {"CARGO_NET_OFFLINE", "true"},
                             {"LC_ALL", "C.UTF-8"}},
                            size_t{8} << 20);
-  RunLog::get().command(command, r.exit_code, r.seconds, r.timed_out, r.sandbox_error);
+  std::string limits = sandbox.mode == nk::SandboxMode::namespaces
+                           ? "no network, writes to the workspace only"
+                           : "unconfined (--sandbox none)";
+  limits += ", " + std::to_string(static_cast<int64_t>(sandbox.timeout)) + " s";
+  limits += ", " + (r.memory_limit.empty() ? std::string("no memory limit asked") : r.memory_limit);
+  RunLog::get().command(command, r.exit_code, r.seconds, r.timed_out, r.sandbox_error, limits);
+  if (r.out_of_memory) RunLog::get().verdict("killed: out of memory (" + r.memory_limit + ")");
   return r;
 }
 

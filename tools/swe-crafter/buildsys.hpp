@@ -36,12 +36,14 @@ std::string test_command(const Environment& env, const std::vector<std::string>&
 
 struct Sandbox {
   nk::SandboxMode mode = nk::SandboxMode::namespaces;
-  double timeout = 900;  ///< seconds per command
+  double timeout = 900;      ///< seconds per command
+  int64_t memory_bytes = 0;  ///< a memory cgroup's limit per command (0: none)
 };
 
-/// The sandbox of --sandbox and --timeout; the namespace mode where it cannot
-/// run is exit 1, saying why ('whose': whose code would run unconfined).
-Sandbox make_sandbox(const std::string& mode, double timeout, const std::string& whose);
+/// The sandbox of --sandbox, --timeout and --memory (MiB); the namespace mode
+/// where it cannot run is exit 1, saying why ('whose': whose code would run
+/// unconfined).
+Sandbox make_sandbox(const std::string& mode, double timeout, double memory_mib, const std::string& whose);
 
 /// A private folder under $TMPDIR, removed with what it holds at the end of
 /// the scope.

@@ -296,7 +296,7 @@ void distill_verb(const DistillOptions& o, const nk::RunEnv& run_env) {
   std::vector<Instance> instances = read_instances(o.input);
   const auto [first, last] = nk::shard_range(run_env.shard, static_cast<int64_t>(instances.size()));
   instances = std::vector<Instance>(instances.begin() + first, instances.begin() + last);
-  const Sandbox sandbox = make_sandbox(o.sandbox, o.timeout, "agents' commands");
+  const Sandbox sandbox = make_sandbox(o.sandbox, o.timeout, o.memory, "agents' commands");
   std::vector<std::string> repos;
   for (const Instance& i : instances) {
     if (i.fail_to_pass.empty())

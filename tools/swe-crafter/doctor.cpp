@@ -42,11 +42,11 @@ void doctor_verb(const StoreOptions&, const nk::RunEnv&) {
   const std::string why = nk::namespace_sandbox_unavailable();
   std::cout << "sandbox\tnamespace\t" << (why.empty() ? "yes" : "no") << "\t"
             << (why.empty() ? "user + network namespaces, Landlock" : why) << "\t\n";
-  std::error_code ec;
-  const bool cgroup = std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers", ec) &&
-                      access("/sys/fs/cgroup/cgroup.subtree_control", W_OK) == 0;
-  std::cout << "sandbox\tcgroup v2 memory\t" << (cgroup ? "yes" : "no") << "\t"
-            << (cgroup ? "writable" : "not writable: no memory limit (RLIMIT_AS would break the JVM, Go and node)")
+  std::string kind;
+  const std::string memory = nk::memory_cgroup_unavailable(kind);
+  std::cout << "sandbox\tmemory cgroup\t" << (memory.empty() ? "yes" : "no") << "\t"
+            << (memory.empty() ? kind + ": --memory holds"
+                               : memory + ": no memory limit (RLIMIT_AS would break the JVM, Go and node)")
             << "\t\n";
 }
 

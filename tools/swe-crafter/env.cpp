@@ -78,7 +78,7 @@ void env_verb(const EnvOptions& o, const nk::RunEnv&) {
     folders.insert(folders.end(), o.skills.begin(), o.skills.end());
     skills = load_skills(folders);
   }
-  const Sandbox sandbox = make_sandbox(o.sandbox, o.timeout, "repositories' code");
+  const Sandbox sandbox = make_sandbox(o.sandbox, o.timeout, o.memory, "repositories' code");
   const std::string name = fs::path(repo).filename().string();
   RunLog::get().context(name, "env:" + o.method);
   ScratchFolder scratch("swe-crafter-env");

@@ -53,6 +53,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"namespace", "none"}));
   env_verb->add_option("--timeout", env.timeout, "Seconds per command (its process group is killed)")
       ->check(CLI::Range(1.0, 1e6));
+  env_verb->add_option("--memory", env.memory, "MiB per command, by a memory cgroup where one can be made (0: none)")
+      ->check(CLI::Range(0.0, 1e9));
   store(env_verb, env);
   log(env_verb, env);
 
@@ -77,6 +79,8 @@ int main(int argc, char** argv) {
       ->add_option("--sandbox", mine.sandbox, "--synthetic: namespace (no network, writes only to scratch) or none")
       ->check(CLI::IsMember({"namespace", "none"}));
   mine_verb->add_option("--timeout", mine.timeout, "--synthetic: seconds per command")->check(CLI::Range(1.0, 1e6));
+  mine_verb->add_option("--memory", mine.memory, "MiB per command, by a memory cgroup where one can be made (0: none)")
+      ->check(CLI::Range(0.0, 1e9));
   store(mine_verb, mine);
   log(mine_verb, mine);
 
@@ -95,6 +99,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"namespace", "none"}));
   validate_verb->add_option("--timeout", val.timeout, "Seconds per command (its process group is killed)")
       ->check(CLI::Range(1.0, 1e6));
+  validate_verb
+      ->add_option("--memory", val.memory, "MiB per command, by a memory cgroup where one can be made (0: none)")
+      ->check(CLI::Range(0.0, 1e9));
   cli.add_shard(*validate_verb);
   store(validate_verb, val);
   log(validate_verb, val);
@@ -113,6 +120,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"namespace", "none"}));
   distill_verb->add_option("--timeout", dist.timeout, "Seconds per command (its process group is killed)")
       ->check(CLI::Range(1.0, 1e6));
+  distill_verb
+      ->add_option("--memory", dist.memory, "MiB per command, by a memory cgroup where one can be made (0: none)")
+      ->check(CLI::Range(0.0, 1e9));
   cli.add_shard(*distill_verb);
   store(distill_verb, dist);
   log(distill_verb, dist);
@@ -121,8 +131,7 @@ int main(int argc, char** argv) {
   CLI::App* run_verb = cli.add_verb(
       "run", "The whole pipeline over a corpus: fetch, env, mine, validate, distill per source (resumable)",
       nk::cli::Randomness::seeded);
-  run_verb->add_option("--corpus", runo.corpus, "A source per line (as fetch takes them), a name after it")
-      ->required();
+  run_verb->add_option("--corpus", runo.corpus, "A source per line (as fetch takes them), a name after it")->required();
   run_verb->add_option("-o,--output", runo.output, "The run's folder (a folder per repository; resumed when there)")
       ->required();
   run_verb->add_option("--method", runo.method, "Environments: skills (default) or fixed")
@@ -148,6 +157,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"namespace", "none"}));
   run_verb->add_option("--timeout", runo.timeout, "Seconds per command (its process group is killed)")
       ->check(CLI::Range(1.0, 1e6));
+  run_verb->add_option("--memory", runo.memory, "MiB per command, by a memory cgroup where one can be made (0: none)")
+      ->check(CLI::Range(0.0, 1e9));
   cli.add_shard(*run_verb);
   store(run_verb, runo);
   log(run_verb, runo);
@@ -156,7 +167,8 @@ int main(int argc, char** argv) {
   CLI::App* stats_verb =
       cli.add_verb("stats", "Tables by language from run logs (run.h5 or logs joined by nk-data merge); an SVG");
   stats_verb->add_option("-i,--input", stats.inputs, "Run logs (repeatable)")->required();
-  nk::cli::App::add_optional_output(*stats_verb, stats.output, stats.no_clobber, "the table (Markdown; default stdout)");
+  nk::cli::App::add_optional_output(*stats_verb, stats.output, stats.no_clobber,
+                                    "the table (Markdown; default stdout)");
   stats_verb->add_option("--svg", stats.svg, "Environments' success by language, fixed against skills, as SVG");
 
   swec::StoreOptions doc;

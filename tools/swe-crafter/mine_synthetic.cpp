@@ -102,7 +102,7 @@ void mine_synthetic(const MineOptions& o, const nk::RunEnv& run_env, const std::
                           " first (swe-crafter fetch git:" + repo + ") and name it by its store name");
   const std::string rev = chomp(git(repo, "rev-parse " + sh_quote(o.rev + "^{commit}"), "resolving --rev"));
   const std::string date = chomp(git(repo, "log -1 --format=%aI " + sh_quote(rev), "reading the date"));
-  const Sandbox sandbox = make_sandbox(o.sandbox, o.timeout, "repositories' code");
+  const Sandbox sandbox = make_sandbox(o.sandbox, o.timeout, o.memory, "repositories' code");
   RunLog::get().context(name, "mine:synthetic");
   ScratchFolder scratch("swe-crafter-mine");
   if (env.test_cmd.empty()) {

@@ -82,7 +82,7 @@ void run_verb(const RunOptions& o, const nk::RunEnv& run_env) {
   fs::create_directories(fs::path(o.output) / "repos", ec);
   if (ec || !fs::is_directory(o.output, ec)) throw nk::io_error(o.output, "cannot create the run's folder");
   // the sandbox is checked once, before any work
-  (void)make_sandbox(o.sandbox, o.timeout, "repositories' code");
+  (void)make_sandbox(o.sandbox, o.timeout, o.memory, "repositories' code");
   std::cout << "repo\tlanguage\tenv\tattempts\tcandidates\tinstances\tresolved\tseconds\n";
   std::string instances, trajectories;
   RunLog total;
@@ -120,6 +120,7 @@ void run_verb(const RunOptions& o, const nk::RunEnv& run_env) {
           fixed.method = "fixed";
           fixed.sandbox = o.sandbox;
           fixed.timeout = o.timeout;
+          fixed.memory = o.memory;
           fixed.output = (dir / "env-fixed.json").string();
           env_verb(fixed, run_env);
         }
@@ -132,6 +133,7 @@ void run_verb(const RunOptions& o, const nk::RunEnv& run_env) {
         env.attempts = o.attempts;
         env.sandbox = o.sandbox;
         env.timeout = o.timeout;
+        env.memory = o.memory;
         env.output = (dir / "env.json").string();
         env_verb(env, run_env);
         const nlohmann::json ej = nlohmann::json::parse(read_all(dir / "env.json"));
@@ -144,6 +146,7 @@ void run_verb(const RunOptions& o, const nk::RunEnv& run_env) {
           mine.max = o.max;
           mine.sandbox = o.sandbox;
           mine.timeout = o.timeout;
+          mine.memory = o.memory;
           if (o.history) {
             mine.output = (dir / "mined.jsonl").string();
             RunLog::get().context(name, "mine");
@@ -167,6 +170,7 @@ void run_verb(const RunOptions& o, const nk::RunEnv& run_env) {
         val.runs = o.runs;
         val.sandbox = o.sandbox;
         val.timeout = o.timeout;
+        val.memory = o.memory;
         std::ofstream verdicts(dir / "verdicts.tsv");
         val.report = &verdicts;
         nk::RunEnv whole = run_env;
@@ -181,6 +185,7 @@ void run_verb(const RunOptions& o, const nk::RunEnv& run_env) {
           dist.max_steps = o.max_steps;
           dist.sandbox = o.sandbox;
           dist.timeout = o.timeout;
+          dist.memory = o.memory;
           std::ofstream lines(dir / "distill.tsv");
           dist.report = &lines;
           distill_verb(dist, whole);

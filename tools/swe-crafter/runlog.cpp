@@ -19,15 +19,18 @@ void RunLog::context(const std::string& r, const std::string& s) {
 }
 
 void RunLog::command(const std::string& cmd, int exit_code, double seconds, bool timed_out,
-                     const std::string& sandbox_error) {
+                     const std::string& sandbox_error, const std::string& limits) {
   std::string v = "exit " + std::to_string(exit_code);
   if (timed_out) v = "timed out";
   if (!sandbox_error.empty()) v = "sandbox: " + sandbox_error;
-  attempts.push_back({repo, stage, cmd, v, exit_code, seconds});
+  attempts.push_back({repo, stage, cmd, v, limits, exit_code, seconds});
 }
 
 void RunLog::verdict(const std::string& v) {
-  if (!attempts.empty()) attempts.back().verdict = v;
+  if (attempts.empty()) return;
+  std::string& last = attempts.back().verdict;
+  // what a limit did stays said: the caller's reading of the run follows it
+  last = last.rfind("killed: out of memory", 0) == 0 ? last + "; " + v : v;
 }
 
 void RunLog::repository(const std::string& r, const std::string& language, const std::string& method, bool env_ok,
@@ -74,6 +77,7 @@ void RunLog::write(const std::string& path, bool no_clobber) const {
   w.write_strings("/attempts/stage", strings(attempts, [](const A& a) { return a.stage; }), "N");
   w.write_strings("/attempts/command", strings(attempts, [](const A& a) { return a.command; }), "N");
   w.write_strings("/attempts/verdict", strings(attempts, [](const A& a) { return a.verdict; }), "N");
+  w.write_strings("/attempts/limits", strings(attempts, [](const A& a) { return a.limits; }), "N");
   column<int64_t>(w, "/attempts/exit_code", attempts, [](const A& a) { return a.exit_code; });
   column<double>(
       w, "/attempts/seconds", attempts, [](const A& a) { return a.seconds; }, "s");
@@ -130,16 +134,17 @@ void RunLog::read(const std::string& path) {
   };
   {
     const auto repo = strs("/attempts/repo"), stage = strs("/attempts/stage"), cmd = strs("/attempts/command"),
-               verdict = strs("/attempts/verdict");
+               verdict = strs("/attempts/verdict"), limits = strs("/attempts/limits");
     const auto code = ints("/attempts/exit_code");
     const auto sec = reals("/attempts/seconds");
     const size_t n = repo.size();
     same("/attempts", n, stage.size(), "/attempts/stage");
     same("/attempts", n, cmd.size(), "/attempts/command");
     same("/attempts", n, verdict.size(), "/attempts/verdict");
+    same("/attempts", n, limits.size(), "/attempts/limits");
     same("/attempts", n, code.size(), "/attempts/exit_code");
     same("/attempts", n, sec.size(), "/attempts/seconds");
-    for (size_t i = 0; i < n; ++i) attempts.push_back({repo[i], stage[i], cmd[i], verdict[i], code[i], sec[i]});
+    for (size_t i = 0; i < n; ++i) attempts.push_back({repo[i], stage[i], cmd[i], verdict[i], limits[i], code[i], sec[i]});
   }
   {
     const auto repo = strs("/repos/repo"), lang = strs("/repos/language"), method = strs("/repos/method");

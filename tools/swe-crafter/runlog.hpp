@@ -19,7 +19,7 @@ class RunLog {
   /// A command that ran ("exit N", "timed out" or the sandbox's error as its
   /// verdict until verdict() says more).
   void command(const std::string& command, int exit_code, double seconds, bool timed_out,
-               const std::string& sandbox_error);
+               const std::string& sandbox_error, const std::string& limits);
   /// The last command's verdict, e.g. "works", "before run 1: 3 passed, 1 failed".
   void verdict(const std::string& verdict);
   void repository(const std::string& repo, const std::string& language, const std::string& method, bool env_ok,
@@ -39,7 +39,7 @@ class RunLog {
 
   std::string repo, stage;
   struct Attempt {
-    std::string repo, stage, command, verdict;
+    std::string repo, stage, command, verdict, limits;
     int64_t exit_code = 0;
     double seconds = 0;
   };

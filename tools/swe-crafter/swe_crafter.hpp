@@ -13,6 +13,7 @@ namespace swec {
 struct StoreOptions {
   std::string store = "swe-store";  ///< --store DIR
   std::string log;                  ///< --log run.h5: the run log (swe-crafter(1) FILES)
+  double memory = 8192;             ///< --memory MiB per command, by a memory cgroup where one can be made (0: none)
 };
 
 struct FetchOptions : StoreOptions {

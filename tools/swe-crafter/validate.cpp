@@ -119,7 +119,7 @@ int validate_verb(const ValidateOptions& o, const nk::RunEnv& run_env) {
   // --shard: a contiguous block of the instances, so that the shards' outputs concatenate to the whole run's
   const auto [first, last] = nk::shard_range(run_env.shard, static_cast<int64_t>(instances.size()));
   instances = std::vector<Instance>(instances.begin() + first, instances.begin() + last);
-  const Sandbox sandbox = make_sandbox(o.sandbox, o.timeout, "repositories' code");
+  const Sandbox sandbox = make_sandbox(o.sandbox, o.timeout, o.memory, "repositories' code");
   // every instance's repository first: a bad one fails before any work
   std::vector<std::string> repos;
   {

@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <vector>
 
 #include "nk/error.hpp"
@@ -265,9 +266,145 @@ std::string namespace_sandbox_unavailable() {
   return cached;
 }
 
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+bool write_text_file(const std::string& path, const std::string& text) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  return ok;
+}
+
+/// This process's cgroup folder for a hierarchy: v2 (the unified one) or v1's
+/// memory controller, found through /proc/self/mountinfo and /proc/self/cgroup.
+std::string own_cgroup(bool v2) {
+  std::string mount;
+  {
+    std::istringstream in(read_text("/proc/self/mountinfo"));
+    std::string line;
+    while (std::getline(in, line) && mount.empty()) {
+      // ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS
+      std::istringstream f(line);
+      std::string id, parent, dev, root, point, options, word;
+      f >> id >> parent >> dev >> root >> point >> options;
+      while (f >> word && word != "-") {
+      }
+      std::string fstype, source, super;
+      f >> fstype >> source >> super;
+      if (v2 && fstype == "cgroup2") mount = point;
+      if (!v2 && fstype == "cgroup" && ("," + super + ",").find(",memory,") != std::string::npos) mount = point;
+    }
+  }
+  if (mount.empty()) return "";
+  std::istringstream in(read_text("/proc/self/cgroup"));
+  std::string line;
+  while (std::getline(in, line)) {
+    // HIERARCHY:CONTROLLERS:PATH
+    const size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    const bool match = v2 ? line.compare(0, a, "0") == 0 && controllers.empty()
+                          : ("," + controllers + ",").find(",memory,") != std::string::npos;
+    if (match) return mount + (path == "/" ? "" : path);
+  }
+  return "";
+}
+
+/// A memory cgroup made for one command, removed with what is left in it.
+struct MemoryCgroup {
+  std::string dir, kind;
+  bool v2 = false;
+
+  /// "" or why none could be made.
+  std::string make(int64_t bytes) {
+    static int counter = 0;
+    const std::string name = "/nk-sandbox-" + std::to_string(getpid()) + "-" + std::to_string(++counter);
+    std::string why = "no writable cgroup with the memory controller";
+    for (const bool try_v2 : {true, false}) {
+      const std::string own = own_cgroup(try_v2);
+      if (own.empty()) continue;
+      if (try_v2 && read_text(own + "/cgroup.subtree_control").find("memory") == std::string::npos &&
+          !write_text_file(own + "/cgroup.subtree_control", "+memory")) {
+        why = "cgroup v2 at " + own + " does not delegate the memory controller";
+        continue;
+      }
+      const std::string d = own + name;
+      if (mkdir(d.c_str(), 0755) != 0) {
+        why = errno_text("mkdir " + d);
+        continue;
+      }
+      const std::string limit = std::to_string(bytes);
+      const bool ok = try_v2 ? write_text_file(d + "/memory.max", limit)
+                             : write_text_file(d + "/memory.limit_in_bytes", limit);
+      if (!ok) {
+        why = errno_text("setting the memory limit in " + d);
+        rmdir(d.c_str());
+        continue;
+      }
+      // no swapping past the limit where the kernel offers it
+      if (try_v2) {
+        write_text_file(d + "/memory.swap.max", "0");
+      } else {
+        write_text_file(d + "/memory.memsw.limit_in_bytes", limit);
+      }
+      dir = d;
+      v2 = try_v2;
+      kind = try_v2 ? "cgroup v2" : "cgroup v1";
+      return "";
+    }
+    return why;
+  }
+
+  /// Whether the limit killed a process.
+  bool out_of_memory() const {
+    const std::string events = read_text(dir + (v2 ? "/memory.events" : "/memory.oom_control"));
+    const size_t at = events.find("oom_kill ");
+    return at != std::string::npos && std::atoll(events.c_str() + at + 9) > 0;
+  }
+
+  ~MemoryCgroup() {
+    if (dir.empty()) return;
+    // every process still in it (one that left the process group too), then the folder
+    for (int round = 0; round < 50; ++round) {
+      std::istringstream procs(read_text(dir + "/cgroup.procs"));
+      bool any = false;
+      for (pid_t p; procs >> p;) {
+        kill(p, SIGKILL);
+        any = true;
+      }
+      if (!any && rmdir(dir.c_str()) == 0) return;
+      usleep(20000);
+      if (!any) rmdir(dir.c_str());
+      if (access(dir.c_str(), F_OK) != 0) return;
+    }
+  }
+};
+
+}  // namespace
+
+std::string memory_cgroup_unavailable(std::string& kind) {
+  MemoryCgroup probe;
+  const std::string why = probe.make(int64_t{1} << 30);
+  kind = probe.kind;
+  return why;
+}
+
 SandboxedRun run_sandboxed(const std::string& command, SandboxMode mode, const SandboxSpec& spec, double timeout,
                            const std::vector<std::pair<std::string, std::string>>& environment, size_t max_output) {
   SandboxedRun out;
+  MemoryCgroup cgroup;
+  if (spec.cgroup_memory_bytes > 0) {
+    const std::string why = cgroup.make(spec.cgroup_memory_bytes);
+    out.memory_limit = why.empty() ? std::to_string(spec.cgroup_memory_bytes >> 20) + " MiB by " + cgroup.kind
+                                   : "no memory limit: " + why;
+  }
+  const std::string procs = cgroup.dir.empty() ? "" : cgroup.dir + "/cgroup.procs";
   int output[2], error[2];
   if (pipe2(output, O_CLOEXEC) != 0) {
     out.sandbox_error = errno_text("pipe");
@@ -294,7 +431,10 @@ SandboxedRun run_sandboxed(const std::string& command, SandboxMode mode, const S
     dup2(output[1], 2);
     SandboxSpec inner = spec;
     inner.null_stdio = false;
-    std::string why = enter_sandbox(mode, inner);
+    // into the memory cgroup before anything else (outside the user namespace, where the write is allowed)
+    std::string why;
+    if (!procs.empty() && !write_text_file(procs, "0")) why = errno_text("joining the memory cgroup");
+    if (why.empty()) why = enter_sandbox(mode, inner);
     if (why.empty()) {
       for (const auto& [name, value] : environment) setenv(name.c_str(), value.c_str(), 1);
       execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
@@ -363,6 +503,7 @@ SandboxedRun run_sandboxed(const std::string& command, SandboxMode mode, const S
     return out;
   }
   out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+  if (!cgroup.dir.empty()) out.out_of_memory = cgroup.out_of_memory();
   return out;
 }
 
