@@ -349,6 +349,10 @@ report(len(bad) == 1 and bad[0][2].startswith("error:") and "nk-no-such-package-
 inst = [json.loads(l) for l in open("out/instances.jsonl")]
 ref = [json.loads(l) for l in open("inst.jsonl")]
 report([i["instance_id"] for i in inst] == [i["instance_id"] for i in ref] and inst[0]["FAIL_TO_PASS"] == ref[0]["FAIL_TO_PASS"], "run: the same instance as the verbs one by one")
+maps = [json.loads(l) for l in open("out/repos/repo/status-maps.jsonl")]
+f2p = json.loads(inst[0]["FAIL_TO_PASS"])[0]
+mine = [m for m in maps if m["instance_id"] == inst[0]["instance_id"]]
+report(len(mine) == 4 and all(m["status"][f2p] == ("FAILED" if m["state"] == "before" else "PASSED") for m in mine) and sorted((m["state"], m["run"]) for m in mine) == [("after", 1), ("after", 2), ("before", 1), ("before", 2)], "status maps: each state's runs, the fail-to-pass test FAILED before and PASSED after (SWE-bench's names)")
 rows2 = [l.rstrip("\n").split("\t") for l in open("run2.tsv")][1:]
 report([r[:7] for r in rows2] == [r[:7] for r in rows] and "earlier run" in open("run2.err").read(), "resumed: the finished repositories are not run again, the rows are the same")
 with h5py.File("out/run.h5", "r") as f:

@@ -93,6 +93,9 @@ int main(int argc, char** argv) {
                                     "the admitted instances (or those that hold) as JSONL");
   validate_verb->add_option("--runs", val.runs, "Runs of each state (a test that varies within a state is flaky)")
       ->check(CLI::Range(1, 100));
+  validate_verb->add_option("--status-maps", val.status_maps,
+                            "Every run's test statuses as JSON lines (instance_id, state, run, summary, status: "
+                            "test -> PASSED|FAILED|SKIPPED|ERROR), for SWE-bench's grading");
   validate_verb->add_flag("--full-suite", val.full_suite,
                           "Run the whole suite, not only the test files test_patch touches");
   validate_verb->add_option("--sandbox", val.sandbox, "namespace (no network, writes only to scratch) or none")

@@ -167,6 +167,7 @@ void run_verb(const RunOptions& o, const nk::RunEnv& run_env) {
         val.store = o.store;
         val.input = (dir / "candidates.jsonl").string();
         val.output = (dir / "instances.jsonl").string();
+        val.status_maps = (dir / "status-maps.jsonl").string();
         val.runs = o.runs;
         val.sandbox = o.sandbox;
         val.timeout = o.timeout;

@@ -48,6 +48,7 @@ void mine_verb(const MineOptions& options, const nk::RunEnv& env);
 
 struct ValidateOptions : StoreOptions {
   std::ostream* report = nullptr;  ///< where the TSV verdicts go (standard output when null)
+  std::string status_maps;         ///< --status-maps FILE: every run's test statuses (JSONL), for other graders
   std::string input, output, sandbox = "namespace";
   bool no_clobber = false, full_suite = false;
   int runs = 2;

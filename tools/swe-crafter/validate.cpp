@@ -4,6 +4,7 @@
 // SWE-bench's harness (the gold patch makes every listed test pass).
 #include <filesystem>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "nk/error.hpp"
@@ -142,7 +143,7 @@ int validate_verb(const ValidateOptions& o, const nk::RunEnv& run_env) {
       repos.push_back(repo);
     }
   }
-  std::string kept;
+  std::string kept, maps;
   std::ostream& out = o.report ? *o.report : std::cout;
   int failures = 0, admitted = 0;
   nk::Progress progress("validate", static_cast<int64_t>(instances.size()));
@@ -193,6 +194,25 @@ int validate_verb(const ValidateOptions& o, const nk::RunEnv& run_env) {
           for (const auto& [id, v] : l.tests) ids.insert(id);
         }
       }
+      if (!o.status_maps.empty()) {
+        // SWE-bench's status names, so that its grading can read them
+        auto name = [](Verdict v) {
+          return v == Verdict::passed ? "PASSED" : v == Verdict::failed ? "FAILED" : v == Verdict::skipped ? "SKIPPED"
+                                                                                                         : "ERROR";
+        };
+        for (const auto* state : {&before, &after}) {
+          for (size_t r = 0; r < state->logs.size(); ++r) {
+            nlohmann::ordered_json m = nlohmann::ordered_json::object();
+            for (const auto& [id, v] : state->logs[r].tests) m[id] = name(v);
+            nlohmann::ordered_json line = {{"instance_id", inst.instance_id},
+                                           {"state", state == &before ? "before" : "after"},
+                                           {"run", r + 1},
+                                           {"summary", state->logs[r].summary},
+                                           {"status", m}};
+            maps += line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+          }
+        }
+      }
       std::vector<std::string> f2p, p2p, p2f, flaky;
       for (const std::string& id : ids) {
         const bool bp = all_pass(before.logs, id), bf = all_fail(before.logs, id);
@@ -241,6 +261,7 @@ int validate_verb(const ValidateOptions& o, const nk::RunEnv& run_env) {
   }
   progress.finish();
   if (!o.output.empty()) write_text(o.output, kept, o.no_clobber);
+  if (!o.status_maps.empty()) write_text(o.status_maps, maps, o.no_clobber);
   spdlog::info("{} instances: {} admitted, {} re-checks failed", instances.size(), admitted, failures);
   return failures > 0 ? 1 : 0;
 }
