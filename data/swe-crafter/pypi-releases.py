@@ -18,6 +18,7 @@ import sys
 import tarfile
 import tempfile
 import urllib.error
+import urllib.parse
 import urllib.request
 import zipfile
 
@@ -61,7 +62,8 @@ def key(version):
 def main():
     base, name, want, k, outdir = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
     try:
-        meta = json.loads(get(base.rstrip("/") + "/" + name + "/json"))
+        index_url = base.rstrip("/") + "/" + name + "/json"
+        meta = json.loads(get(index_url))
     except urllib.error.HTTPError as e:
         fail(3 if e.code == 404 else 1, "PyPI has no project '%s' (%s)" % (name, e))
     except (urllib.error.URLError, OSError) as e:
@@ -74,7 +76,8 @@ def main():
         fail(3, "PyPI's index for '%s' is malformed: %s: %s" % (name, type(e).__name__, e))
     for version, f in releases:
         try:
-            data = get(f["url"])
+            # a mirror may answer with URLs relative to the index's
+            data = get(urllib.parse.urljoin(index_url, f["url"]))
         except urllib.error.HTTPError as e:
             fail(3 if e.code == 404 else 1, "%s: cannot download: %s" % (f["filename"], e))
         except (urllib.error.URLError, OSError, ValueError) as e:

@@ -210,4 +210,19 @@ TEST_SUITE("swe-crafter") {
     // no header at all
     CHECK(swec::dep3_message("--- a/x\n+++ b/x\n", "03.patch").rfind("Debian patch 03.patch\n", 0) == 0);
   }
+  TEST_CASE("synthetic bugs in Perl: inside subs only, never in POD or comments") {
+    const std::string pm =
+        "package Calc;\nuse strict;\nmy $x = 1 + 2;\n\n=head1 NAME\n\nsub fake { return 1 + 1 }\n\n=cut\n\n"
+        "sub add {\n    my ($a, $b) = @_;  # a + b\n    return $a + $b;\n}\n\n1;\n";
+    const std::vector<swec::Mutation> ms = swec::candidate_mutations(pm, "perl");
+    REQUIRE_FALSE(ms.empty());
+    for (const swec::Mutation& m : ms) CHECK((m.line == 11 || m.line == 12));
+    bool flip = false;
+    for (const swec::Mutation& m : ms) {
+      const std::string mutated = swec::apply_mutation(pm, m);
+      flip = flip || mutated.find("return $a - $b;") != std::string::npos;
+      CHECK(mutated.find("# a + b") != std::string::npos);  // the comment is never mutated
+    }
+    CHECK(flip);
+  }
 }

@@ -7,11 +7,13 @@
 
 #include "nk/error.hpp"
 #include "nk/log.hpp"
+#include "nk/shipped.hpp"
 #include "swe-crafter/buildsys.hpp"
 #include "swe-crafter/git.hpp"
 #include "swe-crafter/instance.hpp"
 #include "swe-crafter/runlog.hpp"
 #include "swe-crafter/skills.hpp"
+#include "swe-crafter/testrule.hpp"
 #include "swe-crafter/swe_crafter.hpp"
 
 namespace fs = std::filesystem;
@@ -98,7 +100,11 @@ void env_verb(const EnvOptions& o, const nk::RunEnv&) {
   } else {
     // every skill whose evidence holds, most specific first; a failure a skill recognises is fixed and retried
     int attempts = 0;
-    for (const SkillMatch& m : matching_skills(skills, ws, tracked_files(ws))) {
+    // {helpers}: the shipped helper scripts a skill may run (data/swe-crafter/helpers)
+    const std::string helpers =
+        fs::path(nk::shipped_data("swe-crafter/helpers/cargo-drop-missing-dev-deps.py")).parent_path().string();
+    for (SkillMatch m : matching_skills(skills, ws, tracked_files(ws))) {
+      m.vars.emplace("helpers", helpers);
       if (attempts >= o.attempts) break;
       const Skill& s = *m.skill;
       std::map<std::string, std::string> extra;
@@ -149,6 +155,16 @@ void env_verb(const EnvOptions& o, const nk::RunEnv&) {
       if (result.ok) break;
     }
     e.attempts = attempts;
+  }
+  if (e.language == "c" || e.language == "cpp") {
+    // one skill builds both: the tree's sources say which it is
+    size_t c = 0, cpp = 0;
+    for (const std::string& f : tracked_files(ws)) {
+      const std::string l = language_of(f);
+      c += l == "c";
+      cpp += l == "cpp";
+    }
+    if (c + cpp > 0) e.language = cpp > c ? "cpp" : "c";
   }
   e.ok = result.ok;
   RunLog::get().repository(name, e.language, o.method, e.ok, e.attempts, result.test_seconds);

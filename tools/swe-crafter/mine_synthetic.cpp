@@ -130,8 +130,7 @@ void mine_synthetic(const MineOptions& o, const nk::RunEnv& run_env, const std::
   std::string path;
   while (std::getline(files, path)) {
     const std::string language = language_of(path);
-    if (path.empty() || is_test_file(path) || language.empty() || language == "shell" || language == "perl" ||
-        language == "haskell")
+    if (path.empty() || is_test_file(path) || language.empty() || language == "shell" || language == "haskell")
       continue;
     const std::string text = git(repo, "show " + sh_quote(rev + ":" + path), "reading " + path);
     for (const Mutation& m : candidate_mutations(text, language)) sites.push_back({path, m});

@@ -216,6 +216,7 @@ void run_verb(const RunOptions& o, const nk::RunEnv& run_env) {
       ++failed;
       spdlog::warn("{} (corpus line {}): {}", entry.source, entry.line, e.what());
       env_state = std::string("error: ") + e.what();
+      for (char& c : env_state) c = c == '\n' || c == '\t' ? ' ' : c;  // one TSV line
       if (name.empty()) name = entry.source;
     }
     std::cout << name << "\t" << language << "\t" << env_state << "\t" << attempts << "\t" << n_cand << "\t" << n_inst

@@ -118,7 +118,13 @@ std::string download_dsc(const std::string& package, const std::string& store) {
     if (r.output.find("Unable to find a source package") != std::string::npos ||
         r.output.find("Can not find") != std::string::npos)
       throw nk::input_error(package, "", "no such source package in the archive");
-    throw nk::Error(nk::Exit::runtime, "apt-get source " + package + " failed: " + r.output);
+    // apt's "E:" lines say why; the rest is progress
+    std::string why;
+    std::istringstream lines(r.output);
+    for (std::string l; std::getline(lines, l);) {
+      if (l.rfind("E: ", 0) == 0) why += (why.empty() ? "" : "; ") + l.substr(3);
+    }
+    throw nk::Error(nk::Exit::runtime, "apt-get source " + package + " failed: " + (why.empty() ? r.output : why));
   }
   for (const auto& e : fs::directory_iterator(dl, ec)) {
     if (e.path().extension() == ".dsc") return e.path().string();

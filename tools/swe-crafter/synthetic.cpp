@@ -217,11 +217,19 @@ std::vector<Mutation> candidate_mutations(const std::string& source, const std::
     }
     return out;
   }
-  // languages with braces: lines inside a function (a block opened by a header with a parameter list)
+  // languages with braces: lines inside a function (a block opened by a header with a parameter list, or
+  // Perl's "sub NAME"); Perl's comments start with '#', its POD (=head1 ... =cut) is documentation
+  const bool perl = language == "perl";
   int depth = 0, function_depth = -1;
-  bool block_comment = false;
+  bool block_comment = false, pod = false;
   for (size_t i = 0; i < lines.size(); ++i) {
     const std::string t = trim(lines[i]);
+    if (perl && (pod || (!lines[i].empty() && lines[i][0] == '=' && lines[i].size() > 1 &&
+                         std::isalpha(static_cast<unsigned char>(lines[i][1]))))) {
+      pod = !starts(lines[i], "=cut");
+      continue;
+    }
+    if (perl && (starts(t, "__END__") || starts(t, "__DATA__"))) break;
     if (block_comment) {
       if (t.find("*/") != std::string::npos) block_comment = false;
       continue;
@@ -230,10 +238,10 @@ std::vector<Mutation> candidate_mutations(const std::string& source, const std::
       if (t.find("*/") == std::string::npos) block_comment = true;
       continue;
     }
-    const std::vector<bool> ok = code_mask(lines[i], false);
+    const std::vector<bool> ok = code_mask(lines[i], perl);
     const bool inside = function_depth >= 0 && depth > function_depth;
     if (inside && !t.empty() && !starts(t, "//") && !starts(t, "#") && t != "{" && t != "}")
-      mutations_of_line(lines[i], static_cast<int64_t>(i), false, brace_statement(t), out);
+      mutations_of_line(lines[i], static_cast<int64_t>(i), perl, brace_statement(t), out);
     for (size_t k = 0; k < lines[i].size(); ++k) {
       if (!ok[k]) continue;
       if (lines[i][k] == '{') {
@@ -242,9 +250,11 @@ std::vector<Mutation> candidate_mutations(const std::string& source, const std::
           const bool control = starts(head, "if") || starts(head, "for") || starts(head, "while") ||
                                starts(head, "switch") || starts(head, "else") || starts(head, "catch") ||
                                starts(head, "match") || starts(head, "} else");
+          const bool perl_sub = perl && starts(head, "sub ") && head.find('=') == std::string::npos;
           const bool header =
-              !control && head.find('(') != std::string::npos &&
-              (head.back() == ')' || head.find("->") != std::string::npos || head.find(") const") != std::string::npos);
+              perl_sub || (!control && head.find('(') != std::string::npos &&
+                           (head.back() == ')' || head.find("->") != std::string::npos ||
+                            head.find(") const") != std::string::npos));
           if (header) function_depth = depth;
         }
         ++depth;
