@@ -117,6 +117,7 @@ recipe() {
     "simple-evol llm") echo "llm --exam --rungs 0 --samples 1 -o out.h5" ;;
     "simple-evol eval") echo "eval -i sec.h5 --heuristic seinv.py --sandbox none --aco-iterations 2 -o out.h5" ;;
     "swe-crafter mine") echo "mine -i screpo --store scst --env scenv.json --synthetic 1 --sandbox none" ;;
+    "swe-crafter run") echo "run --corpus sccorpus.txt --store scst --no-history --synthetic 1 --agent none --runs 1 --sandbox none" ;;
     *) return 1 ;;
   esac
 }
@@ -154,6 +155,18 @@ for tool in $(ls "$NK_BIN" | grep -v '\.so$' | grep -v '^nk_unit_tests$'); do
       PATH="$NK_BIN:/usr/bin:$PATH" "$tool" -q $args --seed 7 -o out1.jsonl && PATH="$NK_BIN:/usr/bin:$PATH" "$tool" -q $args --seed 7 -o out2.jsonl &&
         [ -s out1.jsonl ] && [ "$(ids out1.jsonl)" = "$(ids out2.jsonl)" ] && pass "$tool $verb: --seed 7 twice gives the same bugs" ||
         fail "$tool $verb --seed"
+      continue
+    fi
+    # A verb that writes a folder (swe-crafter run): the seed picks the same bugs, and its log carries the seed.
+    if [ "$tool $verb" = "swe-crafter run" ]; then
+      ids() { $PY -c 'import json, sys; print([json.loads(l)["instance_id"] for l in open(sys.argv[1])])' "$1"; }
+      echo "git:$WORK/screpo" > sccorpus.txt
+      rm -rf scrun1 scrun2
+      # shellcheck disable=SC2086
+      PATH="$NK_BIN:/usr/bin:$PATH" "$tool" -q $args --seed 7 -o scrun1 > /dev/null && PATH="$NK_BIN:/usr/bin:$PATH" "$tool" -q $args --seed 7 -o scrun2 > /dev/null &&
+        [ -s scrun1/instances.jsonl ] && [ "$(ids scrun1/instances.jsonl)" = "$(ids scrun2/instances.jsonl)" ] &&
+        $PY -c 'import h5py, sys; sys.exit(int(h5py.File(sys.argv[1], "r").attrs["nk_seed"]) != 7)' scrun1/run.h5 &&
+        pass "$tool $verb: --seed 7 twice gives the same bugs, the log has nk_seed 7" || fail "$tool $verb --seed"
       continue
     fi
     # A verb that writes a folder of runs (simple-evol sweep): every run carries the seed.
