@@ -113,7 +113,11 @@ void env_verb(const EnvOptions& o, const nk::RunEnv&) {
         ++attempts;
         Environment c{s.language, s.build_system, "", "", "", s.log_parser, m.evidence};
         const std::string pre = exports(extra);
-        c.install = s.setup.empty() ? "" : pre + expand(s.setup, m.vars);
+        // the commands a fix ran belong to the environment: every later workspace (mine, validate, distill) runs them
+        std::string setup;
+        for (const std::string& r : raw_runs) setup += (setup.empty() ? "" : " && ") + ("{ " + expand(r, m.vars) + "; }");
+        if (!s.setup.empty()) setup += (setup.empty() ? "" : " && ") + expand(s.setup, m.vars);
+        c.install = setup.empty() ? "" : pre + setup;
         c.build = s.build.empty() ? "" : pre + expand(s.build, m.vars);
         c.test_cmd = pre + expand(s.test, m.vars);
         c.evidence.insert(c.evidence.begin(), "skill: " + s.name);

@@ -4,6 +4,7 @@
 // the corpus's instances, trajectories and run log joined at the end.
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -147,19 +148,33 @@ void run_verb(const RunOptions& o, const nk::RunEnv& run_env) {
           mine.sandbox = o.sandbox;
           mine.timeout = o.timeout;
           mine.memory = o.memory;
+          // a stage that finds nothing to work on (no test passes in a fresh workspace, ...) is this repository's
+          // result, not an error of the run: it is said, and the other stages go on
+          auto stage = [&](const char* what, const std::function<void()>& body) {
+            try {
+              body();
+            } catch (const nk::Error& e) {
+              spdlog::warn("{}: {}: {}", name, what, e.what());
+              std::ofstream(dir / "stage-errors.txt", std::ios::app) << what << ": " << e.what() << "\n";
+            }
+          };
           if (o.history) {
             mine.output = (dir / "mined.jsonl").string();
             RunLog::get().context(name, "mine");
-            mine_verb(mine, run_env);
-            candidates += read_all(mine.output);
+            stage("mine", [&] {
+              mine_verb(mine, run_env);
+              candidates += read_all(mine.output);
+            });
           }
           if (o.synthetic > 0) {
             mine.synthetic = o.synthetic;
             mine.agent_cmd = o.agent_cmd;  // the agent writes the bugs' statements too (messages of type statement)
             mine.max = 0;
             mine.output = (dir / "synthetic.jsonl").string();
-            mine_verb(mine, run_env);
-            candidates += read_all(mine.output);
+            stage("mine --synthetic", [&] {
+              mine_verb(mine, run_env);
+              candidates += read_all(mine.output);
+            });
           }
         }
         write_text((dir / "candidates.jsonl").string(), candidates, false);
