@@ -253,6 +253,27 @@ report(j[4]["ok"] and j[4]["evidence"][0] == "skill: python-src-layout", "the sr
 finish()
 PYEOF
 [ $? -eq 0 ] && pass "induced skills checked" || fail "induced skills checked"
+# A fix that runs a command: the environment's install carries it, so a fresh workspace (validate, mine) runs it too.
+mkdir -p runfix && cat > runfix/needs-marker.skill <<'EOF2'
+name needs-marker
+language python
+build_system marker
+log_parser tap
+evidence file tests/test_calc.py
+evidence file calc.py
+test if [ -f .marker ]; then printf 't/marker.t ..\n1..1\nok 1 - marker\nok\nAll tests successful.\nResult: PASS\n'; else echo 'no marker here'; exit 1; fi
+fix no marker here => run touch .marker
+EOF2
+check "env with a run fix" $SC env -i repo --store st --skills runfix -o env_runfix.json $SANDBOX
+"$PY" - <<'PYEOF'
+import json, os, sys
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
+e = json.load(open("env_runfix.json"))
+report(e["ok"] and e["attempts"] == 2 and e["evidence"][0] == "skill: needs-marker" and e["install"] == "{ touch .marker; }", "the run fix is in the environment's install (%s)" % e["install"])
+finish()
+PYEOF
+[ $? -eq 0 ] && pass "run fixes checked" || fail "run fixes checked"
 mkdir badskills && printf 'name broken\ntest true\nlog_parser tap\nevidence maybe x\n' > badskills/broken.skill
 expect_fail "a malformed skill (file, line)" 3 "broken.skill.*line 4" $SC env -i srcrepo --store st --skills badskills -o x.json
 
