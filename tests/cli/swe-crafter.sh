@@ -253,6 +253,22 @@ report(j[4]["ok"] and j[4]["evidence"][0] == "skill: python-src-layout", "the sr
 finish()
 PYEOF
 [ $? -eq 0 ] && pass "induced skills checked" || fail "induced skills checked"
+# An ini file whose addopts need a plugin that is not installed (pytest-cov): the skill sets them aside and retries.
+mkdir -p covrepo/tests
+printf 'def test_one():\n    assert 1 + 1 == 2\n' > covrepo/tests/test_one.py
+printf '[pytest]\naddopts = --cov=nothing --cov-report=html\n' > covrepo/tox.ini
+(cd covrepo && git init -q . && git add -A && git -c user.name=f -c user.email=f@l commit -q -m initial)
+check "covrepo: fetch" sh -c "$SC fetch git:$WORK/covrepo --store st > /dev/null"
+check "env: addopts of a missing plugin" $SC env -i covrepo --store st -o env_cov.json $SANDBOX
+"$PY" - <<'PYEOF'
+import json, os, sys
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
+e = json.load(open("env_cov.json"))
+report(e["ok"] and e["attempts"] == 2 and e["tests_found"] == 1 and "PYTEST_ADDOPTS" in e["test_cmd"], "the ini's addopts set aside, the suite runs (%s, %d attempts)" % (e["evidence"][-1], e["attempts"]))
+finish()
+PYEOF
+[ $? -eq 0 ] && pass "missing plugins checked" || fail "missing plugins checked"
 # A fix that runs a command: the environment's install carries it, so a fresh workspace (validate, mine) runs it too.
 mkdir -p runfix && cat > runfix/needs-marker.skill <<'EOF2'
 name needs-marker
