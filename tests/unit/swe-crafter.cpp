@@ -212,7 +212,7 @@ TEST_SUITE("swe-crafter") {
   }
   TEST_CASE("synthetic bugs in Perl: inside subs only, never in POD or comments") {
     const std::string pm =
-        "package Calc;\nuse strict;\nmy $x = 1 + 2;\n\n=head1 NAME\n\nsub fake { return 1 + 1 }\n\n=cut\n\n"
+        "package Calc;\nuse strict;\nmy $x = 1 + 2;\n\n=head1 NAME\n\nsub in_pod { return 1 + 1 }\n\n=cut\n\n"
         "sub add {\n    my ($a, $b) = @_;  # a + b\n    return $a + $b;\n}\n\n1;\n";
     const std::vector<swec::Mutation> ms = swec::candidate_mutations(pm, "perl");
     REQUIRE_FALSE(ms.empty());

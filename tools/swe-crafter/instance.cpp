@@ -129,6 +129,11 @@ std::vector<Instance> read_instances(const std::string& path) {
   return out;
 }
 
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
 void write_text(const std::string& path, const std::string& text, bool no_clobber) {
   if (path == "-") {
     std::cout << text;

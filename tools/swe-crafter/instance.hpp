@@ -27,6 +27,9 @@ std::string to_json_line(const Instance& instance);
 /// missing field or a duplicate instance_id is exit 3 naming file and line.
 std::vector<Instance> read_instances(const std::string& path);
 
+/// A file's whole text ("" when it cannot be read).
+std::string read_text(const std::string& path);
+
 /// Writes lines to 'path' ('-' = standard output) all at once, or not at all.
 void write_text(const std::string& path, const std::string& text, bool no_clobber);
 

@@ -63,13 +63,8 @@ std::vector<Entry> read_corpus(const std::string& path) {
   return out;
 }
 
-std::string read_all(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
 size_t count_lines(const fs::path& p) {
-  const std::string s = read_all(p);
+  const std::string s = read_text(p);
   return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
 }
 
@@ -137,7 +132,7 @@ void run_verb(const RunOptions& o, const nk::RunEnv& run_env) {
         env.memory = o.memory;
         env.output = (dir / "env.json").string();
         env_verb(env, run_env);
-        const nlohmann::json ej = nlohmann::json::parse(read_all(dir / "env.json"));
+        const nlohmann::json ej = nlohmann::json::parse(read_text((dir / "env.json").string()));
         std::string candidates;
         if (ej.value("ok", false)) {
           MineOptions mine;
@@ -163,7 +158,7 @@ void run_verb(const RunOptions& o, const nk::RunEnv& run_env) {
             RunLog::get().context(name, "mine");
             stage("mine", [&] {
               mine_verb(mine, run_env);
-              candidates += read_all(mine.output);
+              candidates += read_text(mine.output);
             });
           }
           if (o.synthetic > 0) {
@@ -173,7 +168,7 @@ void run_verb(const RunOptions& o, const nk::RunEnv& run_env) {
             mine.output = (dir / "synthetic.jsonl").string();
             stage("mine --synthetic", [&] {
               mine_verb(mine, run_env);
-              candidates += read_all(mine.output);
+              candidates += read_text(mine.output);
             });
           }
         }
@@ -217,15 +212,15 @@ void run_verb(const RunOptions& o, const nk::RunEnv& run_env) {
       total.repos.insert(total.repos.end(), repo_log.repos.begin(), repo_log.repos.end());
       total.candidates.insert(total.candidates.end(), repo_log.candidates.begin(), repo_log.candidates.end());
       total.trajectories.insert(total.trajectories.end(), repo_log.trajectories.begin(), repo_log.trajectories.end());
-      const nlohmann::json ej = nlohmann::json::parse(read_all(dir / "env.json"));
+      const nlohmann::json ej = nlohmann::json::parse(read_text((dir / "env.json").string()));
       language = ej.value("language", "");
       env_state = ej.value("ok", false) ? "ok" : "fails";
       attempts = std::to_string(ej.value("attempts", 0));
       n_cand = count_lines(dir / "candidates.jsonl");
       n_inst = count_lines(dir / "instances.jsonl");
       n_traj = count_lines(dir / "trajectories.jsonl");
-      instances += read_all(dir / "instances.jsonl");
-      trajectories += read_all(dir / "trajectories.jsonl");
+      instances += read_text((dir / "instances.jsonl").string());
+      trajectories += read_text((dir / "trajectories.jsonl").string());
     } catch (const nk::Error& e) {
       // one source that cannot be fetched or read does not end the corpus's run (rerun to retry it)
       ++failed;

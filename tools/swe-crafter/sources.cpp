@@ -13,17 +13,13 @@
 #include "nk/log.hpp"
 #include "nk/shipped.hpp"
 #include "swe-crafter/git.hpp"
+#include "swe-crafter/instance.hpp"
 
 namespace fs = std::filesystem;
 
 namespace swec {
 
 namespace {
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 std::string trim(const std::string& s) {
   const size_t a = s.find_first_not_of(" \t\r\n");
@@ -52,11 +48,11 @@ std::string apt_options(const std::string& store) {
   std::string deb822, oneline;
   for (const fs::path& dir : {fs::path("/etc/apt/sources.list.d")}) {
     for (const auto& e : fs::directory_iterator(dir, ec)) {
-      if (e.path().extension() == ".sources") deb822 += read_file(e.path()) + "\n\n";
-      if (e.path().extension() == ".list") oneline += read_file(e.path()) + "\n";
+      if (e.path().extension() == ".sources") deb822 += read_text(e.path()) + "\n\n";
+      if (e.path().extension() == ".list") oneline += read_text(e.path()) + "\n";
     }
   }
-  oneline += read_file("/etc/apt/sources.list");
+  oneline += read_text("/etc/apt/sources.list");
   std::string out;
   {
     // deb822 stanzas of Types: deb become deb-src stanzas
@@ -134,7 +130,7 @@ std::string download_dsc(const std::string& package, const std::string& store) {
 
 /// The date of debian/changelog's newest entry (RFC 2822), "" when none.
 std::string changelog_date(const fs::path& tree) {
-  std::istringstream in(read_file(tree / "debian" / "changelog"));
+  std::istringstream in(read_text(tree / "debian" / "changelog"));
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind(" -- ", 0) != 0) continue;
@@ -208,7 +204,7 @@ std::string build_debian_src(const std::string& what, const std::string& store, 
   } else {
     dsc = download_dsc(what, store);
   }
-  const std::string control = read_file(dsc);
+  const std::string control = read_text(dsc);
   const std::string format = control_field(control, "Format"), source = control_field(control, "Source"),
                     version = control_field(control, "Version");
   if (format.empty() || source.empty() || version.empty())
@@ -227,7 +223,7 @@ std::string build_debian_src(const std::string& what, const std::string& store, 
              date);
   int applied = 0;
   if (quilt) {
-    std::istringstream series(read_file(fs::path(repo) / "debian" / "patches" / "series"));
+    std::istringstream series(read_text(fs::path(repo) / "debian" / "patches" / "series"));
     std::string line;
     while (std::getline(series, line)) {
       if (const size_t hash = line.find('#'); hash != std::string::npos) line.erase(hash);
@@ -249,7 +245,7 @@ std::string build_debian_src(const std::string& what, const std::string& store, 
         shell("git checkout -q -- . && git clean -qfd", repo);
         break;
       }
-      commit_all(repo, dep3_message(read_file(file), name), date);
+      commit_all(repo, dep3_message(read_text(file), name), date);
       ++applied;
     }
   }
