@@ -40,7 +40,9 @@ Source: calc
 Section: python
 Priority: optional
 Maintainer: Fixture Maintainer <fixture@localhost>
-Build-Depends: debhelper-compat (= 13), python3-pytest
+Build-Depends: debhelper-compat (= 13), python3-pytest <!nocheck>,
+ nk-fixture-alternative (>= 1.0) [amd64] | python3-pytest, nk-fixture-absent:native <!nocheck>,
+ nk-fixture-stage1-only <stage1>
 Standards-Version: 4.6.2
 
 Package: python3-calc

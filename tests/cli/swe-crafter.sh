@@ -167,8 +167,13 @@ PYEOF
 [ $? -eq 0 ] && pass "trajectories checked" || fail "trajectories checked"
 expect_fail "distill of candidates that were not validated" 3 "no FAIL_TO_PASS" $SC distill -i cand.jsonl --store st -o x.jsonl
 
-# Other languages: a C library under CMake and ctest, a Perl module under prove (TAP).
-for lang in c perl; do
+# Other languages: a C library under CMake and ctest, a Perl module under prove (TAP); a JavaScript module under
+# tape and a Ruby library under minitest where those are installed (Makefile.dist deps installs them).
+LANGS="c perl"
+command -v tape > /dev/null && LANGS="$LANGS js"
+command -v ruby > /dev/null && ruby -e 'require "minitest"' 2> /dev/null && LANGS="$LANGS ruby"
+export LANGS
+for lang in $LANGS; do
   check "the $lang fixture" bash "$NK_SOURCE/data/swe-crafter/fixture-$lang.sh" repo_$lang
   check "$lang: fetch, env, mine" sh -c "$SC fetch git:$WORK/repo_$lang --store st > /dev/null && $SC env -i repo_$lang --store st -o env_$lang.json $SANDBOX && $SC mine -i repo_$lang --store st --env env_$lang.json -o cand_$lang.jsonl"
   check "$lang: validate" sh -c "$SC validate -i cand_$lang.jsonl --store st -o inst_$lang.jsonl $SANDBOX > verdicts_$lang.tsv"
@@ -177,8 +182,10 @@ done
 import json, os, sys
 sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
 from nk_check import report, finish
-want = {"c": ("cmake", "ctest", ["add"]), "perl": ("prove", "tap", ["t/add.t::add"])}
-for lang, (system, parser, f2p) in want.items():
+want = {"c": ("cmake", "ctest", ["add"]), "perl": ("prove", "tap", ["t/add.t::add"]), "js": ("tape", "tape", ["add"]),
+        "ruby": ("minitest", "minitest", ["TestAdd#test_add"])}
+for lang in os.environ["LANGS"].split():
+    system, parser, f2p = want[lang]
     env = json.load(open("env_%s.json" % lang))
     report(env["ok"] and env["build_system"] == system and env["log_parser"] == parser, "%s: the fixed method finds %s and its %s log" % (lang, system, parser))
     verdicts = [l.rstrip("\n").split("\t") for l in open("verdicts_%s.tsv" % lang)]
@@ -188,7 +195,12 @@ for lang, (system, parser, f2p) in want.items():
     report(len(admitted) == 1 and "label: good" in admitted[0] and json.loads(inst[0]["FAIL_TO_PASS"]) == f2p, "%s: exactly the good commit admitted, FAIL_TO_PASS %s (%s)" % (lang, f2p, [v[1:] for v in verdicts]))
 finish()
 PYEOF
-[ $? -eq 0 ] && pass "C and Perl instances checked" || fail "C and Perl instances checked"
+[ $? -eq 0 ] && pass "instances in $LANGS checked" || fail "instances in $LANGS checked"
+if [[ " $LANGS " == *" ruby "* ]]; then
+  # a synthetic bug inside a Ruby def block, admitted by validate and undone by its gold patch
+  check "ruby: mine --synthetic 1" sh -c "$SC mine -i repo_ruby --store st --env env_ruby.json --synthetic 1 --seed 2 -o syn_ruby.jsonl $SANDBOX && $SC validate -i syn_ruby.jsonl --store st -o syn_inst_ruby.jsonl $SANDBOX > syn_ruby.tsv"
+  if grep -q "	admitted	" syn_ruby.tsv && [ "$(wc -l < syn_inst_ruby.jsonl)" -eq 1 ]; then pass "ruby: the synthetic bug admitted"; else fail "ruby: the synthetic bug admitted ($(cat syn_ruby.tsv))"; fi
+fi
 
 # Skills against the fixed method: a src layout (a skill of its own), a lib layout (the pytest skill's fix and retry).
 for layout in src lib; do
@@ -329,6 +341,17 @@ PYEOF
 check "a Debian source package (fixture)" bash "$NK_SOURCE/data/swe-crafter/fixture-debian-src.sh" debsrc
 check "fetch debian-src:FILE.dsc" sh -c "$SC fetch debian-src:$WORK/debsrc/calc_1.0-1.dsc --store st > /dev/null"
 check "env, mine and validate on it" sh -c "$SC env -i debian-src.calc --store st -o env_deb.json $SANDBOX && $SC mine -i debian-src.calc --store st --env env_deb.json -o cand_deb.jsonl && $SC validate -i cand_deb.jsonl --store st -o inst_deb.jsonl $SANDBOX > verdicts_deb.tsv"
+# its build dependencies: installed or not (alternatives, profiles), and the list for apt-get install
+check "doctor -i: the build dependencies" sh -c "$SC doctor -i debian-src.calc --store st > deps.tsv"
+if grep -q "^debian-src.calc	python3-pytest	yes$" deps.tsv && grep -q "^debian-src.calc	nk-fixture-alternative | python3-pytest	yes$" deps.tsv &&
+  grep -q "^debian-src.calc	nk-fixture-absent	no$" deps.tsv && ! grep -q "stage1-only\|debhelper" deps.tsv &&
+  [ "$($SC doctor -i debian-src.calc --store st --missing)" = "nk-fixture-absent" ]; then
+  pass "doctor -i: installed, missing and --missing's list"
+else
+  fail "doctor -i: installed, missing and --missing's list ($(cat deps.tsv))"
+fi
+expect_fail "doctor -i on a repository without debian/control" 3 "no debian/control" $SC doctor -i repo --store st
+expect_fail "doctor --missing without -i" 2 "needs -i" $SC doctor --missing
 git -C st/repos/debian-src.calc log --format='%B%x00' > deblog.txt
 check "PyPI's layout (fixture)" "$PY" "$NK_SOURCE/data/swe-crafter/fixture-pypi.py" pypi
 check "fetch pypi: (3 releases)" sh -c "$SC fetch pypi:calc --pypi-index file://$WORK/pypi --store st > /dev/null"

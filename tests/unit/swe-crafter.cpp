@@ -4,6 +4,7 @@
 #include "swe-crafter/parsers.hpp"
 #include "swe-crafter/skills.hpp"
 #include "swe-crafter/sources.hpp"
+#include "swe-crafter/swe_crafter.hpp"
 #include "swe-crafter/synthetic.hpp"
 #include "swe-crafter/testrule.hpp"
 
@@ -109,6 +110,54 @@ TEST_SUITE("swe-crafter") {
     CHECK_THROWS(parse_log("junit-xml", ""));
   }
 
+  TEST_CASE("tape (tests by heading), mocha's TAP, minitest -v, rspec's JSON") {
+    // tape: assertion messages repeat across tests; a test fails when one of its assertions fails
+    const ParsedLog tape = parse_log("tape",
+                                     "TAP version 13\n# adds\nok 1 should be strictly equal\nok 2 should be strictly "
+                                     "equal\n# subs\nok 3 should be strictly equal\nnot ok 4 should be equal\n  ---\n"
+                                     "    operator: equal\n  ...\n# todo later\nnot ok 5 soon # TODO\n\n1..5\n"
+                                     "# tests 5\n# pass  3\n# fail  1\n");
+    CHECK(tape.summary);
+    CHECK(tape.passed("adds"));
+    CHECK(tape.tests.at("subs") == Verdict::failed);
+    CHECK(tape.passed("todo later"));
+    CHECK(tape.tests.size() == 3);
+    CHECK_FALSE(parse_log("tape", "# adds\nok 1 equal\n").summary);  // died before its plan
+
+    const ParsedLog mocha = parse_log("tap",
+                                      "ok 1 calc adds\nnot ok 2 calc subs\n  0 == 1\n  AssertionError\n# tests 2\n"
+                                      "# pass 1\n# fail 1\n1..2\n");
+    CHECK(mocha.summary);
+    CHECK(mocha.passed("calc adds"));
+    CHECK(mocha.tests.at("calc subs") == Verdict::failed);
+
+    const ParsedLog mt = parse_log("minitest",
+                                   "Run options: -v --seed 6599\n\n# Running:\n\nTestCalc#test_adds = 0.00 s = .\n"
+                                   "TestCalc#test_subs = 0.00 s = F\nTestCalc#test_skip = 0.00 s = S\n"
+                                   "Calc::Spec#test_0001_adds two numbers = 0.01 s = E\n\n  1) Failure:\n"
+                                   "TestCalc#test_subs [test/test_calc.rb:4]:\nExpected: 1\n\n"
+                                   "4 runs, 2 assertions, 1 failures, 1 errors, 1 skips\n");
+    CHECK(mt.summary);
+    CHECK(mt.passed("TestCalc#test_adds"));
+    CHECK(mt.tests.at("TestCalc#test_subs") == Verdict::failed);
+    CHECK(mt.tests.at("TestCalc#test_skip") == Verdict::skipped);
+    CHECK(mt.tests.at("Calc::Spec#test_0001_adds two numbers") == Verdict::error);
+    CHECK(mt.tests.size() == 4);
+
+    const ParsedLog rs = parse_log(
+        "rspec-json",
+        "Run options: exclude {:slow=>true}\n{\"version\":\"3.12.0\",\"examples\":[{\"id\":\"./spec/a_spec.rb[1:1]\","
+        "\"full_description\":\"Calc adds\",\"status\":\"passed\",\"file_path\":\"./spec/a_spec.rb\"},"
+        "{\"full_description\":\"Calc subs\",\"status\":\"failed\",\"file_path\":\"./spec/a_spec.rb\"},"
+        "{\"full_description\":\"Calc later\",\"status\":\"pending\",\"file_path\":\"./spec/a_spec.rb\"}],"
+        "\"summary\":{\"example_count\":3,\"failure_count\":1},\"summary_line\":\"3 examples, 1 failure\"}\n");
+    CHECK(rs.summary);
+    CHECK(rs.passed("spec/a_spec.rb::Calc adds"));
+    CHECK(rs.tests.at("spec/a_spec.rb::Calc subs") == Verdict::failed);
+    CHECK(rs.tests.at("spec/a_spec.rb::Calc later") == Verdict::skipped);
+    CHECK_FALSE(parse_log("rspec-json", "{\"version\":\"3.12.0\",\"examples\":[{\"full_desc").summary);
+  }
+
   TEST_CASE("the fixed method's test command narrows to the test files where the runner can") {
     Environment py{"python", "pytest", "", "", "python3 -m pytest -rA", "pytest", {}};
     CHECK(test_command(py, {"tests/test_a.py", "tests/data.json"}, false) == "python3 -m pytest -rA 'tests/test_a.py'");
@@ -210,6 +259,50 @@ TEST_SUITE("swe-crafter") {
     // no header at all
     CHECK(swec::dep3_message("--- a/x\n+++ b/x\n", "03.patch").rfind("Debian patch 03.patch\n", 0) == 0);
   }
+  TEST_CASE("a Debian control file's build dependencies: alternatives, profiles, versions and the packaging left out") {
+    const std::string control =
+        "Source: calc\nBuild-Depends: debhelper-compat (= 13), dh-sequence-nodejs, mocha <!nocheck>,\n"
+        " node-a (>= 1.0) [amd64] | node-b, python3:any,\n libfoo-dev <stage1>, libbar-dev <!nodoc !nocheck>\n"
+        "Build-Depends-Indep: node-c\nStandards-Version: 4.6.2\n\nPackage: calc\nDepends: node-z\n";
+    const std::vector<std::vector<std::string>> deps = build_dependencies(control);
+    REQUIRE(deps.size() == 5);
+    CHECK(deps[0] == std::vector<std::string>{"mocha"});
+    CHECK(deps[1] == std::vector<std::string>{"node-a", "node-b"});
+    CHECK(deps[2] == std::vector<std::string>{"python3"});
+    CHECK(deps[3] == std::vector<std::string>{"libbar-dev"});
+    CHECK(deps[4] == std::vector<std::string>{"node-c"});
+    CHECK(build_dependencies("Source: x\nMaintainer: y\n").empty());
+  }
+
+  TEST_CASE("synthetic bugs in Ruby: inside def blocks only, never in heredocs, =begin comments or after #") {
+    const std::string rb =
+        "module Calc\n"                                   // 0
+        "  LIMIT = 1 + 2\n"                               // 1
+        "=begin\n  def in_doc; 1 + 1; end\n=end\n"        // 2-4
+        "  def self.add(a, b)\n"                          // 5
+        "    total = a + b  # a + b\n"                    // 6
+        "    log << total\n"                              // 7
+        "    text = <<~EOS\n"                             // 8
+        "      1 + 1 == 2\n"                              // 9
+        "    EOS\n"                                       // 10
+        "    total\n"                                     // 11
+        "  end\n"                                         // 12
+        "\n  X = 4 - 1\nend\n";
+    const std::vector<swec::Mutation> ms = swec::candidate_mutations(rb, "ruby");
+    REQUIRE_FALSE(ms.empty());
+    bool flip = false, removed = false;
+    for (const swec::Mutation& m : ms) {
+      CHECK((m.line == 6 || m.line == 7 || m.line == 11));
+      const std::string mutated = swec::apply_mutation(rb, m);
+      flip = flip || mutated.find("total = a - b") != std::string::npos;
+      removed = removed || (m.removes && m.line == 7);
+      CHECK(mutated.find("# a + b") != std::string::npos);
+      CHECK(mutated.find("1 + 1 == 2") != std::string::npos);
+    }
+    CHECK(flip);
+    CHECK(removed);
+  }
+
   TEST_CASE("synthetic bugs in Perl: inside subs only, never in POD or comments") {
     const std::string pm =
         "package Calc;\nuse strict;\nmy $x = 1 + 2;\n\n=head1 NAME\n\nsub in_pod { return 1 + 1 }\n\n=cut\n\n"

@@ -161,9 +161,10 @@ void env_verb(const EnvOptions& o, const nk::RunEnv&) {
     e.attempts = attempts;
   }
   if (e.language == "c" || e.language == "cpp") {
-    // one skill builds both: the tree's sources say which it is
+    // one skill builds both: the tree's sources say which it is (headers say nothing: .h serves both)
     size_t c = 0, cpp = 0;
     for (const std::string& f : tracked_files(ws)) {
+      if (f.size() > 2 && f.compare(f.size() - 2, 2, ".h") == 0) continue;
       const std::string l = language_of(f);
       c += l == "c";
       cpp += l == "cpp";

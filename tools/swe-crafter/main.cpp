@@ -174,9 +174,14 @@ int main(int argc, char** argv) {
                                     "the table (Markdown; default stdout)");
   stats_verb->add_option("--svg", stats.svg, "Environments' success by language, fixed against skills, as SVG");
 
-  swec::StoreOptions doc;
-  CLI::App* doctor_verb = cli.add_verb("doctor", "Toolchains, the sandbox and memory limits on this machine (TSV)");
+  swec::DoctorOptions doc;
+  CLI::App* doctor_verb = cli.add_verb(
+      "doctor", "Toolchains, the sandbox and memory limits on this machine; with -i a repository's Debian build "
+                "dependencies, installed or not (TSV)");
   store(doctor_verb, doc);
+  doctor_verb->add_option("-i,--input", doc.inputs, "A repository with debian/control (folder or store name; repeatable)");
+  doctor_verb->add_flag("--missing", doc.missing,
+                        "With -i: only the packages not installed, one per line (for apt-get install)");
 
   int status = 0;
   const int rc = cli.run(argc, argv, [&] {

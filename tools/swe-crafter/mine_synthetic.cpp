@@ -9,6 +9,7 @@
 #pragma GCC diagnostic ignored "-Wrestrict"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -39,26 +40,96 @@ std::string chomp(std::string s) {
   return s;
 }
 
-/// The suite's verdicts at 'sha' (one run; build first), and its output.
-ParsedLog run_suite(const std::string& repo, const std::string& sha, const Environment& env, const Sandbox& sandbox,
-                    std::string& output) {
-  ScratchFolder scratch("swe-crafter-synth");
-  const std::string ws = scratch.path + "/ws";
-  make_workspace(repo, sha, ws);
-  if (const std::string prepare = prepare_command(env.install, env.build); !prepare.empty()) {
-    const nk::SandboxedRun b = run_step(prepare, ws, scratch.path, sandbox);
-    if (b.exit_code != 0) {
-      output = b.sandbox_error.empty() ? b.output : b.sandbox_error;
+/// The suite run at --rev and then on one bug after another. The workspace is
+/// prepared (install and build) once, at --rev, and kept as a snapshot; each
+/// bug starts from a copy of it at the same path (build trees hold absolute
+/// paths), its file rewritten (newer than what was built from it), rebuilt
+/// by the build command alone (make, cmake, cargo and go rebuild what
+/// changed; the install step is not repeated) and tested. validate later
+/// builds every admitted bug from scratch.
+class SuiteRunner {
+ public:
+  SuiteRunner(const std::string& repo, const std::string& rev, const Environment& env, const Sandbox& sandbox)
+      : scratch_("swe-crafter-synth"), env_(env), sandbox_(sandbox) {
+    run_ = scratch_.path + "/run";
+    base_ = scratch_.path + "/base";
+    ws_ = run_ + "/ws";
+    make_workspace(repo, rev, ws_);
+    if (const std::string prepare = prepare_command(env.install, env.build); !prepare.empty()) {
+      const nk::SandboxedRun b = run_step(prepare, ws_, run_, sandbox_);
+      if (b.exit_code != 0) {
+        prepare_error_ = b.sandbox_error.empty() ? b.output : b.sandbox_error;
+        return;
+      }
+    }
+    snapshot_ = copy_tree(run_, base_);
+  }
+
+  /// The verdicts at --rev, and the run's output.
+  ParsedLog clean(std::string& output) {
+    if (!prepare_error_.empty()) {
+      output = prepare_error_;
       return {};
     }
+    return test(output);
   }
-  const nk::SandboxedRun t = run_step(env.test_cmd, ws, scratch.path, sandbox);
-  output = t.sandbox_error.empty() ? t.output : t.sandbox_error;
-  // the statement must not depend on where the run happened
-  for (size_t at; (at = output.find(ws)) != std::string::npos;) output.replace(at, ws.size(), ".");
-  for (size_t at; (at = output.find(scratch.path)) != std::string::npos;) output.replace(at, scratch.path.size(), ".");
-  return parse_log(env.log_parser, t.output);
-}
+
+  /// The verdicts with 'path' holding 'content' instead (rebuilt first), and the run's output.
+  ParsedLog with_file(const std::string& path, const std::string& content, std::string& output) {
+    if (!prepare_error_.empty()) {
+      output = prepare_error_;
+      return {};
+    }
+    std::error_code ec;
+    fs::remove_all(run_, ec);
+    if (!snapshot_ || !copy_tree(base_, run_)) throw nk::io_error(run_, "copying the prepared workspace failed");
+    const fs::path file = fs::path(ws_) / path;
+    const fs::file_time_type before = fs::last_write_time(file, ec);
+    {
+      std::ofstream f(file, std::ios::binary | std::ios::trunc);
+      f << content;
+      if (!f.flush()) throw nk::io_error(file.string(), "cannot write the mutated file");
+    }
+    // newer than what was built from it (make), and in another second than the original (Python's bytecode
+    // cache compares whole seconds and the size, which a flipped operator keeps): a fast checkout, build and
+    // mutation can share a second
+    if (!ec) {
+      const fs::file_time_type now = fs::last_write_time(file, ec);
+      if (!ec && now < before + std::chrono::seconds(1)) fs::last_write_time(file, before + std::chrono::seconds(1), ec);
+    }
+    if (!env_.build.empty() && env_.build != "true") {
+      const nk::SandboxedRun b = run_step(env_.build, ws_, run_, sandbox_);
+      if (b.exit_code != 0) {
+        output = clean_paths(b.sandbox_error.empty() ? b.output : b.sandbox_error);
+        return {};
+      }
+    }
+    return test(output);
+  }
+
+ private:
+  static bool copy_tree(const std::string& from, const std::string& to) {
+    // cp -a keeps links, modes and times: make and its kin see what was built as up to date
+    return shell("cp -a " + sh_quote(from) + " " + sh_quote(to), ".", 1800).exit_code == 0;
+  }
+  std::string clean_paths(std::string output) const {
+    // the statement must not depend on where the run happened
+    for (size_t at; (at = output.find(ws_)) != std::string::npos;) output.replace(at, ws_.size(), ".");
+    for (size_t at; (at = output.find(run_)) != std::string::npos;) output.replace(at, run_.size(), ".");
+    return output;
+  }
+  ParsedLog test(std::string& output) {
+    const nk::SandboxedRun t = run_step(env_.test_cmd, ws_, run_, sandbox_);
+    output = clean_paths(t.sandbox_error.empty() ? t.output : t.sandbox_error);
+    return parse_log(env_.log_parser, t.output);
+  }
+
+  ScratchFolder scratch_;
+  Environment env_;
+  Sandbox sandbox_;
+  std::string run_, base_, ws_, prepare_error_;
+  bool snapshot_ = false;
+};
 
 /// A commit on top of 'rev' whose 'path' holds 'content' (plumbing only:
 /// no branch moves, nothing checked out), kept by a ref under refs/swe-crafter/.
@@ -114,7 +185,8 @@ void mine_synthetic(const MineOptions& o, const nk::RunEnv& run_env, const std::
   }
   // the suite at --rev: the tests a bug may break
   std::string output;
-  const ParsedLog clean = run_suite(repo, rev, env, sandbox, output);
+  SuiteRunner suite(repo, rev, env, sandbox);
+  const ParsedLog clean = suite.clean(output);
   std::set<std::string> passing;
   for (const auto& [id, v] : clean.tests) {
     if (v == Verdict::passed) passing.insert(id);
@@ -149,7 +221,7 @@ void mine_synthetic(const MineOptions& o, const nk::RunEnv& run_env, const std::
     const std::string message =
         "synthetic bug (" + s.m.kind + ") in " + s.path + " line " + std::to_string(s.m.line + 1);
     const std::string sha = commit_file(repo, rev, s.path, mutated, message, date, scratch.path);
-    const ParsedLog buggy = run_suite(repo, sha, env, sandbox, output);
+    const ParsedLog buggy = suite.with_file(s.path, mutated, output);
     std::vector<std::string> broken;
     for (const std::string& id : passing) {
       if (!buggy.passed(id)) broken.push_back(id);

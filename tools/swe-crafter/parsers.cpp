@@ -4,6 +4,8 @@
 #include <cctype>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "nk/error.hpp"
 
 namespace swec {
@@ -28,7 +30,8 @@ bool ParsedLog::passed(const std::string& id) const {
 }
 
 const std::vector<std::string>& parser_names() {
-  static const std::vector<std::string> names = {"pytest", "gotest", "cargo", "tap", "ctest", "automake"};
+  static const std::vector<std::string> names = {"pytest", "gotest", "cargo",    "tap",     "tape",
+                                                 "ctest",  "automake", "minitest", "rspec-json"};
   return names;
 }
 
@@ -153,7 +156,97 @@ void tap_line(const std::string& raw, ParsedLog& out, TapState& state) {
     }
     return;
   }
-  if (starts(line, "Result: ") || starts(line, "All tests successful") || starts(line, "Files=")) out.summary = true;
+  // prove's summary, or the "# tests N" plan comment of TAP producers such as mocha's tap reporter
+  if (starts(line, "Result: ") || starts(line, "All tests successful") || starts(line, "Files=") ||
+      starts(line, "# tests "))
+    out.summary = true;
+}
+
+struct TapeState {
+  std::string heading;  ///< the "# name" comment that opened the current test
+};
+
+void tape_line(const std::string& raw, ParsedLog& out, TapeState& state) {
+  // tape: a test is a "# name" comment followed by its assertions ("ok N message", "not ok N message", whose
+  // messages repeat across tests); the test fails when any of its assertions fails. "# tests N" ends the run.
+  const std::string line = trim(raw);
+  if (raw.empty() || raw[0] == ' ') return;  // YAML diagnostics are indented
+  if (starts(line, "# ")) {
+    const std::string name = trim(line.substr(2));
+    // the closing counts: "# tests 5", "# pass  3", "# fail  1", "# todo 1", "# skip 1", "# ok"
+    const std::string word = first_word(name), count = trim(name.substr(word.size()));
+    const bool number = !count.empty() && count.find_first_not_of("0123456789") == std::string::npos;
+    if (name == "ok" || (number && (word == "tests" || word == "pass" || word == "fail" || word == "todo" ||
+                                    word == "skip"))) {
+      if (word == "tests") out.summary = true;
+      return;
+    }
+    state.heading = name;
+    if (!out.tests.count(name)) out.tests[name] = Verdict::passed;
+    return;
+  }
+  const bool ok = starts(line, "ok ");
+  const bool not_ok = starts(line, "not ok ");
+  if ((!ok && !not_ok) || state.heading.empty()) return;
+  std::string lower;
+  for (char c : line) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const bool directive = lower.find(" # skip") != std::string::npos || lower.find(" # todo") != std::string::npos;
+  if (not_ok && !directive) out.tests[state.heading] = Verdict::failed;
+}
+
+void minitest_line(const std::string& line, ParsedLog& out) {
+  // minitest -v: "TestCalc#test_adds = 0.00 s = ." (. passed, F failed, E error, S skipped); the summary
+  // "3 runs, 2 assertions, 1 failures, 0 errors, 1 skips"
+  // (spec-style names hold spaces: "Calc#test_0001_adds two numbers = 0.00 s = .")
+  const size_t last = line.rfind(" = ");
+  if (last != std::string::npos && last > 3) {
+    const size_t prev = line.rfind(" = ", last - 1);
+    const std::string mark = trim(line.substr(last + 3)), time = prev == std::string::npos ? "" : line.substr(prev + 3, last - prev - 3);
+    const std::string id = prev == std::string::npos ? "" : line.substr(0, prev);
+    if (mark.size() == 1 && time.size() > 2 && time.substr(time.size() - 2) == " s" && id.find('#') != std::string::npos &&
+        id[0] != ' ') {
+      switch (mark[0]) {
+        case '.':
+          out.tests[id] = Verdict::passed;
+          break;
+        case 'F':
+          out.tests[id] = Verdict::failed;
+          break;
+        case 'E':
+          out.tests[id] = Verdict::error;
+          break;
+        case 'S':
+          out.tests[id] = Verdict::skipped;
+          break;
+        default:
+          break;
+      }
+      return;
+    }
+  }
+  if (line.find(" runs, ") != std::string::npos && line.find(" assertions, ") != std::string::npos &&
+      line.find(" failures, ") != std::string::npos)
+    out.summary = true;
+}
+
+void rspec_json_line(const std::string& line, ParsedLog& out) {
+  // rspec --format json: one JSON document on a line ({"version": ..., "examples": [...], "summary": ...});
+  // an example's id is its file and full description
+  const std::string t = trim(line);
+  if (!starts(t, "{\"version\"") || t.find("\"examples\"") == std::string::npos) return;
+  const nlohmann::json doc = nlohmann::json::parse(t, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("examples") || !doc["examples"].is_array()) return;
+  for (const nlohmann::json& e : doc["examples"]) {
+    if (!e.is_object()) continue;
+    const std::string file = e.value("file_path", ""), name = e.value("full_description", ""),
+                      status = e.value("status", "");
+    if (name.empty()) continue;
+    const std::string id = (file.rfind("./", 0) == 0 ? file.substr(2) : file) + "::" + name;
+    out.tests[id] = status == "passed"    ? Verdict::passed
+                    : status == "pending" ? Verdict::skipped
+                                          : Verdict::failed;
+  }
+  if (doc.contains("summary")) out.summary = true;
 }
 
 void ctest_line(const std::string& raw, ParsedLog& out) {
@@ -199,11 +292,13 @@ ParsedLog parse_log(const std::string& parser, const std::string& log) {
   bool known = false;
   for (const std::string& n : parser_names()) known = known || n == parser;
   if (!known)
-    throw nk::usage_error("log parser '" + parser + "' (expected pytest, gotest, cargo, tap, ctest or automake)");
+    throw nk::usage_error("log parser '" + parser +
+                          "' (expected pytest, gotest, cargo, tap, tape, ctest, automake, minitest or rspec-json)");
   ParsedLog out;
   std::istringstream in(log);
   std::string line;
   TapState tap;
+  TapeState tape;
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (parser == "pytest") {
@@ -214,8 +309,14 @@ ParsedLog parse_log(const std::string& parser, const std::string& log) {
       cargo_line(line, out);
     } else if (parser == "tap") {
       tap_line(line, out, tap);
+    } else if (parser == "tape") {
+      tape_line(line, out, tape);
     } else if (parser == "ctest") {
       ctest_line(line, out);
+    } else if (parser == "minitest") {
+      minitest_line(line, out);
+    } else if (parser == "rspec-json") {
+      rspec_json_line(line, out);
     } else {
       automake_line(line, out);
     }

@@ -211,7 +211,7 @@ std::string build_debian_src(const std::string& what, const std::string& store, 
     throw nk::input_error(dsc, "", "not a Debian source control file (Format, Source and Version)");
   const bool quilt = format == "3.0 (quilt)";
   fs::remove_all(repo, ec);
-  const CommandResult x = shell("dpkg-source --no-check " + std::string(quilt ? "--skip-patches " : "") + "-x " +
+  const CommandResult x = shell("dpkg-source --no-check --no-copy " + std::string(quilt ? "--skip-patches " : "") + "-x " +
                                     sh_quote(dsc) + " " + sh_quote(repo) + " 2>&1",
                                 fs::path(dsc).parent_path().string(), 1800);
   if (x.exit_code != 0) throw nk::input_error(dsc, "", "dpkg-source -x failed: " + x.output);

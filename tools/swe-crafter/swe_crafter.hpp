@@ -86,7 +86,17 @@ struct StatsOptions {
 };
 void stats_verb(const StatsOptions& options, const nk::RunEnv& env);
 
-void doctor_verb(const StoreOptions& options, const nk::RunEnv& env);
+struct DoctorOptions : StoreOptions {
+  std::vector<std::string> inputs;  ///< -i REPO: its Debian build dependencies, installed or not
+  bool missing = false;             ///< --missing: only the names of those not installed (apt-get install's list)
+};
+void doctor_verb(const DoctorOptions& options, const nk::RunEnv& env);
+
+/// A Debian control file's build dependencies (Build-Depends, -Indep, -Arch):
+/// each relation's alternatives with versions, architectures and :qualifiers
+/// dropped; relations that only a positive build profile enables (<stage1>)
+/// and the packaging machinery (debhelper, dh-*) left out.
+std::vector<std::vector<std::string>> build_dependencies(const std::string& control);
 
 /// A repository argument: a folder, or a name in the store.
 std::string resolve_repo(const std::string& store, const std::string& repo);

@@ -172,11 +172,88 @@ bool brace_statement(const std::string& t) {
                    starts(rest, "--") || starts(rest, "(") || starts(rest, " *= "));
 }
 
+bool ruby_statement(const std::string& t) {
+  std::string word;
+  for (char c : t) {
+    if (!ident(c)) break;
+    word += c;
+  }
+  for (const char* k : {"def", "class", "module", "if", "unless", "elsif", "else", "while", "until", "case", "when",
+                        "in", "begin", "rescue", "ensure", "end", "return", "yield", "raise", "break", "next", "redo",
+                        "retry", "do", "then", "private", "protected", "public", "require", "require_relative"}) {
+    if (word == k) return false;
+  }
+  if (t.empty() || t[0] == '}' || t[0] == ')' || t[0] == ']' || t[0] == '.' || t[0] == '#' || t[0] == '=') return false;
+  const char last = t.back();
+  return last != '{' && last != '(' && last != '[' && last != ',' && last != '\\' && last != '|' && last != '+' &&
+         last != '-' && last != '*' && last != '&' && last != '=' && last != '.' &&
+         !(t.size() >= 3 && t.compare(t.size() - 3, 3, " do") == 0);
+}
+
+/// Ruby: the bodies of def blocks by indentation (up to the def's end), outside =begin/=end comments and
+/// heredoc bodies.
+std::vector<Mutation> ruby_mutations(const std::vector<std::string>& lines) {
+  std::vector<Mutation> out;
+  int64_t def_indent = -1;
+  bool block_comment = false;
+  std::string heredoc;  // the terminator awaited
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string t = trim(lines[i]);
+    if (block_comment) {
+      block_comment = !starts(lines[i], "=end");
+      continue;
+    }
+    if (starts(lines[i], "=begin")) {
+      block_comment = true;
+      continue;
+    }
+    if (!heredoc.empty()) {
+      if (t == heredoc) heredoc.clear();
+      continue;
+    }
+    if (starts(t, "__END__")) break;
+    if (t.empty()) continue;
+    const int64_t ind = static_cast<int64_t>(indent_of(lines[i]));
+    if (def_indent >= 0 && ind <= def_indent) def_indent = -1;
+    const std::vector<bool> ok = code_mask(lines[i], true);
+    // a heredoc opened on this line (<<~WORD, <<-WORD, <<WORD, quotes allowed): its body is text
+    for (size_t at = find_code(lines[i], ok, "<<"); at != std::string::npos; at = find_code(lines[i], ok, "<<", at + 2)) {
+      size_t k = at + 2;
+      if (k < lines[i].size() && (lines[i][k] == '~' || lines[i][k] == '-')) ++k;
+      if (k < lines[i].size() && (lines[i][k] == '\'' || lines[i][k] == '"')) ++k;
+      std::string word;
+      while (k < lines[i].size() && (std::isupper(static_cast<unsigned char>(lines[i][k])) || lines[i][k] == '_'))
+        word += lines[i][k++];
+      if (!word.empty()) {
+        heredoc = word;
+        break;
+      }
+    }
+    if (starts(t, "def ")) {
+      if (def_indent < 0) def_indent = ind;
+      continue;
+    }
+    if (def_indent < 0 || starts(t, "#") || !heredoc.empty()) continue;
+    bool removable = false;
+    if (ruby_statement(t)) {
+      for (size_t k = i; k-- > 0;) {
+        const std::string pt = trim(lines[k]);
+        if (pt.empty()) continue;
+        removable = static_cast<int64_t>(indent_of(lines[k])) == ind && ruby_statement(pt);
+        break;
+      }
+    }
+    mutations_of_line(lines[i], static_cast<int64_t>(i), true, removable, out);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<Mutation> candidate_mutations(const std::string& source, const std::string& language) {
   const std::vector<std::string> lines = split_lines(source);
   std::vector<Mutation> out;
+  if (language == "ruby") return ruby_mutations(lines);
   const bool python = language == "python";
   if (python) {
     // the bodies of def blocks: deeper than the def, until a line at its indent or less

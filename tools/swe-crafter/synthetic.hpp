@@ -16,7 +16,7 @@ struct Mutation {
 };
 
 /// Every single-line mutation inside function bodies of 'source' (a file in
-/// 'language': python, or a language with braces), in source order. Text in
+/// 'language': python or ruby by their def blocks, or a language with braces), in source order. Text in
 /// quotes and comments is left alone.
 std::vector<Mutation> candidate_mutations(const std::string& source, const std::string& language);
 

@@ -1,7 +1,7 @@
 """swe-crafter: every verb that reads a file (tests/fuzz/fuzz.py): validate's
 candidates, distill's instances, mine's env.json, env's skill files, run's
-corpus, stats's run log and fetch's Debian source package (.dsc) and PyPI
-index (NAME/json), on the fixture repositories."""
+corpus, stats's run log, fetch's Debian source package (.dsc) and PyPI
+index (NAME/json) and doctor's debian/control, on the fixture repositories."""
 
 import os
 
@@ -62,4 +62,12 @@ RECIPES = [
      "text": {"index": True},
      "run": "d=$(mktemp -d) && trap 'rm -rf $d' EXIT && mkdir -p $d/idx/calc && cp -r {index} $d/idx/calc/json && "
             "swe-crafter -q fetch pypi:calc --pypi-index file://$d/idx --store $d/st > /dev/null"},
+    {"tool": "swe-crafter", "verb": "doctor",
+     "setup": ["bash {src}/data/swe-crafter/fixture-debian-src.sh {w}/debsrc"],
+     "inputs": {"control": "{w}/debsrc/calc-1.0/debian/control"},
+     "text": {"control": True},
+     # the fuzzed control file committed in a repository of its own
+     "run": "d=$(mktemp -d) && trap 'rm -rf $d' EXIT && mkdir -p $d/r/debian && cp -r {control} $d/r/debian/control && "
+            "git -C $d/r init -q && git -C $d/r add -A && git -C $d/r -c user.name=f -c user.email=f@l commit -q --allow-empty -m c && "
+            "swe-crafter -q doctor -i $d/r --store $d/st > /dev/null"},
 ]
