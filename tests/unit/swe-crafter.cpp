@@ -110,7 +110,7 @@ TEST_SUITE("swe-crafter") {
     CHECK_THROWS(parse_log("junit-xml", ""));
   }
 
-  TEST_CASE("tape (tests by heading), mocha's TAP, minitest -v, rspec's JSON") {
+  TEST_CASE("tape (tests by heading), mocha's TAP, minitest -v, rspec's JSON, test-unit -v") {
     // tape: assertion messages repeat across tests; a test fails when one of its assertions fails
     const ParsedLog tape = parse_log("tape",
                                      "TAP version 13\n# adds\nok 1 should be strictly equal\nok 2 should be strictly "
@@ -156,6 +156,23 @@ TEST_SUITE("swe-crafter") {
     CHECK(rs.tests.at("spec/a_spec.rb::Calc subs") == Verdict::failed);
     CHECK(rs.tests.at("spec/a_spec.rb::Calc later") == Verdict::skipped);
     CHECK_FALSE(parse_log("rspec-json", "{\"version\":\"3.12.0\",\"examples\":[{\"full_desc").summary);
+
+    const ParsedLog tu = parse_log(
+        "test-unit",
+        "Loaded suite -e\nStarted\nTestFoo: \n  test_a:\t\t\t\t\t\t.: (0.000216)\n  test_b:\t\t\t\t\t\tF\n"
+        "=====\nFailure: test_b(TestFoo)\n/tmp/t.rb:4:in `test_b'\n  => 4:   def test_b; end\n=====\n: (0.007551)\n"
+        "  test_c:\t\t\t\t\t\tO\n=====\nOmission: later [test_c(TestFoo)]\n=====\n: (0.0004)\n"
+        "  test_d:\t\t\t\t\t\tE\n: (0.0006)\n  inner: \n    test: spaced name:\t\t\t\t\t.: (0.000158)\n"
+        "TestBar: \n  test_a:\t\t\t\t\t\t.: (0.0001)\n\nFinished in 0.0095 seconds.\n"
+        "6 tests, 4 assertions, 1 failures, 1 errors, 0 pendings, 1 omissions, 0 notifications\n50% passed\n");
+    CHECK(tu.summary);
+    CHECK(tu.passed("TestFoo#test_a"));
+    CHECK(tu.tests.at("TestFoo#test_b") == Verdict::failed);
+    CHECK(tu.tests.at("TestFoo#test_c") == Verdict::skipped);
+    CHECK(tu.tests.at("TestFoo#test_d") == Verdict::error);
+    CHECK(tu.passed("TestFoo::inner#test: spaced name"));
+    CHECK(tu.passed("TestBar#test_a"));
+    CHECK(tu.tests.size() == 6);
   }
 
   TEST_CASE("the fixed method's test command narrows to the test files where the runner can") {

@@ -30,8 +30,8 @@ bool ParsedLog::passed(const std::string& id) const {
 }
 
 const std::vector<std::string>& parser_names() {
-  static const std::vector<std::string> names = {"pytest", "gotest", "cargo",    "tap",     "tape",
-                                                 "ctest",  "automake", "minitest", "rspec-json"};
+  static const std::vector<std::string> names = {"pytest",   "gotest",   "cargo",      "tap",      "tape", "ctest",
+                                                 "automake", "minitest", "rspec-json", "test-unit"};
   return names;
 }
 
@@ -229,6 +229,61 @@ void minitest_line(const std::string& line, ParsedLog& out) {
     out.summary = true;
 }
 
+struct TestUnitState {
+  std::vector<std::pair<size_t, std::string>> contexts;  ///< (indent, name) of the open test cases
+};
+
+void test_unit_line(const std::string& line, ParsedLog& out, TestUnitState& state) {
+  // test-unit -v: a test case's name on a line of its own ("TestCalc: ", nested cases indented deeper), its
+  // tests indented under it ("  test_add:\t\t\t.: (0.000216)"; . passed, F failed, E error, O omitted,
+  // P pending, N notified), a failure's report between the mark and its time; the summary
+  // "5 tests, 3 assertions, 1 failures, 1 errors, 0 pendings, 1 omissions, 0 notifications"
+  size_t indent = 0;
+  while (indent < line.size() && line[indent] == ' ') ++indent;
+  const size_t tab = line.find(":\t");
+  if (tab != std::string::npos && tab > indent) {
+    size_t mark = tab + 1;
+    while (mark < line.size() && line[mark] == '\t') ++mark;
+    if (mark >= line.size()) return;
+    while (!state.contexts.empty() && state.contexts.back().first >= indent) state.contexts.pop_back();
+    std::string id;
+    for (const auto& [at, name] : state.contexts) {
+      if (!id.empty()) id += "::";
+      id += name;
+    }
+    id += '#';
+    id.append(line, indent, tab - indent);
+    switch (line[mark]) {
+      case '.':
+      case 'N':
+        out.tests[id] = Verdict::passed;
+        break;
+      case 'F':
+        out.tests[id] = Verdict::failed;
+        break;
+      case 'E':
+        out.tests[id] = Verdict::error;
+        break;
+      case 'O':
+      case 'P':
+        out.tests[id] = Verdict::skipped;
+        break;
+      default:
+        break;
+    }
+    return;
+  }
+  if (line.size() > indent + 2 && line.compare(line.size() - 2, 2, ": ") == 0 && line.find('\t') == std::string::npos &&
+      line.find(' ', indent) == line.size() - 1) {
+    while (!state.contexts.empty() && state.contexts.back().first >= indent) state.contexts.pop_back();
+    state.contexts.emplace_back(indent, line.substr(indent, line.size() - 2 - indent));
+    return;
+  }
+  if (line.find(" tests, ") != std::string::npos && line.find(" assertions, ") != std::string::npos &&
+      line.find(" failures, ") != std::string::npos)
+    out.summary = true;
+}
+
 void rspec_json_line(const std::string& line, ParsedLog& out) {
   // rspec --format json: one JSON document on a line ({"version": ..., "examples": [...], "summary": ...});
   // an example's id is its file and full description
@@ -293,12 +348,13 @@ ParsedLog parse_log(const std::string& parser, const std::string& log) {
   for (const std::string& n : parser_names()) known = known || n == parser;
   if (!known)
     throw nk::usage_error("log parser '" + parser +
-                          "' (expected pytest, gotest, cargo, tap, tape, ctest, automake, minitest or rspec-json)");
+                          "' (expected pytest, gotest, cargo, tap, tape, ctest, automake, minitest, rspec-json or test-unit)");
   ParsedLog out;
   std::istringstream in(log);
   std::string line;
   TapState tap;
   TapeState tape;
+  TestUnitState test_unit;
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (parser == "pytest") {
@@ -317,6 +373,8 @@ ParsedLog parse_log(const std::string& parser, const std::string& log) {
       minitest_line(line, out);
     } else if (parser == "rspec-json") {
       rspec_json_line(line, out);
+    } else if (parser == "test-unit") {
+      test_unit_line(line, out, test_unit);
     } else {
       automake_line(line, out);
     }

@@ -4,7 +4,12 @@
 # and PyPI: the corpus files of tests/bench/swe-crafter/corpus (CORPUS: the
 # languages, default all: python (PyPI release chains), go (golang-*-dev
 # trees), rust (librust-*-dev crates), perl (lib*-perl source packages and
-# their Debian patches)) and the three shipped fixture histories.
+# their Debian patches), c and cpp (C and C++ source packages), javascript
+# (node-* source packages), ruby (ruby-* source packages)) and the three
+# shipped fixture histories. The source packages' build and test
+# dependencies are BENCH_PACKAGES (make -f Makefile.dist bench installs
+# them); at the end `swe-crafter doctor -i --missing` says what any of them
+# still lacks.
 #
 # 1. The corpus is split in two halves, line by line, alternating within each
 #    language. Half A runs the whole pipeline (`swe-crafter run --fixed-too
@@ -31,7 +36,7 @@ OUT=${OUT:-build/bench/swe-crafter}
 RUNS=${RUNS:-2}
 SYNTHETIC=${SYNTHETIC:-5}
 TIMEOUT=${TIMEOUT:-300}
-CORPUS=${CORPUS:-python go rust perl}
+CORPUS=${CORPUS:-python go rust perl c cpp javascript ruby}
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../../.." && pwd)
 VENV=${VENV:-$src/build/bench-venv-swebench}
@@ -157,3 +162,9 @@ echo
 echo "$peer"
 echo
 echo "re-check exit status: $recheck_rc ($(echo "$t4 - $t3" | bc -l | cut -c1-6) s)"
+
+# what the Debian source packages' build dependencies still lack here (installs run before, outside the sandbox)
+deb=$(ls st/repos | grep '^debian-src\.' | sed 's/^/-i /' | tr '\n' ' ')
+missing=""
+[ -n "$deb" ] && missing=$(swe-crafter doctor $deb --store st --missing | tr '\n' ' ')
+echo "Debian source packages' build dependencies not installed: ${missing:-none}"
