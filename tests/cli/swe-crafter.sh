@@ -155,7 +155,7 @@ from nk_check import report, finish
 traj = [json.loads(l) for l in open("traj.jsonl")]
 syn = {json.loads(l)["instance_id"]: json.loads(l) for l in open("syn_inst.jsonl")}
 report(len(traj) == 2 and all(t["resolved"] and t["agent"] == "builtin" for t in traj), "builtin: both synthetic bugs resolved (%s)" % open("distill.tsv").read().strip().replace("\n", " | "))
-report(all(t["steps"][0]["command"] == syn[t["instance_id"]]["test_cmd"] and any("cat > " in s["command"] for s in t["steps"]) for t in traj), "builtin: runs the tests first, then edits through bash actions")
+report(all(t["steps"][0]["command"].startswith("(" + syn[t["instance_id"]]["build"] + ")") and t["steps"][0]["command"].endswith(syn[t["instance_id"]]["test_cmd"]) and any("cat > " in s["command"] for s in t["steps"]) and t["steps"][-1]["command"] == "git clean -fdxq" for t in traj), "builtin: builds and runs the tests first, then edits through bash actions; cleans the build's files before it submits")
 report(all(any(l.startswith("+") and not l.startswith("+++") and l[1:] in syn[t["instance_id"]]["patch"] for l in t["patch"].splitlines()) for t in traj), "builtin: its edit is the gold patch's line")
 fix = [json.loads(l) for l in open("traj_fix.jsonl")]
 report(len(fix) == 1 and fix[0]["resolved"] and len(fix[0]["steps"]) == 2 and "return a + b" in fix[0]["patch"], "--agent-cmd: a scripted fixer's trajectory kept, its two bash steps recorded")
@@ -265,6 +265,26 @@ report(j[4]["ok"] and j[4]["evidence"][0] == "skill: python-src-layout", "the sr
 finish()
 PYEOF
 [ $? -eq 0 ] && pass "induced skills checked" || fail "induced skills checked"
+# An induced skill that matches and fails hands its base skill the fixes it tried: the base skill's retry with the
+# same fix would run the same commands, so it is not run again (2 attempts, not 4: the second fix pattern has the
+# same action).
+mkdir -p lib4repo/lib/strutil lib4repo/tests
+printf 'def shout(s):\n    return s.upper()\n' > lib4repo/lib/strutil/__init__.py
+printf 'import nk_module_nobody_has\nfrom strutil import shout\n\n\ndef test_shout():\n    assert shout("a") == "A"\n' > lib4repo/tests/test_strutil.py
+(cd lib4repo && git init -q . && git add -A && git -c user.name=f -c user.email=f@l commit -q -m initial)
+check "lib4 (a module nobody has): fetch" sh -c "$SC fetch git:$WORK/lib4repo --store st > /dev/null"
+check "lib4 without induced skills" $SC env -i lib4repo --store st -o ind5.json $SANDBOX
+check "lib4 with the induced skill" $SC env -i lib4repo --store st --skills induced -o ind6.json $SANDBOX
+"$PY" - <<'PYEOF'
+import json, os, sys
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
+a, b = json.load(open("ind5.json")), json.load(open("ind6.json"))
+report(not a["ok"] and a["attempts"] == 2, "lib4 without it: fails in 2 attempts (no fix, PYTHONPATH; %d)" % a["attempts"])
+report(not b["ok"] and b["attempts"] == 2 and "the same commands failed before: not run again" in b["evidence"], "lib4 with it: the induced skill fails, the shipped one's retry is not run again: 2 attempts (%d, %s)" % (b["attempts"], b["evidence"]))
+finish()
+PYEOF
+[ $? -eq 0 ] && pass "commands run once across skills" || fail "commands run once across skills"
 # An ini file whose addopts need a plugin that is not installed (pytest-cov): the skill sets them aside and retries.
 mkdir -p covrepo/tests
 printf 'def test_one():\n    assert 1 + 1 == 2\n' > covrepo/tests/test_one.py

@@ -291,6 +291,26 @@ TEST_SUITE("swe-crafter") {
     CHECK(build_dependencies("Source: x\nMaintainer: y\n").empty());
   }
 
+  TEST_CASE("synthetic bugs in C whose braces stand on their own lines (signatures over several lines)") {
+    const std::string c =
+        "#include <stdio.h>\n"                  // 0
+        "static int table[] =\n{\n  1, 2 + 3\n};\n"  // 1-4: an initialiser, not a function
+        "int\nadd(int a,\n    int b)\n"          // 5-7
+        "{\n"                                  // 8
+        "  return a + b;\n"                    // 9
+        "}\n"                                  // 10
+        "void f(void)\n{\n  if (x)\n  {\n    y = 1 + 2;\n  }\n}\n";  // 11-17
+    const std::vector<swec::Mutation> ms = swec::candidate_mutations(c, "c");
+    bool add = false, nested = false;
+    for (const swec::Mutation& m : ms) {
+      CHECK((m.line == 9 || m.line == 13 || m.line == 15));
+      add = add || (m.line == 9 && m.after == "  return a - b;");
+      nested = nested || m.line == 15;
+    }
+    CHECK(add);
+    CHECK(nested);
+  }
+
   TEST_CASE("synthetic bugs in Ruby: inside def blocks only, never in heredocs, =begin comments or after #") {
     const std::string rb =
         "module Calc\n"                                   // 0

@@ -79,23 +79,28 @@ class BuiltinAgent : public Agent {
     const json msg = json::parse(line);
     if (msg.value("type", "") == "task") {
       test_cmd_ = msg.value("test_cmd", "");
+      if (const std::string build = msg.value("build", ""); !build.empty() && build != "true") {
+        // built before every test run (blib for MakeMaker, the CMake tree, ...); a failed build shows its end
+        test_cmd_ = "(" + build + ") > \"$TMPDIR/nk-agent-build.log\" 2>&1 || { tail -n 60 \"$TMPDIR/nk-agent-build.log\"; exit 1; }; " + test_cmd_;
+      }
       parser_ = msg.value("log_parser", "");
       statement_ = msg.value("problem_statement", "");
       return json{{"action", "bash"}, {"command", test_cmd_}}.dump();
     }
+    if (cleaned_) return submit();  // the clean-up ran: the submission
     const std::string output = msg.value("output", "");
     ParsedLog log;
     try {
       log = parse_log(parser_, output);
     } catch (const std::exception&) {
-      return json{{"action", "submit"}}.dump();
+      return submit();
     }
     if (!started_) {
       started_ = true;
       for (const auto& [id, v] : log.tests) (v == Verdict::passed ? passing_ : failing_).insert(id);
       // no test ran at all (a build or collection failure): the target is that tests run again
       broken_build_ = log.tests.empty() && !output.empty();
-      if (failing_.empty() && !broken_build_) return json{{"action", "submit"}}.dump();
+      if (failing_.empty() && !broken_build_) return submit();
       // the failing tests the problem statement names are the target: those of its first paragraph, else
       // of all of it, else every failing one
       const std::string first = statement_.substr(0, statement_.find("\n\n"));
@@ -114,13 +119,13 @@ class BuiltinAgent : public Agent {
       verifying_ = false;
       bool again = false;
       for (const std::string& id : broken_) again = again || !log.passed(id);
-      if (!again && fixes(log)) return json{{"action", "submit"}}.dump();
+      if (!again && fixes(log)) return submit();
     } else if (fixes(log)) {
       broken_.clear();
       for (const std::string& id : passing_) {
         if (!log.passed(id)) broken_.push_back(id);
       }
-      if (broken_.empty()) return json{{"action", "submit"}}.dump();
+      if (broken_.empty()) return submit();
       verifying_ = true;
       return bash(test_cmd_);
     }
@@ -131,7 +136,7 @@ class BuiltinAgent : public Agent {
         const Edit& last = edits_[next_ - 1];
         return bash(write_command(last.path, originals_[last.path]));
       }
-      return json{{"action", "submit"}}.dump();
+      return submit();
     }
     const Edit& e = edits_[next_++];
     std::string cmd;
@@ -148,10 +153,24 @@ class BuiltinAgent : public Agent {
 
   static std::string bash(const std::string& command) { return json{{"action", "bash"}, {"command", command}}.dump(); }
 
+  /// What the builds left in the work tree (untracked and ignored files: __pycache__, blib, object files)
+  /// removed, then the submission: the diff holds the edit alone.
+  std::string submit() {
+    if (!cleaned_) {
+      cleaned_ = true;
+      return bash("git clean -fdxq");
+    }
+    return json{{"action", "submit"}}.dump();
+  }
+
+  /// The file rewritten; its time moved on a second when the rewrite kept it (a build's bytecode cache,
+  /// Python's, compares whole seconds and the size, which an inverted operator keeps).
   static std::string write_command(const std::string& path, const std::string& content) {
     std::string body = content;
     if (!body.empty() && body.back() != '\n') body += '\n';
-    return "cat > " + sh_quote(path) + " <<'NK_BUILTIN_EOF'\n" + body + "NK_BUILTIN_EOF\n";
+    const std::string q = sh_quote(path);
+    return "nk_t=$(stat -c %Y " + q + " 2>/dev/null || echo 0); cat > " + q + " <<'NK_BUILTIN_EOF'\n" + body +
+           "NK_BUILTIN_EOF\n[ \"$(stat -c %Y " + q + ")\" -gt \"$nk_t\" ] || touch -d \"@$((nk_t + 1))\" " + q + "\n";
   }
 
   /// Some target test (failing at the start) passes; after a broken build, some test passes.
@@ -168,13 +187,16 @@ class BuiltinAgent : public Agent {
     return false;
   }
 
-  /// Source lines the output names: "path:LINE" or 'File "path", line LINE'.
+  /// Source lines the output names: "path:LINE", 'File "path", line LINE' (Python) or "at path line LINE"
+  /// (Perl; blib/lib/X, the copy MakeMaker builds and tests, is lib/X).
   void plan(const std::string& output) {
     std::vector<std::pair<std::string, int64_t>> refs;
     std::set<std::pair<std::string, int64_t>> seen;
     auto add = [&](std::string path, int64_t line) {
       if (path.rfind("./", 0) == 0) path = path.substr(2);
       std::error_code ec;
+      if (path.rfind("blib/lib/", 0) == 0 && fs::is_regular_file(fs::path(ws_) / path.substr(5), ec))
+        path = path.substr(5);
       if (line <= 0 || is_test_file(path) || language_of(path).empty() ||
           !fs::is_regular_file(fs::path(ws_) / path, ec))
         return;
@@ -201,6 +223,15 @@ class BuiltinAgent : public Agent {
       if (end > l + 7 && end - l - 7 < 8)
         add(output.substr(at + 6, q - at - 6), std::stoll(output.substr(l + 7, end - l - 7)));
     }
+    for (size_t at = output.find(" at "); at != std::string::npos; at = output.find(" at ", at + 1)) {
+      const size_t path_end = output.find(" line ", at + 4);
+      if (path_end == std::string::npos || path_end - at > 4 + 300) continue;
+      const std::string path = output.substr(at + 4, path_end - at - 4);
+      if (path.empty() || path.find_first_of(" \n\t") != std::string::npos) continue;
+      size_t end = path_end + 6;
+      while (end < output.size() && std::isdigit(static_cast<unsigned char>(output[end]))) ++end;
+      if (end > path_end + 6 && end - path_end - 6 < 8) add(path, std::stoll(output.substr(path_end + 6, end - path_end - 6)));
+    }
     // functions the output calls by name (an assertion in a test names the function, not its file):
     // the lines after their definitions
     std::set<std::string> names;
@@ -223,7 +254,8 @@ class BuiltinAgent : public Agent {
           ++number;
           for (const std::string& n : names) {
             for (const std::string& head :
-                 {"def " + n + "(", "func " + n + "(", "fn " + n + "(", "function " + n + "(", " " + n + "("}) {
+                 {"def " + n + "(", "def self." + n + "(", "func " + n + "(", "fn " + n + "(", "function " + n + "(",
+                  "sub " + n + " ", " " + n + "("}) {
               const size_t h = text.find(head);
               if (h == std::string::npos) continue;
               if (head[0] == ' ' && text.find('{') == std::string::npos) continue;  // a call, not a definition
@@ -266,7 +298,7 @@ class BuiltinAgent : public Agent {
   }
 
   std::string ws_, test_cmd_, parser_, statement_;
-  bool started_ = false, restored_ = false, verifying_ = false, broken_build_ = false;
+  bool started_ = false, restored_ = false, verifying_ = false, broken_build_ = false, cleaned_ = false;
   std::set<std::string> failing_, passing_, target_;
   std::vector<std::string> broken_;
   std::vector<Edit> edits_;
@@ -334,6 +366,7 @@ void distill_verb(const DistillOptions& o, const nk::RunEnv& run_env) {
           {"type", "task"},
           {"instance_id", inst.instance_id},
           {"problem_statement", inst.problem_statement},
+          {"build", inst.build},
           {"test_cmd", inst.test_cmd},
           {"log_parser",
            inst.log_parser}}.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -98,8 +98,11 @@ void env_verb(const EnvOptions& o, const nk::RunEnv&) {
       result = attempt(e, ws, scratch.path, sandbox);
     }
   } else {
-    // every skill whose evidence holds, most specific first; a failure a skill recognises is fixed and retried
+    // every skill whose evidence holds, most specific first; a failure a skill recognises is fixed and retried.
+    // Commands already run are not run again (an induced skill's are its base skill's with the fixes it needed:
+    // when it fails, the base skill goes on from the fixes the induced one tried), nor counted as an attempt.
     int attempts = 0;
+    std::map<std::string, Attempt> tried;
     // {helpers}: the shipped helper scripts a skill may run (data/swe-crafter/helpers)
     const std::string helpers =
         fs::path(nk::shipped_data("swe-crafter/helpers/cargo-drop-missing-dev-deps.py")).parent_path().string();
@@ -110,7 +113,6 @@ void env_verb(const EnvOptions& o, const nk::RunEnv&) {
       std::map<std::string, std::string> extra;
       std::vector<std::string> applied, raw_exports, raw_runs;  // the fixes, {variables} unexpanded
       while (attempts < o.attempts) {
-        ++attempts;
         Environment c{s.language, s.build_system, "", "", "", s.log_parser, m.evidence};
         const std::string pre = exports(extra);
         // the commands a fix ran belong to the environment: every later workspace (mine, validate, distill) runs them
@@ -122,8 +124,16 @@ void env_verb(const EnvOptions& o, const nk::RunEnv&) {
         c.test_cmd = pre + expand(s.test, m.vars);
         c.evidence.insert(c.evidence.begin(), "skill: " + s.name);
         c.evidence.insert(c.evidence.end(), applied.begin(), applied.end());
+        const std::string key = c.install + "\n" + c.build + "\n" + c.test_cmd;
+        if (const auto known = tried.find(key); known != tried.end()) {
+          result = known->second;  // a failure (a success ends the search): its log chooses the next fix
+          c.evidence.push_back("the same commands failed before: not run again");
+        } else {
+          ++attempts;
+          result = attempt(c, ws, scratch.path, sandbox);
+          tried[key] = result;
+        }
         c.attempts = attempts;
-        result = attempt(c, ws, scratch.path, sandbox);
         e = c;
         if (result.ok) break;
         const std::string log = result.build_log + result.test_log;

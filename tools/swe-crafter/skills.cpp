@@ -282,7 +282,12 @@ std::string induce_skill(const std::string& folder, const Skill& base, const std
                          const std::vector<std::string>& runs, const std::vector<std::string>& features,
                          const std::string& repo) {
   std::string pre;
-  for (const std::string& kv : exports) {
+  // exported in name order, as env does: the same fixes give the same commands
+  std::vector<std::string> sorted = exports;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const std::string& a, const std::string& b) {
+    return a.substr(0, a.find('=')) < b.substr(0, b.find('='));
+  });
+  for (const std::string& kv : sorted) {
     const size_t eq = kv.find('=');
     pre += "export " + kv.substr(0, eq) + "=" + sh_quote(kv.substr(eq + 1)) + "; ";
   }

@@ -323,7 +323,18 @@ std::vector<Mutation> candidate_mutations(const std::string& source, const std::
       if (!ok[k]) continue;
       if (lines[i][k] == '{') {
         if (function_depth < 0) {
-          const std::string head = trim(lines[i].substr(0, k));
+          std::string head = trim(lines[i].substr(0, k));
+          if (head.empty()) {
+            // the brace on a line of its own (C's usual style): the signature is on the lines before it, up to
+            // the end of the previous statement, block, preprocessor line or blank line
+            for (size_t back = i, n = 0; back-- > 0 && n < 8; ++n) {
+              const std::string prev = trim(lines[back]);
+              if (prev.empty() || prev[0] == '#' || prev.back() == ';' || prev.back() == '}' || prev.back() == '{' ||
+                  starts(prev, "//") || starts(prev, "*") || starts(prev, "/*"))
+                break;
+              head = head.empty() ? prev : prev + " " + head;
+            }
+          }
           const bool control = starts(head, "if") || starts(head, "for") || starts(head, "while") ||
                                starts(head, "switch") || starts(head, "else") || starts(head, "catch") ||
                                starts(head, "match") || starts(head, "} else");
