@@ -194,6 +194,23 @@ void tape_line(const std::string& raw, ParsedLog& out, TapeState& state) {
   if (not_ok && !directive) out.tests[state.heading] = Verdict::failed;
 }
 
+/// A runner's progress mark: . passed (test-unit's N, a notification, too), F failed, E error, one of
+/// 'skips' skipped (minitest's S; test-unit's O omitted and P pending).
+bool mark_verdict(char mark, const std::string& skips, Verdict& v) {
+  if (mark == '.' || mark == 'N') {
+    v = Verdict::passed;
+  } else if (mark == 'F') {
+    v = Verdict::failed;
+  } else if (mark == 'E') {
+    v = Verdict::error;
+  } else if (skips.find(mark) != std::string::npos) {
+    v = Verdict::skipped;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 void minitest_line(const std::string& line, ParsedLog& out) {
   // minitest -v: "TestCalc#test_adds = 0.00 s = ." (. passed, F failed, E error, S skipped); the summary
   // "3 runs, 2 assertions, 1 failures, 0 errors, 1 skips"
@@ -205,22 +222,7 @@ void minitest_line(const std::string& line, ParsedLog& out) {
     const std::string id = prev == std::string::npos ? "" : line.substr(0, prev);
     if (mark.size() == 1 && time.size() > 2 && time.substr(time.size() - 2) == " s" && id.find('#') != std::string::npos &&
         id[0] != ' ') {
-      switch (mark[0]) {
-        case '.':
-          out.tests[id] = Verdict::passed;
-          break;
-        case 'F':
-          out.tests[id] = Verdict::failed;
-          break;
-        case 'E':
-          out.tests[id] = Verdict::error;
-          break;
-        case 'S':
-          out.tests[id] = Verdict::skipped;
-          break;
-        default:
-          break;
-      }
+      if (Verdict v; mark_verdict(mark[0], "S", v)) out.tests[id] = v;
       return;
     }
   }
@@ -253,24 +255,7 @@ void test_unit_line(const std::string& line, ParsedLog& out, TestUnitState& stat
     }
     id += '#';
     id.append(line, indent, tab - indent);
-    switch (line[mark]) {
-      case '.':
-      case 'N':
-        out.tests[id] = Verdict::passed;
-        break;
-      case 'F':
-        out.tests[id] = Verdict::failed;
-        break;
-      case 'E':
-        out.tests[id] = Verdict::error;
-        break;
-      case 'O':
-      case 'P':
-        out.tests[id] = Verdict::skipped;
-        break;
-      default:
-        break;
-    }
+    if (Verdict v; mark_verdict(line[mark], "OP", v)) out.tests[id] = v;
     return;
   }
   if (line.size() > indent + 2 && line.compare(line.size() - 2, 2, ": ") == 0 && line.find('\t') == std::string::npos &&
