@@ -3,11 +3,8 @@
 # commits are labelled (good, doc-only, passes-before): exactly the good one
 # must become an instance. Used by tests/cli/swe-crafter.sh.
 set -eu
-dir=$1
-mkdir -p "$dir" && cd "$dir"
-git init -q .
-export GIT_AUTHOR_NAME=fixture GIT_AUTHOR_EMAIL=fixture@localhost GIT_COMMITTER_NAME=fixture GIT_COMMITTER_EMAIL=fixture@localhost
-c() { GIT_AUTHOR_DATE="2026-02-0$1T10:00:00Z" GIT_COMMITTER_DATE="2026-02-0$1T10:00:00Z" git add -A && GIT_AUTHOR_DATE="2026-02-0$1T10:00:00Z" GIT_COMMITTER_DATE="2026-02-0$1T10:00:00Z" git commit -q -m "$2"; }
+. "$(dirname "$0")/fixture-lib.sh"
+fixture_repo "$1" 02
 mkdir tests
 cat > CMakeLists.txt <<'CM'
 cmake_minimum_required(VERSION 3.13)

@@ -4,11 +4,8 @@
 # the good one must become an instance. Used by tests/cli/swe-crafter.sh,
 # by the demo and the fuzz recipes.
 set -eu
-dir=$1
-mkdir -p "$dir" && cd "$dir"
-git init -q .
-export GIT_AUTHOR_NAME=fixture GIT_AUTHOR_EMAIL=fixture@localhost GIT_COMMITTER_NAME=fixture GIT_COMMITTER_EMAIL=fixture@localhost
-c() { GIT_AUTHOR_DATE="2026-01-0$1T10:00:00Z" GIT_COMMITTER_DATE="2026-01-0$1T10:00:00Z" git add -A && GIT_AUTHOR_DATE="2026-01-0$1T10:00:00Z" GIT_COMMITTER_DATE="2026-01-0$1T10:00:00Z" git commit -q -m "$2"; }
+. "$(dirname "$0")/fixture-lib.sh"
+fixture_repo "$1" 01
 mkdir tests
 cat > calc.py <<'PY'
 def add(a, b):
