@@ -176,12 +176,14 @@ export LANGS
 for lang in $LANGS; do
   check "the $lang fixture" bash "$NK_SOURCE/data/swe-crafter/fixture-$lang.sh" repo_$lang
   check "$lang: fetch, env, mine" sh -c "$SC fetch git:$WORK/repo_$lang --store st > /dev/null && $SC env -i repo_$lang --store st -o env_$lang.json $SANDBOX && $SC mine -i repo_$lang --store st --env env_$lang.json -o cand_$lang.jsonl"
-  check "$lang: validate" sh -c "$SC validate -i cand_$lang.jsonl --store st -o inst_$lang.jsonl $SANDBOX > verdicts_$lang.tsv"
+  check "$lang: validate" sh -c "$SC validate -i cand_$lang.jsonl --store st -o inst_$lang.jsonl --log vlog_$lang.h5 $SANDBOX > verdicts_$lang.tsv"
+  check "$lang: validate --fresh" sh -c "$SC validate -i cand_$lang.jsonl --store st --fresh --log vlogf_$lang.h5 $SANDBOX > verdicts_fresh_$lang.tsv"
 done
 "$PY" - <<'PYEOF'
 import json, os, sys
 sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
 from nk_check import report, finish
+import h5py
 want = {"c": ("cmake", "ctest", ["add"]), "perl": ("prove", "tap", ["t/add.t::add"]), "js": ("tape", "tape", ["add"]),
         "ruby": ("minitest", "minitest", ["TestAdd#test_add"])}
 for lang in os.environ["LANGS"].split():
@@ -193,6 +195,13 @@ for lang in os.environ["LANGS"].split():
     admitted = [cand[v[0]] for v in verdicts if v[1] == "admitted"]
     inst = [json.loads(l) for l in open("inst_%s.jsonl" % lang)]
     report(len(admitted) == 1 and "label: good" in admitted[0] and json.loads(inst[0]["FAIL_TO_PASS"]) == f2p, "%s: exactly the good commit admitted, FAIL_TO_PASS %s (%s)" % (lang, f2p, [v[1:] for v in verdicts]))
+    # the states from one prepared workspace give the verdicts of states built from scratch
+    fresh = [l.rstrip("\n").split("\t") for l in open("verdicts_fresh_%s.tsv" % lang)]
+    report(fresh == verdicts, "%s: validate and validate --fresh agree (%s)" % (lang, [v[1:] for v in fresh]))
+    with h5py.File("vlog_%s.h5" % lang, "r") as f, h5py.File("vlogf_%s.h5" % lang, "r") as g:
+        notes = [v.decode() for v in f["attempts/verdict"][:]]
+        prepared = [n for n in notes if "from the workspace prepared at" in n]
+        report(len(prepared) == 4 and any("build only" in n for n in prepared) and not any("prepared" in v.decode() for v in g["attempts/verdict"][:]), "%s: states from the prepared workspace (%d, e.g. %s); none with --fresh" % (lang, len(prepared), prepared[:1]))
 finish()
 PYEOF
 [ $? -eq 0 ] && pass "instances in $LANGS checked" || fail "instances in $LANGS checked"

@@ -7,8 +7,28 @@
 #include "swe-crafter/swe_crafter.hpp"
 #include "swe-crafter/synthetic.hpp"
 #include "swe-crafter/testrule.hpp"
+#include "swe-crafter/workspace.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "swe-crafter/git.hpp"
 
 using namespace swec;
+
+namespace {
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+size_t lines(const std::string& path) {
+  const std::string t = slurp(path);
+  return static_cast<size_t>(std::count(t.begin(), t.end(), '\n'));
+}
+}  // namespace
 
 TEST_SUITE("swe-crafter") {
   TEST_CASE("the test-file rule, code against documentation, languages") {
@@ -31,6 +51,100 @@ TEST_SUITE("swe-crafter") {
     CHECK(language_of("x.hpp") == "cpp");
     CHECK(language_of("lib/A.pm") == "perl");
     CHECK(language_of("notes.txt") == "");
+    for (const char* b : {"Makefile", "src/Makefile.am", "configure.ac", "CMakeLists.txt", "cmake/deps.cmake",
+                          "setup.py", "pyproject.toml", "Cargo.toml", "go.mod", "package.json", "foo.gemspec",
+                          "Makefile.PL", "requirements-dev.txt", "config.h.in"}) {
+      CHECK_MESSAGE(is_build_description(b), b);
+    }
+    for (const char* b : {"src/main.c", "lib/Foo.pm", "calc.py", "README.md", "src/lib.rs", "tests/test_a.py"}) {
+      CHECK_MESSAGE(!is_build_description(b), b);
+    }
+  }
+
+  TEST_CASE("a prepared workspace: install and build once, each state rebuilds only what it changes") {
+    ScratchFolder tmp("nk-unit-ws");
+    const std::string repo = tmp.path + "/repo";
+    const std::string id = "git -c user.name=t -c user.email=t@example.org ";
+    auto sh = [&](const std::string& command) {
+      const CommandResult r = shell(command, repo);
+      INFO(command, ": ", r.output);
+      REQUIRE(r.exit_code == 0);
+      return r.output;
+    };
+    REQUIRE(shell("git init -q " + sh_quote(repo), ".").exit_code == 0);
+    {
+      std::ofstream m(repo + "/Makefile");
+      m << "out.txt: a.txt\n\tcat a.txt > out.txt\n\techo built >> ../builds\n";
+      std::ofstream a(repo + "/a.txt");
+      a << "one\n";
+    }
+    sh(id + "add -A && " + id + "commit -q -m one");
+    const std::string c1 = sh("git rev-parse HEAD").substr(0, 40);
+    sh("echo two > a.txt && " + id + "commit -q -am two");
+    const std::string c2 = sh("git rev-parse HEAD").substr(0, 40);
+    Environment env;
+    env.install = "echo installed >> ../installs";
+    env.build = "make";
+    Sandbox sandbox;
+    sandbox.mode = nk::SandboxMode::none;
+    sandbox.timeout = 60;
+    PreparedWorkspace ws(repo, c1, env, sandbox);
+    REQUIRE(ws.error().empty());
+    const std::string modify = "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-one\n+three\n";
+    const std::string add = "diff --git a/b.txt b/b.txt\nnew file mode 100644\n--- /dev/null\n+++ b/b.txt\n"
+                            "@@ -0,0 +1 @@\n+bee\n";
+    const std::string makefile = "diff --git a/Makefile b/Makefile\n--- a/Makefile\n+++ b/Makefile\n@@ -1,3 +1,3 @@\n"
+                                 " out.txt: a.txt\n-\tcat a.txt > out.txt\n+\tcat a.txt a.txt > out.txt\n"
+                                 " \techo built >> ../builds\n";
+    const std::string run = ws.folder() + "/..";
+    using R = PreparedWorkspace::Rebuild;
+    std::string why;
+    // an existing source changed: the build alone, which sees the change
+    REQUIRE(ws.restore(c1).empty());
+    CHECK(lines(run + "/installs") == 1);
+    CHECK(lines(run + "/builds") == 1);
+    REQUIRE(ws.apply(modify) == "");
+    CHECK(ws.needs() == R::build);
+    CHECK(ws.rebuild(R::build).exit_code == 0);
+    CHECK(ws.run("cat out.txt").output == "three\n");
+    CHECK(lines(run + "/installs") == 1);
+    CHECK(lines(run + "/builds") == 2);
+    // another commit: git rewrites what differs, from a fresh copy of the snapshot
+    REQUIRE(ws.restore(c2).empty());
+    CHECK(lines(run + "/builds") == 1);
+    CHECK(ws.needs() == R::build);
+    CHECK(ws.rebuild(R::build).exit_code == 0);
+    CHECK(ws.run("cat out.txt").output == "two\n");
+    // nothing changed: make has nothing to do
+    REQUIRE(ws.restore(c1).empty());
+    CHECK(ws.needs() == R::build);
+    CHECK(ws.rebuild(R::build).exit_code == 0);
+    CHECK(ws.run("cat out.txt").output == "one\n");
+    CHECK(lines(run + "/builds") == 1);
+    // a new data file: the build alone; a new source file: install and build again
+    REQUIRE(ws.restore(c1).empty());
+    REQUIRE(ws.apply(add).empty());
+    CHECK(ws.needs() == R::build);
+    const std::string add_code = "diff --git a/b.c b/b.c\nnew file mode 100644\n--- /dev/null\n+++ b/b.c\n"
+                                 "@@ -0,0 +1 @@\n+int b;\n";
+    REQUIRE(ws.restore(c1).empty());
+    REQUIRE(ws.apply(add_code).empty());
+    CHECK(ws.needs(&why) == R::prepare);
+    CHECK(why == "b.c");
+    CHECK(ws.rebuild(R::prepare).exit_code == 0);
+    CHECK(lines(run + "/installs") == 2);
+    // a changed makefile: make would not rebuild out.txt (it does not depend on the Makefile), a fresh build
+    // would: only a build from scratch is right
+    REQUIRE(ws.restore(c1).empty());
+    REQUIRE(ws.apply(modify + makefile).empty());
+    CHECK(ws.needs(&why) == R::scratch);
+    CHECK(why == "Makefile");
+    // a patch that does not apply says why; the snapshot is untouched
+    REQUIRE(ws.restore(c1).empty());
+    CHECK_FALSE(ws.apply(modify + modify).empty());
+    REQUIRE(ws.restore(c1).empty());
+    CHECK(slurp(ws.folder() + "/a.txt") == "one\n");
+    CHECK(ws.clean_paths("at " + ws.folder() + "/a.txt") == "at ./a.txt");
   }
 
   TEST_CASE("pytest -rA: the short summary's verdicts and the final line") {

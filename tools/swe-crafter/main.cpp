@@ -98,6 +98,10 @@ int main(int argc, char** argv) {
                             "test -> PASSED|FAILED|SKIPPED|ERROR), for SWE-bench's grading");
   validate_verb->add_flag("--full-suite", val.full_suite,
                           "Run the whole suite, not only the test files test_patch touches");
+  validate_verb->add_flag("--fresh", val.fresh,
+                          "Build every state from scratch (a fresh checkout, install and build), as SWE-bench's "
+                          "harness does; by default a repository's states share a workspace prepared once and "
+                          "rebuild only what they change");
   validate_verb->add_option("--sandbox", val.sandbox, "namespace (no network, writes only to scratch) or none")
       ->check(CLI::IsMember({"namespace", "none"}));
   validate_verb->add_option("--timeout", val.timeout, "Seconds per command (its process group is killed)")
@@ -152,6 +156,7 @@ int main(int argc, char** argv) {
   run_verb->add_option("--synthetic", runo.synthetic, "Synthetic bugs per repository (default 0)")
       ->check(CLI::Range(int64_t{0}, int64_t{100000}));
   run_verb->add_option("--runs", runo.runs, "Validation runs of each state")->check(CLI::Range(1, 100));
+  run_verb->add_flag("--fresh", runo.fresh, "Validation builds every state from scratch (validate --fresh)");
   run_verb->add_option("--agent", runo.agent, "builtin (default) or none (no trajectories)")
       ->check(CLI::IsMember({"builtin", "none"}));
   run_verb->add_option("--agent-cmd", runo.agent_cmd, "An agent as a command (see distill)");

@@ -9,7 +9,6 @@
 #pragma GCC diagnostic ignored "-Wrestrict"
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -28,6 +27,7 @@
 #include "swe-crafter/swe_crafter.hpp"
 #include "swe-crafter/synthetic.hpp"
 #include "swe-crafter/testrule.hpp"
+#include "swe-crafter/workspace.hpp"
 
 namespace fs = std::filesystem;
 
@@ -40,35 +40,20 @@ std::string chomp(std::string s) {
   return s;
 }
 
-/// The suite run at --rev and then on one bug after another. The workspace is
-/// prepared (install and build) once, at --rev, and kept as a snapshot; each
-/// bug starts from a copy of it at the same path (build trees hold absolute
-/// paths), its file rewritten (newer than what was built from it), rebuilt
-/// by the build command alone (make, cmake, cargo and go rebuild what
-/// changed; the install step is not repeated) and tested. validate later
-/// builds every admitted bug from scratch.
+/// The suite run at --rev and then on one bug after another, on a workspace
+/// prepared once at --rev (PreparedWorkspace): each bug starts from a copy of
+/// the snapshot, its file rewritten (in a later second than anything built
+/// from it), rebuilt by the build command alone and tested. validate later
+/// checks every admitted bug on its own.
 class SuiteRunner {
  public:
   SuiteRunner(const std::string& repo, const std::string& rev, const Environment& env, const Sandbox& sandbox)
-      : scratch_("swe-crafter-synth"), env_(env), sandbox_(sandbox) {
-    run_ = scratch_.path + "/run";
-    base_ = scratch_.path + "/base";
-    ws_ = run_ + "/ws";
-    make_workspace(repo, rev, ws_);
-    if (const std::string prepare = prepare_command(env.install, env.build); !prepare.empty()) {
-      const nk::SandboxedRun b = run_step(prepare, ws_, run_, sandbox_);
-      if (b.exit_code != 0) {
-        prepare_error_ = b.sandbox_error.empty() ? b.output : b.sandbox_error;
-        return;
-      }
-    }
-    snapshot_ = copy_tree(run_, base_);
-  }
+      : prepared_(repo, rev, env, sandbox), rev_(rev), env_(env) {}
 
   /// The verdicts at --rev, and the run's output.
   ParsedLog clean(std::string& output) {
-    if (!prepare_error_.empty()) {
-      output = prepare_error_;
+    if (!prepared_.error().empty()) {
+      output = prepared_.error();
       return {};
     }
     return test(output);
@@ -76,59 +61,30 @@ class SuiteRunner {
 
   /// The verdicts with 'path' holding 'content' instead (rebuilt first), and the run's output.
   ParsedLog with_file(const std::string& path, const std::string& content, std::string& output) {
-    if (!prepare_error_.empty()) {
-      output = prepare_error_;
+    if (!prepared_.error().empty()) {
+      output = prepared_.error();
       return {};
     }
-    std::error_code ec;
-    fs::remove_all(run_, ec);
-    if (!snapshot_ || !copy_tree(base_, run_)) throw nk::io_error(run_, "copying the prepared workspace failed");
-    const fs::path file = fs::path(ws_) / path;
-    const fs::file_time_type before = fs::last_write_time(file, ec);
-    {
-      std::ofstream f(file, std::ios::binary | std::ios::trunc);
-      f << content;
-      if (!f.flush()) throw nk::io_error(file.string(), "cannot write the mutated file");
-    }
-    // newer than what was built from it (make), and in another second than the original (Python's bytecode
-    // cache compares whole seconds and the size, which a flipped operator keeps): a fast checkout, build and
-    // mutation can share a second
-    if (!ec) {
-      const fs::file_time_type now = fs::last_write_time(file, ec);
-      if (!ec && now < before + std::chrono::seconds(1)) fs::last_write_time(file, before + std::chrono::seconds(1), ec);
-    }
-    if (!env_.build.empty() && env_.build != "true") {
-      const nk::SandboxedRun b = run_step(env_.build, ws_, run_, sandbox_);
-      if (b.exit_code != 0) {
-        output = clean_paths(b.sandbox_error.empty() ? b.output : b.sandbox_error);
-        return {};
-      }
+    if (const std::string why = prepared_.restore(rev_); !why.empty()) throw nk::io_error(prepared_.folder(), why);
+    prepared_.write_file(path, content);
+    const nk::SandboxedRun b = prepared_.rebuild(prepared_.needs());
+    if (b.exit_code != 0) {
+      output = prepared_.clean_paths(b.sandbox_error.empty() ? b.output : b.sandbox_error);
+      return {};
     }
     return test(output);
   }
 
  private:
-  static bool copy_tree(const std::string& from, const std::string& to) {
-    // cp -a keeps links, modes and times: make and its kin see what was built as up to date
-    return shell("cp -a " + sh_quote(from) + " " + sh_quote(to), ".", 1800).exit_code == 0;
-  }
-  std::string clean_paths(std::string output) const {
-    // the statement must not depend on where the run happened
-    for (size_t at; (at = output.find(ws_)) != std::string::npos;) output.replace(at, ws_.size(), ".");
-    for (size_t at; (at = output.find(run_)) != std::string::npos;) output.replace(at, run_.size(), ".");
-    return output;
-  }
   ParsedLog test(std::string& output) {
-    const nk::SandboxedRun t = run_step(env_.test_cmd, ws_, run_, sandbox_);
-    output = clean_paths(t.sandbox_error.empty() ? t.output : t.sandbox_error);
+    const nk::SandboxedRun t = prepared_.run(env_.test_cmd);
+    output = prepared_.clean_paths(t.sandbox_error.empty() ? t.output : t.sandbox_error);
     return parse_log(env_.log_parser, t.output);
   }
 
-  ScratchFolder scratch_;
+  PreparedWorkspace prepared_;
+  std::string rev_;
   Environment env_;
-  Sandbox sandbox_;
-  std::string run_, base_, ws_, prepare_error_;
-  bool snapshot_ = false;
 };
 
 /// A commit on top of 'rev' whose 'path' holds 'content' (plumbing only:

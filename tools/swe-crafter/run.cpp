@@ -179,6 +179,7 @@ void run_verb(const RunOptions& o, const nk::RunEnv& run_env) {
         val.output = (dir / "instances.jsonl").string();
         val.status_maps = (dir / "status-maps.jsonl").string();
         val.runs = o.runs;
+        val.fresh = o.fresh;
         val.sandbox = o.sandbox;
         val.timeout = o.timeout;
         val.memory = o.memory;

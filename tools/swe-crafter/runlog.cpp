@@ -33,6 +33,8 @@ void RunLog::verdict(const std::string& v) {
   last = last.rfind("killed: out of memory", 0) == 0 ? last + "; " + v : v;
 }
 
+void RunLog::note(const std::string& text) { attempts.push_back({repo, stage, "", text, "", 0, 0.0}); }
+
 void RunLog::repository(const std::string& r, const std::string& language, const std::string& method, bool env_ok,
                         int n, double test_seconds) {
   repos.push_back({r, language, method, env_ok, n, test_seconds});

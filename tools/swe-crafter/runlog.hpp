@@ -22,6 +22,9 @@ class RunLog {
                const std::string& sandbox_error, const std::string& limits);
   /// The last command's verdict, e.g. "works", "before run 1: 3 passed, 1 failed".
   void verdict(const std::string& verdict);
+  /// A note between commands (how a state was made): a record with an empty
+  /// command, exit 0, the note as its verdict.
+  void note(const std::string& text);
   void repository(const std::string& repo, const std::string& language, const std::string& method, bool env_ok,
                   int attempts, double test_seconds);
   void candidate(const std::string& repo, const std::string& instance_id, const std::string& source,

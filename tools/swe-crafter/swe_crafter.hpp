@@ -51,6 +51,7 @@ struct ValidateOptions : StoreOptions {
   std::string status_maps;         ///< --status-maps FILE: every run's test statuses (JSONL), for other graders
   std::string input, output, sandbox = "namespace";
   bool no_clobber = false, full_suite = false;
+  bool fresh = false;  ///< every state from scratch (no prepared workspace)
   int runs = 2;
   double timeout = 900;
 };
@@ -71,7 +72,7 @@ struct RunOptions : StoreOptions {
   std::vector<std::string> skills;
   int attempts = 6, runs = 2, max_steps = 30;
   int64_t max = 0, synthetic = 0;
-  bool fixed_too = false, history = true;
+  bool fixed_too = false, history = true, fresh = false;
   int versions = 3;                                  ///< pypi sources: releases
   std::string pypi_index = "https://pypi.org/pypi";  ///< pypi sources: the JSON API
   double timeout = 900;

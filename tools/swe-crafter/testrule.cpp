@@ -36,6 +36,25 @@ bool is_test_file(const std::string& path) {
   return false;
 }
 
+bool is_build_description(const std::string& path) {
+  static const char* const names[] = {
+      "Makefile",     "makefile",      "GNUmakefile", "configure",      "configure.ac",     "configure.in",
+      "CMakeLists.txt", "meson.build", "meson_options.txt", "meson.options", "setup.py",     "setup.cfg",
+      "pyproject.toml", "tox.ini",     "Pipfile",     "Pipfile.lock",   "Cargo.toml",       "Cargo.lock",
+      "build.rs",     "go.mod",        "go.sum",      "package.json",   "package-lock.json", "yarn.lock",
+      "Gemfile",      "Gemfile.lock",  "Rakefile",    "Makefile.PL",    "Build.PL",         "cpanfile",
+      "MANIFEST",     "META.json",     "META.yml",    "SConstruct",     "BUILD",            "WORKSPACE",
+  };
+  const std::string name = base_name(path);
+  for (const char* n : names) {
+    if (name == n) return true;
+  }
+  for (const char* suffix : {".am", ".in", ".m4", ".mk", ".cmake", ".gemspec", ".pro", ".cabal"}) {
+    if (ends_with(name, suffix)) return true;
+  }
+  return name.rfind("requirements", 0) == 0 && ends_with(name, ".txt");
+}
+
 std::string language_of(const std::string& path) {
   static const std::pair<const char*, const char*> table[] = {
       {".py", "python"},

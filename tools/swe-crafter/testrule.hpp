@@ -15,6 +15,12 @@ bool is_test_file(const std::string& path);
 /// licences do not.
 bool is_code_file(const std::string& path);
 
+/// A file that describes the build rather than being built: makefiles and
+/// their autotools/CMake/Meson sources, package manifests and lock files
+/// (setup.py, pyproject.toml, Cargo.toml, go.mod, package.json, Gemfile,
+/// *.gemspec, Makefile.PL, ...). A change to one reruns a prepared
+/// workspace's install step, not only its build.
+bool is_build_description(const std::string& path);
 /// The language of a source file ("" when none): python, go, rust, c, cpp,
 /// javascript, typescript, ruby, perl, java, php, haskell, shell.
 std::string language_of(const std::string& path);

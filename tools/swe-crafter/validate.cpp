@@ -1,9 +1,13 @@
 // validate.cpp - fail-to-pass validation: each candidate's tests run before
 // (base + test_patch) and after (base + test_patch + patch) the fix, --runs
 // times each; or, for instances that carry FAIL_TO_PASS, the re-check of
-// SWE-bench's harness (the gold patch makes every listed test pass).
+// SWE-bench's harness (the gold patch makes every listed test pass). The
+// states of a repository's instances start from one workspace prepared once
+// (install and build) and rebuild what their commit and patches change;
+// --fresh builds every state from scratch.
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -17,6 +21,7 @@
 #include "swe-crafter/instance.hpp"
 #include "swe-crafter/runlog.hpp"
 #include "swe-crafter/swe_crafter.hpp"
+#include "swe-crafter/workspace.hpp"
 
 namespace fs = std::filesystem;
 
@@ -29,7 +34,36 @@ struct StateRuns {
   std::string error;  ///< the state could not be tested (a patch does not apply, the build fails)
 };
 
-/// One state of an instance, tested 'runs' times in one workspace.
+/// The test command's runs on a state whose workspace is ready: 'run' runs a command there.
+template <class Runner>
+void test_runs(StateRuns& out, const Instance& inst, const std::string& ws, bool with_patch, int runs, bool full_suite,
+               const Runner& run) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const std::string& f : inst.test_files) {
+    if (fs::exists(fs::path(ws) / f, ec)) files.push_back(f);
+  }
+  const Environment env{inst.language, inst.build_system, inst.install, inst.build, inst.test_cmd, inst.log_parser, {}};
+  const std::string command = test_command(env, files, full_suite);
+  for (int r = 0; r < runs; ++r) {
+    const nk::SandboxedRun t = run(command);
+    if (!t.sandbox_error.empty()) {
+      out.error = "sandbox: " + t.sandbox_error;
+      return;
+    }
+    ParsedLog log = parse_log(inst.log_parser, t.output);
+    if (t.timed_out) log.summary = false;
+    int64_t passed = 0, failed = 0;
+    for (const auto& [id, v] : log.tests) passed += v == Verdict::passed, failed += v != Verdict::passed;
+    RunLog::get().verdict(std::string(with_patch ? "after" : "before") + " run " + std::to_string(r + 1) + ": " +
+                          std::to_string(passed) + " passed, " + std::to_string(failed) + " not" +
+                          (log.summary ? "" : ", no summary") + (t.timed_out ? ", timed out" : ""));
+    out.logs.push_back(std::move(log));
+  }
+}
+
+/// One state of an instance built from scratch (a fresh checkout, install
+/// and build), tested 'runs' times in one workspace.
 StateRuns run_state(const std::string& repo, Instance& inst, bool with_patch, int runs, bool full_suite,
                     const Sandbox& sandbox, const std::string& scratch) {
   StateRuns out;
@@ -75,29 +109,69 @@ StateRuns run_state(const std::string& repo, Instance& inst, bool with_patch, in
       return out;
     }
   }
-  std::vector<std::string> files;
-  std::error_code ec;
-  for (const std::string& f : inst.test_files) {
-    if (fs::exists(fs::path(ws) / f, ec)) files.push_back(f);
-  }
-  const Environment env{inst.language, inst.build_system, inst.install, inst.build, inst.test_cmd, inst.log_parser, {}};
-  const std::string command = test_command(env, files, full_suite);
-  for (int r = 0; r < runs; ++r) {
-    const nk::SandboxedRun t = run_step(command, ws, scratch, sandbox);
-    if (!t.sandbox_error.empty()) {
-      out.error = "sandbox: " + t.sandbox_error;
-      return out;
-    }
-    ParsedLog log = parse_log(inst.log_parser, t.output);
-    if (t.timed_out) log.summary = false;
-    int64_t passed = 0, failed = 0;
-    for (const auto& [id, v] : log.tests) passed += v == Verdict::passed, failed += v != Verdict::passed;
-    RunLog::get().verdict(std::string(with_patch ? "after" : "before") + " run " + std::to_string(r + 1) + ": " +
-                          std::to_string(passed) + " passed, " + std::to_string(failed) + " not" +
-                          (log.summary ? "" : ", no summary") + (t.timed_out ? ", timed out" : ""));
-    out.logs.push_back(std::move(log));
-  }
+  test_runs(out, inst, ws, with_patch, runs, full_suite,
+            [&](const std::string& command) { return run_step(command, ws, scratch, sandbox); });
   return out;
+}
+
+/// One state of an instance from the repository's prepared workspace: the
+/// snapshot's copy moved to base_commit, the patches applied, rebuilt
+/// incrementally. False when the state cannot be made this way (the caller
+/// builds it from scratch): git cannot move the copy (the prepare step changed
+/// files the state changes), the state changes a build description, or the
+/// build fails after the fix (a stale build must not reject an instance).
+bool run_state_prepared(PreparedWorkspace& prepared, Instance& inst, bool with_patch, int runs, bool full_suite,
+                        StateRuns& out) {
+  std::string why = prepared.restore(inst.base_commit);
+  if (why.empty()) why = prepared.apply(inst.test_patch);
+  if (why.empty() && with_patch) why = prepared.apply(inst.patch);
+  const std::string state = with_patch ? "after" : "before";
+  if (!why.empty()) {
+    RunLog::get().note(state + ": the prepared workspace cannot take this state (" + why.substr(0, 200) +
+                       "); built from scratch");
+    return false;
+  }
+  std::string file;
+  const PreparedWorkspace::Rebuild how = prepared.needs(&file);
+  if (how == PreparedWorkspace::Rebuild::scratch) {
+    RunLog::get().note(state + ": " + file + " changes; built from scratch");
+    return false;
+  }
+  bool ran = false;
+  const nk::SandboxedRun b = prepared.rebuild(how, &ran);
+  const std::string made = state + ": from the workspace prepared at " + prepared.commit().substr(0, 12) +
+                           (how == PreparedWorkspace::Rebuild::prepare ? ", install and build rerun (" + file + ")"
+                                                                       : std::string(", build only"));
+  if (!ran) {
+    RunLog::get().note(made + " (nothing to build)");  // no command ran
+  } else {
+    RunLog::get().verdict(made + ", exit " + std::to_string(b.exit_code));
+  }
+  if (!b.sandbox_error.empty()) {
+    out.error = "sandbox: " + b.sandbox_error;
+    return true;
+  }
+  if (b.exit_code != 0) {
+    if (with_patch) {
+      RunLog::get().note("after: the incremental build fails; built from scratch");
+      return false;
+    }
+    out.logs.assign(static_cast<size_t>(runs), ParsedLog{});  // nothing runs before the fix: all fail
+    return true;
+  }
+  test_runs(out, inst, prepared.folder(), with_patch, runs, full_suite,
+            [&](const std::string& command) { return prepared.run(command); });
+  return true;
+}
+
+/// One state, from the prepared workspace when there is one and it can take
+/// the state, else from scratch.
+StateRuns state_runs(const std::string& repo, Instance& inst, PreparedWorkspace* prepared, bool with_patch, int runs,
+                     bool full_suite, const Sandbox& sandbox) {
+  StateRuns out;
+  if (prepared && run_state_prepared(*prepared, inst, with_patch, runs, full_suite, out)) return out;
+  ScratchFolder scratch(with_patch ? "swe-crafter-after" : "swe-crafter-before");
+  return run_state(repo, inst, with_patch, runs, full_suite, sandbox, scratch.path);
 }
 
 bool all_pass(const std::vector<ParsedLog>& logs, const std::string& id) {
@@ -146,6 +220,29 @@ int validate_verb(const ValidateOptions& o, const nk::RunEnv& run_env) {
   std::string kept, maps;
   std::ostream& out = o.report ? *o.report : std::cout;
   int failures = 0, admitted = 0;
+  // one prepared workspace at a time, per repository and install/build commands (instances come grouped by
+  // repository); none with --fresh, where every state is built from scratch as SWE-bench's harness does
+  std::unique_ptr<PreparedWorkspace> prepared;
+  std::string prepared_key;
+  std::set<std::string> unprepared;  // keys whose prepare failed: their states are built from scratch
+  auto prepare = [&](size_t k) -> PreparedWorkspace* {
+    const Instance& inst = instances[k];
+    if (o.fresh || inst.test_cmd.empty()) return nullptr;
+    const std::string key = repos[k] + '\n' + inst.install + '\n' + inst.build;
+    if (key == prepared_key) return prepared.get();
+    prepared.reset();
+    prepared_key = key;
+    if (unprepared.count(key)) return nullptr;
+    const Environment env{inst.language, inst.build_system, inst.install, inst.build, inst.test_cmd, inst.log_parser, {}};
+    prepared = std::make_unique<PreparedWorkspace>(repos[k], inst.base_commit, env, sandbox);
+    if (!prepared->error().empty()) {
+      RunLog::get().verdict("the workspace could not be prepared at " + inst.base_commit.substr(0, 12) +
+                            "; states built from scratch");
+      unprepared.insert(key);
+      prepared.reset();
+    }
+    return prepared.get();
+  };
   nk::Progress progress("validate", static_cast<int64_t>(instances.size()));
   for (size_t k = 0; k < instances.size(); ++k) {
     Instance& inst = instances[k];
@@ -157,8 +254,7 @@ int validate_verb(const ValidateOptions& o, const nk::RunEnv& run_env) {
     size_t n_f2p = inst.fail_to_pass.size(), n_p2p = inst.pass_to_pass.size(), n_flaky = 0;
     if (recheck) {
       // SWE-bench's harness: with the gold patch every FAIL_TO_PASS and PASS_TO_PASS test passes
-      ScratchFolder scratch("swe-crafter-check");
-      const StateRuns after = run_state(repos[k], inst, true, o.runs, o.full_suite, sandbox, scratch.path);
+      const StateRuns after = state_runs(repos[k], inst, prepare(k), true, o.runs, o.full_suite, sandbox);
       if (!after.error.empty()) {
         reason = after.error;
       } else {
@@ -179,15 +275,9 @@ int validate_verb(const ValidateOptions& o, const nk::RunEnv& run_env) {
         ++failures;
       }
     } else {
-      StateRuns before, after;
-      {
-        ScratchFolder scratch("swe-crafter-before");
-        before = run_state(repos[k], inst, false, o.runs, o.full_suite, sandbox, scratch.path);
-      }
-      if (before.error.empty()) {
-        ScratchFolder scratch("swe-crafter-after");
-        after = run_state(repos[k], inst, true, o.runs, o.full_suite, sandbox, scratch.path);
-      }
+      PreparedWorkspace* prepared = prepare(k);
+      StateRuns before = state_runs(repos[k], inst, prepared, false, o.runs, o.full_suite, sandbox), after;
+      if (before.error.empty()) after = state_runs(repos[k], inst, prepared, true, o.runs, o.full_suite, sandbox);
       std::set<std::string> ids;
       for (const auto* state : {&before, &after}) {
         for (const ParsedLog& l : state->logs) {

@@ -23,7 +23,9 @@
 #    skills, attempts per success, candidates and instances by source, flaky
 #    rejections, trajectories, validation time against the protocol's floor.
 # 3. A second, independent validate (SWE-bench's re-check) of every admitted
-#    instance: 0 must fail (no flaky instance admitted).
+#    instance, every state built from scratch (--fresh, where the pipeline's
+#    validation reused a prepared workspace per repository): 0 must fail (no
+#    flaky instance admitted, no instance admitted by a stale build).
 # 4. The peer: SWE-bench's own grading (the swebench package, PyPI, in
 #    build/bench-venv-swebench: tests/bench/swe-crafter/venv.sh) on the
 #    status maps of every validated candidate, beside our verdicts.
@@ -102,7 +104,7 @@ done
 cat A/instances.jsonl B/instances.jsonl > all-instances.jsonl
 t3=$(now)
 recheck_rc=0
-swe-crafter -q validate -i all-instances.jsonl --store st --runs 1 --timeout "$TIMEOUT" $SANDBOX > recheck.tsv || recheck_rc=$?
+swe-crafter -q validate -i all-instances.jsonl --store st --runs 1 --fresh --timeout "$TIMEOUT" $SANDBOX > recheck.tsv || recheck_rc=$?
 t4=$(now)
 
 # 4. the peer: SWE-bench's grading on our status maps
