@@ -205,6 +205,40 @@ for lang in os.environ["LANGS"].split():
 finish()
 PYEOF
 [ $? -eq 0 ] && pass "instances in $LANGS checked" || fail "instances in $LANGS checked"
+# C: synthetic bugs in the fixture, validated, and repaired by the builtin agent from the prepared workspace: ctest
+# names only the failing test, whose name is the function's; a division undone into the multiplication
+check "c: mine --synthetic 2, validate" sh -c "$SC mine -i repo_c --store st --env env_c.json --synthetic 2 --seed 1 -o syn_c.jsonl $SANDBOX && $SC validate -i syn_c.jsonl --store st -o syn_inst_c.jsonl $SANDBOX > syn_c.tsv"
+# an --agent-cmd that edits without building or cleaning: its diff holds its edit, not the prepared build tree
+cat > sed_agent.py <<'PYEOF'
+import json, sys
+sys.stdin.readline()
+print(json.dumps({"action": "bash", "command": "sed -i 's|a / b|a * b|' calc.c"}), flush=True)
+sys.stdin.readline()
+print(json.dumps({"action": "submit"}), flush=True)
+PYEOF
+check "c: distill --agent-cmd (an edit by sed)" sh -c "$SC distill -i syn_inst_c.jsonl --store st --agent-cmd '$PY sed_agent.py' -o traj_sed_c.jsonl $SANDBOX > dist_sed_c.tsv"
+check "c: distill, and distill --fresh" sh -c "$SC distill -i syn_inst_c.jsonl --store st -o traj_c.jsonl --log dlog_c.h5 $SANDBOX > dist_c.tsv && $SC distill -i syn_inst_c.jsonl --store st --fresh -o trajf_c.jsonl $SANDBOX > distf_c.tsv"
+"$PY" - <<'PYEOF'
+import json, os, sys
+import h5py
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
+inst = [json.loads(l) for l in open("syn_inst_c.jsonl")]
+rows = [l.rstrip("\n").split("\t") for l in open("dist_c.tsv")]
+fresh = [l.rstrip("\n").split("\t") for l in open("distf_c.tsv")]
+report(len(inst) == 2 and [r[1] for r in rows] == ["resolved", "resolved"], "c: both synthetic bugs resolved by the builtin agent (%s)" % rows)
+report([r[:2] for r in fresh] == [r[:2] for r in rows], "c: distill --fresh resolves the same (%s)" % fresh)
+traj = [json.loads(l) for l in open("traj_c.jsonl")]
+report(all(t["patch"].count("diff --git") == 1 and "calc.c" in t["patch"] for t in traj), "c: each patch is the one edit of calc.c")
+sed = [json.loads(l) for l in open("traj_sed_c.jsonl")]
+report(len(sed) == 1 and sed[0]["patch"].count("diff --git") == 1 and "+  return a * b;" in sed[0]["patch"], "c: --agent-cmd's patch is its edit alone, none of the prepared workspace's build outputs (%s)" % [l.split("\t")[1] for l in open("dist_sed_c.tsv")])
+with h5py.File("dlog_c.h5", "r") as f:
+    stages = [s.decode() for s in f["attempts/stage"][:]]
+    notes = [v.decode() for v in f["attempts/verdict"][:]]
+    report("grade" in stages and not any("graded from scratch" in n for n in notes), "c: graded from the prepared workspace")
+finish()
+PYEOF
+[ $? -eq 0 ] && pass "C synthetic bugs repaired" || fail "C synthetic bugs repaired"
 if [[ " $LANGS " == *" ruby "* ]]; then
   # a synthetic bug inside a Ruby def block, admitted by validate and undone by its gold patch
   check "ruby: mine --synthetic 1" sh -c "$SC mine -i repo_ruby --store st --env env_ruby.json --synthetic 1 --seed 2 -o syn_ruby.jsonl $SANDBOX && $SC validate -i syn_ruby.jsonl --store st -o syn_inst_ruby.jsonl $SANDBOX > syn_ruby.tsv"

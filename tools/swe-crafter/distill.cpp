@@ -7,10 +7,13 @@
 // positive, GCC bug 105651).
 #pragma GCC diagnostic ignored "-Wrestrict"
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -27,6 +30,7 @@
 #include "swe-crafter/swe_crafter.hpp"
 #include "swe-crafter/synthetic.hpp"
 #include "swe-crafter/testrule.hpp"
+#include "swe-crafter/workspace.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -64,8 +68,9 @@ class CommandAgent : public Agent {
 };
 
 /// The builtin repair baseline (no LLM): run the tests, localise by the
-/// source lines the failing output names (and their neighbours) and the
-/// functions it calls, try the inverse single-line edits there (operators,
+/// source lines the failing output names (and their neighbours), the
+/// functions it calls and those the failing tests' lines (or, when no line
+/// is named, the failing tests' files) call, try the inverse single-line edits there (operators,
 /// comparisons, constants minus or plus one, swapped arguments) one at a
 /// time with the tests after each, submit the first that makes a failing
 /// test the problem statement names (else any failing test) pass and
@@ -79,11 +84,17 @@ class BuiltinAgent : public Agent {
     const json msg = json::parse(line);
     if (msg.value("type", "") == "task") {
       test_cmd_ = msg.value("test_cmd", "");
+      parser_ = msg.value("log_parser", "");
+      // a failing test's own output, where the runner hides it: ctest's per test, automake's test-suite.log
+      if (const size_t at = test_cmd_.find("ctest");
+          parser_ == "ctest" && at != std::string::npos && test_cmd_.find("--output-on-failure") == std::string::npos)
+        test_cmd_.insert(at + 5, " --output-on-failure");
+      if (parser_ == "automake")
+        test_cmd_ = "{ " + test_cmd_ + "; }; nk_s=$?; find . -name test-suite.log -exec cat {} + 2>/dev/null; exit $nk_s";
       if (const std::string build = msg.value("build", ""); !build.empty() && build != "true") {
         // built before every test run (blib for MakeMaker, the CMake tree, ...); a failed build shows its end
         test_cmd_ = "(" + build + ") > \"$TMPDIR/nk-agent-build.log\" 2>&1 || { tail -n 60 \"$TMPDIR/nk-agent-build.log\"; exit 1; }; " + test_cmd_;
       }
-      parser_ = msg.value("log_parser", "");
       statement_ = msg.value("problem_statement", "");
       return json{{"action", "bash"}, {"command", test_cmd_}}.dump();
     }
@@ -114,6 +125,8 @@ class BuiltinAgent : public Agent {
       }
       if (target_.empty()) target_ = failing_;
       plan(output);
+      spdlog::debug("the builtin agent: {} failing tests, {} targeted, {} candidate edits", failing_.size(),
+                    target_.size(), edits_.size());
     } else if (verifying_) {
       // the edit fixed tests but others failed: they count only if they fail again (flaky tests do not)
       verifying_ = false;
@@ -187,20 +200,93 @@ class BuiltinAgent : public Agent {
     return false;
   }
 
+  /// The identifiers 'text' calls (NAME followed by '('), language keywords left out.
+  static std::set<std::string> called_names(const std::string& text) {
+    static const std::set<std::string> keywords = {"if",     "for",    "while",   "switch", "return", "sizeof",
+                                                   "catch",  "elsif",  "unless",  "until",  "defined", "typeof",
+                                                   "require", "function", "print", "printf", "not"};
+    std::set<std::string> names;
+    for (size_t at = text.find('('); at != std::string::npos; at = text.find('(', at + 1)) {
+      size_t end = at;
+      while (end > 0 && text[end - 1] == ' ') --end;
+      size_t start = end;
+      while (start > 0 && (std::isalnum(static_cast<unsigned char>(text[start - 1])) || text[start - 1] == '_'))
+        --start;
+      if (end - start >= 2 && end - start <= 64 && !std::isdigit(static_cast<unsigned char>(text[start]))) {
+        std::string n = text.substr(start, end - start);
+        if (!keywords.count(n)) names.insert(std::move(n));
+      }
+    }
+    return names;
+  }
+
+  /// Whether line 'k' of 'text' begins the definition of 'name': def NAME / def self.NAME (Python, Ruby),
+  /// func, fn, function, sub NAME; a method or C function whose line holds NAME( and a brace; a C function
+  /// whose brace stands on the next line (GNU style "name (args)" at the line's start included).
+  static bool defines(const std::vector<std::string>& text, size_t k, const std::string& name) {
+    const std::string& line = text[k];
+    if (line.find(name) == std::string::npos) return false;
+    for (const std::string& head : {"def " + name, "def self." + name, "func " + name + "(", "fn " + name,
+                                    "function " + name + "(", "sub " + name}) {
+      const size_t h = line.find(head);
+      if (h == std::string::npos) continue;
+      const size_t after = h + head.size();
+      if (after == line.size() || line[after] == '(' || line[after] == ' ' || line[after] == '<' ||
+          line[after] == '{' || line[after] == ';')
+        return true;
+    }
+    {
+      // a line that a keyword starts is a statement
+      std::istringstream words(line);
+      std::string first;
+      words >> first;
+      for (const char* kw : {"if", "while", "for", "switch", "return", "else", "do", "}"}) {
+        if (first == kw || first.rfind(std::string(kw) + "(", 0) == 0) return false;
+      }
+    }
+    auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    for (size_t at = line.find(name); at != std::string::npos; at = line.find(name, at + 1)) {
+      const size_t end = at + name.size();
+      if ((at > 0 && word(line[at - 1])) || (end < line.size() && word(line[end]))) continue;  // part of a word
+      const char before = at == 0 ? ' ' : line[at - 1];
+      // JavaScript's assigned functions: NAME = function, NAME: function, const NAME = (...) =>
+      for (const char* tail : {" = function", ": function", " = (", " = async"}) {
+        if (line.compare(end, std::strlen(tail), tail) == 0) return true;
+      }
+      // NAME( after a space, a tab, '*' or '::' (C, C++, methods), then a brace on the line or, for a definition
+      // at column 0 (GNU style: its type on the line before), on a following line
+      if (!(before == ' ' || before == '\t' || before == '*' || before == ':')) continue;
+      size_t p = end;
+      while (p < line.size() && line[p] == ' ') ++p;
+      if (p >= line.size() || line[p] != '(') continue;
+      const size_t last = line.find_last_not_of(" \t");
+      if (line[last] == ';' || line.find('=') < at) continue;  // a declaration, or a call's result assigned
+      if (line.find('{', p) != std::string::npos) return true;
+      if (line[0] == ' ' || line[0] == '\t') continue;
+      for (size_t j = k + 1; j < text.size() && j <= k + 8; ++j) {
+        const size_t first = text[j].find_first_not_of(" \t");
+        if (first == std::string::npos) continue;
+        if (text[j][first] == '{') return true;
+        if (text[j].find(';') != std::string::npos) break;
+      }
+    }
+    return false;
+  }
+
   /// Source lines the output names: "path:LINE", 'File "path", line LINE' (Python) or "at path line LINE"
   /// (Perl; blib/lib/X, the copy MakeMaker builds and tests, is lib/X).
   void plan(const std::string& output) {
-    std::vector<std::pair<std::string, int64_t>> refs;
+    std::vector<std::pair<std::string, int64_t>> refs, test_refs;
     std::set<std::pair<std::string, int64_t>> seen;
     auto add = [&](std::string path, int64_t line) {
       if (path.rfind("./", 0) == 0) path = path.substr(2);
       std::error_code ec;
       if (path.rfind("blib/lib/", 0) == 0 && fs::is_regular_file(fs::path(ws_) / path.substr(5), ec))
         path = path.substr(5);
-      if (line <= 0 || is_test_file(path) || language_of(path).empty() ||
-          !fs::is_regular_file(fs::path(ws_) / path, ec))
-        return;
-      if (seen.insert({path, line}).second) refs.emplace_back(path, line);
+      if (line <= 0 || language_of(path).empty() || !fs::is_regular_file(fs::path(ws_) / path, ec)) return;
+      if (!seen.insert({path, line}).second) return;
+      // a test's line: what it calls is looked up below; a source line is a place to edit
+      (is_test_file(path) ? test_refs : refs).emplace_back(path, line);
     };
     for (size_t at = 0; at < output.size(); ++at) {
       // path:LINE
@@ -232,36 +318,63 @@ class BuiltinAgent : public Agent {
       while (end < output.size() && std::isdigit(static_cast<unsigned char>(output[end]))) ++end;
       if (end > path_end + 6 && end - path_end - 6 < 8) add(path, std::stoll(output.substr(path_end + 6, end - path_end - 6)));
     }
-    // functions the output calls by name (an assertion in a test names the function, not its file):
-    // the lines after their definitions
-    std::set<std::string> names;
-    for (size_t at = output.find('('); at != std::string::npos; at = output.find('(', at + 1)) {
-      size_t start = at;
-      while (start > 0 && (std::isalnum(static_cast<unsigned char>(output[start - 1])) || output[start - 1] == '_'))
-        --start;
-      if (at - start >= 2 && at - start <= 64 && !std::isdigit(static_cast<unsigned char>(output[start])))
-        names.insert(output.substr(start, at - start));
+    // functions the output calls by name (an assertion in a test names the function, not its file), and
+    // those the failing test's lines call (C, JavaScript and Ruby failures name the test's line): the lines
+    // after their definitions
+    std::set<std::string> names = called_names(output);
+    for (const auto& [path, line] : test_refs) {
+      std::istringstream text(read_file(fs::path(ws_) / path));
+      std::string l;
+      for (int64_t number = 1; std::getline(text, l); ++number) {
+        if (number >= line - 6 && number <= line + 1) names.merge(called_names(l));
+      }
+    }
+    // the failing tests' own names: test "mul", test_mul, TestParse or TestAdd#test_add name a function
+    for (const std::string& id : target_) {
+      const size_t cut = id.find_last_of(":#/. ");
+      std::string n = cut == std::string::npos ? id : id.substr(cut + 1);
+      for (const char* prefix : {"test_", "test-", "Test", "test"}) {
+        if (n.rfind(prefix, 0) == 0 && n.size() > std::strlen(prefix)) {
+          n = n.substr(std::strlen(prefix));
+          break;
+        }
+      }
+      if (n.size() < 2) continue;
+      names.insert(n);
+      std::string lower = n;
+      lower[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(lower[0])));
+      names.insert(lower);
+    }
+    const std::string listing = git(ws_, "ls-files", "listing the workspace");
+    if (refs.empty() && test_refs.empty()) {
+      // nothing named a line (ctest, automake and minitest name tests only): the failing tests' files
+      std::istringstream files(listing);
+      std::string path;
+      while (std::getline(files, path)) {
+        if (!is_test_file(path) || language_of(path).empty()) continue;
+        std::string stem = fs::path(path).stem().string();
+        if (stem.rfind("test_", 0) == 0 || stem.rfind("test-", 0) == 0) stem = stem.substr(5);
+        if (stem.size() < 3) continue;
+        bool named = false;
+        for (const std::string& id : target_) named = named || id.find(stem) != std::string::npos;
+        if (named) names.merge(called_names(read_file(fs::path(ws_) / path)));
+      }
     }
     if (!names.empty()) {
-      std::istringstream files(git(ws_, "ls-files", "listing the workspace"));
+      std::istringstream files(listing);
       std::string path;
       while (std::getline(files, path)) {
         if (is_test_file(path) || language_of(path).empty()) continue;
-        std::ifstream f(fs::path(ws_) / path);
-        std::string text;
-        int64_t number = 0;
-        while (std::getline(f, text)) {
-          ++number;
+        std::vector<std::string> text;
+        {
+          std::ifstream f(fs::path(ws_) / path);
+          for (std::string l; std::getline(f, l);) text.push_back(l);
+        }
+        for (size_t number = 0; number < text.size(); ++number) {
           for (const std::string& n : names) {
-            for (const std::string& head :
-                 {"def " + n + "(", "def self." + n + "(", "func " + n + "(", "fn " + n + "(", "function " + n + "(",
-                  "sub " + n + " ", " " + n + "("}) {
-              const size_t h = text.find(head);
-              if (h == std::string::npos) continue;
-              if (head[0] == ' ' && text.find('{') == std::string::npos) continue;  // a call, not a definition
-              for (int64_t k = 1; k <= 30; ++k) add(path, number + k);
-              break;
-            }
+            if (!defines(text, number, n)) continue;
+            for (int64_t k = 1; k <= 30; ++k) add(path, static_cast<int64_t>(number) + 1 + k);
+            break;
           }
         }
       }
@@ -274,7 +387,7 @@ class BuiltinAgent : public Agent {
           if (l < 1 || !lines.insert({path, l}).second) continue;
           if (!originals_.count(path)) originals_[path] = read_file(fs::path(ws_) / path);
           const std::string& text = originals_[path];
-          for (const Mutation& m : candidate_mutations(text, language_of(path))) {
+          for (const Mutation& m : candidate_mutations(text, language_of(path), true)) {
             if (m.line != l - 1 || m.removes) continue;
             edits_.push_back({path, apply_mutation(text, m)});
             if (m.kind == "constant") {
@@ -306,15 +419,41 @@ class BuiltinAgent : public Agent {
   std::map<std::string, std::string> originals_;
 };
 
-/// The diff of the work tree against 'base', test files left out.
-std::string agent_patch(const std::string& ws, const std::string& base) {
+/// What the work tree holds besides base before the agent starts (the
+/// environment's install and build: object files, generated sources): the
+/// untracked files, and the tracked files already changed with their hashes.
+struct Baseline {
+  std::set<std::string> untracked;
+  std::map<std::string, std::string> changed;
+};
+
+std::string file_hash(const std::string& ws, const std::string& path) {
+  const CommandResult r = shell("git hash-object -- " + sh_quote(path) + " 2>/dev/null", ws);
+  return r.exit_code == 0 ? r.output : "";
+}
+
+Baseline work_tree_baseline(const std::string& ws) {
+  Baseline b;
+  std::istringstream others(git(ws, "ls-files --others --exclude-standard -z", "listing untracked files"));
+  for (std::string p; std::getline(others, p, '\0');) b.untracked.insert(p);
+  std::istringstream changed(git(ws, "diff --name-only --no-renames -z", "listing changed files"));
+  for (std::string p; std::getline(changed, p, '\0');) b.changed[p] = file_hash(ws, p);
+  return b;
+}
+
+/// The diff of the work tree against 'base': test files, and what was there
+/// before the agent started (untracked files, changed files it left as they
+/// were), left out.
+std::string agent_patch(const std::string& ws, const std::string& base, const Baseline& before) {
   git(ws, "add -A", "staging the agent's work");
   std::istringstream names(
       git(ws, "diff --cached --no-renames --name-only -z " + sh_quote(base), "listing the agent's diff"));
   std::vector<std::string> keep;
   std::string p;
   while (std::getline(names, p, '\0')) {
-    if (!p.empty() && !is_test_file(p)) keep.push_back(p);
+    if (p.empty() || is_test_file(p) || before.untracked.count(p)) continue;
+    if (const auto c = before.changed.find(p); c != before.changed.end() && c->second == file_hash(ws, p)) continue;
+    keep.push_back(p);
   }
   if (keep.empty()) return "";
   std::string args = "diff --cached --no-renames --binary --full-index " + sh_quote(base) + " --";
@@ -348,11 +487,26 @@ void distill_verb(const DistillOptions& o, const nk::RunEnv& run_env) {
     const Instance& inst = instances[k];
     const std::string repo_name = fs::path(repos[k]).filename().string();
     RunLog::get().context(repo_name, "distill");
-    ScratchFolder scratch("swe-crafter-agent");
-    const std::string ws = scratch.path + "/ws";
-    make_workspace(repos[k], inst.base_commit, ws);
-    // the environment's setup (a GOPATH link, ...) is in place before the agent starts, as in the grading
-    if (!inst.install.empty() && inst.install != "true") run_step(inst.install, ws, scratch.path, sandbox);
+    const Environment env{inst.language, inst.build_system, inst.install, inst.build, inst.test_cmd, inst.log_parser, {}};
+    // the agent works in a copy of the repository's prepared workspace moved to base_commit (built: its first
+    // build is incremental), else in a fresh one where the environment's install step has run (a GOPATH link,
+    // ...), as in the grading
+    PreparedWorkspace* prepared = o.fresh ? nullptr : &shared_workspace(repos[k], inst.base_commit, env, sandbox);
+    if (prepared && (!prepared->error().empty() || !prepared->restore(inst.base_commit).empty())) prepared = nullptr;
+    std::optional<ScratchFolder> scratch;
+    std::string ws;
+    if (prepared) {
+      ws = prepared->folder();
+    } else {
+      scratch.emplace("swe-crafter-agent");
+      ws = scratch->path + "/ws";
+      make_workspace(repos[k], inst.base_commit, ws);
+      if (!inst.install.empty() && inst.install != "true") run_step(inst.install, ws, scratch->path, sandbox);
+    }
+    auto run = [&](const std::string& command) {
+      return prepared ? prepared->run(command) : run_step(command, ws, scratch->path, sandbox);
+    };
+    const Baseline baseline = work_tree_baseline(ws);
     json steps = json::array();
     std::string ended = "submitted";
     try {
@@ -391,7 +545,7 @@ void distill_verb(const DistillOptions& o, const nk::RunEnv& run_env) {
           break;
         }
         const std::string command = action["command"].get<std::string>();
-        const nk::SandboxedRun r = run_step(command, ws, scratch.path, sandbox);
+        const nk::SandboxedRun r = run(command);
         std::string output = r.sandbox_error.empty() ? r.output : "sandbox: " + r.sandbox_error;
         if (output.size() > 10000) output = output.substr(output.size() - 10000);
         steps.push_back({{"command", command}, {"output", output}, {"exit_code", r.exit_code}});
@@ -404,36 +558,57 @@ void distill_verb(const DistillOptions& o, const nk::RunEnv& run_env) {
       ended = std::string("the agent failed: ") + e.what();  // a broken agent ends its trajectory, not the run
     }
     // grading: the agent's diff without test files, on base + test_patch
-    const std::string patch = agent_patch(ws, inst.base_commit);
+    const std::string patch = agent_patch(ws, inst.base_commit, baseline);
     spdlog::debug("{}: the agent's diff:\n{}", inst.instance_id, patch);
+    RunLog::get().context(repo_name, "grade");
     bool ok = false;
     std::string why;
-    {
+    auto verdict = [&](const ParsedLog& log) {
+      ok = true;
+      for (const auto* list : {&inst.fail_to_pass, &inst.pass_to_pass}) {
+        for (const std::string& id : *list) ok = ok && log.passed(id);
+      }
+      why = ok ? "resolved" : "tests fail";
+    };
+    auto test_files = [&](const std::string& folder) {
+      std::vector<std::string> files;
+      std::error_code ec;
+      for (const std::string& f : inst.test_files) {
+        if (fs::exists(fs::path(folder) / f, ec)) files.push_back(f);
+      }
+      return files;
+    };
+    bool graded = false;
+    if (prepared) {
+      // from the prepared workspace as validate does; anything it cannot take, or a build that fails there, is
+      // graded from scratch (a stale build never fails an agent)
+      std::string w = prepared->restore(inst.base_commit);
+      if (w.empty()) w = prepared->apply(inst.test_patch);
+      if (w.empty()) w = prepared->apply(patch);
+      const PreparedWorkspace::Rebuild how = w.empty() ? prepared->needs() : PreparedWorkspace::Rebuild::scratch;
+      if (how != PreparedWorkspace::Rebuild::scratch) {
+        const nk::SandboxedRun b = prepared->rebuild(how);
+        if (b.exit_code == 0) {
+          verdict(parse_log(inst.log_parser,
+                            prepared->run(test_command(env, test_files(prepared->folder()), false)).output));
+          graded = true;
+        }
+      }
+      if (!graded) RunLog::get().note("graded from scratch (the prepared workspace cannot take this state)");
+    }
+    if (!graded) {
       ScratchFolder grade("swe-crafter-grade");
-      RunLog::get().context(repo_name, "grade");
       const std::string gws = grade.path + "/ws";
       make_workspace(repos[k], inst.base_commit, gws);
       why = apply_patch(gws, inst.test_patch, grade.path);
       if (why.empty()) why = apply_patch(gws, patch, grade.path);
       if (why.empty()) {
-        const Environment env{
-            inst.language, inst.build_system, inst.install, inst.build, inst.test_cmd, inst.log_parser, {}};
         bool built = true;
         const std::string prepare = prepare_command(inst.install, inst.build);
         if (!prepare.empty()) built = run_step(prepare, gws, grade.path, sandbox).exit_code == 0;
-        std::vector<std::string> files;
-        std::error_code ec;
-        for (const std::string& f : inst.test_files) {
-          if (fs::exists(fs::path(gws) / f, ec)) files.push_back(f);
-        }
         if (built) {
-          const nk::SandboxedRun t = run_step(test_command(env, files, false), gws, grade.path, sandbox);
-          const ParsedLog log = parse_log(inst.log_parser, t.output);
-          ok = true;
-          for (const auto* list : {&inst.fail_to_pass, &inst.pass_to_pass}) {
-            for (const std::string& id : *list) ok = ok && log.passed(id);
-          }
-          why = ok ? "resolved" : "tests fail";
+          verdict(parse_log(inst.log_parser, run_step(test_command(env, test_files(gws), false), gws, grade.path,
+                                                      sandbox).output));
         } else {
           why = "the build fails";
         }

@@ -123,6 +123,9 @@ int main(int argc, char** argv) {
   distill_verb->add_option("--agent-cmd", dist.agent_cmd,
                            "An agent as a command: JSON lines in (task, observations), JSON lines out (actions)");
   distill_verb->add_option("--max-steps", dist.max_steps, "Actions per trajectory")->check(CLI::Range(1, 100000));
+  distill_verb->add_flag("--fresh", dist.fresh,
+                         "The agent's workspace and the grading from scratch (by default both start from the "
+                         "repository's prepared workspace, as validate's states do)");
   distill_verb->add_option("--sandbox", dist.sandbox, "namespace (no network, writes only to scratch) or none")
       ->check(CLI::IsMember({"namespace", "none"}));
   distill_verb->add_option("--timeout", dist.timeout, "Seconds per command (its process group is killed)")
@@ -156,7 +159,8 @@ int main(int argc, char** argv) {
   run_verb->add_option("--synthetic", runo.synthetic, "Synthetic bugs per repository (default 0)")
       ->check(CLI::Range(int64_t{0}, int64_t{100000}));
   run_verb->add_option("--runs", runo.runs, "Validation runs of each state")->check(CLI::Range(1, 100));
-  run_verb->add_flag("--fresh", runo.fresh, "Validation builds every state from scratch (validate --fresh)");
+  run_verb->add_flag("--fresh", runo.fresh,
+                     "Validation and distillation build every state from scratch (validate --fresh, distill --fresh)");
   run_verb->add_option("--agent", runo.agent, "builtin (default) or none (no trajectories)")
       ->check(CLI::IsMember({"builtin", "none"}));
   run_verb->add_option("--agent-cmd", runo.agent_cmd, "An agent as a command (see distill)");

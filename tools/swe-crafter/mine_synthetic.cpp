@@ -40,20 +40,27 @@ std::string chomp(std::string s) {
   return s;
 }
 
-/// The suite run at --rev and then on one bug after another, on a workspace
-/// prepared once at --rev (PreparedWorkspace): each bug starts from a copy of
+/// The suite run at --rev and then on one bug after another, on the
+/// repository's prepared workspace (shared_workspace: prepared once, at
+/// --rev unless an earlier stage prepared it): each bug starts from a copy of
 /// the snapshot, its file rewritten (in a later second than anything built
 /// from it), rebuilt by the build command alone and tested. validate later
 /// checks every admitted bug on its own.
 class SuiteRunner {
  public:
   SuiteRunner(const std::string& repo, const std::string& rev, const Environment& env, const Sandbox& sandbox)
-      : prepared_(repo, rev, env, sandbox), rev_(rev), env_(env) {}
+      : prepared_(shared_workspace(repo, rev, env, sandbox)), rev_(rev), env_(env) {}
 
   /// The verdicts at --rev, and the run's output.
   ParsedLog clean(std::string& output) {
     if (!prepared_.error().empty()) {
       output = prepared_.error();
+      return {};
+    }
+    if (const std::string why = prepared_.restore(rev_); !why.empty()) throw nk::io_error(prepared_.folder(), why);
+    const nk::SandboxedRun b = prepared_.rebuild(prepared_.needs());
+    if (b.exit_code != 0) {
+      output = prepared_.clean_paths(b.sandbox_error.empty() ? b.output : b.sandbox_error);
       return {};
     }
     return test(output);
@@ -82,7 +89,7 @@ class SuiteRunner {
     return parse_log(env_.log_parser, t.output);
   }
 
-  PreparedWorkspace prepared_;
+  PreparedWorkspace& prepared_;
   std::string rev_;
   Environment env_;
 };

@@ -194,6 +194,7 @@ void run_verb(const RunOptions& o, const nk::RunEnv& run_env) {
           dist.input = val.output;
           dist.output = (dir / "trajectories.jsonl").string();
           dist.agent_cmd = o.agent_cmd;
+          dist.fresh = o.fresh;
           dist.max_steps = o.max_steps;
           dist.sandbox = o.sandbox;
           dist.timeout = o.timeout;

@@ -62,6 +62,7 @@ struct DistillOptions : StoreOptions {
   std::ostream* report = nullptr;  ///< where the TSV lines go (standard output when null)
   std::string input, output, agent = "builtin", agent_cmd, sandbox = "namespace";
   bool no_clobber = false;
+  bool fresh = false;  ///< the agent's workspace and the grading from scratch (no prepared workspace)
   int max_steps = 30;
   double timeout = 900;
 };

@@ -77,7 +77,7 @@ bool ident(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
 }
 
-void mutations_of_line(const std::string& line, int64_t number, bool python, bool removable,
+void mutations_of_line(const std::string& line, int64_t number, bool python, bool removable, bool repair,
                        std::vector<Mutation>& out) {
   const std::vector<bool> ok = code_mask(line, python);
   auto replace = [&](const char* kind, size_t at, size_t len, const std::string& with) {
@@ -89,10 +89,16 @@ void mutations_of_line(const std::string& line, int64_t number, bool python, boo
     out.push_back(m);
   };
   // operators (spaced, as formatted code writes them)
-  static const std::pair<const char*, const char*> flips[] = {{" + ", " - "},   {" - ", " + "},    {" * ", " / "},
-                                                              {" == ", " != "}, {" != ", " == "},  {" && ", " || "},
-                                                              {" || ", " && "}, {" and ", " or "}, {" or ", " and "}};
-  for (const auto& [from, to] : flips) {
+  // (bugs turn * into / and never / into *: a repair's edits add that, to undo them)
+  static const std::vector<std::pair<const char*, const char*>> flips = {
+      {" + ", " - "},   {" - ", " + "},   {" * ", " / "},   {" == ", " != "}, {" != ", " == "},
+      {" && ", " || "}, {" || ", " && "}, {" and ", " or "}, {" or ", " and "}};
+  static const std::vector<std::pair<const char*, const char*>> repairs = [] {
+    std::vector<std::pair<const char*, const char*>> r = flips;
+    r.emplace_back(" / ", " * ");
+    return r;
+  }();
+  for (const auto& [from, to] : repair ? repairs : flips) {
     const size_t at = find_code(line, ok, from);
     if (at != std::string::npos) {
       replace("operator", at, std::string(from).size(), to);
@@ -192,7 +198,7 @@ bool ruby_statement(const std::string& t) {
 
 /// Ruby: the bodies of def blocks by indentation (up to the def's end), outside =begin/=end comments and
 /// heredoc bodies.
-std::vector<Mutation> ruby_mutations(const std::vector<std::string>& lines) {
+std::vector<Mutation> ruby_mutations(const std::vector<std::string>& lines, bool repair) {
   std::vector<Mutation> out;
   int64_t def_indent = -1;
   bool block_comment = false;
@@ -243,17 +249,17 @@ std::vector<Mutation> ruby_mutations(const std::vector<std::string>& lines) {
         break;
       }
     }
-    mutations_of_line(lines[i], static_cast<int64_t>(i), true, removable, out);
+    mutations_of_line(lines[i], static_cast<int64_t>(i), true, removable, repair, out);
   }
   return out;
 }
 
 }  // namespace
 
-std::vector<Mutation> candidate_mutations(const std::string& source, const std::string& language) {
+std::vector<Mutation> candidate_mutations(const std::string& source, const std::string& language, bool repair) {
   const std::vector<std::string> lines = split_lines(source);
   std::vector<Mutation> out;
-  if (language == "ruby") return ruby_mutations(lines);
+  if (language == "ruby") return ruby_mutations(lines, repair);
   const bool python = language == "python";
   if (python) {
     // the bodies of def blocks: deeper than the def, until a line at its indent or less
@@ -290,7 +296,7 @@ std::vector<Mutation> candidate_mutations(const std::string& source, const std::
           break;
         }
       }
-      mutations_of_line(lines[i], static_cast<int64_t>(i), true, removable, out);
+      mutations_of_line(lines[i], static_cast<int64_t>(i), true, removable, repair, out);
     }
     return out;
   }
@@ -318,7 +324,7 @@ std::vector<Mutation> candidate_mutations(const std::string& source, const std::
     const std::vector<bool> ok = code_mask(lines[i], perl);
     const bool inside = function_depth >= 0 && depth > function_depth;
     if (inside && !t.empty() && !starts(t, "//") && !starts(t, "#") && t != "{" && t != "}")
-      mutations_of_line(lines[i], static_cast<int64_t>(i), perl, brace_statement(t), out);
+      mutations_of_line(lines[i], static_cast<int64_t>(i), perl, brace_statement(t), repair, out);
     for (size_t k = 0; k < lines[i].size(); ++k) {
       if (!ok[k]) continue;
       if (lines[i][k] == '{') {

@@ -18,7 +18,10 @@ struct Mutation {
 /// Every single-line mutation inside function bodies of 'source' (a file in
 /// 'language': python or ruby by their def blocks, or a language with braces), in source order. Text in
 /// quotes and comments is left alone.
-std::vector<Mutation> candidate_mutations(const std::string& source, const std::string& language);
+/// With 'repair', also the edits that undo such bugs where the bug's edit
+/// has no inverse among them (/ into *: bugs turn * into / only).
+std::vector<Mutation> candidate_mutations(const std::string& source, const std::string& language,
+                                          bool repair = false);
 
 /// 'source' with the mutation applied (the line replaced or removed).
 std::string apply_mutation(const std::string& source, const Mutation& m);

@@ -220,28 +220,15 @@ int validate_verb(const ValidateOptions& o, const nk::RunEnv& run_env) {
   std::string kept, maps;
   std::ostream& out = o.report ? *o.report : std::cout;
   int failures = 0, admitted = 0;
-  // one prepared workspace at a time, per repository and install/build commands (instances come grouped by
-  // repository); none with --fresh, where every state is built from scratch as SWE-bench's harness does
-  std::unique_ptr<PreparedWorkspace> prepared;
-  std::string prepared_key;
-  std::set<std::string> unprepared;  // keys whose prepare failed: their states are built from scratch
+  // the repository's prepared workspace (shared with mine and distill in one process: one at a time, per
+  // repository and install and build commands; instances come grouped by repository); none with --fresh, where
+  // every state is built from scratch as SWE-bench's harness does
   auto prepare = [&](size_t k) -> PreparedWorkspace* {
     const Instance& inst = instances[k];
     if (o.fresh || inst.test_cmd.empty()) return nullptr;
-    const std::string key = repos[k] + '\n' + inst.install + '\n' + inst.build;
-    if (key == prepared_key) return prepared.get();
-    prepared.reset();
-    prepared_key = key;
-    if (unprepared.count(key)) return nullptr;
     const Environment env{inst.language, inst.build_system, inst.install, inst.build, inst.test_cmd, inst.log_parser, {}};
-    prepared = std::make_unique<PreparedWorkspace>(repos[k], inst.base_commit, env, sandbox);
-    if (!prepared->error().empty()) {
-      RunLog::get().verdict("the workspace could not be prepared at " + inst.base_commit.substr(0, 12) +
-                            "; states built from scratch");
-      unprepared.insert(key);
-      prepared.reset();
-    }
-    return prepared.get();
+    PreparedWorkspace& prepared = shared_workspace(repos[k], inst.base_commit, env, sandbox);
+    return prepared.error().empty() ? &prepared : nullptr;
   };
   nk::Progress progress("validate", static_cast<int64_t>(instances.size()));
   for (size_t k = 0; k < instances.size(); ++k) {

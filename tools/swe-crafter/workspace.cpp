@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -149,6 +150,21 @@ std::string PreparedWorkspace::clean_paths(std::string output) const {
   for (size_t at; (at = output.find(ws_)) != std::string::npos;) output.replace(at, ws_.size(), ".");
   for (size_t at; (at = output.find(run_)) != std::string::npos;) output.replace(at, run_.size(), ".");
   return output;
+}
+
+PreparedWorkspace& shared_workspace(const std::string& repo, const std::string& rev, const Environment& env,
+                                    const Sandbox& sandbox) {
+  static std::unique_ptr<PreparedWorkspace> held;
+  static std::string held_key;
+  const std::string key = repo + '\n' + env.install + '\n' + env.build + '\n' +
+                          std::to_string(static_cast<int>(sandbox.mode)) + '\n' + std::to_string(sandbox.timeout) +
+                          '\n' + std::to_string(sandbox.memory_bytes);
+  if (!held || key != held_key) {
+    held.reset();  // its folder goes before the next is made
+    held = std::make_unique<PreparedWorkspace>(repo, rev, env, sandbox);
+    held_key = key;
+  }
+  return *held;
 }
 
 }  // namespace swec

@@ -64,4 +64,12 @@ class PreparedWorkspace {
   bool waited_ = false;
 };
 
+/// The process's prepared workspace for a repository, its install and build
+/// commands and the sandbox: made at 'rev' when there is none for them (the
+/// one before is dropped: one snapshot at a time), so that mine --synthetic,
+/// validate and distill of one run share it. A failed prepare is kept (its
+/// error() says why) and not retried for the same key.
+PreparedWorkspace& shared_workspace(const std::string& repo, const std::string& rev, const Environment& env,
+                                    const Sandbox& sandbox);
+
 }  // namespace swec
