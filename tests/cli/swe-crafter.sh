@@ -217,6 +217,8 @@ sys.stdin.readline()
 print(json.dumps({"action": "submit"}), flush=True)
 PYEOF
 check "c: distill --agent-cmd (an edit by sed)" sh -c "$SC distill -i syn_inst_c.jsonl --store st --agent-cmd '$PY sed_agent.py' -o traj_sed_c.jsonl $SANDBOX > dist_sed_c.tsv"
+check "c: distill --max-seconds (a spent budget)" sh -c "$SC distill -i syn_inst_c.jsonl --store st --max-seconds 0.001 -o traj_budget_c.jsonl $SANDBOX > dist_budget_c.tsv"
+if [ "$(grep -c '	unresolved	1 steps, time budget; tests fail' dist_budget_c.tsv)" -eq 2 ]; then pass "c: --max-seconds ends each trajectory after its first action"; else fail "c: --max-seconds ends each trajectory after its first action ($(cat dist_budget_c.tsv))"; fi
 check "c: distill, and distill --fresh" sh -c "$SC distill -i syn_inst_c.jsonl --store st -o traj_c.jsonl --log dlog_c.h5 $SANDBOX > dist_c.tsv && $SC distill -i syn_inst_c.jsonl --store st --fresh -o trajf_c.jsonl $SANDBOX > distf_c.tsv"
 "$PY" - <<'PYEOF'
 import json, os, sys

@@ -23,6 +23,7 @@
 #include "nk/log.hpp"
 #include "nk/progress.hpp"
 #include "nk/shard.hpp"
+#include "nk/timer.hpp"
 #include "swe-crafter/buildsys.hpp"
 #include "swe-crafter/git.hpp"
 #include "swe-crafter/instance.hpp"
@@ -525,7 +526,12 @@ void distill_verb(const DistillOptions& o, const nk::RunEnv& run_env) {
           {"log_parser",
            inst.log_parser}}.dump(-1, ' ', false, json::error_handler_t::replace);
       int step = 0;
+      const nk::Stopwatch trajectory_timer;
       for (;; ++step) {
+        if (step > 0 && o.max_seconds > 0 && trajectory_timer.seconds() >= o.max_seconds) {
+          ended = "time budget";
+          break;
+        }
         if (step >= o.max_steps) {
           ended = "max steps";
           break;

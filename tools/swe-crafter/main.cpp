@@ -123,6 +123,10 @@ int main(int argc, char** argv) {
   distill_verb->add_option("--agent-cmd", dist.agent_cmd,
                            "An agent as a command: JSON lines in (task, observations), JSON lines out (actions)");
   distill_verb->add_option("--max-steps", dist.max_steps, "Actions per trajectory")->check(CLI::Range(1, 100000));
+  distill_verb
+      ->add_option("--max-seconds", dist.max_seconds,
+                   "Wall-clock seconds per trajectory: no action starts after them (0: no limit)")
+      ->check(CLI::Range(0.0, 1e7));
   distill_verb->add_flag("--fresh", dist.fresh,
                          "The agent's workspace and the grading from scratch (by default both start from the "
                          "repository's prepared workspace, as validate's states do)");
@@ -165,6 +169,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"builtin", "none"}));
   run_verb->add_option("--agent-cmd", runo.agent_cmd, "An agent as a command (see distill)");
   run_verb->add_option("--max-steps", runo.max_steps, "Actions per trajectory")->check(CLI::Range(1, 100000));
+  run_verb->add_option("--max-seconds", runo.max_seconds, "Wall-clock seconds per trajectory (0: no limit)")
+      ->check(CLI::Range(0.0, 1e7));
   run_verb->add_option("--sandbox", runo.sandbox, "namespace (no network, writes only to scratch) or none")
       ->check(CLI::IsMember({"namespace", "none"}));
   run_verb->add_option("--timeout", runo.timeout, "Seconds per command (its process group is killed)")

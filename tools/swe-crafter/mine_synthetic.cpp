@@ -79,17 +79,26 @@ class SuiteRunner {
       output = prepared_.clean_paths(b.sandbox_error.empty() ? b.output : b.sandbox_error);
       return {};
     }
-    return test(output);
+    // a bug that makes the suite run ten times longer than at --rev (at least 30 s) hangs it: such a bug is
+    // dropped (SWE-smith drops mutants that time out), before it costs every later run the whole --timeout
+    return test(output, std::max(30.0, 10.0 * clean_seconds_));
   }
 
+  /// Whether the last with_file() run hit its time limit.
+  bool hung() const { return hung_; }
+
  private:
-  ParsedLog test(std::string& output) {
-    const nk::SandboxedRun t = prepared_.run(env_.test_cmd);
+  ParsedLog test(std::string& output, double limit = 0) {
+    const nk::SandboxedRun t = prepared_.run(env_.test_cmd, limit);
     output = prepared_.clean_paths(t.sandbox_error.empty() ? t.output : t.sandbox_error);
+    if (limit == 0) clean_seconds_ = t.seconds;
+    hung_ = limit > 0 && t.timed_out;
     return parse_log(env_.log_parser, t.output);
   }
 
   PreparedWorkspace& prepared_;
+  double clean_seconds_ = 0;
+  bool hung_ = false;
   std::string rev_;
   Environment env_;
 };
@@ -185,6 +194,12 @@ void mine_synthetic(const MineOptions& o, const nk::RunEnv& run_env, const std::
         "synthetic bug (" + s.m.kind + ") in " + s.path + " line " + std::to_string(s.m.line + 1);
     const std::string sha = commit_file(repo, rev, s.path, mutated, message, date, scratch.path);
     const ParsedLog buggy = suite.with_file(s.path, mutated, output);
+    if (suite.hung()) {
+      RunLog::get().verdict("the bug hangs the suite: dropped");
+      git(repo, "update-ref -d " + sh_quote("refs/swe-crafter/synthetic/" + sha), "dropping a mutation");
+      progress.update(tried);
+      continue;
+    }
     std::vector<std::string> broken;
     for (const std::string& id : passing) {
       if (!buggy.passed(id)) broken.push_back(id);

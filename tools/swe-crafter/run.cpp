@@ -196,6 +196,7 @@ void run_verb(const RunOptions& o, const nk::RunEnv& run_env) {
           dist.agent_cmd = o.agent_cmd;
           dist.fresh = o.fresh;
           dist.max_steps = o.max_steps;
+          dist.max_seconds = o.max_seconds;
           dist.sandbox = o.sandbox;
           dist.timeout = o.timeout;
           dist.memory = o.memory;

@@ -64,6 +64,7 @@ struct DistillOptions : StoreOptions {
   bool no_clobber = false;
   bool fresh = false;  ///< the agent's workspace and the grading from scratch (no prepared workspace)
   int max_steps = 30;
+  double max_seconds = 0;  ///< a trajectory's wall-clock budget (0: none)
   double timeout = 900;
 };
 void distill_verb(const DistillOptions& options, const nk::RunEnv& env);
@@ -72,6 +73,7 @@ struct RunOptions : StoreOptions {
   std::string corpus, output, method = "skills", induce, agent = "builtin", agent_cmd, sandbox = "namespace";
   std::vector<std::string> skills;
   int attempts = 6, runs = 2, max_steps = 30;
+  double max_seconds = 0;  ///< distill's budget per trajectory
   int64_t max = 0, synthetic = 0;
   bool fixed_too = false, history = true, fresh = false;
   int versions = 3;                                  ///< pypi sources: releases

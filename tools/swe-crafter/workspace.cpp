@@ -142,8 +142,10 @@ nk::SandboxedRun PreparedWorkspace::rebuild(Rebuild how, bool* ran) {
   return run_step(command, ws_, run_, sandbox_);
 }
 
-nk::SandboxedRun PreparedWorkspace::run(const std::string& command) {
-  return run_step(command, ws_, run_, sandbox_);
+nk::SandboxedRun PreparedWorkspace::run(const std::string& command, double timeout) {
+  Sandbox limited = sandbox_;
+  if (timeout > 0 && timeout < limited.timeout) limited.timeout = timeout;
+  return run_step(command, ws_, run_, limited);
 }
 
 std::string PreparedWorkspace::clean_paths(std::string output) const {

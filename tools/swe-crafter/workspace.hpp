@@ -47,8 +47,9 @@ class PreparedWorkspace {
   /// in the copy; 'ran' says whether there was a command to run (exit 0
   /// when there was none).
   nk::SandboxedRun rebuild(Rebuild how, bool* ran = nullptr);
-  /// Runs a command in the copy, in the sandbox.
-  nk::SandboxedRun run(const std::string& command);
+  /// Runs a command in the copy, in the sandbox; 'timeout' > 0 lowers the
+  /// sandbox's time limit for this command.
+  nk::SandboxedRun run(const std::string& command, double timeout = 0);
 
   const std::string& folder() const { return ws_; }
   /// 'output' with the copy's paths written as "." (a statement must not

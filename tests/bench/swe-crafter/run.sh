@@ -38,6 +38,7 @@ OUT=${OUT:-build/bench/swe-crafter}
 RUNS=${RUNS:-2}
 SYNTHETIC=${SYNTHETIC:-5}
 TIMEOUT=${TIMEOUT:-300}
+MAXSEC=${MAXSEC:-600}  # the builtin agent's budget per trajectory (a minute-long suite costs it a minute per edit)
 CORPUS=${CORPUS:-python go rust perl c cpp javascript ruby}
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../../.." && pwd)
@@ -47,7 +48,7 @@ rm -rf "$OUT" && mkdir -p "$OUT" && cd "$OUT"
 SANDBOX=""
 [ -n "$(swe-crafter doctor | awk -F'\t' '$1 == "sandbox" && $2 == "namespace" && $3 == "no"')" ] && SANDBOX="--sandbox none"
 now() { date +%s.%N; }
-echo "# swe-crafter benchmark ($(nproc) cores, $(date +%F)); runs $RUNS, synthetic $SYNTHETIC, timeout $TIMEOUT s"
+echo "# swe-crafter benchmark ($(nproc) cores, $(date +%F)); runs $RUNS, synthetic $SYNTHETIC, timeout $TIMEOUT s, agent budget $MAXSEC s"
 swe-crafter doctor | awk -F'\t' '$1 == "sandbox" {print "# sandbox: " $2 ": " $3 " (" $4 ")"}'
 
 # the corpus: the fixtures' histories (git), then each language's file; halves alternate within a language
@@ -66,7 +67,7 @@ awk 'NR % 2 == 1' corpus.txt > corpus-A.txt
 awk 'NR % 2 == 0' corpus.txt > corpus-B.txt
 echo "# corpus: $(wc -l < corpus.txt) sources ($(wc -l < corpus-A.txt) in half A, $(wc -l < corpus-B.txt) in half B)"
 
-COMMON="--store st --fixed-too --synthetic $SYNTHETIC --runs $RUNS --timeout $TIMEOUT --seed 1 $SANDBOX"
+COMMON="--store st --fixed-too --synthetic $SYNTHETIC --runs $RUNS --timeout $TIMEOUT --max-seconds $MAXSEC --seed 1 $SANDBOX"
 t0=$(now)
 swe-crafter -q run --corpus corpus-A.txt -o A --induce skills.d $COMMON > A.tsv
 t1=$(now)
