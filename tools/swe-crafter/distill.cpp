@@ -60,8 +60,18 @@ class CommandAgent : public Agent {
   explicit CommandAgent(const std::string& command) : process_(command, "--agent-cmd") {}
   std::string respond(const std::string& line) override {
     const std::string out = line + "\n";
-    process_.write(out.data(), out.size());
-    return process_.read_line(size_t{1} << 24, "the agent's action");
+    std::string write_error;
+    try {
+      process_.write(out.data(), out.size());
+    } catch (const nk::Error& e) {
+      write_error = e.what();  // it may have answered and exited before reading: its answer still counts
+    }
+    try {
+      return process_.read_line(size_t{1} << 24, "the agent's action");
+    } catch (const nk::Error&) {
+      if (!write_error.empty()) throw nk::Error(nk::Exit::runtime, write_error);
+      throw;
+    }
   }
 
  private:
