@@ -113,7 +113,8 @@ void make_workspace(const std::string& repo, const std::string& sha, const std::
   git(folder, "checkout -q --detach " + sh_quote(sha), "checking out " + sha);
 }
 
-std::string apply_patch(const std::string& workspace, const std::string& patch, const std::string& scratch) {
+std::string apply_patch(const std::string& workspace, const std::string& patch, const std::string& scratch,
+                        bool index) {
   if (patch.empty()) return "";
   const std::string file = scratch + "/patch.diff";
   {
@@ -121,7 +122,10 @@ std::string apply_patch(const std::string& workspace, const std::string& patch, 
     f << patch;
     if (!f.flush()) return "cannot write " + file;
   }
-  const CommandResult r = shell("git apply --whitespace=nowarn " + sh_quote(file) + " 2>&1", workspace);
+  const CommandResult r =
+      shell(std::string("git apply ") + (index ? "--index " : "") + "--whitespace=nowarn " + sh_quote(file) + " 2>&1",
+            workspace);
+  std::remove(file.c_str());
   if (r.exit_code == 0) return "";
   std::string why = r.output;
   while (!why.empty() && why.back() == '\n') why.pop_back();

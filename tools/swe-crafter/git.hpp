@@ -40,8 +40,10 @@ bool has_commit(const std::string& repo, const std::string& sha);
 /// A writable copy of 'repo' at 'sha' in 'folder' (objects shared, its own
 /// work tree and index).
 void make_workspace(const std::string& repo, const std::string& sha, const std::string& folder);
-/// Applies a patch in a workspace; "" or why it does not apply.
-std::string apply_patch(const std::string& workspace, const std::string& patch, const std::string& scratch);
+/// Applies a patch in a workspace (with 'index', to its index too); "" or
+/// why it does not apply.
+std::string apply_patch(const std::string& workspace, const std::string& patch, const std::string& scratch,
+                        bool index = false);
 
 /// "" when 'patch' applies to 'sha' of 'repo' (checked against a temporary
 /// index: nothing is checked out), else why not.

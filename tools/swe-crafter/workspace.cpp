@@ -84,20 +84,7 @@ std::string PreparedWorkspace::restore(const std::string& rev) {
   return r.exit_code == 0 ? "" : "git checkout " + rev + ": " + trimmed(r.output);
 }
 
-std::string PreparedWorkspace::apply(const std::string& patch) {
-  if (patch.empty()) return "";
-  const std::string file = run_ + "/state.diff";
-  {
-    std::ofstream f(file, std::ios::binary);
-    f << patch;
-    if (!f.flush()) return "cannot write " + file;
-  }
-  const CommandResult r = shell("git apply --index --whitespace=nowarn " + sh_quote(file) + " 2>&1", ws_);
-  std::remove(file.c_str());
-  if (r.exit_code == 0) return "";
-  const std::string why = trimmed(r.output);
-  return why.empty() ? "git apply exited " + std::to_string(r.exit_code) : why;
-}
+std::string PreparedWorkspace::apply(const std::string& patch) { return apply_patch(ws_, patch, run_, true); }
 
 void PreparedWorkspace::write_file(const std::string& path, const std::string& content) {
   const fs::path file = fs::path(ws_) / path;
