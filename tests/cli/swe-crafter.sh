@@ -241,6 +241,25 @@ with h5py.File("dlog_c.h5", "r") as f:
 finish()
 PYEOF
 [ $? -eq 0 ] && pass "C synthetic bugs repaired" || fail "C synthetic bugs repaired"
+# A synthetic bug that hangs the suite (n = n + 1 in a countdown loop) is dropped at the time limit, not kept
+mkdir -p hangrepo/tests
+printf 'def countdown(n):\n    while n > 0:\n        n = n - 1\n    return n\n' > hangrepo/countdown.py
+printf 'from countdown import countdown\n\n\ndef test_countdown():\n    assert countdown(3) == 0\n' > hangrepo/tests/test_countdown.py
+(cd hangrepo && git init -q . && git add -A && git -c user.name=f -c user.email=f@l commit -q -m initial)
+check "a hanging bug: fetch, env, mine --synthetic 5 --timeout 5" sh -c "$SC fetch git:$WORK/hangrepo --store st > /dev/null && $SC env -i hangrepo --store st -o env_hang.json $SANDBOX && $SC mine -i hangrepo --store st --env env_hang.json --synthetic 5 --timeout 5 --log hanglog.h5 -o syn_hang.jsonl $SANDBOX"
+"$PY" - <<'PYEOF'
+import json, os, sys
+import h5py
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
+kept = [json.loads(l) for l in open("syn_hang.jsonl")]
+with h5py.File("hanglog.h5", "r") as f:
+    verdicts = [v.decode() for v in f["attempts/verdict"][:]]
+report(any("hangs the suite: dropped" in v for v in verdicts), "the hanging bug is dropped (%s)" % [v for v in verdicts if "hang" in v or "timed out" in v])
+report(kept and not any("-        n = n + 1" in k["patch"] for k in kept), "the bugs kept do not hang (%d kept)" % len(kept))
+finish()
+PYEOF
+[ $? -eq 0 ] && pass "a hanging synthetic bug dropped" || fail "a hanging synthetic bug dropped"
 if [[ " $LANGS " == *" ruby "* ]]; then
   # a synthetic bug inside a Ruby def block, admitted by validate and undone by its gold patch
   check "ruby: mine --synthetic 1" sh -c "$SC mine -i repo_ruby --store st --env env_ruby.json --synthetic 1 --seed 2 -o syn_ruby.jsonl $SANDBOX && $SC validate -i syn_ruby.jsonl --store st -o syn_inst_ruby.jsonl $SANDBOX > syn_ruby.tsv"
