@@ -498,7 +498,7 @@ void distill_verb(const DistillOptions& o, const nk::RunEnv& run_env) {
     const Instance& inst = instances[k];
     const std::string repo_name = fs::path(repos[k]).filename().string();
     RunLog::get().context(repo_name, "distill");
-    const Environment env{inst.language, inst.build_system, inst.install, inst.build, inst.test_cmd, inst.log_parser, {}};
+    const Environment env = environment_of(inst);
     // the agent works in a copy of the repository's prepared workspace moved to base_commit (built: its first
     // build is incremental), else in a fresh one where the environment's install step has run (a GOPATH link,
     // ...), as in the grading
@@ -586,14 +586,6 @@ void distill_verb(const DistillOptions& o, const nk::RunEnv& run_env) {
       }
       why = ok ? "resolved" : "tests fail";
     };
-    auto test_files = [&](const std::string& folder) {
-      std::vector<std::string> files;
-      std::error_code ec;
-      for (const std::string& f : inst.test_files) {
-        if (fs::exists(fs::path(folder) / f, ec)) files.push_back(f);
-      }
-      return files;
-    };
     bool graded = false;
     if (prepared) {
       // from the prepared workspace as validate does; anything it cannot take, or a build that fails there, is
@@ -606,7 +598,7 @@ void distill_verb(const DistillOptions& o, const nk::RunEnv& run_env) {
         const nk::SandboxedRun b = prepared->rebuild(how);
         if (b.exit_code == 0) {
           verdict(parse_log(inst.log_parser,
-                            prepared->run(test_command(env, test_files(prepared->folder()), false)).output));
+                            prepared->run(test_command(env, present_test_files(inst, prepared->folder()), false)).output));
           graded = true;
         }
       }
@@ -623,7 +615,7 @@ void distill_verb(const DistillOptions& o, const nk::RunEnv& run_env) {
         const std::string prepare = prepare_command(inst.install, inst.build);
         if (!prepare.empty()) built = run_step(prepare, gws, grade.path, sandbox).exit_code == 0;
         if (built) {
-          verdict(parse_log(inst.log_parser, run_step(test_command(env, test_files(gws), false), gws, grade.path,
+          verdict(parse_log(inst.log_parser, run_step(test_command(env, present_test_files(inst, gws), false), gws, grade.path,
                                                       sandbox).output));
         } else {
           why = "the build fails";

@@ -1,6 +1,7 @@
 // instance.cpp - instances as JSON lines.
 #include "swe-crafter/instance.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -14,6 +15,19 @@
 #include "swe-crafter/git.hpp"
 
 namespace swec {
+
+Environment environment_of(const Instance& i) {
+  return Environment{i.language, i.build_system, i.install, i.build, i.test_cmd, i.log_parser, {}};
+}
+
+std::vector<std::string> present_test_files(const Instance& instance, const std::string& work_tree) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const std::string& f : instance.test_files) {
+    if (std::filesystem::exists(std::filesystem::path(work_tree) / f, ec)) files.push_back(f);
+  }
+  return files;
+}
 
 std::string to_json_line(const Instance& i) {
   nlohmann::ordered_json j;

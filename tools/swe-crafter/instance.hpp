@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "swe-crafter/buildsys.hpp"
+
 namespace swec {
 
 struct Instance {
@@ -19,6 +21,12 @@ struct Instance {
 };
 
 std::string to_json_line(const Instance& instance);
+
+/// The instance's commands and log parser as an Environment.
+Environment environment_of(const Instance& instance);
+/// The instance's test files that exist in 'work_tree' (what its test
+/// command is narrowed to).
+std::vector<std::string> present_test_files(const Instance& instance, const std::string& work_tree);
 
 /// "input 'FILE': WHERE: MESSAGE" on one line (newlines joined by "; "), exit 3.
 [[noreturn]] void bad_input(const std::string& file, const std::string& where, const std::string& message);

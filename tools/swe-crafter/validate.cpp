@@ -38,13 +38,7 @@ struct StateRuns {
 template <class Runner>
 void test_runs(StateRuns& out, const Instance& inst, const std::string& ws, bool with_patch, int runs, bool full_suite,
                const Runner& run) {
-  std::vector<std::string> files;
-  std::error_code ec;
-  for (const std::string& f : inst.test_files) {
-    if (fs::exists(fs::path(ws) / f, ec)) files.push_back(f);
-  }
-  const Environment env{inst.language, inst.build_system, inst.install, inst.build, inst.test_cmd, inst.log_parser, {}};
-  const std::string command = test_command(env, files, full_suite);
+  const std::string command = test_command(environment_of(inst), present_test_files(inst, ws), full_suite);
   for (int r = 0; r < runs; ++r) {
     const nk::SandboxedRun t = run(command);
     if (!t.sandbox_error.empty()) {
@@ -226,8 +220,7 @@ int validate_verb(const ValidateOptions& o, const nk::RunEnv& run_env) {
   auto prepare = [&](size_t k) -> PreparedWorkspace* {
     const Instance& inst = instances[k];
     if (o.fresh || inst.test_cmd.empty()) return nullptr;
-    const Environment env{inst.language, inst.build_system, inst.install, inst.build, inst.test_cmd, inst.log_parser, {}};
-    PreparedWorkspace& prepared = shared_workspace(repos[k], inst.base_commit, env, sandbox);
+    PreparedWorkspace& prepared = shared_workspace(repos[k], inst.base_commit, environment_of(inst), sandbox);
     return prepared.error().empty() ? &prepared : nullptr;
   };
   nk::Progress progress("validate", static_cast<int64_t>(instances.size()));
