@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <filesystem>
 
@@ -95,10 +96,19 @@ void run_fssp(const Instance& item, const EvalConfig& config, py::Heuristic& h, 
   r.objective = g.best_makespan;
 }
 
+/// CPU seconds of this process (the worker): unlike the wall clock, other
+/// processes on a loaded machine barely move it.
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 InstanceResult run_instance(const InstanceSet& set, size_t index, const EvalConfig& config, py::Heuristic& h) {
   InstanceResult r;
   nk::Stopwatch clock;
   const double before = h.seconds();
+  const double cpu_before = process_cpu_seconds();
   try {
     const Instance& item = set.items[index];
     if (set.problem == Problem::tsp) {
@@ -122,6 +132,7 @@ InstanceResult run_instance(const InstanceSet& set, size_t index, const EvalConf
   }
   r.runtime = clock.seconds();
   r.heuristic_seconds = h.seconds() - before;
+  r.cpu_seconds = process_cpu_seconds() - cpu_before;
   return r;
 }
 
@@ -158,7 +169,7 @@ void put(std::string& buf, const T& v) {
 }
 
 /// A result record: index, status, objective, runtime, heuristic seconds,
-/// solution length and nodes, error length and text.
+/// CPU seconds, solution length and nodes, error length and text.
 std::string encode(int64_t index, const InstanceResult& r) {
   std::string buf;
   put(buf, index);
@@ -166,6 +177,7 @@ std::string encode(int64_t index, const InstanceResult& r) {
   put(buf, r.objective);
   put(buf, r.runtime);
   put(buf, r.heuristic_seconds);
+  put(buf, r.cpu_seconds);
   put(buf, static_cast<int64_t>(r.solution.size()));
   buf.append(reinterpret_cast<const char*>(r.solution.data()), r.solution.size() * sizeof(int64_t));
   put(buf, static_cast<int64_t>(r.error.size()));
@@ -177,7 +189,8 @@ bool decode(int fd, int64_t& index, InstanceResult& r) {
   int8_t status = 0;
   int64_t count = 0;
   if (!read_all(fd, &index, sizeof index) || !read_all(fd, &status, 1) || !read_all(fd, &r.objective, 8) ||
-      !read_all(fd, &r.runtime, 8) || !read_all(fd, &r.heuristic_seconds, 8) || !read_all(fd, &count, 8)) {
+      !read_all(fd, &r.runtime, 8) || !read_all(fd, &r.heuristic_seconds, 8) || !read_all(fd, &r.cpu_seconds, 8) ||
+      !read_all(fd, &count, 8)) {
     return false;
   }
   if (count < 0 || count > (int64_t{1} << 32)) return false;

@@ -41,6 +41,7 @@ struct InstanceResult {
   std::vector<int64_t> solution;
   double runtime = 0;            ///< seconds in the worker, heuristic included
   double heuristic_seconds = 0;  ///< seconds inside the heuristic's calls
+  double cpu_seconds = 0;        ///< the worker's CPU seconds (what the prompts' runtime class reads)
   std::string error;
 };
 

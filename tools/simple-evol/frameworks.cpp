@@ -124,12 +124,13 @@ Candidate score_code(const InstanceSet& set, const std::string& code, const Eval
   EvalConfig config = eval;
   config.code = code;
   const EvalReport r = evaluate(set, config);
-  double sum = 0, gaps = 0, time = 0;
+  double sum = 0, gaps = 0, time = 0, cpu = 0;
   bool all_gaps = true;
   c.status = Status::ok;
   for (size_t i = 0; i < r.items.size(); ++i) {
     const InstanceResult& item = r.items[i];
     time += item.runtime;
+    cpu += item.cpu_seconds;
     c.objectives.push_back(item.status == Status::ok ? item.objective : NAN);
     if (item.status != Status::ok) {
       if (c.status == Status::ok) {
@@ -145,6 +146,7 @@ Candidate score_code(const InstanceSet& set, const std::string& code, const Eval
   }
   const double k = static_cast<double>(r.items.size());
   c.runtime = time / k;
+  c.cpu_runtime = cpu / k;
   if (c.status == Status::ok) {
     c.score = sum / k;
     c.gap = all_gaps ? gaps / k : NAN;
@@ -165,7 +167,9 @@ double shown_score(const Candidate& c) {
   return std::isnan(c.gap) ? c.score : c.gap;
 }
 
-/// Runtime as a class, so that prompts do not depend on the clock's noise.
+/// Runtime as a class of CPU seconds, so that prompts depend neither on the
+/// clock's noise nor on the machine's load (a wall-clock class flipped a
+/// 1.5 ms candidate to "medium" under a loaded ctest).
 std::string runtime_class(double seconds) {
   return seconds < 0.01 ? "fast" : seconds < 0.1 ? "medium" : seconds < 1 ? "slow" : "very slow";
 }
@@ -183,7 +187,7 @@ std::string render_candidate(const Candidate& c, int64_t index, bool with_gap_wo
   std::string out = "### Candidate " + std::to_string(index);
   if (c.status == Status::ok) {
     out += " (score " + fmt(shown_score(c)) + (with_gap_word ? ", mean gap" : ", mean objective") +
-           "; lower is better; runtime " + runtime_class(c.runtime) + ")\n";
+           "; lower is better; runtime " + runtime_class(c.cpu_runtime) + ")\n";
   } else {
     out +=
         " (failed: " + std::string(kStatusNames[static_cast<int>(c.status)]) + ")\nError: " + last_line(c.error) + "\n";

@@ -21,6 +21,7 @@ struct Candidate {
   Status status = Status::not_run;
   std::string error;
   double runtime = 0;              ///< mean seconds per instance
+  double cpu_runtime = 0;          ///< mean CPU seconds per instance (the prompts' runtime class)
   std::vector<double> objectives;  ///< per instance (NaN where not ok): FunSearch's signature
 };
 
