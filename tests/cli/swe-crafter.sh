@@ -499,6 +499,8 @@ mine = [m for m in maps if m["instance_id"] == inst[0]["instance_id"]]
 report(len(mine) == 4 and all(m["status"][f2p] == ("FAILED" if m["state"] == "before" else "PASSED") for m in mine) and sorted((m["state"], m["run"]) for m in mine) == [("after", 1), ("after", 2), ("before", 1), ("before", 2)], "status maps: each state's runs, the fail-to-pass test FAILED before and PASSED after (SWE-bench's names)")
 rows2 = [l.rstrip("\n").split("\t") for l in open("run2.tsv")][1:]
 report([r[:7] for r in rows2] == [r[:7] for r in rows] and "earlier run" in open("run2.err").read(), "resumed: the finished repositories are not run again, the rows are the same")
+ran = [r for r in rows if r[2] == "ok"]
+report(ran and all(abs(float(a[7]) - float(b[7])) < 0.01 * float(a[7]) + 0.001 for a, b in zip(rows, rows2) if a[2] == "ok"), "resumed: a finished repository's row gives the seconds it took when it ran")
 with h5py.File("out/run.h5", "r") as f:
     report(f.attrs["nk_schema"] == "swe-crafter.log/1", "the run log's schema")
     repos = [(r.decode(), m.decode(), int(ok)) for r, m, ok in zip(f["repos/repo"][:], f["repos/method"][:], f["repos/env_ok"][:])]

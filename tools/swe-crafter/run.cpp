@@ -89,6 +89,7 @@ void run_verb(const RunOptions& o, const nk::RunEnv& run_env) {
     const nk::Stopwatch watch;
     std::string name, language = "", env_state = "error", attempts = "-";
     size_t n_cand = 0, n_inst = 0, n_traj = 0;
+    double seconds = -1;  // a resumed repository's row shows the seconds it took when it ran
     fs::path dir;
     // a repository's files publish as they are written: the folder is what a resumed run starts from
     const nk::PublishNow now;
@@ -106,6 +107,7 @@ void run_verb(const RunOptions& o, const nk::RunEnv& run_env) {
       dir = fs::path(o.output) / "repos" / name;
       if (fs::exists(dir / "done", ec)) {
         spdlog::info("{}: done in an earlier run (its folder is kept)", name);
+        std::ifstream(dir / "seconds") >> seconds;
       } else {
         fs::remove_all(dir, ec);
         fs::create_directories(dir, ec);
@@ -207,6 +209,7 @@ void run_verb(const RunOptions& o, const nk::RunEnv& run_env) {
           write_text((dir / "trajectories.jsonl").string(), "", false);
         }
         RunLog::get().write((dir / "log.h5").string(), false);
+        std::ofstream(dir / "seconds") << watch.seconds() << "\n";
         std::ofstream(dir / "done") << "done\n";
       }
       RunLog repo_log;
@@ -233,7 +236,7 @@ void run_verb(const RunOptions& o, const nk::RunEnv& run_env) {
       if (name.empty()) name = entry.source;
     }
     std::cout << name << "\t" << language << "\t" << env_state << "\t" << attempts << "\t" << n_cand << "\t" << n_inst
-              << "\t" << n_traj << "\t" << watch.seconds() << "\n";
+              << "\t" << n_traj << "\t" << (seconds >= 0 ? seconds : watch.seconds()) << "\n";
     std::cout.flush();
     progress.update(static_cast<int64_t>(k + 1));
   }

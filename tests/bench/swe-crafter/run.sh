@@ -30,6 +30,9 @@
 #    build/bench-venv-swebench: tests/bench/swe-crafter/venv.sh) on the
 #    status maps of every validated candidate, beside our verdicts.
 # 5. Throughput: admitted instances per hour of the runs' wall clock.
+# RESUME=1 keeps OUT and goes on where a stopped run left off (each
+# repository's folder is resumed by `run`; its row keeps the seconds it took),
+# so the run can span sessions; throughput counts the rows' seconds.
 # This project's own history is not validated here: each state of a commit
 # needs the whole toolkit built (about 12 minutes on 2 cores).
 set -eu
@@ -44,7 +47,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../../.." && pwd)
 VENV=${VENV:-$src/build/bench-venv-swebench}
 export PATH="$BIN:/usr/bin:$PATH"
-rm -rf "$OUT" && mkdir -p "$OUT" && cd "$OUT"
+[ "${RESUME:-0}" = 1 ] || rm -rf "$OUT"
+mkdir -p "$OUT" && cd "$OUT"
 SANDBOX=""
 [ -n "$(swe-crafter doctor | awk -F'\t' '$1 == "sandbox" && $2 == "namespace" && $3 == "no"')" ] && SANDBOX="--sandbox none"
 now() { date +%s.%N; }
@@ -55,7 +59,7 @@ swe-crafter doctor | awk -F'\t' '$1 == "sandbox" {print "# sandbox: " $2 ": " $3
 for f in repo c perl; do
   script="$src/data/swe-crafter/fixture-$f.sh"
   [ "$f" = repo ] && script="$src/data/swe-crafter/fixture-repo.sh"
-  bash "$script" "fixtures/fixture-$f" > /dev/null
+  [ -d "fixtures/fixture-$f" ] || bash "$script" "fixtures/fixture-$f" > /dev/null
 done
 {
   echo "git:$PWD/fixtures/fixture-repo fixture-python"
@@ -77,10 +81,13 @@ t2=$(now)
 mkdir -p B-induced
 for d in B/repos/*/; do
   name=$(basename "$d")
+  [ -s "B-induced/$name.json" ] && continue
   swe-crafter -q env -i "$name" --store st --skills skills.d --timeout "$TIMEOUT" $SANDBOX -o "B-induced/$name.json" || true
 done
-echo "$t1 - $t0" | bc -l > A.seconds
-echo "$t2 - $t1" | bc -l > B.seconds
+# the pipeline's seconds: the rows' (a resumed repository's row keeps the seconds it took when it ran)
+awk -F'\t' 'NR > 1 {s += $8} END {print s + 0}' A.tsv > A.seconds
+awk -F'\t' 'NR > 1 {s += $8} END {print s + 0}' B.tsv > B.seconds
+echo "# half A: $(echo "$t1 - $t0" | bc -l | cut -d. -f1) s of wall clock in this invocation, half B: $(echo "$t2 - $t1" | bc -l | cut -d. -f1) s"
 
 echo
 echo "## Per language (swe-crafter stats -i A/run.h5 -i B/run.h5)"
