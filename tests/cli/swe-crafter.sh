@@ -168,10 +168,12 @@ PYEOF
 expect_fail "distill of candidates that were not validated" 3 "no FAIL_TO_PASS" $SC distill -i cand.jsonl --store st -o x.jsonl
 
 # Other languages: a C library under CMake and ctest, a Perl module under prove (TAP); a JavaScript module under
-# tape and a Ruby library under minitest where those are installed (Makefile.dist deps installs them).
+# tape, a Ruby library under minitest and a PHP library under PHPUnit where those are installed (Makefile.dist deps
+# installs them).
 LANGS="c perl"
 command -v tape > /dev/null && LANGS="$LANGS js"
 command -v ruby > /dev/null && ruby -e 'require "minitest"' 2> /dev/null && LANGS="$LANGS ruby"
+command -v php > /dev/null && command -v phpunit > /dev/null && command -v phpab > /dev/null && LANGS="$LANGS php"
 export LANGS
 for lang in $LANGS; do
   check "the $lang fixture" bash "$NK_SOURCE/data/swe-crafter/fixture-$lang.sh" repo_$lang
@@ -185,7 +187,7 @@ sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
 from nk_check import report, finish
 import h5py
 want = {"c": ("cmake", "ctest", ["add"]), "perl": ("prove", "tap", ["t/add.t::add"]), "js": ("tape", "tape", ["add"]),
-        "ruby": ("minitest", "minitest", ["TestAdd#test_add"])}
+        "ruby": ("minitest", "minitest", ["TestAdd#test_add"]), "php": ("phpunit", "phpunit", ["Calc\\Tests\\AddTest::testAdd"])}
 for lang in os.environ["LANGS"].split():
     system, parser, f2p = want[lang]
     env = json.load(open("env_%s.json" % lang))
@@ -260,11 +262,12 @@ report(kept and not any("-        n = n + 1" in k["patch"] for k in kept), "the 
 finish()
 PYEOF
 [ $? -eq 0 ] && pass "a hanging synthetic bug dropped" || fail "a hanging synthetic bug dropped"
-if [[ " $LANGS " == *" ruby "* ]]; then
-  # a synthetic bug inside a Ruby def block, admitted by validate and undone by its gold patch
-  check "ruby: mine --synthetic 1" sh -c "$SC mine -i repo_ruby --store st --env env_ruby.json --synthetic 1 --seed 2 -o syn_ruby.jsonl $SANDBOX && $SC validate -i syn_ruby.jsonl --store st -o syn_inst_ruby.jsonl $SANDBOX > syn_ruby.tsv"
-  if grep -q "	admitted	" syn_ruby.tsv && [ "$(wc -l < syn_inst_ruby.jsonl)" -eq 1 ]; then pass "ruby: the synthetic bug admitted"; else fail "ruby: the synthetic bug admitted ($(cat syn_ruby.tsv))"; fi
-fi
+for lang in ruby php; do
+  [[ " $LANGS " == *" $lang "* ]] || continue
+  # a synthetic bug inside a Ruby def block or a PHP method, admitted by validate and undone by its gold patch
+  check "$lang: mine --synthetic 1" sh -c "$SC mine -i repo_$lang --store st --env env_$lang.json --synthetic 1 --seed 2 -o syn_$lang.jsonl $SANDBOX && $SC validate -i syn_$lang.jsonl --store st -o syn_inst_$lang.jsonl $SANDBOX > syn_$lang.tsv"
+  if grep -q "	admitted	" syn_$lang.tsv && [ "$(wc -l < syn_inst_$lang.jsonl)" -eq 1 ]; then pass "$lang: the synthetic bug admitted"; else fail "$lang: the synthetic bug admitted ($(cat syn_$lang.tsv))"; fi
+done
 
 # Skills against the fixed method: a src layout (a skill of its own), a lib layout (the pytest skill's fix and retry).
 for layout in src lib; do
@@ -500,7 +503,7 @@ report(len(mine) == 4 and all(m["status"][f2p] == ("FAILED" if m["state"] == "be
 rows2 = [l.rstrip("\n").split("\t") for l in open("run2.tsv")][1:]
 report([r[:7] for r in rows2] == [r[:7] for r in rows] and "earlier run" in open("run2.err").read(), "resumed: the finished repositories are not run again, the rows are the same")
 ran = [r for r in rows if r[2] == "ok"]
-report(ran and all(abs(float(a[7]) - float(b[7])) < 0.01 * float(a[7]) + 0.001 for a, b in zip(rows, rows2) if a[2] == "ok"), "resumed: a finished repository's row gives the seconds it took when it ran")
+report(ran and all(a[7] == b[7] for a, b in zip(rows, rows2) if a[2] == "ok"), "resumed: a finished repository's row gives the seconds it took when it ran (%s)" % [(a[7], b[7]) for a, b in zip(rows, rows2)])
 with h5py.File("out/run.h5", "r") as f:
     report(f.attrs["nk_schema"] == "swe-crafter.log/1", "the run log's schema")
     repos = [(r.decode(), m.decode(), int(ok)) for r, m, ok in zip(f["repos/repo"][:], f["repos/method"][:], f["repos/env_ok"][:])]

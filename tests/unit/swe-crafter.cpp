@@ -224,7 +224,7 @@ TEST_SUITE("swe-crafter") {
     CHECK_THROWS(parse_log("junit-xml", ""));
   }
 
-  TEST_CASE("tape (tests by heading), mocha's TAP, minitest -v, rspec's JSON, test-unit -v") {
+  TEST_CASE("tape (tests by heading), mocha's TAP, minitest -v, rspec's JSON, test-unit -v, phpunit --teamcity") {
     // tape: assertion messages repeat across tests; a test fails when one of its assertions fails
     const ParsedLog tape = parse_log("tape",
                                      "TAP version 13\n# adds\nok 1 should be strictly equal\nok 2 should be strictly "
@@ -287,6 +287,34 @@ TEST_SUITE("swe-crafter") {
     CHECK(tu.passed("TestFoo::inner#test: spaced name"));
     CHECK(tu.passed("TestBar#test_a"));
     CHECK(tu.tests.size() == 6);
+
+    // phpunit --teamcity (recorded from php-parsedown with a bug, names shortened); the id is the class's and
+    // the method's, never the workspace's path
+    const std::string started = "##teamcity[testStarted name='test_ with data set #0' locationHint='php_qn:///tmp/"
+                                "ws/test/ParsedownTest.php::\\ParsedownTest::test_ with data set #0' flowId='3']\n";
+    const ParsedLog pu = parse_log(
+        "phpunit",
+        "PHPUnit 9.6.7 by Sebastian Bergmann and contributors.\n\n##teamcity[testCount count='4' flowId='3']\n" +
+            started + "\n##teamcity[testFinished name='test_ with data set #0' duration='1' flowId='3']\n" +
+            "##teamcity[testStarted name='test_ with data set #6' locationHint='php_qn:///tmp/ws/test/"
+            "ParsedownTest.php::\\ParsedownTest::test_ with data set #6' flowId='3']\n"
+            "##teamcity[testFailed name='test_ with data set #6' message='Failed asserting that two strings are "
+            "equal.' details=' /tmp/ws/test/ParsedownTest.php:57|n ' actual='|'<p>|'' expected='|'it|'s|'']\n"
+            "##teamcity[testFinished name='test_ with data set #6' duration='0' flowId='3']\n"
+            "##teamcity[testStarted name='testLater' locationHint='php_qn:///tmp/ws/test/ATest.php::\\Ns\\ATest::"
+            "testLater' flowId='3']\n##teamcity[testIgnored name='testLater' message='later' flowId='3']\n"
+            "##teamcity[testFinished name='testLater' duration='0' flowId='3']\n"
+            "##teamcity[testStarted name='testQuote|'s' locationHint='php_qn:///tmp/ws/test/ATest.php::\\Ns\\ATest::"
+            "testQuote|'s' flowId='3']\n##teamcity[testFinished name='testQuote|'s' duration='0' flowId='3']\n\n"
+            "FAILURES!\nTests: 4, Assertions: 4, Failures: 1, Skipped: 1.\n");
+    CHECK(pu.summary);
+    CHECK(pu.passed("ParsedownTest::test_ with data set #0"));
+    CHECK(pu.tests.at("ParsedownTest::test_ with data set #6") == Verdict::failed);
+    CHECK(pu.tests.at("Ns\\ATest::testLater") == Verdict::skipped);
+    CHECK(pu.passed("Ns\\ATest::testQuote's"));
+    CHECK(pu.tests.size() == 4);
+    CHECK(parse_log("phpunit", "PHPUnit 9.6.7\n\nOK (3 tests, 3 assertions)\n").summary);
+    CHECK_FALSE(parse_log("phpunit", "PHP Fatal error:  Uncaught Error: Class \"A\" not found\n" + started).summary);
   }
 
   TEST_CASE("the fixed method's test command narrows to the test files where the runner can") {
@@ -452,6 +480,28 @@ TEST_SUITE("swe-crafter") {
     }
     CHECK(flip);
     CHECK(removed);
+  }
+
+  TEST_CASE("synthetic bugs in PHP: inside methods only (return types, braces on their own lines), never in "
+            "heredocs, docblocks or comments") {
+    const std::string php =
+        "<?php\nnamespace Calc;\n\nconst LIMIT = 1 + 2;\n\nclass Calc\n{\n    private $n = 3;\n\n"
+        "    /**\n     * Adds: a + b\n     */\n    public function add(int $a, int $b = 0): int\n    {\n"
+        "        $sum = $a + $b; // a + b\n        return $sum;\n    }\n\n"
+        "    public function same($a, $b) {\n        $text = <<<EOT\n        1 + 1 === 2\n        EOT;\n"
+        "        return $a === $b;\n    }\n}\n";
+    const std::vector<swec::Mutation> ms = swec::candidate_mutations(php, "php");
+    REQUIRE_FALSE(ms.empty());
+    bool flip = false, strict = false;
+    for (const swec::Mutation& m : ms) {
+      CHECK((m.line == 14 || m.line == 22));
+      const std::string mutated = swec::apply_mutation(php, m);
+      flip = flip || mutated.find("$sum = $a - $b; // a + b") != std::string::npos;
+      strict = strict || mutated.find("return $a !== $b;") != std::string::npos;
+      CHECK(mutated.find("1 + 1 === 2") != std::string::npos);  // the heredoc's text is never mutated
+    }
+    CHECK(flip);
+    CHECK(strict);
   }
 
   TEST_CASE("synthetic bugs in Perl: inside subs only, never in POD or comments") {

@@ -104,6 +104,15 @@ Environment detect_fixed(const std::string& tree) {
   } else if (make_target(tree, "check") || make_target(tree, "test")) {
     const std::string target = make_target(tree, "check") ? "check" : "test";
     e = {"c", "make", "", "make -j2", "make " + target, "automake", {"Makefile target: " + target}};
+  } else if (exists(tree, "composer.json")) {
+    // SWE-bench Multilingual's PHP images: composer install, then the suite by vendor/bin/phpunit
+    e = {"php",
+         "composer",
+         "composer install --no-interaction --no-progress",
+         "true",
+         "vendor/bin/phpunit --teamcity",
+         "phpunit",
+         {"manifest: composer.json"}};
   } else if (exists(tree, "package.json")) {
     e = {"javascript", "npm", "", "true", "npm test --silent", "tap", {"manifest: package.json"}};
   } else if (any([](const std::string& f) { return language_of(f) == "go"; })) {

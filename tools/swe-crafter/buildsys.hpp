@@ -20,7 +20,8 @@ struct Environment {
 /// command set per build system, picked by the manifest at the top of the
 /// work tree (Cargo.toml, go.mod, Python's manifests or test files,
 /// CMakeLists.txt, Makefile.PL or t/*.t, a Makefile with a check or test
-/// target, package.json). build_system "" when none is recognised.
+/// target, composer.json, package.json). build_system "" when none is
+/// recognised.
 Environment detect_fixed(const std::string& work_tree);
 
 /// install then build as one command ("" when there is nothing to do):

@@ -142,6 +142,8 @@ void doctor_verb(const DoctorOptions& o, const nk::RunEnv&) {
       {"java", "mvn", "mvn --version", "maven"},
       {"ruby", "ruby", "ruby --version", "ruby"},
       {"php", "php", "php --version", "php-cli"},
+      {"php", "phpunit", "phpunit --version", "phpunit"},
+      {"php", "phpab", "phpab --version", "phpab"},
       {"haskell", "ghc", "ghc --version", "ghc"},
   };
   std::cout << "language\ttool\tfound\tversion\tdebian package\n";

@@ -31,7 +31,8 @@ bool ParsedLog::passed(const std::string& id) const {
 
 const std::vector<std::string>& parser_names() {
   static const std::vector<std::string> names = {"pytest",   "gotest",   "cargo",      "tap",      "tape", "ctest",
-                                                 "automake", "minitest", "rspec-json", "test-unit"};
+                                                 "automake", "minitest", "rspec-json", "test-unit",
+                                                 "phpunit"};
   return names;
 }
 
@@ -326,6 +327,63 @@ void automake_line(const std::string& line, ParsedLog& out) {
   if (starts(line, "# TOTAL: ")) out.summary = true;
 }
 
+struct TeamcityState {
+  std::string current;  ///< the test that started last
+  bool reported = false;  ///< it failed or was ignored
+};
+
+/// The value of NAME='...' in a TeamCity service message, its |-escapes undone.
+std::string teamcity_attribute(const std::string& message, const std::string& name) {
+  const std::string key = " " + name + "='";
+  const size_t at = message.find(key);
+  if (at == std::string::npos) return "";
+  std::string out;
+  for (size_t i = at + key.size(); i < message.size(); ++i) {
+    const char c = message[i];
+    if (c == '\'') break;
+    if (c == '|' && i + 1 < message.size()) {
+      const char e = message[++i];
+      out += e == 'n' ? '\n' : e == 'r' ? '\r' : e;  // |' || |[ |] stand for the character itself
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+void phpunit_line(const std::string& line, ParsedLog& out, TeamcityState& state) {
+  // phpunit --teamcity: "##teamcity[testStarted name='m with data set #0' locationHint='php_qn://FILE::\NS\Class::m
+  // with data set #0' ...]", then testFailed or testIgnored, then testFinished; the id is the locationHint's
+  // Class::method (the file's path is the workspace's, which differs between runs); the summary is "OK (N tests, M
+  // assertions)" or "Tests: N, Assertions: M, Failures: F."
+  const size_t at = line.find("##teamcity[");
+  if (at == std::string::npos) {
+    if ((starts(line, "OK (") && line.find(" assertion") != std::string::npos) ||
+        (starts(line, "Tests: ") && line.find(", Assertions: ") != std::string::npos))
+      out.summary = true;
+    return;
+  }
+  const std::string message = line.substr(at + 11);
+  const std::string kind = message.substr(0, message.find(' '));
+  if (kind == "testStarted") {
+    const std::string hint = teamcity_attribute(message, "locationHint");
+    const size_t sep = hint.find("::\\");
+    state.current = sep == std::string::npos ? teamcity_attribute(message, "name") : hint.substr(sep + 3);
+    state.reported = false;
+  } else if (state.current.empty()) {
+    return;
+  } else if (kind == "testFailed") {
+    out.tests[state.current] = Verdict::failed;
+    state.reported = true;
+  } else if (kind == "testIgnored") {
+    out.tests[state.current] = Verdict::skipped;
+    state.reported = true;
+  } else if (kind == "testFinished") {
+    if (!state.reported) out.tests[state.current] = Verdict::passed;
+    state.current.clear();
+  }
+}
+
 }  // namespace
 
 ParsedLog parse_log(const std::string& parser, const std::string& log) {
@@ -333,13 +391,14 @@ ParsedLog parse_log(const std::string& parser, const std::string& log) {
   for (const std::string& n : parser_names()) known = known || n == parser;
   if (!known)
     throw nk::usage_error("log parser '" + parser +
-                          "' (expected pytest, gotest, cargo, tap, tape, ctest, automake, minitest, rspec-json or test-unit)");
+                          "' (expected pytest, gotest, cargo, tap, tape, ctest, automake, minitest, rspec-json, test-unit or phpunit)");
   ParsedLog out;
   std::istringstream in(log);
   std::string line;
   TapState tap;
   TapeState tape;
   TestUnitState test_unit;
+  TeamcityState teamcity;
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (parser == "pytest") {
@@ -358,6 +417,8 @@ ParsedLog parse_log(const std::string& parser, const std::string& log) {
       minitest_line(line, out);
     } else if (parser == "rspec-json") {
       rspec_json_line(line, out);
+    } else if (parser == "phpunit") {
+      phpunit_line(line, out, teamcity);
     } else if (parser == "test-unit") {
       test_unit_line(line, out, test_unit);
     } else {

@@ -1,7 +1,7 @@
 // parsers.hpp - test runners' logs read into per-test verdicts: pytest (-rA),
 // go test -v, cargo test, TAP (prove -v, mocha's tap reporter), tape's TAP
 // (tests by their "# name" comments), ctest, automake's test-driver,
-// minitest -v, rspec --format json and test-unit -v, each with the runner's summary line as evidence that the
+// minitest -v, rspec --format json, test-unit -v and phpunit --teamcity, each with the runner's summary line as evidence that the
 // suite ran (SWE-bench's graders want it).
 #pragma once
 #include <map>
@@ -20,7 +20,7 @@ struct ParsedLog {
 };
 
 /// The parsers this tool has: pytest, gotest, cargo, tap, tape, ctest, automake, minitest, rspec-json,
-/// test-unit.
+/// test-unit, phpunit.
 const std::vector<std::string>& parser_names();
 /// Throws a usage error for an unknown name.
 ParsedLog parse_log(const std::string& parser, const std::string& log);

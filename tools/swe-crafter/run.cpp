@@ -209,7 +209,8 @@ void run_verb(const RunOptions& o, const nk::RunEnv& run_env) {
           write_text((dir / "trajectories.jsonl").string(), "", false);
         }
         RunLog::get().write((dir / "log.h5").string(), false);
-        std::ofstream(dir / "seconds") << watch.seconds() << "\n";
+        seconds = watch.seconds();  // the row gives the same figure as a resumed run's row
+        std::ofstream(dir / "seconds") << seconds << "\n";
         std::ofstream(dir / "done") << "done\n";
       }
       RunLog repo_log;

@@ -1,6 +1,7 @@
 // synthetic.cpp - single-line mutations inside functions.
 #include "swe-crafter/synthetic.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <sstream>
 
@@ -91,8 +92,9 @@ void mutations_of_line(const std::string& line, int64_t number, bool python, boo
   // operators (spaced, as formatted code writes them)
   // (bugs turn * into / and never / into *: a repair's edits add that, to undo them)
   static const std::vector<std::pair<const char*, const char*>> flips = {
-      {" + ", " - "},   {" - ", " + "},   {" * ", " / "},   {" == ", " != "}, {" != ", " == "},
-      {" && ", " || "}, {" || ", " && "}, {" and ", " or "}, {" or ", " and "}};
+      {" + ", " - "},   {" - ", " + "},    {" * ", " / "},     {" == ", " != "},   {" != ", " == "},
+      {" && ", " || "}, {" || ", " && "},  {" and ", " or "},  {" or ", " and "},  {" === ", " !== "},
+      {" !== ", " === "}};
   static const std::vector<std::pair<const char*, const char*>> repairs = [] {
     std::vector<std::pair<const char*, const char*>> r = flips;
     r.emplace_back(" / ", " * ");
@@ -172,7 +174,9 @@ bool brace_statement(const std::string& t) {
   }
   // an assignment to something that exists, an update or a call; not a declaration
   size_t i = 0;
-  while (i < t.size() && (ident(t[i]) || t[i] == '.' || t[i] == '-' || t[i] == '>' || t[i] == '[' || t[i] == ']')) ++i;
+  while (i < t.size() &&
+         (ident(t[i]) || t[i] == '$' || t[i] == '.' || t[i] == '-' || t[i] == '>' || t[i] == '[' || t[i] == ']'))
+    ++i;
   const std::string rest = t.substr(i);
   return i > 0 && (starts(rest, " = ") || starts(rest, " += ") || starts(rest, " -= ") || starts(rest, "++") ||
                    starts(rest, "--") || starts(rest, "(") || starts(rest, " *= "));
@@ -300,13 +304,19 @@ std::vector<Mutation> candidate_mutations(const std::string& source, const std::
     }
     return out;
   }
-  // languages with braces: lines inside a function (a block opened by a header with a parameter list, or
-  // Perl's "sub NAME"); Perl's comments start with '#', its POD (=head1 ... =cut) is documentation
-  const bool perl = language == "perl";
+  // languages with braces: lines inside a function (a block opened by a header with a parameter list, Perl's
+  // "sub NAME" or PHP's "function NAME(...): type"); Perl's comments start with '#', its POD (=head1 ... =cut) is
+  // documentation; PHP's heredocs (<<<END ... END) are text
+  const bool perl = language == "perl", php = language == "php";
   int depth = 0, function_depth = -1;
   bool block_comment = false, pod = false;
+  std::string heredoc_end;
   for (size_t i = 0; i < lines.size(); ++i) {
     const std::string t = trim(lines[i]);
+    if (!heredoc_end.empty()) {
+      if (starts(t, heredoc_end.c_str())) heredoc_end.clear();
+      continue;
+    }
     if (perl && (pod || (!lines[i].empty() && lines[i][0] == '=' && lines[i].size() > 1 &&
                          std::isalpha(static_cast<unsigned char>(lines[i][1]))))) {
       pod = !starts(lines[i], "=cut");
@@ -323,6 +333,16 @@ std::vector<Mutation> candidate_mutations(const std::string& source, const std::
     }
     const std::vector<bool> ok = code_mask(lines[i], perl);
     const bool inside = function_depth >= 0 && depth > function_depth;
+    const size_t heredoc = php ? find_code(lines[i], ok, "<<<") : std::string::npos;
+    if (heredoc != std::string::npos) {
+      // the terminator: the identifier after <<<, without its quotes (nowdoc: <<<'END')
+      std::string id = trim(lines[i].substr(heredoc + 3));
+      id.erase(std::remove_if(id.begin(), id.end(), [](char c) { return c == '\'' || c == '"'; }), id.end());
+      size_t n = 0;
+      while (n < id.size() && ident(id[n])) ++n;
+      heredoc_end = id.substr(0, n);
+      continue;  // the line that opens it is left alone too
+    }
     if (inside && !t.empty() && !starts(t, "//") && !starts(t, "#") && t != "{" && t != "}")
       mutations_of_line(lines[i], static_cast<int64_t>(i), perl, brace_statement(t), repair, out);
     for (size_t k = 0; k < lines[i].size(); ++k) {
@@ -345,8 +365,10 @@ std::vector<Mutation> candidate_mutations(const std::string& source, const std::
                                starts(head, "switch") || starts(head, "else") || starts(head, "catch") ||
                                starts(head, "match") || starts(head, "} else");
           const bool perl_sub = perl && starts(head, "sub ") && head.find('=') == std::string::npos;
+          const bool php_function =
+              php && head.find("function") != std::string::npos && head.find('(') != std::string::npos;
           const bool header =
-              perl_sub || (!control && head.find('(') != std::string::npos &&
+              perl_sub || php_function || (!control && head.find('(') != std::string::npos &&
                            (head.back() == ')' || head.find("->") != std::string::npos ||
                             head.find(") const") != std::string::npos));
           if (header) function_depth = depth;
