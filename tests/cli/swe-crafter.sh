@@ -268,6 +268,10 @@ for lang in ruby php; do
   check "$lang: mine --synthetic 1" sh -c "$SC mine -i repo_$lang --store st --env env_$lang.json --synthetic 1 --seed 2 -o syn_$lang.jsonl $SANDBOX && $SC validate -i syn_$lang.jsonl --store st -o syn_inst_$lang.jsonl $SANDBOX > syn_$lang.tsv"
   if grep -q "	admitted	" syn_$lang.tsv && [ "$(wc -l < syn_inst_$lang.jsonl)" -eq 1 ]; then pass "$lang: the synthetic bug admitted"; else fail "$lang: the synthetic bug admitted ($(cat syn_$lang.tsv))"; fi
 done
+if [[ " $LANGS " == *" php "* ]]; then
+  # PHPUnit names the test's line; the agent finds the method it calls (brace on the next line, a return type)
+  check "php: the builtin agent resolves the synthetic bug" sh -c "$SC distill -i syn_inst_php.jsonl --store st --agent builtin -o syn_traj_php.jsonl $SANDBOX | grep -q '	resolved	' && [ \$(wc -l < syn_traj_php.jsonl) -eq 1 ]"
+fi
 
 # Skills against the fixed method: a src layout (a skill of its own), a lib layout (the pytest skill's fix and retry).
 for layout in src lib; do

@@ -241,6 +241,7 @@ class BuiltinAgent : public Agent {
                                     "function " + name + "(", "sub " + name}) {
       const size_t h = line.find(head);
       if (h == std::string::npos) continue;
+      if (head.back() == '(') return true;  // func NAME( and function NAME( hold their parameter list's start
       const size_t after = h + head.size();
       if (after == line.size() || line[after] == '(' || line[after] == ' ' || line[after] == '<' ||
           line[after] == '{' || line[after] == ';')
@@ -291,6 +292,7 @@ class BuiltinAgent : public Agent {
     std::set<std::pair<std::string, int64_t>> seen;
     auto add = [&](std::string path, int64_t line) {
       if (path.rfind("./", 0) == 0) path = path.substr(2);
+      if (path.rfind(ws_ + "/", 0) == 0) path = path.substr(ws_.size() + 1);  // PHPUnit names files by absolute paths
       std::error_code ec;
       if (path.rfind("blib/lib/", 0) == 0 && fs::is_regular_file(fs::path(ws_) / path.substr(5), ec))
         path = path.substr(5);
@@ -340,8 +342,11 @@ class BuiltinAgent : public Agent {
         if (number >= line - 6 && number <= line + 1) names.merge(called_names(l));
       }
     }
-    // the failing tests' own names: test "mul", test_mul, TestParse or TestAdd#test_add name a function
-    for (const std::string& id : target_) {
+    // the failing tests' own names: test "mul", test_mul, TestParse, TestAdd#test_add or AddTest::testAdd name a
+    // function
+    for (std::string id : target_) {
+      const size_t data_set = id.find(" with data set ");  // PHPUnit's data providers: "Class::testX with data set #0"
+      if (data_set != std::string::npos) id.resize(data_set);
       const size_t cut = id.find_last_of(":#/. ");
       std::string n = cut == std::string::npos ? id : id.substr(cut + 1);
       for (const char* prefix : {"test_", "test-", "Test", "test"}) {
