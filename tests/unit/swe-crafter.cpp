@@ -317,7 +317,7 @@ TEST_SUITE("swe-crafter") {
     CHECK_FALSE(parse_log("phpunit", "PHP Fatal error:  Uncaught Error: Class \"A\" not found\n" + started).summary);
   }
 
-  TEST_CASE("the fixed method's test command narrows to the test files where the runner can") {
+  TEST_CASE("the test command narrows to the test files where the runner can (ctest by their names)") {
     Environment py{"python", "pytest", "", "", "python3 -m pytest -rA", "pytest", {}};
     CHECK(test_command(py, {"tests/test_a.py", "tests/data.json"}, false) == "python3 -m pytest -rA 'tests/test_a.py'");
     CHECK(test_command(py, {"tests/test_a.py"}, true) == "python3 -m pytest -rA");
@@ -326,6 +326,14 @@ TEST_SUITE("swe-crafter") {
           "go test -count=1 -v '.' './pkg'");
     Environment cargo{"rust", "cargo", "", "", "cargo test --offline", "cargo", {}};
     CHECK(test_command(cargo, {"tests/it.rs"}, false) == "cargo test --offline");
+    // ctest: the tests whose names hold the touched test files' stems, when any; else the whole suite
+    Environment ct{"c", "cmake", "", "", "ctest --test-dir _b", "ctest", {}};
+    CHECK(test_command(ct, {"tests/test_parse.c", "tests/cli/nk-data.sh", "tests/data.txt", "t/x.c"}, false) ==
+          "if ctest --test-dir _b -N -R 'nk-data|parse' | grep -q 'Total Tests: [1-9]'; then ctest --test-dir _b -R "
+          "'nk-data|parse'; else ctest --test-dir _b; fi");
+    CHECK(test_command(ct, {"test/vec_unittest.cc"}, false).find("-R 'vec'") != std::string::npos);
+    CHECK(test_command(ct, {"test/a.b_test.cpp"}, false).find("-R 'a\\.b'") != std::string::npos);
+    CHECK(test_command(ct, {"tests/data.json"}, false) == "ctest --test-dir _b");
   }
 
   TEST_CASE("synthetic bugs: one line of a function mutated, never text in quotes or comments; reversible") {

@@ -5,6 +5,7 @@
 // positive, GCC bug 105651); these files build commands that way throughout.
 #pragma GCC diagnostic ignored "-Wrestrict"
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -141,6 +142,32 @@ std::string test_command(const Environment& env, const std::vector<std::string>&
     }
     out = "go test -count=1 -v";
     for (const std::string& p : packages) out += " " + sh_quote(p);
+  } else if (env.build_system == "cmake") {
+    // ctest selects tests by name: those whose names hold a touched test file's stem (test_parse.c, parse_test.cc,
+    // tests/cli/parse.sh: "parse"), when that selects any; else the whole suite
+    std::set<std::string> stems;
+    for (const std::string& f : test_files) {
+      if (language_of(f).empty()) continue;
+      std::string stem = fs::path(f).stem().string();
+      for (const char* prefix : {"test_", "test-"}) {
+        if (stem.rfind(prefix, 0) == 0) stem = stem.substr(5);
+      }
+      for (const char* suffix : {"_test", "-test", "_tests", "-tests", "_unittest"}) {
+        const size_t n = std::strlen(suffix);
+        if (stem.size() > n && stem.compare(stem.size() - n, n, suffix) == 0) stem.resize(stem.size() - n);
+      }
+      std::string escaped;
+      for (char c : stem) {
+        if (std::strchr(".[]()*+?^$|\\{}", c)) escaped += '\\';
+        escaped += c;
+      }
+      if (stem.size() >= 3) stems.insert(escaped);
+    }
+    if (stems.empty()) return out;
+    std::string re;
+    for (const std::string& s : stems) re += (re.empty() ? "" : "|") + s;
+    out = "if " + env.test_cmd + " -N -R " + sh_quote(re) + " | grep -q 'Total Tests: [1-9]'; then " + env.test_cmd +
+          " -R " + sh_quote(re) + "; else " + env.test_cmd + "; fi";
   }
   return out;
 }
