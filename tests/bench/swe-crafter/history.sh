@@ -1,0 +1,66 @@
+#!/bin/bash
+# tests/bench/swe-crafter/history.sh BIN: the benchmark's row for this
+# project's own history (issue #31: >= 10 instances from it). The repository
+# this script sits in is fetched into a store (read only, as fetch always
+# does), its environment found by env with the skill of
+# tests/bench/swe-crafter/skills (the toolkit's Release build without CUDA
+# and its ctest suite: the shipped cmake-ctest skill would build Debug, whose
+# suite takes several times as long), its first-parent history mined, and
+# the newest MAX candidates validated (--runs RUNS); each state runs the ctest
+# tests whose names hold a touched test file's stem (tests/cli/nk-data.sh:
+# cli.nk-data and unit.nk-data). Candidates whose tests are swe-crafter's own
+# are left out: its CLI test takes two minutes a run, and it runs swe-crafter
+# inside swe-crafter's sandbox. A state builds incrementally from one
+# prepared workspace (the first candidate's commit, fully built once); a
+# state that changes a CMakeLists.txt builds from scratch (12 minutes on 2
+# cores). Prints the verdicts, then a summary line; run.sh calls it with
+# OUT=its folder/history.
+set -eu
+BIN=$(cd "${1:-build/bin}" && pwd)
+OUT=${OUT:-build/bench/swe-crafter-history}
+RUNS=${RUNS:-2}
+MAX=${MAX:-12}
+TIMEOUT=${TIMEOUT:-3600}
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../../.." && pwd)
+export PATH="$BIN:/usr/bin:$PATH"
+[ "${RESUME:-0}" = 1 ] || rm -rf "$OUT"
+mkdir -p "$OUT" && cd "$OUT"
+SANDBOX=""
+[ -n "$(swe-crafter doctor | awk -F'\t' '$1 == "sandbox" && $2 == "namespace" && $3 == "no"')" ] && SANDBOX="--sandbox none"
+t0=$(date +%s.%N)
+[ -d st/repos/neurkit ] || swe-crafter -q fetch "git:$src" --name neurkit --store st > /dev/null
+[ -s env.json ] || swe-crafter -q env -i neurkit --store st --skills "$here/skills" --timeout "$TIMEOUT" $SANDBOX --log env.h5 -o env.json
+/usr/bin/python3 -c 'import json, sys; e = json.load(open("env.json")); print("# environment: %s, %s, %d attempts, %s tests found" % ("works" if e["ok"] else "fails", e["evidence"][0], e["attempts"], e.get("tests_found")))'
+swe-crafter -q mine -i neurkit --store st --env env.json -o mined.jsonl
+/usr/bin/python3 - "$MAX" <<'PYEOF'
+import json, re, sys
+limit = int(sys.argv[1])
+kept, left, total = [], 0, 0
+for line in open("mined.jsonl"):
+    total += 1
+    c = json.loads(line)
+    tests = re.findall(r"^diff --git a/(\S+)", c["test_patch"], re.M)
+    suites = [t for t in tests if t.startswith(("tests/cli/", "tests/unit/"))]
+    if not suites or any("swe-crafter" in t for t in tests):
+        left += 1
+        continue
+    if len(kept) < limit:
+        kept.append(line)
+open("candidates.jsonl", "w").writelines(kept)
+print("# mined: %d candidates; %d touch no CLI or unit test, or swe-crafter's own; the newest %d of the others validated"
+      % (total, left, len(kept)))
+PYEOF
+swe-crafter -q validate -i candidates.jsonl --store st --runs "$RUNS" --timeout "$TIMEOUT" $SANDBOX --log validate.h5 \
+  -o instances.jsonl | tee verdicts.tsv
+t1=$(date +%s.%N)
+/usr/bin/python3 - "$t0" "$t1" <<'PYEOF'
+import json, sys
+secs = float(sys.argv[2]) - float(sys.argv[1])
+verdicts = [l.rstrip("\n").split("\t") for l in open("verdicts.tsv")]
+inst = [json.loads(l) for l in open("instances.jsonl")]
+admitted = sum(1 for v in verdicts if len(v) > 1 and v[1] == "admitted")
+f2p = sum(len(json.loads(i["FAIL_TO_PASS"])) for i in inst)
+print("history: %d candidates validated, %d instances admitted (%d fail-to-pass tests), %.0f s in all (env, mine, validate)"
+      % (len(verdicts), admitted, f2p, secs))
+PYEOF
