@@ -28,6 +28,7 @@
 #include "swe-crafter/git.hpp"
 #include "swe-crafter/instance.hpp"
 #include "swe-crafter/runlog.hpp"
+#include "swe-crafter/state.hpp"
 #include "swe-crafter/swe_crafter.hpp"
 #include "swe-crafter/synthetic.hpp"
 #include "swe-crafter/testrule.hpp"
@@ -591,43 +592,15 @@ void distill_verb(const DistillOptions& o, const nk::RunEnv& run_env) {
       }
       why = ok ? "resolved" : "tests fail";
     };
-    bool graded = false;
-    if (prepared) {
-      // from the prepared workspace as validate does; anything it cannot take, or a build that fails there, is
-      // graded from scratch (a stale build never fails an agent)
-      std::string w = prepared->restore(inst.base_commit);
-      if (w.empty()) w = prepared->apply(inst.test_patch);
-      if (w.empty()) w = prepared->apply(patch);
-      const PreparedWorkspace::Rebuild how = w.empty() ? prepared->needs() : PreparedWorkspace::Rebuild::scratch;
-      if (how != PreparedWorkspace::Rebuild::scratch) {
-        const nk::SandboxedRun b = prepared->rebuild(how);
-        if (b.exit_code == 0) {
-          verdict(parse_log(inst.log_parser,
-                            prepared->run(test_command(env, present_test_files(inst, prepared->folder()), false)).output));
-          graded = true;
-        }
-      }
-      if (!graded) RunLog::get().note("graded from scratch (the prepared workspace cannot take this state)");
-    }
-    if (!graded) {
-      ScratchFolder grade("swe-crafter-grade");
-      const std::string gws = grade.path + "/ws";
-      make_workspace(repos[k], inst.base_commit, gws);
-      why = apply_patch(gws, inst.test_patch, grade.path);
-      if (why.empty()) why = apply_patch(gws, patch, grade.path);
-      if (why.empty()) {
-        bool built = true;
-        const std::string prepare = prepare_command(inst.install, inst.build);
-        if (!prepare.empty()) built = run_step(prepare, gws, grade.path, sandbox).exit_code == 0;
-        if (built) {
-          verdict(parse_log(inst.log_parser, run_step(test_command(env, present_test_files(inst, gws), false), gws, grade.path,
-                                                      sandbox).output));
-        } else {
-          why = "the build fails";
-        }
-      } else {
-        why = "the patch does not apply: " + why;
-      }
+    // the agent's patch as the state after the fix, built and tested as validate builds and tests it (from the
+    // prepared workspace when it can take the state: a stale build never fails an agent)
+    Instance graded = inst;
+    graded.patch = patch;
+    const StateRuns after = state_runs(repos[k], graded, prepared, true, 1, false, sandbox);
+    if (!after.error.empty()) {
+      why = after.error;
+    } else {
+      verdict(after.logs.at(0));
     }
     RunLog::get().trajectory(repo_name, inst.instance_id, o.agent_cmd.empty() ? "builtin" : o.agent_cmd, ok,
                              static_cast<int64_t>(steps.size()));
