@@ -234,6 +234,10 @@ report(len(inst) == 2 and [r[1] for r in rows] == ["resolved", "resolved"], "c: 
 report([r[:2] for r in fresh] == [r[:2] for r in rows], "c: distill --fresh resolves the same (%s)" % fresh)
 traj = [json.loads(l) for l in open("traj_c.jsonl")]
 report(all(t["patch"].count("diff --git") == 1 and "calc.c" in t["patch"] for t in traj), "c: each patch is the one edit of calc.c")
+# each edit runs the target tests alone (ctest -R), the whole suite runs once after they pass
+tests = [[x["command"] for x in t["steps"] if "ctest" in x["command"]] for t in traj]
+report(all(any(" -R '^(" in c for c in cs[1:]) and " -R " not in cs[0] and " -R " not in cs[-1] for cs in tests),
+       "c: the agent's edits run the target tests alone, the whole suite before and after (%s)" % [len(cs) for cs in tests])
 sed = [json.loads(l) for l in open("traj_sed_c.jsonl")]
 report(len(sed) == 1 and sed[0]["patch"].count("diff --git") == 1 and "+  return a * b;" in sed[0]["patch"], "c: --agent-cmd's patch is its edit alone, none of the prepared workspace's build outputs (%s)" % [l.split("\t")[1] for l in open("dist_sed_c.tsv")])
 with h5py.File("dlog_c.h5", "r") as f:

@@ -103,6 +103,7 @@ class BuiltinAgent : public Agent {
         test_cmd_.insert(at + 5, " --output-on-failure");
       if (parser_ == "automake")
         test_cmd_ = "{ " + test_cmd_ + "; }; nk_s=$?; find . -name test-suite.log -exec cat {} + 2>/dev/null; exit $nk_s";
+      runner_ = test_cmd_;
       if (const std::string build = msg.value("build", ""); !build.empty() && build != "true") {
         // built before every test run (blib for MakeMaker, the CMake tree, ...); a failed build shows its end
         test_cmd_ = "(" + build + ") > \"$TMPDIR/nk-agent-build.log\" 2>&1 || { tail -n 60 \"$TMPDIR/nk-agent-build.log\"; exit 1; }; " + test_cmd_;
@@ -136,6 +137,8 @@ class BuiltinAgent : public Agent {
         if (!target_.empty()) break;
       }
       if (target_.empty()) target_ = failing_;
+      if (!broken_build_) target_cmd_ = select_tests(runner_, parser_, target_);
+      if (!target_cmd_.empty()) target_cmd_ = test_cmd_.substr(0, test_cmd_.size() - runner_.size()) + target_cmd_;
       plan(output);
       spdlog::debug("the builtin agent: {} failing tests, {} targeted, {} candidate edits", failing_.size(),
                     target_.size(), edits_.size());
@@ -146,6 +149,12 @@ class BuiltinAgent : public Agent {
       for (const std::string& id : broken_) again = again || !log.passed(id);
       if (!again && fixes(log)) return submit();
     } else if (fixes(log)) {
+      if (!target_cmd_.empty() && !full_run_) {
+        // the edit ran the target tests alone: the whole suite, once, before it counts
+        full_run_ = true;
+        return bash(test_cmd_);
+      }
+      full_run_ = false;
       broken_.clear();
       for (const std::string& id : passing_) {
         if (!log.passed(id)) broken_.push_back(id);
@@ -154,6 +163,7 @@ class BuiltinAgent : public Agent {
       verifying_ = true;
       return bash(test_cmd_);
     }
+    full_run_ = false;
     if (next_ >= edits_.size()) {
       // nothing worked: the original back, then submit (graded unresolved)
       if (!restored_ && next_ > 0) {
@@ -167,8 +177,51 @@ class BuiltinAgent : public Agent {
     std::string cmd;
     if (next_ > 1 && edits_[next_ - 2].path != e.path)
       cmd += write_command(edits_[next_ - 2].path, originals_[edits_[next_ - 2].path]);
-    cmd += write_command(e.path, e.content) + test_cmd_;
+    cmd += write_command(e.path, e.content) + (target_cmd_.empty() ? test_cmd_ : target_cmd_);
     return bash(cmd);
+  }
+
+  /// The runner's command narrowed to the given tests, where the runner selects tests by name and the command
+  /// is the runner alone (no shell operators): pytest's node ids, go test -run, cargo test's filters, ctest -R,
+  /// phpunit --filter; "" where it cannot be narrowed (the edits then run the whole suite).
+  static std::string select_tests(const std::string& runner, const std::string& parser,
+                                  const std::set<std::string>& ids) {
+    if (ids.empty() || runner.find_first_of(";|&<>`$") != std::string::npos) return "";
+    auto regex_escape = [](const std::string& t) {
+      std::string out;
+      for (char c : t) {
+        if (std::strchr(".[]()*+?^$|\\{}/", c)) out += '\\';
+        out += c;
+      }
+      return out;
+    };
+    auto alternation = [&](const std::set<std::string>& names) {
+      std::string re;
+      for (const std::string& n : names) re += (re.empty() ? "" : "|") + regex_escape(n);
+      return re;
+    };
+    if (parser == "pytest") {
+      std::string out = runner;
+      for (const std::string& id : ids) out += " " + sh_quote(id);
+      return out;
+    }
+    if (parser == "gotest" && runner.find("go test") != std::string::npos) {
+      std::set<std::string> top;  // a subtest runs with its test
+      for (const std::string& id : ids) top.insert(id.substr(0, id.find('/')));
+      return runner + " -run " + sh_quote("^(" + alternation(top) + ")$");
+    }
+    if (parser == "cargo" && runner.find("cargo test") != std::string::npos && runner.find(" -- ") == std::string::npos) {
+      std::string out = runner + " --";
+      for (const std::string& id : ids) out += " " + sh_quote(id);
+      return out;
+    }
+    if (parser == "ctest") return runner + " -R " + sh_quote("^(" + alternation(ids) + ")$");
+    if (parser == "phpunit") {
+      std::set<std::string> methods;  // Class::method, a data provider's sets with it
+      for (const std::string& id : ids) methods.insert(id.substr(0, id.find(" with data set ")));
+      return runner + " --filter " + sh_quote("/^(" + alternation(methods) + ")( |$)/");
+    }
+    return "";
   }
 
  private:
@@ -428,7 +481,10 @@ class BuiltinAgent : public Agent {
   }
 
   std::string ws_, test_cmd_, parser_, statement_;
+  std::string runner_;      ///< the test command alone (test_cmd_ builds first)
+  std::string target_cmd_;  ///< test_cmd_ narrowed to the target tests ("": the whole suite every time)
   bool started_ = false, restored_ = false, verifying_ = false, broken_build_ = false, cleaned_ = false;
+  bool full_run_ = false;  ///< the last command ran the whole suite after the targets passed
   std::set<std::string> failing_, passing_, target_;
   std::vector<std::string> broken_;
   std::vector<Edit> edits_;
