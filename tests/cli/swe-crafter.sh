@@ -301,6 +301,26 @@ report(l["evidence"][0] == "skill: python-pytest" and l["attempts"] == 2 and any
 finish()
 PYEOF
 [ $? -eq 0 ] && pass "skills checked" || fail "skills checked"
+# CMake's tests behind an option: the cmake-ctest skill's fix turns the *TEST* options on, not one that turns tests
+# off (CALC_WITHOUT_TESTS); a skill tried after another starts from the checked-out tree (a more specific skill
+# that fails leaves a file behind that would break the CMake configure).
+if command -v cmake > /dev/null; then
+  mkdir -p optrepo && (cd optrepo && printf 'int add(int a, int b) { return a + b; }\nint main(void) { return add(2, 3) == 5 ? 0 : 1; }\n' > t_add.c &&
+    printf 'cmake_minimum_required(VERSION 3.13)\nproject(calc C)\nif(EXISTS ${CMAKE_SOURCE_DIR}/poison)\n  message(FATAL_ERROR "poisoned")\nendif()\noption(CALC_BUILD_TESTS "tests" OFF)\noption(CALC_WITHOUT_TESTS "no tests" OFF)\nif(CALC_BUILD_TESTS AND NOT CALC_WITHOUT_TESTS)\n  enable_testing()\n  add_executable(t_add t_add.c)\n  add_test(NAME add COMMAND t_add)\nendif()\n' > CMakeLists.txt &&
+    git init -q . && git add -A && git -c user.name=f -c user.email=f@l commit -q -m initial)
+  mkdir -p poisonskills && printf 'name poison-first\nlanguage c\nbuild_system make\nlog_parser automake\nevidence file CMakeLists.txt\nevidence file t_add.c\nbuild touch poison && false\ntest true\n' > poisonskills/poison.skill
+  check "cmake option: fetch, env" sh -c "$SC fetch git:$WORK/optrepo --store st > /dev/null && $SC env -i optrepo --store st -o env_opt.json $SANDBOX && $SC env -i optrepo --store st --skills poisonskills -o env_poison.json $SANDBOX"
+  "$PY" - <<'PYEOF'
+import json, os, sys
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
+o, p = json.load(open("env_opt.json")), json.load(open("env_poison.json"))
+report(o["ok"] and o["attempts"] == 2 and o["tests_found"] == 1 and any("No tests were found" in e for e in o["evidence"]), "cmake option: the fix turns CALC_BUILD_TESTS on, not CALC_WITHOUT_TESTS (%s, %d attempts)" % (o["evidence"], o["attempts"]))
+report(p["ok"] and p["attempts"] == 3 and p["evidence"][0] == "skill: cmake-ctest", "a skill tried after a failing one starts from the checked-out tree (%s, %d attempts)" % (p["evidence"], p["attempts"]))
+finish()
+PYEOF
+  [ $? -eq 0 ] && pass "cmake options and clean trees checked" || fail "cmake options and clean trees checked"
+fi
 # Induction: the lib layout needed the pytest skill's fix and a retry; induced, a similar repository with other names
 # works at the first attempt; a third that lacks part of the evidence (test/ for tests/) needs the retry again, and its
 # success merges into the same skill, keeping the evidence both share.

@@ -109,6 +109,9 @@ void env_verb(const EnvOptions& o, const nk::RunEnv&) {
     for (SkillMatch m : matching_skills(skills, ws, tracked_files(ws))) {
       m.vars.emplace("helpers", helpers);
       if (attempts >= o.attempts) break;
+      // each skill starts from the checked-out tree: what an earlier skill built or configured (a CMake cache that
+      // holds its options, a configure's Makefiles) must not decide this one's result
+      if (attempts > 0) shell("git clean -fdxq && git checkout -q -- .", ws);
       const Skill& s = *m.skill;
       std::map<std::string, std::string> extra;
       std::vector<std::string> applied, raw_exports, raw_runs;  // the fixes, {variables} unexpanded
