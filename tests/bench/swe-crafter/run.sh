@@ -5,8 +5,8 @@
 # languages, default all: python (PyPI release chains), go (golang-*-dev
 # trees), rust (librust-*-dev crates), perl (lib*-perl source packages and
 # their Debian patches), c and cpp (C and C++ source packages), javascript
-# (node-* source packages), ruby (ruby-* source packages)) and the three
-# shipped fixture histories. The source packages' build and test
+# (node-* source packages), ruby (ruby-* source packages), php (php-* source
+# packages)) and the three shipped fixture histories. The source packages' build and test
 # dependencies are BENCH_PACKAGES (make -f Makefile.dist bench installs
 # them); at the end `swe-crafter doctor -i --missing` says what any of them
 # still lacks.
@@ -29,12 +29,12 @@
 # 4. The peer: SWE-bench's own grading (the swebench package, PyPI, in
 #    build/bench-venv-swebench: tests/bench/swe-crafter/venv.sh) on the
 #    status maps of every validated candidate, beside our verdicts.
-# 5. Throughput: admitted instances per hour of the runs' wall clock.
+# 5. Throughput: admitted instances per hour of the pipeline's seconds.
+# 6. This project's own history (history.sh, HISTORY=0 skips it): its newest
+#    candidates validated with the toolkit's Release build and its ctest suite.
 # RESUME=1 keeps OUT and goes on where a stopped run left off (each
 # repository's folder is resumed by `run`; its row keeps the seconds it took),
 # so the run can span sessions; throughput counts the rows' seconds.
-# This project's own history is not validated here: each state of a commit
-# needs the whole toolkit built (about 12 minutes on 2 cores).
 set -eu
 BIN=$(cd "${1:-build/bin}" && pwd)
 OUT=${OUT:-build/bench/swe-crafter}
@@ -42,7 +42,7 @@ RUNS=${RUNS:-2}
 SYNTHETIC=${SYNTHETIC:-5}
 TIMEOUT=${TIMEOUT:-300}
 MAXSEC=${MAXSEC:-600}  # the builtin agent's budget per trajectory (a minute-long suite costs it a minute per edit)
-CORPUS=${CORPUS:-python go rust perl c cpp javascript ruby}
+CORPUS=${CORPUS:-python go rust perl c cpp javascript ruby php}
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../../.." && pwd)
 VENV=${VENV:-$src/build/bench-venv-swebench}
@@ -172,6 +172,15 @@ echo
 echo "$peer"
 echo
 echo "re-check exit status: $recheck_rc ($(echo "$t4 - $t3" | bc -l | cut -c1-6) s)"
+
+# 6. this project's own history
+if [ "${HISTORY:-1}" = 1 ]; then
+  echo
+  echo "## This project's history (tests/bench/swe-crafter/history.sh)"
+  echo
+  OUT="$PWD/history" RUNS="$RUNS" bash "$here/history.sh" "$BIN" > history.txt 2>&1 || echo "history.sh failed: $(tail -3 history.txt)"
+  grep -E '^(# |history:)' history.txt || true
+fi
 
 # what the Debian source packages' build dependencies still lack here (installs run before, outside the sandbox)
 deb=$(ls st/repos | grep '^debian-src\.' | sed 's/^/-i /' | tr '\n' ' ')
