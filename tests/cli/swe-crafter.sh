@@ -321,6 +321,31 @@ finish()
 PYEOF
   [ $? -eq 0 ] && pass "cmake options and clean trees checked" || fail "cmake options and clean trees checked"
 fi
+# A re-check runs every test an instance lists: ctest's selection by the test patch's files (tests/add.c: -R add)
+# leaves out mul, which PASS_TO_PASS names (lists made over the whole suite), so the state runs the whole suite.
+if command -v cmake > /dev/null; then
+  mkdir -p nrwrepo/tests && (cd nrwrepo &&
+    printf 'int add(int a, int b) { return a - b; }\nint mul(int a, int b) { return a * b; }\n' > calc.c &&
+    printf 'int add(int, int);\nint main(void) { return add(2, 3) == 5 ? 0 : 1; }\n' > tests/add.c &&
+    printf 'int mul(int, int);\nint main(void) { return mul(2, 3) == 6 ? 0 : 1; }\n' > tests/mul.c &&
+    printf 'cmake_minimum_required(VERSION 3.13)\nproject(calc C)\nenable_testing()\nadd_executable(t_add tests/add.c calc.c)\nadd_executable(t_mul tests/mul.c calc.c)\nadd_test(NAME add COMMAND t_add)\nadd_test(NAME mul COMMAND t_mul)\n' > CMakeLists.txt &&
+    git init -q . && git add -A && git -c user.name=f -c user.email=f@l commit -q -m broken &&
+    sed -i 's/a - b/a + b/' calc.c && git -c user.name=f -c user.email=f@l commit -qam fixed)
+  "$PY" - <<'PYEOF'
+import json, subprocess
+base = subprocess.check_output(["git", "-C", "nrwrepo", "rev-parse", "HEAD~1"], text=True).strip()
+patch = subprocess.check_output(["git", "-C", "nrwrepo", "diff", "HEAD~1", "HEAD"], text=True)
+inst = {"instance_id": "nrwrepo-1", "repo": "nrwrepo", "base_commit": base, "patch": patch, "test_patch": "",
+        "problem_statement": "add() subtracts", "hints_text": "", "created_at": "", "version": "",
+        "FAIL_TO_PASS": json.dumps(["add"]), "PASS_TO_PASS": json.dumps(["mul"]), "environment_setup_commit": base,
+        "language": "c", "build_system": "cmake", "install": "", "build": "cmake -S . -B _b > /dev/null && cmake --build _b",
+        "test_cmd": "ctest --test-dir _b", "log_parser": "ctest", "source": "git", "test_files": ["tests/add.c"]}
+open("nrw.jsonl", "w").write(json.dumps(inst) + "\n")
+PYEOF
+  check "re-check: a listed test outside the test files' selection" sh -c "$SC fetch git:$WORK/nrwrepo --store st > /dev/null && $SC validate -i nrw.jsonl --store st --log nrwlog.h5 $SANDBOX > nrw.tsv && grep -q '	ok	' nrw.tsv"
+  "$PY" -c 'import h5py, sys; v = [x.decode() for x in h5py.File("nrwlog.h5", "r")["attempts/verdict"][:]]; sys.exit(0 if any("mul, a listed test, did not run" in x for x in v) else 1)' &&
+    pass "re-check: the whole suite ran for mul (the run log says why)" || fail "re-check: the whole suite ran for mul (the run log says why)"
+fi
 # Induction: the lib layout needed the pytest skill's fix and a retry; induced, a similar repository with other names
 # works at the first attempt; a third that lacks part of the evidence (test/ for tests/) needs the retry again, and its
 # success merges into the same skill, keeping the evidence both share.

@@ -10,11 +10,24 @@ namespace swec {
 
 namespace {
 
-/// The test command's runs on a state whose workspace is ready: 'run' runs a command there.
+/// A test of the instance's lists that 'log' does not hold at all (it did not run).
+std::string unrun_listed_test(const Instance& inst, const ParsedLog& log) {
+  for (const auto* list : {&inst.fail_to_pass, &inst.pass_to_pass}) {
+    for (const std::string& id : *list) {
+      if (!log.tests.count(id)) return id;
+    }
+  }
+  return "";
+}
+
+/// The test command's runs on a state whose workspace is ready: 'run' runs a command there. A state that checks
+/// an instance's lists runs every test they name: when the test files' selection left one out (the lists come
+/// from another selection: an older validator's, a whole suite's), the run is made again with the whole suite.
 template <class Runner>
 void test_runs(StateRuns& out, const Instance& inst, const std::string& ws, bool with_patch, int runs, bool full_suite,
                const Runner& run) {
-  const std::string command = test_command(environment_of(inst), present_test_files(inst, ws), full_suite);
+  std::string command = test_command(environment_of(inst), present_test_files(inst, ws), full_suite);
+  const std::string whole = test_command(environment_of(inst), {}, true);
   for (int r = 0; r < runs; ++r) {
     const nk::SandboxedRun t = run(command);
     if (!t.sandbox_error.empty()) {
@@ -22,6 +35,14 @@ void test_runs(StateRuns& out, const Instance& inst, const std::string& ws, bool
       return;
     }
     ParsedLog log = parse_log(inst.log_parser, t.output);
+    if (const std::string missing = unrun_listed_test(inst, log);
+        command != whole && !missing.empty() && log.summary && !t.timed_out) {
+      RunLog::get().note(std::string(with_patch ? "after" : "before") + ": " + missing +
+                         ", a listed test, did not run under the test files' selection; the whole suite runs");
+      command = whole;
+      --r;
+      continue;
+    }
     if (t.timed_out) log.summary = false;
     int64_t passed = 0, failed = 0;
     for (const auto& [id, v] : log.tests) passed += v == Verdict::passed, failed += v != Verdict::passed;
