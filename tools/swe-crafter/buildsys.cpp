@@ -156,20 +156,26 @@ std::string test_command(const Environment& env, const std::vector<std::string>&
         const size_t n = std::strlen(suffix);
         if (stem.size() > n && stem.compare(stem.size() - n, n, suffix) == 0) stem.resize(stem.size() - n);
       }
-      std::string escaped;
-      for (char c : stem) {
-        if (std::strchr(".[]()*+?^$|\\{}", c)) escaped += '\\';
-        escaped += c;
-      }
-      if (stem.size() >= 3) stems.insert(escaped);
+      if (stem.size() >= 3) stems.insert(stem);
     }
     if (stems.empty()) return out;
-    std::string re;
-    for (const std::string& s : stems) re += (re.empty() ? "" : "|") + s;
+    const std::string re = regex_alternation(stems);
     out = "if " + env.test_cmd + " -N -R " + sh_quote(re) + " | grep -q 'Total Tests: [1-9]'; then " + env.test_cmd +
           " -R " + sh_quote(re) + "; else " + env.test_cmd + "; fi";
   }
   return out;
+}
+
+std::string regex_alternation(const std::set<std::string>& names) {
+  std::string re;
+  for (const std::string& n : names) {
+    if (!re.empty()) re += '|';
+    for (char c : n) {
+      if (std::strchr(".[]()*+?^$|\\{}/", c)) re += '\\';
+      re += c;
+    }
+  }
+  return re;
 }
 
 std::string prepare_command(const std::string& install, const std::string& build) {

@@ -1,6 +1,7 @@
 // buildsys.hpp - a repository's build system and test interface, and the
 // commands that build and test it, run in the sandbox on a workspace copy.
 #pragma once
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ std::vector<std::string> tracked_files(const std::string& work_tree, size_t limi
 /// The test command narrowed to the given test files where the runner takes
 /// files or packages (pytest, prove, go test); the whole suite otherwise.
 std::string test_command(const Environment& env, const std::vector<std::string>& test_files, bool full_suite);
+
+/// The names as one extended regular expression that matches any of them: each name's metacharacters (and '/',
+/// PHPUnit's delimiter) escaped, joined by '|' (ctest -R, go test -run, phpunit --filter).
+std::string regex_alternation(const std::set<std::string>& names);
 
 struct Sandbox {
   nk::SandboxMode mode = nk::SandboxMode::namespaces;

@@ -187,19 +187,6 @@ class BuiltinAgent : public Agent {
   static std::string select_tests(const std::string& runner, const std::string& parser,
                                   const std::set<std::string>& ids) {
     if (ids.empty() || runner.find_first_of(";|&<>`$") != std::string::npos) return "";
-    auto regex_escape = [](const std::string& t) {
-      std::string out;
-      for (char c : t) {
-        if (std::strchr(".[]()*+?^$|\\{}/", c)) out += '\\';
-        out += c;
-      }
-      return out;
-    };
-    auto alternation = [&](const std::set<std::string>& names) {
-      std::string re;
-      for (const std::string& n : names) re += (re.empty() ? "" : "|") + regex_escape(n);
-      return re;
-    };
     if (parser == "pytest") {
       std::string out = runner;
       for (const std::string& id : ids) out += " " + sh_quote(id);
@@ -208,18 +195,18 @@ class BuiltinAgent : public Agent {
     if (parser == "gotest" && runner.find("go test") != std::string::npos) {
       std::set<std::string> top;  // a subtest runs with its test
       for (const std::string& id : ids) top.insert(id.substr(0, id.find('/')));
-      return runner + " -run " + sh_quote("^(" + alternation(top) + ")$");
+      return runner + " -run " + sh_quote("^(" + regex_alternation(top) + ")$");
     }
     if (parser == "cargo" && runner.find("cargo test") != std::string::npos && runner.find(" -- ") == std::string::npos) {
       std::string out = runner + " --";
       for (const std::string& id : ids) out += " " + sh_quote(id);
       return out;
     }
-    if (parser == "ctest") return runner + " -R " + sh_quote("^(" + alternation(ids) + ")$");
+    if (parser == "ctest") return runner + " -R " + sh_quote("^(" + regex_alternation(ids) + ")$");
     if (parser == "phpunit") {
       std::set<std::string> methods;  // Class::method, a data provider's sets with it
       for (const std::string& id : ids) methods.insert(id.substr(0, id.find(" with data set ")));
-      return runner + " --filter " + sh_quote("/^(" + alternation(methods) + ")( |$)/");
+      return runner + " --filter " + sh_quote("/^(" + regex_alternation(methods) + ")( |$)/");
     }
     return "";
   }
