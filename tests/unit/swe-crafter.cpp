@@ -412,6 +412,39 @@ TEST_SUITE("swe-crafter") {
     // a tree without tests or code of the language: nothing to say
     CHECK(swec::tree_features({"README", "docs/a.md"}, "/nonexistent", "rust").empty());
   }
+  TEST_CASE("skills in order: evidence, then the tree's language, then an induced skill in its base's place") {
+    swec::Skill py, rs, cm, lib;
+    py.name = "python-pytest", py.language = "python", py.evidence = {"file *.py"};
+    rs.name = "rust-cargo", rs.language = "rust", rs.evidence = {"file Cargo.toml"};
+    cm.name = "cmake-ctest", cm.language = "cpp", cm.evidence = {"file CMakeLists.txt"};
+    // induced from rust-cargo on a crate with tests/ and benches/
+    lib.name = "induced-rust-cargo-0000abcd", lib.base = "rust-cargo", lib.language = "rust",
+    lib.evidence = {"file Cargo.toml", "file tests/*", "file src/*.rs", "file benches/*.rs"};
+    const std::vector<swec::Skill> skills = {cm, py, rs, lib};
+    const auto names = [](const std::vector<swec::SkillMatch>& ms) {
+      std::vector<std::string> out;
+      for (const swec::SkillMatch& m : ms) out.push_back(m.skill->name + (m.partial ? " (partial)" : ""));
+      return out;
+    };
+    using V = std::vector<std::string>;
+    // a crate with a Python script and no benches/: Rust first (3 of 4 files), the induced skill in rust-cargo's place
+    const V crate = {"Cargo.toml", "src/lib.rs", "src/tables.rs", "tests/t.rs", "scripts/gen.py"};
+    CHECK(names(swec::matching_skills(skills, "/nonexistent", crate)) ==
+          V{"induced-rust-cargo-0000abcd (partial)", "rust-cargo", "python-pytest"});
+    const std::vector<swec::SkillMatch> ms = swec::matching_skills(skills, "/nonexistent", crate);
+    CHECK(ms[0].evidence.back() == "induced from rust-cargo: 3 of 4 evidence lines hold");
+    // with benches/: a full match, the most evidence, first; no partial copy of it
+    V full = crate;
+    full.push_back("benches/b.rs");
+    CHECK(names(swec::matching_skills(skills, "/nonexistent", full)) ==
+          V{"induced-rust-cargo-0000abcd", "rust-cargo", "python-pytest"});
+    // a Python package that ships a CMakeLists.txt: Python first (alphabetically CMake would be)
+    CHECK(names(swec::matching_skills(skills, "/nonexistent", {"CMakeLists.txt", "a.py", "b.py", "c/x.c"})) ==
+          V{"python-pytest", "cmake-ctest"});
+    // the base's evidence gates an induced skill: no Cargo.toml, no rust skill of either kind
+    CHECK(names(swec::matching_skills(skills, "/nonexistent", {"tests/t.rs", "src/lib.rs", "a.py"})) ==
+          V{"python-pytest"});
+  }
   TEST_CASE("a Debian patch's DEP-3 header (or a format-patch's) becomes the commit message") {
     const std::string dep3 =
         "Description: fix the frobnicator\n long text\n .\n second paragraph\nAuthor: A <a@b>\nForwarded: no\n"

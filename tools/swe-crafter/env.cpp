@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "nk/error.hpp"
@@ -106,9 +107,17 @@ void env_verb(const EnvOptions& o, const nk::RunEnv&) {
     // {helpers}: the shipped helper scripts a skill may run (data/swe-crafter/helpers)
     const std::string helpers =
         fs::path(nk::shipped_data("swe-crafter/helpers/cargo-drop-missing-dev-deps.py")).parent_path().string();
+    // a base skill whose induced skill matched in full and failed: its fixes ran from where experience with the
+    // most similar repositories starts (the induced skill's baked fixes, then the base's other fixes); the base
+    // skill and its other induced skills are not tried from scratch
+    std::set<std::string> exhausted;
     for (SkillMatch m : matching_skills(skills, ws, tracked_files(ws))) {
       m.vars.emplace("helpers", helpers);
       if (attempts >= o.attempts) break;
+      if (exhausted.count(m.skill->base.empty() ? m.skill->name : m.skill->base)) {
+        spdlog::info("{}: not tried (an induced skill of its base failed)", m.skill->name);
+        continue;
+      }
       // each skill starts from the checked-out tree: what an earlier skill built or configured (a CMake cache that
       // holds its options, a configure's Makefiles) must not decide this one's result
       if (attempts > 0) shell("git clean -fdxq && git checkout -q -- .", ws);
@@ -160,16 +169,24 @@ void env_verb(const EnvOptions& o, const nk::RunEnv&) {
         }
       }
       if (result.ok && !o.induce.empty()) {
-        // what worked, written back as a skill when it took more than the first attempt
-        if (attempts > 1) {
-          induced = induce_skill(o.induce, s, raw_exports, raw_runs, tree_features(tracked_files(ws), ws, s.language),
-                                 fs::path(repo).filename().string());
+        // what worked, written back as a skill when it took more than the first attempt, or when an induced skill
+        // worked (a repository more: its evidence becomes what they share). An induced skill's evidence is its
+        // base skill's and this tree's features, never the evidence of the repositories it came from.
+        Skill from = s;
+        if (!s.base.empty()) {
+          const auto root = std::find_if(skills.begin(), skills.end(), [&](const Skill& k) { return k.name == s.base; });
+          if (root != skills.end()) from.evidence = root->evidence;
+        }
+        if (attempts > 1 || !s.base.empty()) {
+          induced = induce_skill(o.induce, from, raw_exports, raw_runs,
+                                 tree_features(tracked_files(ws), ws, s.language), fs::path(repo).filename().string());
           spdlog::info("induced {}", induced);
         } else {
           spdlog::info("nothing to induce: the first attempt worked");
         }
       }
       if (result.ok) break;
+      if (!s.base.empty() && !m.partial) exhausted.insert(s.base);
     }
     e.attempts = attempts;
   }

@@ -54,6 +54,8 @@ Skill parse_skill(const std::string& path) {
     if (value.empty()) bad("'" + key + "' has no value");
     if (key == "name") {
       s.name = value;
+    } else if (key == "base") {
+      s.base = value;
     } else if (key == "language") {
       s.language = value;
     } else if (key == "build_system") {
@@ -133,9 +135,15 @@ std::vector<Skill> load_skills(const std::vector<std::string>& folders) {
 
 std::vector<SkillMatch> matching_skills(const std::vector<Skill>& skills, const std::string& tree,
                                         const std::vector<std::string>& files) {
-  std::vector<SkillMatch> out;
-  for (const Skill& s : skills) {
-    SkillMatch m;
+  struct Evaluated {
+    SkillMatch match;
+    size_t held = 0;     // evidence lines that hold
+    bool vars_ok = true;  // every variable found
+    bool all = false;    // every line and variable
+  };
+  const auto evaluate = [&](const Skill& s) {
+    Evaluated r;
+    SkillMatch& m = r.match;
     m.skill = &s;
     bool all = true;
     for (const std::string& e : s.evidence) {
@@ -157,12 +165,12 @@ std::vector<SkillMatch> matching_skills(const std::vector<Skill>& skills, const 
       }
       if (!holds) {
         all = false;
-        break;
+        continue;
       }
       m.evidence.push_back(e);
+      ++r.held;
     }
     for (const Skill::Var& v : s.vars) {
-      if (!all) break;
       std::string value;
       auto scan = [&](std::istream& in) {
         std::string line;
@@ -186,21 +194,66 @@ std::vector<SkillMatch> matching_skills(const std::vector<Skill>& skills, const 
         scan(in);
       }
       if (value.empty()) {
-        all = false;  // a variable the skill needs is not in the evidence
+        r.vars_ok = false;  // a variable the skill needs is not in the evidence
       } else {
         m.vars[v.name] = value;
         m.evidence.push_back("var " + v.name + " = " + value);
       }
     }
-    if (all) out.push_back(m);
+    r.all = all && r.vars_ok;
+    return r;
+  };
+  // the language's share of the tree: of two equally specific skills, the one of the language most files are in
+  // (a Rust crate with a Python script; a Python package that ships a CMakeLists.txt)
+  std::map<std::string, size_t> share;
+  for (const std::string& f : files) {
+    const std::string l = language_of(f);
+    if (!l.empty()) ++share[l == "cpp" ? "c" : l];
   }
-  // the most specific first; of equally specific ones, the one that worked on more repositories
-  std::stable_sort(out.begin(), out.end(), [](const SkillMatch& a, const SkillMatch& b) {
+  const auto share_of = [&](const Skill& s) {
+    const auto it = share.find(s.language == "cpp" ? "c" : s.language);
+    return it == share.end() ? size_t{0} : it->second;
+  };
+  std::vector<Evaluated> all;
+  for (const Skill& s : skills) all.push_back(evaluate(s));
+  std::vector<SkillMatch> out;
+  for (const Evaluated& e : all) {
+    if (e.all) out.push_back(e.match);
+  }
+  // the most specific first; of equally specific ones, the language most of the tree is in, then the one that
+  // worked on more repositories
+  std::stable_sort(out.begin(), out.end(), [&](const SkillMatch& a, const SkillMatch& b) {
     const size_t ea = a.skill->evidence.size() + a.skill->vars.size();
     const size_t eb = b.skill->evidence.size() + b.skill->vars.size();
-    return ea != eb ? ea > eb : a.skill->successes > b.skill->successes;
+    if (ea != eb) return ea > eb;
+    const size_t sa = share_of(*a.skill), sb = share_of(*b.skill);
+    return sa != sb ? sa > sb : a.skill->successes > b.skill->successes;
   });
-  return out;
+  // an induced skill whose base skill matches but not all of its own evidence: the experience of the repository
+  // most like this one, tried in its base skill's place (its fixes baked in) - the one that holds the most of its
+  // evidence, then the one that misses least, then the one that worked on more repositories
+  std::vector<SkillMatch> ordered;
+  for (const SkillMatch& m : out) {
+    const Evaluated* best = nullptr;
+    for (const Evaluated& e : all) {
+      if (e.all || !e.vars_ok || e.match.skill->base != m.skill->name) continue;
+      const size_t missing = e.match.skill->evidence.size() - e.held;
+      if (!best || e.held > best->held ||
+          (e.held == best->held && (missing < best->match.skill->evidence.size() - best->held ||
+                                    (missing == best->match.skill->evidence.size() - best->held &&
+                                     e.match.skill->successes > best->match.skill->successes))))
+        best = &e;
+    }
+    if (best) {
+      SkillMatch p = best->match;
+      p.partial = true;
+      p.evidence.push_back("induced from " + m.skill->name + ": " + std::to_string(best->held) + " of " +
+                           std::to_string(p.skill->evidence.size()) + " evidence lines hold");
+      ordered.push_back(p);
+    }
+    ordered.push_back(m);
+  }
+  return ordered;
 }
 
 namespace {
@@ -320,6 +373,7 @@ std::string induce_skill(const std::string& folder, const Skill& base, const std
                                }),
                 s.fixes.end());
   s.successes = 1;
+  s.base = base.base.empty() ? base.name : base.base;
   std::error_code ec;
   fs::create_directories(folder, ec);
   if (!fs::is_directory(folder, ec)) throw nk::io_error(folder, "cannot make the folder of induced skills");
@@ -338,8 +392,8 @@ std::string induce_skill(const std::string& folder, const Skill& base, const std
   std::ostringstream out;
   out << "# Induced by swe-crafter env --induce: what worked on " << s.successes
       << (s.successes == 1 ? " repository" : " repositories") << " (the last: " << repo << "), from the skill "
-      << base.name << ".\n# Evidence shared by all of them; the fixes they needed are in the commands.\n";
-  out << "name " << s.name << "\nlanguage " << s.language << "\nbuild_system " << s.build_system << "\nlog_parser "
+      << s.base << ".\n# Evidence shared by all of them; the fixes they needed are in the commands.\n";
+  out << "name " << s.name << "\nbase " << s.base << "\nlanguage " << s.language << "\nbuild_system " << s.build_system << "\nlog_parser "
       << s.log_parser << "\nsuccesses " << s.successes << "\n";
   for (const std::string& e : s.evidence) out << "evidence " << e << "\n";
   for (const Skill::Var& v : s.vars) out << "var " << v.name << " " << v.glob << " " << v.prefix << "|" << v.suffix << "\n";

@@ -23,6 +23,7 @@ struct Skill {
   };
   std::vector<Fix> fixes;
   int successes = 0;  ///< induced skills: the repositories it worked on (--induce)
+  std::string base;   ///< induced skills: the shipped skill it was induced from ("" for a shipped one)
 };
 
 /// Every *.skill file of the folders, in name order; a malformed line is
@@ -36,10 +37,14 @@ struct SkillMatch {
   const Skill* skill = nullptr;
   std::map<std::string, std::string> vars;
   std::vector<std::string> evidence;  ///< what held, for env.json
+  bool partial = false;  ///< an induced skill tried in its base skill's place: not all its evidence holds
 };
 
 /// The skills whose every evidence line holds in the work tree (tracked
-/// files: 'files'), most evidence first.
+/// files: 'files'), most evidence first, then the language most of the
+/// files are in, then the most successes. Before each base skill, the
+/// induced skill of that base that holds the most of its evidence, when not
+/// all of it holds (partial).
 std::vector<SkillMatch> matching_skills(const std::vector<Skill>& skills, const std::string& work_tree,
                                         const std::vector<std::string>& files);
 

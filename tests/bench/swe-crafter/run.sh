@@ -16,9 +16,10 @@
 #    --synthetic S --induce skills.d`): environments with the fixed method and
 #    with skills, history and synthetic candidates, validation (--runs R),
 #    the builtin agent's trajectories, and what worked written back as skills.
-#    Half B runs the same with the shipped skills only, then `env --skills
-#    skills.d` on each of its repositories: attempts per success without and
-#    with the skills induced on A.
+#    Half B runs the same with the shipped skills only. Then induce.sh, with
+#    environments only: half A's successes written back as skills in corpus
+#    order, and half B's environments without and with them (attempts per
+#    success).
 # 2. `swe-crafter stats` over both logs: per language, env success fixed vs
 #    skills, attempts per success, candidates and instances by source, flaky
 #    rejections, trajectories, validation time against the protocol's floor.
@@ -77,13 +78,8 @@ swe-crafter -q run --corpus corpus-A.txt -o A --induce skills.d $COMMON > A.tsv
 t1=$(now)
 swe-crafter -q run --corpus corpus-B.txt -o B $COMMON > B.tsv
 t2=$(now)
-# half B's environments again, with the skills induced on half A
-mkdir -p B-induced
-for d in B/repos/*/; do
-  name=$(basename "$d")
-  [ -s "B-induced/$name.json" ] && continue
-  swe-crafter -q env -i "$name" --store st --skills skills.d --timeout "$TIMEOUT" $SANDBOX -o "B-induced/$name.json" || true
-done
+# induction, environments only (induce.sh): half A's written back as skills, half B's without and with them
+OUT="$PWD" TIMEOUT="$TIMEOUT" bash "$here/induce.sh" "$BIN" > induction.txt
 # the pipeline's seconds: the rows' (a resumed repository's row keeps the seconds it took when it ran)
 awk -F'\t' 'NR > 1 {s += $8} END {print s + 0}' A.tsv > A.seconds
 awk -F'\t' 'NR > 1 {s += $8} END {print s + 0}' B.tsv > B.seconds
@@ -127,30 +123,8 @@ import glob, json, os, sys
 runs = int(sys.argv[1])
 def env(path):
     return json.load(open(path)) if os.path.exists(path) else None
-# attempts per success on half B: shipped skills against the skills induced on half A
-base = ind = 0
-ok_base = ok_ind = 0
-rows = []
-for d in sorted(glob.glob("B/repos/*/")):
-    name = os.path.basename(d.rstrip("/"))
-    b, i = env(d + "env.json"), env("B-induced/%s.json" % name)
-    if not b or not i:
-        continue
-    base += b["attempts"]; ind += i["attempts"]
-    ok_base += b["ok"]; ok_ind += i["ok"]
-    if b["attempts"] != i["attempts"] or b["ok"] != i["ok"]:
-        rows.append("%s: %s in %d attempts -> %s in %d (%s)" % (name, "ok" if b["ok"] else "fails", b["attempts"],
-                    "ok" if i["ok"] else "fails", i["attempts"], i["evidence"][0] if i["evidence"] else ""))
-induced = sorted(os.path.basename(p) for p in glob.glob("skills.d/*.skill"))
-print("\n## Skills induced on half A, used on half B\n")
-print("induced on A: %d skill files (%s)" % (len(induced), ", ".join(induced)))
-aps_b = base / ok_base if ok_base else float("nan")
-aps_i = ind / ok_ind if ok_ind else float("nan")
-print("half B, shipped skills: %d environments work, %d attempts, %.2f attempts per success" % (ok_base, base, aps_b))
-print("half B, with the induced skills: %d work, %d attempts, %.2f attempts per success (%.0f%% fewer)" % (
-    ok_ind, ind, aps_i, 100 * (1 - aps_i / aps_b) if aps_b == aps_b and aps_b > 0 else float("nan")))
-for r in rows:
-    print("  " + r)
+print("\n## Skills induced on half A, used on half B (induce.sh)\n")
+print(open("induction.txt").read().rstrip())
 # the second validation
 rc = [l.rstrip("\n").split("\t") for l in open("recheck.tsv")]
 held = sum(1 for r in rc if len(r) > 1 and r[1] == "ok")
