@@ -415,11 +415,11 @@ TEST_SUITE("swe-crafter") {
   TEST_CASE("skills in order: evidence, then the tree's language, then an induced skill in its base's place") {
     swec::Skill py, rs, cm, lib;
     py.name = "python-pytest", py.language = "python", py.evidence = {"file *.py"};
-    rs.name = "rust-cargo", rs.language = "rust", rs.evidence = {"file Cargo.toml"};
-    cm.name = "cmake-ctest", cm.language = "cpp", cm.evidence = {"file CMakeLists.txt"};
+    rs.name = "rust-cargo", rs.language = "rust", rs.evidence = {"file /Cargo.toml"};
+    cm.name = "cmake-ctest", cm.language = "cpp", cm.evidence = {"file /CMakeLists.txt"};
     // induced from rust-cargo on a crate with tests/ and benches/
     lib.name = "induced-rust-cargo-0000abcd", lib.base = "rust-cargo", lib.language = "rust",
-    lib.evidence = {"file Cargo.toml", "file tests/*", "file src/*.rs", "file benches/*.rs"};
+    lib.evidence = {"file /Cargo.toml", "file tests/*", "file src/*.rs", "file benches/*.rs"};
     const std::vector<swec::Skill> skills = {cm, py, rs, lib};
     const auto names = [](const std::vector<swec::SkillMatch>& ms) {
       std::vector<std::string> out;
@@ -441,8 +441,12 @@ TEST_SUITE("swe-crafter") {
     // a Python package that ships a CMakeLists.txt: Python first (alphabetically CMake would be)
     CHECK(names(swec::matching_skills(skills, "/nonexistent", {"CMakeLists.txt", "a.py", "b.py", "c/x.c"})) ==
           V{"python-pytest", "cmake-ctest"});
-    // the base's evidence gates an induced skill: no Cargo.toml, no rust skill of either kind
-    CHECK(names(swec::matching_skills(skills, "/nonexistent", {"tests/t.rs", "src/lib.rs", "a.py"})) ==
+    // the base's evidence gates an induced skill: no Cargo.toml at the top, no rust skill of either kind
+    CHECK(names(swec::matching_skills(skills, "/nonexistent", {"tests/t.rs", "src/lib.rs", "a.py", "sub/Cargo.toml"})) ==
+          V{"python-pytest"});
+    // a manifest glob that starts with '/' matches at the top only: a C library's CMakeLists.txt in a folder is no
+    // CMake build of the tree
+    CHECK(names(swec::matching_skills(skills, "/nonexistent", {"libx/CMakeLists.txt", "libx/a.c", "libx/b.c", "a.py"})) ==
           V{"python-pytest"});
   }
   TEST_CASE("a Debian patch's DEP-3 header (or a format-patch's) becomes the commit message") {

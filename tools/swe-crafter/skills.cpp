@@ -27,8 +27,10 @@ std::string trim(const std::string& s) {
   return s.substr(a, s.find_last_not_of(" \t\r") - a + 1);
 }
 
-/// A path matches a glob as a whole, or by its name when the glob has no '/'.
+/// A path matches a glob as a whole, or by its name when the glob has no '/';
+/// a glob that starts with '/' matches at the top only ("/CMakeLists.txt").
 bool glob_match(const std::string& glob, const std::string& path) {
+  if (!glob.empty() && glob[0] == '/') return fnmatch(glob.c_str() + 1, path.c_str(), 0) == 0;
   if (fnmatch(glob.c_str(), path.c_str(), 0) == 0) return true;
   if (glob.find('/') != std::string::npos) return false;
   const size_t slash = path.rfind('/');
@@ -315,7 +317,7 @@ std::vector<std::string> tree_features(const std::vector<std::string>& files, co
                                     "build.gradle", "Gemfile",     "composer.json",  "Rakefile"};
   for (const char* m : manifests) {
     if (std::find(files.begin(), files.end(), m) == files.end()) continue;
-    out.push_back(std::string("file ") + m);
+    out.push_back(std::string("file /") + m);
     std::ifstream in(fs::path(tree) / m);
     std::string line;
     std::set<std::string> seen;
@@ -325,7 +327,7 @@ std::vector<std::string> tree_features(const std::vector<std::string>& files, co
       std::string lower = t;
       std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
       if ((lower.find("test") != std::string::npos || lower == "[dev-dependencies]") && seen.insert(t).second)
-        out.push_back(std::string("text ") + m + " " + t);
+        out.push_back(std::string("text /") + m + " " + t);
     }
   }
   return out;

@@ -51,8 +51,8 @@ std::vector<SkillMatch> matching_skills(const std::vector<Skill>& skills, const 
 /// What an induced skill abstracts a work tree to (swe-crafter(1) SKILLS):
 /// the test folder ("file tests/*"), the test files' name pattern ("file
 /// test_*.py"), the top folders that hold the language's code ("file
-/// lib/*.py"), the manifests at the top ("file tox.ini") and their test
-/// sections ("text setup.cfg [tool:pytest]"). Names of the repository's own
+/// lib/*.py"), the manifests at the top ("file /tox.ini") and their test
+/// sections ("text /setup.cfg [tool:pytest]"). Names of the repository's own
 /// packages, modules and tests never appear.
 std::vector<std::string> tree_features(const std::vector<std::string>& files, const std::string& tree,
                                        const std::string& language);
