@@ -346,6 +346,34 @@ PYEOF
   "$PY" -c 'import h5py, sys; v = [x.decode() for x in h5py.File("nrwlog.h5", "r")["attempts/verdict"][:]]; sys.exit(0 if any("mul, a listed test, did not run" in x for x in v) else 1)' &&
     pass "re-check: the whole suite ran for mul (the run log says why)" || fail "re-check: the whole suite ran for mul (the run log says why)"
 fi
+# A state that changes CMakeLists.txt takes the prepared workspace (CMake regenerates its build; install and build
+# again), with the verdicts of states built from scratch (--fresh): the fix also sets a compile definition.
+if command -v cmake > /dev/null; then
+  mkdir -p cmrepo/tests && (cd cmrepo &&
+    printf 'int add(int a, int b) { return a - b; }\nint mul(int a, int b) { return a * b; }\n' > calc.c &&
+    printf 'int add(int, int);\nint main(void) { return add(2, 3) == 5 ? 0 : 1; }\n' > tests/add.c &&
+    printf 'int mul(int, int);\nint main(void) { return mul(2, 3) == 6 ? 0 : 1; }\n' > tests/mul.c &&
+    printf 'cmake_minimum_required(VERSION 3.13)\nproject(calc C)\nenable_testing()\nadd_executable(t_add tests/add.c calc.c)\nadd_executable(t_mul tests/mul.c calc.c)\nadd_test(NAME add COMMAND t_add)\nadd_test(NAME mul COMMAND t_mul)\n' > CMakeLists.txt &&
+    git init -q . && git add -A && git -c user.name=f -c user.email=f@l commit -q -m "add() subtracts" &&
+    sed -i 's/a - b/a + b/' calc.c && printf 'int add(int, int);\nint main(void) { return add(2, 3) == 5 && add(1, 1) == 2 ? 0 : 1; }\n' > tests/add.c &&
+    printf 'target_compile_definitions(t_add PRIVATE CALC_CHECKED=1)\n' >> CMakeLists.txt &&
+    git -c user.name=f -c user.email=f@l commit -qam "add() adds")
+  check "cmake description change: validate, and validate --fresh" sh -c "$SC fetch git:$WORK/cmrepo --store st > /dev/null && $SC env -i cmrepo --store st -o cmenv.json $SANDBOX && $SC mine -i cmrepo --store st --env cmenv.json -o cmcand.jsonl && $SC validate -i cmcand.jsonl --store st --log cmlog.h5 $SANDBOX > cm.tsv && $SC validate -i cmcand.jsonl --store st --fresh $SANDBOX > cmf.tsv"
+  "$PY" - <<'PYEOF'
+import os, sys
+import h5py
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
+v = [l.rstrip("\n").split("\t") for l in open("cm.tsv")]
+f = [l.rstrip("\n").split("\t") for l in open("cmf.tsv")]
+notes = [x.decode() for x in h5py.File("cmlog.h5", "r")["attempts/verdict"][:]]
+report(len(v) == 1 and v[0][1] == "admitted" and v == f, "cmake description change: admitted, as from scratch (%s, %s)" % (v, f))
+report(any("the build regenerated (CMakeLists.txt)" in n for n in notes) and not any("built from scratch" in n for n in notes),
+       "cmake description change: the after state from the prepared workspace, regenerated (%s)" % [n for n in notes if "prepared" in n or "scratch" in n])
+finish()
+PYEOF
+  [ $? -eq 0 ] && pass "a regenerating build description takes the prepared workspace" || fail "a regenerating build description takes the prepared workspace"
+fi
 # Induction: the lib layout needed the pytest skill's fix and a retry; induced, a similar repository with other names
 # works at the first attempt (a success more for the skill); a third that lacks part of the evidence (test/ for tests/) takes the induced skill in its
 # base skill's place (3 of its 4 evidence lines hold) and works at the first attempt too; its success merges into the

@@ -130,9 +130,11 @@ bool run_state_prepared(PreparedWorkspace& prepared, Instance& inst, bool with_p
   }
   bool ran = false;
   const nk::SandboxedRun b = prepared.rebuild(how, &ran);
-  const std::string made = state + ": from the workspace prepared at " + prepared.commit().substr(0, 12) +
-                           (how == PreparedWorkspace::Rebuild::prepare ? ", install and build rerun (" + file + ")"
-                                                                       : std::string(", build only"));
+  const std::string made =
+      state + ": from the workspace prepared at " + prepared.commit().substr(0, 12) +
+      (how == PreparedWorkspace::Rebuild::prepare      ? ", install and build rerun (" + file + ")"
+       : how == PreparedWorkspace::Rebuild::regenerate ? ", install and build rerun, the build regenerated (" + file + ")"
+                                                       : std::string(", build only"));
   if (!ran) {
     RunLog::get().note(made + " (nothing to build)");  // no command ran
   } else {
@@ -143,6 +145,11 @@ bool run_state_prepared(PreparedWorkspace& prepared, Instance& inst, bool with_p
     return true;
   }
   if (b.exit_code != 0) {
+    if (how == PreparedWorkspace::Rebuild::regenerate) {
+      // a changed build description, regenerated: its failure may be the copy's, not the state's
+      RunLog::get().note(state + ": the regenerated build fails (" + file + " changes); built from scratch");
+      return false;
+    }
     if (with_patch) {
       RunLog::get().note("after: the incremental build fails; built from scratch");
       return false;

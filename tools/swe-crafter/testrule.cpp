@@ -55,6 +55,17 @@ bool is_build_description(const std::string& path) {
   return name.rfind("requirements", 0) == 0 && ends_with(name, ".txt");
 }
 
+bool regenerates_from(const std::string& build_system, const std::string& path) {
+  // build systems that check their descriptions on every build and regenerate what depends on them (the
+  // skills' build commands configure again too): CMake (CMakeLists.txt, included *.cmake), cargo, go, meson
+  const std::string name = base_name(path);
+  if (build_system == "cmake") return name == "CMakeLists.txt" || ends_with(name, ".cmake");
+  if (build_system == "cargo") return name == "Cargo.toml" || name == "Cargo.lock" || name == "build.rs";
+  if (build_system == "go" || build_system == "go-gopath") return name == "go.mod" || name == "go.sum";
+  if (build_system == "meson") return name == "meson.build" || name == "meson_options.txt" || name == "meson.options";
+  return false;
+}
+
 std::string language_of(const std::string& path) {
   static const std::pair<const char*, const char*> table[] = {
       {".py", "python"},

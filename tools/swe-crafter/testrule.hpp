@@ -18,9 +18,14 @@ bool is_code_file(const std::string& path);
 /// A file that describes the build rather than being built: makefiles and
 /// their autotools/CMake/Meson sources, package manifests and lock files
 /// (setup.py, pyproject.toml, Cargo.toml, go.mod, package.json, Gemfile,
-/// *.gemspec, Makefile.PL, ...). A change to one reruns a prepared
-/// workspace's install step, not only its build.
+/// *.gemspec, Makefile.PL, ...). A change to one builds a state from
+/// scratch, unless the build system regenerates from it.
 bool is_build_description(const std::string& path);
+/// Whether a build system checks the build description on every build and
+/// regenerates what depends on it (cmake: CMakeLists.txt and *.cmake; cargo:
+/// Cargo.toml, Cargo.lock, build.rs; go: go.mod, go.sum; meson), so a
+/// prepared workspace takes its change by install and build again.
+bool regenerates_from(const std::string& build_system, const std::string& path);
 /// The language of a source file ("" when none): python, go, rust, c, cpp,
 /// javascript, typescript, ruby, perl, java, php, haskell, shell.
 std::string language_of(const std::string& path);

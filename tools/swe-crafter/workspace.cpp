@@ -107,7 +107,9 @@ PreparedWorkspace::Rebuild PreparedWorkspace::needs(std::string* why) const {
     const size_t tab = line.find('\t');
     if (tab == std::string::npos) continue;
     const std::string path = line.substr(tab + 1);
-    const Rebuild here = is_build_description(path)                                     ? Rebuild::scratch
+    const Rebuild here = is_build_description(path)
+                             ? (line[0] == 'M' && regenerates_from(env_.build_system, path) ? Rebuild::regenerate
+                                                                                             : Rebuild::scratch)
                          : line[0] != 'M' && (is_code_file(path) || is_test_file(path)) ? Rebuild::prepare
                                                                                         : Rebuild::build;
     if (here > how) {

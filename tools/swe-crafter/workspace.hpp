@@ -38,10 +38,14 @@ class PreparedWorkspace {
   /// step alone when they change only existing files that are not build
   /// descriptions; install and build again when they add, delete or rename
   /// code or test files (a CMake glob, a new test file; documentation and
-  /// data need no rebuild); a build from scratch when they
-  /// change a build description (is_build_description: a stale tree could
-  /// differ from a fresh one). 'why' names the file that decided.
-  enum class Rebuild { build, prepare, scratch };
+  /// data need no rebuild); install and build again when they change a
+  /// build description that the build system regenerates its build from
+  /// (regenerates_from: CMake's CMakeLists.txt, Cargo.toml, go.mod; the
+  /// caller goes to scratch when that build fails, in either state); a
+  /// build from scratch when they change another build description
+  /// (is_build_description: a stale tree could differ from a fresh one).
+  /// 'why' names the file that decided.
+  enum class Rebuild { build, prepare, regenerate, scratch };
   Rebuild needs(std::string* why = nullptr) const;
   /// Runs the build step (Rebuild::build) or install and build (otherwise)
   /// in the copy; 'ran' says whether there was a command to run (exit 0
