@@ -12,9 +12,11 @@
 # are left out: its CLI test takes two minutes a run, and it runs swe-crafter
 # inside swe-crafter's sandbox. A state builds incrementally from one
 # prepared workspace (the first candidate's commit, fully built once); a
-# state that changes a CMakeLists.txt builds from scratch (12 minutes on 2
-# cores). Prints the verdicts, then a summary line; run.sh calls it with
-# OUT=its folder/history.
+# changed CMakeLists.txt is regenerated there (install and build again),
+# and a state whose build fails there is built from scratch (8 to 13
+# minutes on 2 cores). About 5 minutes a candidate from the prepared
+# workspace, 20 with a scratch build. Prints the verdicts, then a summary
+# line; run.sh calls it with OUT=its folder/history.
 set -eu
 BIN=$(cd "${1:-build/bin}" && pwd)
 OUT=${OUT:-build/bench/swe-crafter-history}
