@@ -8,6 +8,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "nk/atomic_file.hpp"
 #include "nk/error.hpp"
@@ -173,6 +174,7 @@ std::vector<SkillMatch> matching_skills(const std::vector<Skill>& skills, const 
       ++r.held;
     }
     for (const Skill::Var& v : s.vars) {
+      if (!all && s.base.empty()) break;  // only an induced skill is ever used without all its evidence
       std::string value;
       auto scan = [&](std::istream& in) {
         std::string line;
@@ -239,12 +241,12 @@ std::vector<SkillMatch> matching_skills(const std::vector<Skill>& skills, const 
     const Evaluated* best = nullptr;
     for (const Evaluated& e : all) {
       if (e.all || !e.vars_ok || e.match.skill->base != m.skill->name) continue;
-      const size_t missing = e.match.skill->evidence.size() - e.held;
-      if (!best || e.held > best->held ||
-          (e.held == best->held && (missing < best->match.skill->evidence.size() - best->held ||
-                                    (missing == best->match.skill->evidence.size() - best->held &&
-                                     e.match.skill->successes > best->match.skill->successes))))
-        best = &e;
+      // more held, then fewer missing, then more successes
+      const auto rank = [](const Evaluated& x) {
+        return std::make_tuple(x.held, -static_cast<long>(x.match.skill->evidence.size() - x.held),
+                               x.match.skill->successes);
+      };
+      if (!best || rank(e) > rank(*best)) best = &e;
     }
     if (best) {
       SkillMatch p = best->match;
