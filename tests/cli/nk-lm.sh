@@ -116,6 +116,21 @@ a, b = h5py.File(\"d1.h5\")[\"tokens\"][()], h5py.File(\"d2.h5\")[\"tokens\"][()
 mask = int(h5py.File(\"diff.h5\").attrs[\"vocab\"]) - 2
 assert a.shape == (3, 21) and (a == b).all() and (a[:, 5:] != mask).all()"'
 
+check "--sparse-policy (Step-dLLM in every layer) at sparsity 0, and dense: the plain sampler's tokens" sh -c 'for p in step once-uniform dense; do nk-lm -q generate -m diff.h5 --token-ids ids.h5 --max-new 16 --block 8 --steps 8 --seed 4 --sparse-policy $p --sparsity 0 --anchor-every 3 -o ds-$p.h5 || exit 1; done && '"$PY"' -c "
+import h5py, numpy as np
+a = h5py.File(\"d1.h5\")[\"tokens\"][()]
+for p in (\"step\", \"once-uniform\", \"dense\"):
+    f = h5py.File(\"ds-%s.h5\" % p); assert (f[\"tokens\"][()] == a).all(), p
+    assert f.attrs[\"density\"] == 1.0 and f.attrs[\"sparse_policy\"] == p and f.attrs[\"layer_steps\"] == 3 * 8 * 2
+assert h5py.File(\"ds-step.h5\").attrs[\"anchors\"] == 3 * 3 * 2 and h5py.File(\"ds-dense.h5\").attrs[\"anchors\"] == 0"'
+check "--sparse-policy step at sparsity 0.25 reads 3 of each head's 4 blocks (2 of 16 tokens), anchoring every 4 steps" sh -c 'nk-lm -q generate -m diff.h5 --token-ids ids.h5 --max-new 16 --block 8 --steps 8 --seed 4 --sparse-policy step --sparsity 0.25 --sparse-block 16 --anchor-every 4 --drift 0 -o ds.h5 && '"$PY"' -c "
+import h5py
+f = h5py.File(\"ds.h5\"); assert f.attrs[\"density\"] == 0.75 and f.attrs[\"anchors\"] == 3 * 2 * 2, dict(f.attrs)
+assert f[\"tokens\"].shape == (3, 21)"'
+expect_fail "--sparse-policy for a causal model: exit 2" 2 "diffusion model" nk-lm generate -m causal.h5 --token-ids ids.h5 --max-new 4 --sparse-policy step -o x.h5
+expect_fail "--sparsity without --sparse-policy: exit 2" 2 "sparse-policy" nk-lm generate -m diff.h5 --token-ids ids.h5 --max-new 16 --sparsity 0.5 -o x.h5
+expect_fail "a sparsity the block grid cannot hold: exit 2, no output" 2 "diagonal" nk-lm generate -m diff.h5 --token-ids ids.h5 --max-new 16 --block 8 --steps 8 --sparse-policy step --sparsity 0.9 -o x.h5
+check "no partial output after the refusals" test ! -e x.h5
 # Capture for other tools: the hooks' values recomputed in numpy, and the
 # files read by dllm-sparse and louver-index as they are.
 echo "The cat sat on the mat" > prompt.txt

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "dllm-sparse/dllm.hpp"
-#include "dllm-sparse/dllm_plan.hpp"
+#include "nk/kernels/dllm_plan.hpp"
 #include "nk/rng.hpp"
 #include "test_support.hpp"
 

@@ -8,6 +8,8 @@
 #include <map>
 #include <vector>
 
+#include "nk/kernels/dllm.hpp"
+#include "nk/lm/block_mask_attention.hpp"
 #include "nk/lm/generate.hpp"
 #include "nk/lm/train.hpp"
 #include "nk/rng.hpp"
@@ -423,6 +425,104 @@ TEST_SUITE("lm_generate") {
     const nk::lm::Model causal(cw);
     o.steps = 8;
     CHECK(nk::test::exit_code([&] { nk::lm::sample_diffusion(causal, prompt, o); }) == 2);
+  }
+
+  TEST_CASE("block-mask attention (Step-dLLM in the model): sparsity 0 and dense equal the model's own attention; masks match a float64 reference") {
+    nk::lm::Config c = config(nk::lm::Mode::diffusion);
+    c.max_seq = 64;
+    nk::lm::ParameterStore w(c);
+    w.init(11);
+    const nk::lm::Model m(w);
+    const std::vector<int32_t> seq = random_tokens(64, 5, c.vocab - 1);
+    const std::vector<float> own = full_logits(m, seq);
+    const std::vector<int64_t> off{0, 64};
+    const std::vector<int32_t> slots{0};
+    auto logits_with = [&](nk::lm::AttentionBackend& backend) {
+      nk::lm::Workspace ws(c, {64, 64, false});
+      nk::lm::ForwardOptions fo;
+      fo.attention = &backend;
+      m.forward({seq, off, {}, slots}, ws, fo);
+      return std::vector<float>(ws.logits(), ws.logits() + 64 * c.vocab);
+    };
+    auto max_diff = [](const std::vector<float>& a, const std::vector<float>& b) {
+      double d = 0;
+      for (size_t i = 0; i < a.size(); ++i) d = std::max(d, double(std::abs(a[i] - b[i])));
+      return d;
+    };
+    nk::dllm::PolicyOptions policy;
+    policy.block = 16;
+    for (const char* name : {"dense", "step", "every-uniform", "oracle"}) {
+      policy.name = name, policy.sparsity = 0;
+      nk::lm::BlockMaskAttention backend(c, policy);
+      CHECK_MESSAGE(max_diff(logits_with(backend), own) < 1e-4, name);
+      CHECK(backend.stats().density() == 1.0);
+      CHECK(backend.stats().calls == c.n_layers);
+    }
+    // Half the blocks: the model's output through the kernel equals the same
+    // planner's masks applied by a float64 softmax, row by row.
+    struct Reference : nk::lm::AttentionBackend {
+      nk::dllm::MaskPlanner planner;
+      explicit Reference(const nk::dllm::PolicyOptions& p) : planner(p) {}
+      int64_t length(int32_t) const override { return 0; }
+      void attend(const nk::lm::AttentionCall& a, float* out) override {
+        const int64_t L = a.batch->rows(), H = a.heads, G = a.kv_heads, hd = a.head_dim;
+        nk::dllm::Qkv x;
+        x.heads = H, x.kv_heads = G, x.length = L, x.dims = hd;
+        x.q.resize(static_cast<size_t>(H * L * hd)), x.k.resize(static_cast<size_t>(G * L * hd)), x.v.resize(x.k.size());
+        for (int64_t h = 0; h < H; ++h) x.kv_of.push_back(static_cast<int32_t>(h / (H / G)));
+        for (int64_t i = 0; i < L; ++i)
+          for (int64_t e = 0; e < hd; ++e) {
+            for (int64_t h = 0; h < H; ++h) x.q[static_cast<size_t>((h * L + i) * hd + e)] = a.q[(i * H + h) * hd + e];
+            for (int64_t g = 0; g < G; ++g) {
+              x.k[static_cast<size_t>((g * L + i) * hd + e)] = a.k[(i * G + g) * hd + e];
+              x.v[static_cast<size_t>((g * L + i) * hd + e)] = a.v[(i * G + g) * hd + e];
+            }
+          }
+        const nk::dllm::BlockMask* mask = planner.next(a.layer, x, static_cast<float>(a.scale));
+        std::vector<double> o(static_cast<size_t>(H * L * hd));
+        nk::dllm::attention_reference(x, mask, planner.options().block, a.scale, o.data());
+        for (int64_t i = 0; i < L; ++i)
+          for (int64_t h = 0; h < H; ++h)
+            for (int64_t e = 0; e < hd; ++e) out[(i * H + h) * hd + e] = static_cast<float>(o[static_cast<size_t>((h * L + i) * hd + e)]);
+      }
+    };
+    for (const char* name : {"step", "once-uniform", "every-uniform", "oracle"}) {
+      policy.name = name, policy.sparsity = 0.5;
+      nk::lm::BlockMaskAttention backend(c, policy);
+      Reference reference(policy);
+      const std::vector<float> sparse = logits_with(backend);
+      CHECK_MESSAGE(max_diff(sparse, logits_with(reference)) < 1e-4, name);
+      CHECK_MESSAGE(max_diff(sparse, own) > 1e-3, name);  // the mask changed the output
+      CHECK(backend.stats().density() == doctest::Approx(0.5));
+    }
+    // Inside the sampler: at sparsity 0 the tokens are the model's own, step
+    // by step; the step policy anchors every R steps at each layer (no drift).
+    nk::lm::DiffusionOptions d;
+    d.gen_length = 48, d.steps = 12, d.block = 16, d.mask = static_cast<int32_t>(c.vocab - 1), d.seed = 2;
+    const std::vector<int32_t> prompt = random_tokens(16, 3, c.vocab - 1);
+    const auto plain = nk::lm::sample_diffusion(m, prompt, d);
+    policy.name = "step", policy.sparsity = 0, policy.anchor_every = 3, policy.drift = 0;
+    nk::lm::BlockMaskAttention backend(c, policy);
+    d.attention = &backend;
+    CHECK(nk::lm::sample_diffusion(m, prompt, d) == plain);
+    for (int64_t l = 0; l < c.n_layers; ++l) {
+      CHECK(backend.planner().steps(l) == 12);
+      CHECK(backend.planner().anchors(l) == 4);
+    }
+    d.temperature = 0.8;
+    backend.reset();
+    policy.name = "dense";
+    nk::lm::BlockMaskAttention dense(c, policy);
+    auto sampled = [&](nk::lm::AttentionBackend* b) {
+      d.attention = b;
+      return nk::lm::sample_diffusion(m, prompt, d);
+    };
+    CHECK(sampled(&dense) == sampled(nullptr));
+    // Refused: a causal model, a sparsity the grid cannot hold (4 diagonal blocks of 16 per head at 64 tokens).
+    CHECK(nk::test::exit_code([&] { nk::lm::BlockMaskAttention(config(nk::lm::Mode::causal), policy); }) == 2);
+    policy.name = "step", policy.sparsity = 0.9;
+    nk::lm::BlockMaskAttention tight(c, policy);
+    CHECK(nk::test::exit_code([&] { logits_with(tight); }) == 2);
   }
 
   TEST_CASE("diffusion training mask: masked share tracks t per row, weights 1/(t B T), targets the clean tokens") {

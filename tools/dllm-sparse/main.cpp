@@ -35,18 +35,21 @@ int main(int argc, char** argv) {
   CLI::App* plan_verb = cli.add_verb("plan", "Per-step block masks of a policy along a trajectory");
   nk::cli::App::add_input(*plan_verb, plan.input, "trajectory file");
   nk::cli::App::add_output(*plan_verb, plan.output, plan.no_clobber);
-  plan_verb->add_option("--policy", plan.policy, "step (anchor steps, head-adaptive), once-uniform, every-uniform or oracle")
+  plan_verb->add_option("--policy", plan.policy.name, "step (anchor steps, head-adaptive), once-uniform, every-uniform or oracle")
       ->check(CLI::IsMember({"step", "once-uniform", "every-uniform", "oracle"}));
-  plan_verb->add_option("--sparsity", plan.sparsity, "Share of blocks dropped, over all heads")->check(CLI::Range(0.0, 1.0));
-  plan_verb->add_option("--block", plan.block, "Block size (16, 32, 48 or 64)");
-  plan_verb->add_option("--anchor-every", plan.anchor_every, "step: re-score every R steps (with --drift: at least every R)")
+  plan_verb->add_option("--sparsity", plan.policy.sparsity, "Share of blocks dropped, over all heads")->check(CLI::Range(0.0, 1.0));
+  plan_verb->add_option("--block", plan.policy.block, "Block size (16, 32, 48 or 64)");
+  plan_verb->add_option("--anchor-every", plan.policy.anchor_every, "step: re-score every R steps (with --drift: at least every R)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  plan_verb->add_option("--drift", plan.drift, "step: also re-score when the probed mass kept falls by more than this")
+  plan_verb->add_option("--drift", plan.policy.drift, "step: also re-score when the probed mass kept falls by more than this")
       ->check(CLI::Range(0.0, 1.0));
-  plan_verb->add_option("--probe", plan.probe, "step: share of query blocks probed between anchors")->check(CLI::Range(0.0, 1.0));
-  plan_verb->add_option("--score", plan.score, "Block scores: sampled (exact softmax of a few rows per block) or pooled (mean q . mean k)")
+  plan_verb->add_option("--probe", plan.policy.probe, "step: share of query blocks probed between anchors")->check(CLI::Range(0.0, 1.0));
+  plan_verb->add_option("--score", plan.policy.score, "Block scores: sampled (exact softmax of a few rows per block) or pooled (mean q . mean k)")
       ->check(CLI::IsMember({"sampled", "pooled"}));
-  plan_verb->add_option("--samples", plan.samples, "sampled: query rows per block")->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  plan_verb->add_option("--samples", plan.policy.samples, "sampled: query rows per block")->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  plan_verb->add_option("--head-budget", plan.policy.head_budget,
+                        "global (one ranking over all heads) or uniform (budget/H each); default: global for step and oracle")
+      ->check(CLI::IsMember({"global", "uniform"}));
   plan_verb->add_option("--scale", plan.scale, "Softmax scale (default 1/sqrt(d))")->check(CLI::NonNegativeNumber);
 
   dllm::EvalOptions eval;

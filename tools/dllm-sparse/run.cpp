@@ -6,7 +6,7 @@
 #include <map>
 
 #include "dllm-sparse/dllm_io.hpp"
-#include "dllm-sparse/dllm_plan.hpp"
+#include "nk/kernels/dllm_plan.hpp"
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
 #include "nk/log.hpp"

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "nk-lm/nk_lm.hpp"
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
+#include "nk/lm/block_mask_attention.hpp"
 #include "nk/lm/generate.hpp"
 #include "nk/log.hpp"
 #include "nk/rng.hpp"
@@ -108,6 +110,13 @@ void generate(const GenerateOptions& o, const nk::RunEnv& env) {
       prompts.push_back(std::move(ids));
     }
   }
+  std::unique_ptr<nk::lm::BlockMaskAttention> sparse;
+  if (!o.sparse.name.empty()) {
+    if (c.mode != nk::lm::Mode::diffusion) throw nk::usage_error("generate: --sparse-policy needs a diffusion model (" + o.model + " is causal)");
+    nk::dllm::check_policy(o.sparse, true, {{"policy", "--sparse-policy"}, {"block", "--sparse-block"}, {"score", "--sparse-score"},
+                                            {"samples", "--sparse-samples"}});
+    sparse = std::make_unique<nk::lm::BlockMaskAttention>(c, o.sparse);
+  }
   const nk::lm::Model model(ck.weights);
   const int32_t eos = ck.tokenizer && !o.ignore_eos ? ck.tokenizer->eos() : -1;
   std::vector<std::vector<int32_t>> continuations(prompts.size());
@@ -133,8 +142,10 @@ void generate(const GenerateOptions& o, const nk::RunEnv& env) {
     d.temperature = o.greedy ? 0.0 : o.temperature;
     d.random_remasking = o.random_remasking;
     d.mask = ck.tokenizer ? ck.tokenizer->mask() : static_cast<int32_t>(c.vocab - 2);
+    d.attention = sparse.get();
     for (size_t b = 0; b < prompts.size(); ++b) {
       d.seed = nk::mix64(env.seed + b);
+      if (sparse) sparse->reset();
       const std::vector<int32_t> x = nk::lm::sample_diffusion(model, prompts[b], d);
       continuations[b].assign(x.begin() + static_cast<std::ptrdiff_t>(prompts[b].size()), x.end());
       // The answer ends at its first EOS, as a causal one does.
@@ -145,9 +156,19 @@ void generate(const GenerateOptions& o, const nk::RunEnv& env) {
         }
     }
   }
+  const double seconds = clock.seconds();
   for (const auto& cont : continuations) made += static_cast<int64_t>(cont.size());
-  spdlog::info("generate: {} sequences, {} new tokens in {:.2f} s ({:.0f} tokens/s)", prompts.size(), made, clock.seconds(),
-               static_cast<double>(made) / clock.seconds());
+  spdlog::info("generate: {} sequences, {} new tokens in {:.2f} s ({:.0f} tokens/s)", prompts.size(), made, seconds,
+               static_cast<double>(made) / seconds);
+  int64_t anchors = 0, layer_steps = 0;
+  if (sparse) {
+    for (int64_t l = 0; l < c.n_layers; ++l) anchors += sparse->planner().anchors(l), layer_steps += sparse->planner().steps(l);
+    const auto& st = sparse->stats();
+    spdlog::info("generate: --sparse-policy {} at sparsity {}: {:.3f} of the blocks read, {} anchors in {} layer-steps; "
+                 "attention {:.3f} s, planning {:.3f} s, packing {:.3f} s of {:.3f} s",
+                 o.sparse.name, o.sparse.name == "dense" ? 0.0 : o.sparse.sparsity, st.density(), anchors, layer_steps,
+                 st.attention_seconds, st.plan_seconds, st.pack_seconds, seconds);
+  }
   if (!o.output.empty()) {
     // /tokens [B, T + N]: prompt then continuation, -1 after an EOS (and after a shorter prompt's end).
     int64_t T = 0;
@@ -166,6 +187,18 @@ void generate(const GenerateOptions& o, const nk::RunEnv& env) {
     out.write("/prompt_lengths", lengths.data(), {B}, "B");
     out.attr("/", "mode", nk::lm::mode_name(c.mode));
     out.attr("/", "max_new", o.max_new);
+    out.attr("/", "seconds", seconds);
+    if (sparse) {
+      const auto& st = sparse->stats();
+      out.attr("/", "sparse_policy", o.sparse.name);
+      out.attr("/", "sparsity", o.sparse.name == "dense" ? 0.0 : o.sparse.sparsity);
+      out.attr("/", "sparse_block", o.sparse.block);
+      out.attr("/", "density", st.density());
+      out.attr("/", "anchors", anchors);
+      out.attr("/", "layer_steps", layer_steps);
+      out.attr("/", "attention_seconds", st.attention_seconds);
+      out.attr("/", "plan_seconds", st.plan_seconds);
+    }
     out.commit();
   }
   if (ck.tokenizer && o.output != "-" && (o.output.empty() || !from_ids)) {

@@ -115,6 +115,26 @@ int main(int argc, char** argv) {
   gen_verb->add_option("--block", gen.block, "Diffusion: semi-autoregressive block length (default: --max-new)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   gen_verb->add_flag("--random-remasking", gen.random_remasking, "Diffusion: unmask random positions instead of the most confident");
+  CLI::Option* policy = gen_verb->add_option("--sparse-policy", gen.sparse.name,
+      "Diffusion: every layer's attention at every step through Step-dLLM's block masks (dllm-sparse's policies: step, "
+      "once-uniform, every-uniform, oracle; dense: the same fused kernel over every block)")
+      ->check(CLI::IsMember({"step", "once-uniform", "every-uniform", "oracle", "dense"}));
+  gen_verb->add_option("--sparsity", gen.sparse.sparsity, "--sparse-policy: share of blocks dropped, over all heads")
+      ->check(CLI::Range(0.0, 1.0))->needs(policy);
+  gen_verb->add_option("--sparse-block", gen.sparse.block, "--sparse-policy: block size (16, 32, 48 or 64)")->needs(policy);
+  gen_verb->add_option("--anchor-every", gen.sparse.anchor_every, "--sparse-policy step: re-score at least every R steps")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->needs(policy);
+  gen_verb->add_option("--drift", gen.sparse.drift, "--sparse-policy step: also re-score when the probed mass kept falls by more than this")
+      ->check(CLI::Range(0.0, 1.0))->needs(policy);
+  gen_verb->add_option("--probe", gen.sparse.probe, "--sparse-policy step: share of query blocks probed between anchors")
+      ->check(CLI::Range(0.0, 1.0))->needs(policy);
+  gen_verb->add_option("--sparse-score", gen.sparse.score, "--sparse-policy: block scores, sampled or pooled")
+      ->check(CLI::IsMember({"sampled", "pooled"}))->needs(policy);
+  gen_verb->add_option("--sparse-samples", gen.sparse.samples, "--sparse-policy, sampled scores: query rows per block")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16))->needs(policy);
+  gen_verb->add_option("--head-budget", gen.sparse.head_budget,
+                       "--sparse-policy: global (one ranking over all heads) or uniform (budget/H each); default: global for step and oracle")
+      ->check(CLI::IsMember({"global", "uniform"}))->needs(policy);
 
   nklm::ScoreOptions score;
   CLI::App* score_verb = cli.add_verb("score", "Per-token log-probabilities, perplexity and bits per byte; logits and top-K");

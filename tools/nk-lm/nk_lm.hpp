@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "nk/lm/checkpoint.hpp"
+#include "nk/kernels/dllm_plan.hpp"
 #include "nk/run_env.hpp"
 
 namespace nklm {
@@ -89,6 +90,12 @@ struct GenerateOptions {
   bool no_clobber = false, greedy = false, random_remasking = false, ignore_eos = false, jsonl = false;
   int64_t max_new = 64, top_k = 0, batch = 8, steps = 0, block = 0;
   double temperature = 1.0, top_p = 1.0;
+  /// Diffusion: Step-dLLM's block masks in every layer at every step (name "": the model's own attention).
+  nk::dllm::PolicyOptions sparse = [] {
+    nk::dllm::PolicyOptions p;
+    p.name.clear(), p.block = 16;  // the shipped models' 256-token context holds 16 blocks of 16
+    return p;
+  }();
 };
 void generate(const GenerateOptions& o, const nk::RunEnv& env);
 

@@ -153,6 +153,7 @@ std::vector<int32_t> sample_diffusion(const Model& model, const std::vector<int3
   std::vector<int32_t> x(prompt);
   x.resize(static_cast<size_t>(L), o.mask);
   const std::vector<int64_t> offsets{0, L};
+  const std::vector<int32_t> slots{0};  // a backend's slot (it caches nothing here)
   Workspace ws(c, {L, L, false});
   const Rng root(o.seed);
   const int64_t per_block = o.steps / blocks;
@@ -164,7 +165,8 @@ std::vector<int32_t> sample_diffusion(const Model& model, const std::vector<int3
     const int64_t begin = P + b * o.block, end = begin + o.block;
     const std::vector<int64_t> counts = transfer_counts(o.block, per_block);
     for (int64_t i = 0; i < per_block; ++i, ++step) {
-      model.forward({x, offsets, {}}, ws, {LogitRows::all, nullptr, o.observer, step});
+      ForwardOptions fo{.logits = LogitRows::all, .observer = o.observer, .step = step, .attention = o.attention};
+      model.forward({x, offsets, {}, slots}, ws, fo);
       order.clear();
       for (int64_t p = 0; p < end; ++p) {
         if (x[static_cast<size_t>(p)] != o.mask) continue;

@@ -54,6 +54,9 @@ struct DiffusionOptions {
   uint64_t seed = 0;
   int32_t mask = -1;         ///< the [MASK] id (the tokenizer's)
   Observer* observer = nullptr;  ///< sees every denoising step's forward (Site::step = the step)
+  /// Every layer's attention at every step through this backend (a
+  /// BlockMaskAttention: Step-dLLM's block masks); null: the model's own.
+  AttentionBackend* attention = nullptr;
 };
 
 /// Called after each denoising step with the step index and the whole

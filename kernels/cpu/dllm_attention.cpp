@@ -1,4 +1,4 @@
-// kernel.cpp - fused block-sparse attention on the CPU.
+// dllm_attention.cpp - Step-dLLM's fused block-sparse attention on the CPU.
 //
 // One task = one (head, query block). The query rows are pre-scaled; for each
 // kept key block a 64 x 64 score tile is computed against a transposed copy of
@@ -18,10 +18,10 @@
 #include <cstring>
 #include <limits>
 
-#include "dllm-sparse/dllm.hpp"
+#include "nk/kernels/dllm.hpp"
 #include "nk/kernels/attention.hpp"
 
-namespace dllm {
+namespace nk::dllm {
 
 int64_t BlockMask::kept() const {
   int64_t n = 0;
@@ -312,4 +312,4 @@ void attention_reference(const Qkv& x, const BlockMask* mask, int64_t block, dou
   }
 }
 
-}  // namespace dllm
+}  // namespace nk::dllm

@@ -1,12 +1,12 @@
-// kernel_cuda.cpp - the attention kernels on the GPU, through the CUDA module
+// dllm_attention_cuda.cpp - Step-dLLM's attention kernels on the GPU, through the CUDA module
 // (kernels/cuda/attention/attention.cu): the fused block-sparse kernel, and dense
 // attention through cuBLAS as the GPU baseline.
 #include <stdexcept>
 
-#include "dllm-sparse/dllm.hpp"
+#include "nk/kernels/dllm.hpp"
 #include "nk/kernels/cuda_call.hpp"
 
-namespace dllm {
+namespace nk::dllm {
 
 namespace {
 
@@ -36,4 +36,4 @@ GpuTiming attention_cublas(const Qkv& x, float scale, float* out, int repeats) {
   return GpuTiming::from(t);
 }
 
-}  // namespace dllm
+}  // namespace nk::dllm
