@@ -16,7 +16,9 @@
 # and a state whose build fails there is built from scratch (8 to 13
 # minutes on 2 cores). About 5 minutes a candidate from the prepared
 # workspace, 20 with a scratch build. Prints the verdicts, then a summary
-# line; run.sh calls it with OUT=its folder/history.
+# line; run.sh calls it with OUT=its folder/history. RESUME=1 keeps OUT:
+# the store, env.json and mined.jsonl found there are reused, and only the
+# candidates without a line in verdicts.tsv are validated.
 set -eu
 BIN=$(cd "${1:-build/bin}" && pwd)
 OUT=${OUT:-build/bench/swe-crafter-history}
@@ -34,7 +36,7 @@ t0=$(date +%s.%N)
 [ -d st/repos/neurkit ] || swe-crafter -q fetch "git:$src" --name neurkit --store st > /dev/null
 [ -s env.json ] || swe-crafter -q env -i neurkit --store st --skills "$here/skills" --timeout "$TIMEOUT" $SANDBOX --log env.h5 -o env.json
 /usr/bin/python3 -c 'import json, sys; e = json.load(open("env.json")); print("# environment: %s, %s, %d attempts, %s tests found" % ("works" if e["ok"] else "fails", e["evidence"][0], e["attempts"], e.get("tests_found")))'
-swe-crafter -q mine -i neurkit --store st --env env.json -o mined.jsonl
+[ -s mined.jsonl ] || swe-crafter -q mine -i neurkit --store st --env env.json -o mined.jsonl
 /usr/bin/python3 - "$MAX" <<'PYEOF'
 import json, re, sys
 limit = int(sys.argv[1])
@@ -53,16 +55,30 @@ open("candidates.jsonl", "w").writelines(kept)
 print("# mined: %d candidates; %d touch no CLI or unit test, or swe-crafter's own; the newest %d of the others validated"
       % (total, left, len(kept)))
 PYEOF
-swe-crafter -q validate -i candidates.jsonl --store st --runs "$RUNS" --timeout "$TIMEOUT" $SANDBOX --log validate.h5 \
-  -o instances.jsonl | tee verdicts.tsv
+# RESUME=1 validates only the candidates verdicts.tsv has no line for (validate
+# prints each verdict as it is reached) and appends to it.
+touch verdicts.tsv
+/usr/bin/python3 - <<'PYEOF'
+import json
+done = {l.split("\t")[0] for l in open("verdicts.tsv") if l.strip()}
+todo = [l for l in open("candidates.jsonl") if json.loads(l)["instance_id"] not in done]
+open("todo.jsonl", "w").writelines(todo)
+print("# %d candidates have a verdict already; %d to validate" % (len(done), len(todo)))
+PYEOF
+log=validate.h5
+[ -s verdicts.tsv ] && log=validate-from-$(wc -l < verdicts.tsv).h5
+if [ -s todo.jsonl ]; then
+  swe-crafter -q validate -i todo.jsonl --store st --runs "$RUNS" --timeout "$TIMEOUT" $SANDBOX --log "$log" \
+    -o instances-new.jsonl | tee -a verdicts.tsv
+  cat instances-new.jsonl >> instances.jsonl && rm -f instances-new.jsonl
+fi
 t1=$(date +%s.%N)
 /usr/bin/python3 - "$t0" "$t1" <<'PYEOF'
 import json, sys
 secs = float(sys.argv[2]) - float(sys.argv[1])
-verdicts = [l.rstrip("\n").split("\t") for l in open("verdicts.tsv")]
-inst = [json.loads(l) for l in open("instances.jsonl")]
-admitted = sum(1 for v in verdicts if len(v) > 1 and v[1] == "admitted")
-f2p = sum(len(json.loads(i["FAIL_TO_PASS"])) for i in inst)
-print("history: %d candidates validated, %d instances admitted (%d fail-to-pass tests), %.0f s in all (env, mine, validate)"
-      % (len(verdicts), admitted, f2p, secs))
+verdicts = [l.rstrip("\n").split("\t") for l in open("verdicts.tsv") if l.strip()]
+admitted = [v for v in verdicts if len(v) > 2 and v[1] == "admitted"]
+f2p = sum(int(v[2].split()[0]) for v in admitted)
+print("history: %d candidates validated, %d instances admitted (%d fail-to-pass tests), %.0f s this run (env, mine, validate)"
+      % (len(verdicts), len(admitted), f2p, secs))
 PYEOF
