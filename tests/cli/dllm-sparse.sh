@@ -13,6 +13,7 @@ done
 check "plan --score pooled --drift 0" dllm-sparse -q plan -i traj.h5 --score pooled --drift 0 --sparsity 0.7 -o plan_pooled.h5
 check "attend one trajectory step with the plan's mask" dllm-sparse -q attend -i traj.h5 --step 5 --mask plan_step.h5 -o masked.h5
 check "eval prints a TSV table when piped" sh -c 'dllm-sparse eval -i traj.h5 --plan plan_step.h5 -o e2.h5 | head -1 | grep -q "^step	anchor	density"'
+check "plot: the overlap per layer and the error per step as SVG" sh -c 'dllm-sparse -q plot -i eval_step.h5 -o overlap.svg --error error.svg && grep -q "<svg" overlap.svg && grep -q "<svg" error.svg && grep -q "overlap" overlap.svg'
 check "two layers: gen, plan, eval" sh -c 'dllm-sparse -q gen --length 256 --heads 2 --dims 32 --steps 3 --layers 2 -o layers.h5 && dllm-sparse -q plan -i layers.h5 --sparsity 0.5 -o plan_layers.h5 && dllm-sparse -q eval -i layers.h5 --plan plan_layers.h5 -o eval_layers.h5'
 
 if "$PY" - <<'PYEOF'
@@ -66,6 +67,24 @@ m = h5py.File("masked.h5")["o"][...]
 check(f"attend --mask equals numpy masked attention (rel {rel(m, sparse):.1e})", rel(m, sparse) < 1e-5)
 oracle, stepe = h5py.File("eval_oracle.h5").attrs["mean_recall"], h5py.File("eval_step.h5").attrs["mean_recall"]
 check(f"the oracle keeps at least the mass of the step policy ({oracle:.4f} >= {stepe:.4f})", oracle >= stepe - 1e-6)
+# the step-to-step overlap of the exact best blocks (global ranking at the plan's budget), steps 4 -> 5
+def best(step, budget):
+    st = t[f"steps/{step:03d}"]; q, k, v = [st[n][...].astype(np.float64) for n in "qkv"]
+    _, pr = attention(q, k, v)
+    P = np.zeros((H, nb, nb))
+    for h in range(H):
+        for i in range(nb):
+            rows = pr[h][i * 64:(i + 1) * 64]
+            P[h, i] = [rows[:, j * 64:(j + 1) * 64].sum(1).mean() for j in range(nb)]
+    keep = np.zeros((H, nb, nb), bool); keep[:, np.arange(nb), np.arange(nb)] = True
+    cand = [(P[h, i, j], h, i, j) for h in range(H) for i in range(nb) for j in range(nb) if i != j]
+    cand.sort(key=lambda c: -c[0])
+    for _, h, i, j in cand[:budget - H * nb]: keep[h, i, j] = True
+    return keep
+b4, b5 = best(4, int(mask.sum())), best(5, int(mask.sum()))
+jac = (b4 & b5).sum() / (b4 | b5).sum()
+ov = e["overlap"][...]
+check(f"eval overlap of steps 4 -> 5 = numpy's ({ov[4]:.4f} vs {jac:.4f}), 7 entries in [0, 1]", abs(ov[4] - jac) < 1e-9 and ov.shape == (7,) and ((ov >= 0) & (ov <= 1)).all())
 check("two-layer eval has both layers", "layers/00/recall" in h5py.File("eval_layers.h5") and "layers/01/recall" in h5py.File("eval_layers.h5"))
 sys.exit(1 if fails else 0)
 PYEOF
@@ -123,12 +142,15 @@ expect_fail "eval without --plan" 2 "plan" dllm-sparse eval -i traj.h5 -o out.h5
 expect_fail "a trajectory without steps" 3 "no denoising steps" dllm-sparse plan -i ok.h5 -o out.h5
 head -c 2000 traj.h5 > truncated.h5
 expect_fail "truncated HDF5" 3 "truncated.h5" dllm-sparse plan -i truncated.h5 -o out.h5
+expect_fail "plot of a file that is not an eval" 3 "plan_step.h5" dllm-sparse plot -i plan_step.h5 -o out.svg
+expect_fail "plot without -o" 2 "output" dllm-sparse plot -i eval_step.h5
+expect_fail "--head-budget other" 2 "head-budget" dllm-sparse plan -i traj.h5 --head-budget other -o out.h5
 expect_fail "empty stdin" 3 "standard input" sh -c 'dllm-sparse attend -i - --dense -o out.h5 < /dev/null'
 if nvidia-smi -L >/dev/null 2>&1; then
   pass "a GPU is present: the CUDA kernel is compared with the CPU kernel by unit.cuda"
 else
   expect_fail "--device cuda without a GPU" 1 "--device cuda: " dllm-sparse attend -i ok.h5 --dense --device cuda -o out.h5
 fi
-if [ -e out.h5 ]; then fail "a failed run left out.h5"; else pass "no output file after failures"; fi
+if [ -e out.h5 ] || [ -e out.svg ]; then fail "a failed run left out.h5 or out.svg"; else pass "no output file after failures"; fi
 no_temp_files "no temp files left" .
 finish

@@ -196,7 +196,15 @@ expect_fail "rows longer than the context: exit 3" 3 "context" nk-lm score -m ca
 expect_fail "a token outside the vocabulary: exit 3" 3 "vocabulary" nk-lm generate -m causal.h5 --token-ids oov.h5 -o bad.h5
 expect_fail "prompt + max-new past the context: exit 2" 2 "context" nk-lm generate -m causal.h5 --token-ids ids.h5 --max-new 30 -o bad.h5
 expect_fail "no prompts on stdin: exit 3" 3 "no prompts" sh -c 'nk-lm generate -m causal.h5 < /dev/null'
-expect_fail "score needs a causal model: exit 2" 2 "diffusion" nk-lm score -m diff.h5 --token-ids ids.h5 -o bad.h5
+check "score of a diffusion model: LLaDA's bound on each row's answer after the file's /prompt_lengths, seeded" sh -c 'nk-lm -q score -m diff.h5 --token-ids d1.h5 --samples 8 --seed 2 -o dsc.h5 && nk-lm -q score -m diff.h5 --token-ids d1.h5 --samples 8 --seed 2 --batch 3 -o dsc2.h5 && '"$PY"' -c "
+import h5py, numpy as np
+f, g, t = h5py.File(\"dsc.h5\"), h5py.File(\"dsc2.h5\"), h5py.File(\"d1.h5\")[\"tokens\"][()]
+n = (t >= 0).sum(1)
+assert (f[\"prompt_lengths\"][()] == 5).all() and (f[\"answer_tokens\"][()] == n - 5).all()
+nll = f[\"nll\"][()]; assert np.isfinite(nll).all() and (nll > 0).all() and np.allclose(nll, g[\"nll\"][()], rtol=1e-5)
+assert abs(np.exp(nll.sum() / (n - 5).sum()) - f.attrs[\"perplexity\"]) < 1e-6 * f.attrs[\"perplexity\"]"'
+expect_fail "--logits of a diffusion model: exit 2" 2 "diffusion" nk-lm score -m diff.h5 --token-ids ids.h5 --logits -o bad.h5
+expect_fail "a diffusion score with nothing after the prompt: exit 3" 3 "ids.h5.*none after its prompt of 5" nk-lm score -m diff.h5 --token-ids ids.h5 --prompt-length 5 -o bad.h5
 expect_fail "--init and --resume together: exit 2" 2 "exclude" nk-lm train --corpus corpus.h5 --init causal.h5 --resume end.ckpt -o bad.h5
 $PY -c "print('word ' * 40)" > long.txt
 expect_fail "capture of a text past the context: exit 3" 3 "context" nk-lm capture -m causal.h5 --text long.txt -o bad.h5

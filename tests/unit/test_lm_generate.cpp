@@ -525,6 +525,46 @@ TEST_SUITE("lm_generate") {
     CHECK(nk::test::exit_code([&] { logits_with(tight); }) == 2);
   }
 
+  TEST_CASE("diffusion likelihood: LLaDA's bound is the masked cross-entropy for one answer token, stratified over l for two") {
+    const nk::lm::Config c = config(nk::lm::Mode::diffusion);
+    nk::lm::ParameterStore w(c);
+    w.init(12);
+    const nk::lm::Model m(w);
+    const int32_t mask = static_cast<int32_t>(c.vocab - 1);
+    const std::vector<int32_t> row = random_tokens(9, 8, c.vocab - 1);
+    // -log p(row[pos] | row with 'masked' replaced by [MASK]), from the plain forward.
+    auto ce = [&](const std::vector<int64_t>& masked, int64_t pos) {
+      std::vector<int32_t> x = row;
+      for (int64_t i : masked) x[static_cast<size_t>(i)] = mask;
+      const std::vector<float> z = full_logits(m, x);
+      const float* r = z.data() + pos * c.vocab;
+      double top = -1e300, sum = 0;
+      for (int64_t v = 0; v < c.vocab; ++v) top = std::max(top, double(r[v]));
+      for (int64_t v = 0; v < c.vocab; ++v) sum += std::exp(double(r[v]) - top);
+      return top + std::log(sum) - r[row[static_cast<size_t>(pos)]];
+    };
+    // One answer token: every draw masks it, weight 1.
+    const auto one = nk::lm::diffusion_nll(m, {row}, {8}, mask, 5, 1);
+    CHECK(one[0] == doctest::Approx(ce({8}, 8)).epsilon(1e-5));
+    // Two: draw 0 masks l = 1 (either position, weight 2), draw 1 both (weight 1); the mean of the two.
+    const auto two = nk::lm::diffusion_nll(m, {row, row}, {7, 7}, mask, 2, 3, 1);
+    const double both = ce({7, 8}, 7) + ce({7, 8}, 8);
+    const double a = 0.5 * (2 * ce({7}, 7) + both), b = 0.5 * (2 * ce({8}, 8) + both);
+    for (double x : two) CHECK((std::abs(x - a) < 1e-4 * a || std::abs(x - b) < 1e-4 * b));
+    // Seeded; packing draws into one forward changes nothing; rows are independent of each other.
+    const auto again = nk::lm::diffusion_nll(m, {row, row}, {7, 7}, mask, 2, 3, 4);
+    CHECK(again[0] == doctest::Approx(two[0]).epsilon(1e-5));
+    CHECK(again[1] == doctest::Approx(two[1]).epsilon(1e-5));
+    const auto many = nk::lm::diffusion_nll(m, {row}, {2}, mask, 64, 9);
+    CHECK(many[0] > 0);
+    CHECK(nk::lm::diffusion_nll(m, {row}, {2}, mask, 64, 9, 7)[0] == doctest::Approx(many[0]).epsilon(1e-5));
+    // No answer, or a causal model: usage errors.
+    CHECK(nk::test::exit_code([&] { nk::lm::diffusion_nll(m, {row}, {9}, mask, 2, 1); }) == 2);
+    nk::lm::ParameterStore cw(config(nk::lm::Mode::causal));
+    const nk::lm::Model causal(cw);
+    CHECK(nk::test::exit_code([&] { nk::lm::diffusion_nll(causal, {row}, {2}, mask, 2, 1); }) == 2);
+  }
+
   TEST_CASE("diffusion training mask: masked share tracks t per row, weights 1/(t B T), targets the clean tokens") {
     const int64_t B = 64, T = 200;
     const std::vector<int32_t> clean = random_tokens(B * T, 2, 50);

@@ -33,6 +33,10 @@ struct EvalOptions {
   bool no_clobber = false;
   double scale = 0;
 };
+struct PlotOptions {
+  std::string input = "-", output, error_output;
+  bool no_clobber = false;
+};
 struct AttendOptions {
   std::string input = "-", output = "-", mask;
   bool no_clobber = false, dense = false, unfused = false;
@@ -51,6 +55,7 @@ struct GenOptions {
 void attend(const AttendOptions& o, const nk::RunEnv& env);
 void plan(const PlanOptions& o);
 void eval(const EvalOptions& o);
+void plot(const PlotOptions& o);
 void gen(const GenOptions& o, const nk::RunEnv& env);
 
 }  // namespace dllm

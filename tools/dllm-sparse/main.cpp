@@ -59,10 +59,17 @@ int main(int argc, char** argv) {
   nk::cli::App::add_output(*eval_verb, eval.output, eval.no_clobber);
   eval_verb->add_option("--scale", eval.scale, "Softmax scale (default 1/sqrt(d))")->check(CLI::NonNegativeNumber);
 
+  dllm::PlotOptions plot;
+  CLI::App* plot_verb = cli.add_verb("plot", "SVG: the step-to-step overlap of the exact best blocks per layer (and the plan's error per step)");
+  nk::cli::App::add_input(*plot_verb, plot.input, "eval file (from eval)");
+  nk::cli::App::add_output(*plot_verb, plot.output, plot.no_clobber, "the overlap plot (SVG)")->required();
+  nk::cli::App::output(plot_verb->add_option("--error", plot.error_output, "Also the plan's output error per step and layer (SVG)"));
+
   return cli.run(argc, argv, [&] {
     if (*gen_verb) dllm::gen(gen, cli.env());
     if (*attend_verb) dllm::attend(attend, cli.env());
     if (*plan_verb) dllm::plan(plan);
     if (*eval_verb) dllm::eval(eval);
+    if (*plot_verb) dllm::plot(plot);
   });
 }

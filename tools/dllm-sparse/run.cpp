@@ -155,7 +155,11 @@ void eval(const EvalOptions& o) {
                   {12, 5, 7, 8, 8, 10, 10, 9, 9, 8});
   if (nk::log::chatty()) table.header();
   std::string layer_now = "\x01";
-  std::vector<double> recall, error, dense_s, sparse_s, plan_s;
+  std::vector<double> recall, error, dense_s, sparse_s, plan_s, overlap;
+  BlockMask previous_best;  // the step before's exact best blocks at the plan's budget
+  std::vector<std::pair<std::string, double>> layer_overlap;
+  double sum_overlap = 0;
+  int64_t overlaps = 0;
   int64_t heads = 0, index = 0, done = 0;
   double sum_error = 0, sum_recall = 0, sum_dense = 0, sum_sparse = 0, sum_plan = 0;
   int64_t rows_total = 0;
@@ -168,12 +172,16 @@ void eval(const EvalOptions& o) {
     out.write(layer_now + "/dense_seconds", dense_s.data(), {s}, "S", "s");
     out.write(layer_now + "/sparse_seconds", sparse_s.data(), {s}, "S", "s");
     out.write(layer_now + "/plan_seconds", plan_s.data(), {s}, "S", "s");
+    if (!overlap.empty()) out.write(layer_now + "/overlap", overlap.data(), {static_cast<int64_t>(overlap.size())}, "S-1");
+    double mean = 0;
+    for (double v : overlap) mean += v / static_cast<double>(overlap.size());
+    if (!overlap.empty()) layer_overlap.emplace_back(layer_now, mean);
   };
   for (const StepRef& ref : steps) {
     if (ref.layer != layer_now) {
       flush();
       layer_now = ref.layer;
-      recall.clear(), error.clear(), dense_s.clear(), sparse_s.clear(), plan_s.clear();
+      recall.clear(), error.clear(), dense_s.clear(), sparse_s.clear(), plan_s.clear(), overlap.clear();
       index = 0;
     }
     const Qkv x = read_qkv(file, ref.group);
@@ -189,6 +197,26 @@ void eval(const EvalOptions& o) {
     attention(x, &mask, block, scale, sparse.data());
     sparse_s.push_back(watch.lap());
     attention(x, nullptr, block, scale, dense.data(), mass.data());  // again, with the block masses (not timed)
+    {
+      // How locally consistent is the attention itself? The exact best blocks
+      // at the plan's budget (global ranking of the exact block masses), and
+      // their overlap |A & B| / |A | B| with the step before's.
+      std::vector<float> p(static_cast<size_t>(x.heads * nb * nb), 0.0f);
+      for (int64_t h = 0; h < x.heads; ++h)
+        for (int64_t r = 0; r < L; ++r) {
+          const int64_t i = r / block;
+          const float rows = static_cast<float>(std::min(block, L - i * block));
+          for (int64_t j = 0; j < nb; ++j) p[static_cast<size_t>((h * nb + i) * nb + j)] += mass[(h * L + r) * nb + j] / rows;
+        }
+      BlockMask best = select_blocks(p, x.heads, nb, block, mask.kept(), true);
+      if (index > 0 && previous_best.keep.size() == best.keep.size()) {
+        int64_t both = 0, either = 0;
+        for (size_t e = 0; e < best.keep.size(); ++e) both += best.keep[e] && previous_best.keep[e], either += best.keep[e] || previous_best.keep[e];
+        overlap.push_back(either ? static_cast<double>(both) / static_cast<double>(either) : 1.0);
+        sum_overlap += overlap.back(), ++overlaps;
+      }
+      previous_best = std::move(best);
+    }
     const nk::h5::Array<double> ps = plan_file.read<double>(ref.layer + "/plan_seconds", 1, "S");
     plan_s.push_back(index < ps.size() ? ps.data[index] : 0.0);
     const nk::h5::Array<int64_t> of = plan_file.read<int64_t>(ref.layer + "/mask_of_step", 1, "S");
@@ -236,7 +264,11 @@ void eval(const EvalOptions& o) {
   out.attr("/", "sparse_seconds", sum_sparse);
   out.attr("/", "plan_seconds", sum_plan);
   out.attr("/", "speedup_with_planning", sum_dense / (sum_sparse + sum_plan));
+  out.attr("/", "block", block);
+  if (overlaps) out.attr("/", "mean_overlap", sum_overlap / static_cast<double>(overlaps));
   out.commit();
+  for (const auto& [layer, mean] : layer_overlap)
+    spdlog::info("{}: the exact best blocks overlap the step before's by {:.3f} on average (Jaccard)", layer.empty() ? "layer" : layer.substr(1), mean);
   if (nk::log::chatty()) {
     std::fprintf(to, "# %s: mean output error %.4e, mean mass recall %.4f, dense %.3f s, sparse %.3f s + planning %.3f s = %.2fx\n",
                  policy.c_str(), sum_error / n, sum_recall / n, sum_dense, sum_sparse, sum_plan, sum_dense / (sum_sparse + sum_plan));

@@ -137,7 +137,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"global", "uniform"}))->needs(policy);
 
   nklm::ScoreOptions score;
-  CLI::App* score_verb = cli.add_verb("score", "Per-token log-probabilities, perplexity and bits per byte; logits and top-K");
+  CLI::App* score_verb = cli.add_verb("score", "Per-token log-probabilities, perplexity and bits per byte; logits and top-K "
+                                      "(diffusion models: LLaDA's Monte-Carlo likelihood bound of each row's answer)",
+                                      nk::cli::Randomness::seeded);
   score_verb->add_option("-m,--model", score.model, "Model file")->required()->check(CLI::ExistingFile);
   score_verb->add_option("--text", score.text, "A text file (rows of the context, each starting with BOS)")->check(CLI::ExistingFile);
   score_verb->add_option("--token-ids", score.token_ids, "/tokens int32 [T] or [B,T]; -1 pads")->check(CLI::ExistingFile);
@@ -146,6 +148,11 @@ int main(int argc, char** argv) {
   score_verb->add_flag("--logits", score.logits, "Also write /logits [B,T,V] (the raw output-head logits)");
   score_verb->add_option("--top-k", score.top_k, "Also write /topk/ids and /topk/logits [B,T,K]")->check(CLI::Range(int64_t{0}, int64_t{1} << 22));
   score_verb->add_option("--batch", score.batch, "Rows per forward pass")->check(positive);
+  score_verb->add_option("--samples", score.samples, "Diffusion: Monte-Carlo draws of the likelihood bound per row")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  score_verb->add_option("--prompt-length", score.prompt_length,
+                         "Diffusion: tokens of each row that are given, not scored (default: the token file's /prompt_lengths, else 1, the BOS)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   App::add_output(*score_verb, score.output, score.no_clobber);
   cli.add_shard(*score_verb);
 

@@ -82,6 +82,8 @@ struct ScoreOptions {
   std::string model, text, token_ids, corpus, split = "validation", output;
   bool no_clobber = false, logits = false;
   int64_t top_k = 0, batch = 16;
+  int64_t samples = 16;        ///< diffusion: Monte-Carlo draws of the likelihood bound per row
+  int64_t prompt_length = -1;  ///< diffusion: tokens of each row given, not scored (-1: the file's /prompt_lengths, else 1)
 };
 void score(const ScoreOptions& o, const nk::RunEnv& env);
 

@@ -1,6 +1,7 @@
 // score.cpp - nk-lm score: per-token log-probabilities, perplexity and bits
 // per byte of a text, token ids or a corpus split; optionally the raw logits
 // and the top-K logits of every position.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -12,6 +13,7 @@
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
 #include "nk/lm/corpus.hpp"
+#include "nk/lm/generate.hpp"
 #include "nk/lm/loss.hpp"
 #include "nk/lm/model.hpp"
 #include "nk/log.hpp"
@@ -19,6 +21,62 @@
 
 namespace nklm {
 
+namespace {
+
+/// A diffusion model has no next-token probabilities: each row's answer
+/// (after its prompt) gets LLaDA's Monte-Carlo bound on -log p(answer | prompt).
+void score_diffusion(const ScoreOptions& o, const nk::RunEnv& env, const nk::lm::Checkpoint& ck,
+                     const std::vector<std::vector<int32_t>>& rows, int64_t bytes) {
+  const nk::lm::Config& c = ck.weights.config();
+  std::vector<int64_t> prompts(rows.size(), 1);
+  if (o.prompt_length >= 0) {
+    std::fill(prompts.begin(), prompts.end(), o.prompt_length);
+  } else if (!o.token_ids.empty()) {
+    const nk::h5::File in = nk::h5::File::open(o.token_ids);
+    if (in.has("/prompt_lengths")) {
+      const nk::h5::Array<int64_t> p = in.read<int64_t>("/prompt_lengths", 1, "B");
+      if (p.size() != static_cast<int64_t>(rows.size()))
+        throw nk::input_error(o.token_ids, "/prompt_lengths", std::to_string(p.size()) + " lengths for " + std::to_string(rows.size()) + " rows");
+      prompts.assign(p.data.begin(), p.data.end());
+    }
+  }
+  for (size_t b = 0; b < rows.size(); ++b)
+    if (prompts[b] >= static_cast<int64_t>(rows[b].size()))
+      throw nk::input_error(o.token_ids.empty() ? o.text + o.corpus : o.token_ids, "/tokens",
+                            "row " + std::to_string(b) + " has " + std::to_string(rows[b].size()) + " tokens, none after its prompt of " +
+                                std::to_string(prompts[b]));
+  const int32_t mask = ck.tokenizer ? ck.tokenizer->mask() : static_cast<int32_t>(c.vocab - 2);
+  const nk::lm::Model model(ck.weights);
+  const std::vector<double> nll = nk::lm::diffusion_nll(model, rows, prompts, mask, o.samples, env.seed, o.batch);
+  int64_t width = 0, scored = 0;
+  double nats = 0;
+  std::vector<int64_t> answer(rows.size());
+  for (size_t b = 0; b < rows.size(); ++b) {
+    width = std::max<int64_t>(width, static_cast<int64_t>(rows[b].size()));
+    answer[b] = static_cast<int64_t>(rows[b].size()) - prompts[b];
+    scored += answer[b], nats += nll[b];
+  }
+  const auto B = static_cast<int64_t>(rows.size());
+  const double ppl = std::exp(nats / static_cast<double>(scored));
+  nk::h5::Writer out(o.output, kScoreSchema, o.no_clobber);
+  out.write("/tokens", pad_rows(rows, width).data(), {B, width}, "B,T");
+  out.write("/nll", nll.data(), {B}, "B", "nats");
+  out.write("/answer_tokens", answer.data(), {B}, "B");
+  out.write("/prompt_lengths", prompts.data(), {B}, "B");
+  out.attr("/", "likelihood", std::string("diffusion bound"));
+  out.attr("/", "samples", o.samples);
+  out.attr("/", "perplexity", ppl);
+  out.attr("/", "scored_tokens", scored);
+  out.attr("/", "nats", nats);
+  if (bytes > 0) {
+    out.attr("/", "bits_per_byte", nats / std::log(2.0) / static_cast<double>(bytes));
+    out.attr("/", "bytes", bytes);
+  }
+  out.commit();
+  spdlog::info("score: {} answer tokens in {} rows, perplexity <= {:.3f} (LLaDA's bound, {} draws a row)", scored, B, ppl, o.samples);
+}
+
+}  // namespace
 
 void score(const ScoreOptions& o, const nk::RunEnv& env) {
   const int sources = !o.text.empty() + !o.token_ids.empty() + !o.corpus.empty();
@@ -26,8 +84,9 @@ void score(const ScoreOptions& o, const nk::RunEnv& env) {
   check_writable(o.output, o.no_clobber);
   const nk::lm::Checkpoint ck = load_model(o.model);
   const nk::lm::Config& c = ck.weights.config();
-  if (c.mode != nk::lm::Mode::causal)
-    throw nk::usage_error("score: " + o.model + " is a diffusion model; next-token log-probabilities need a causal one");
+  const bool diffusion = c.mode == nk::lm::Mode::diffusion;
+  if (diffusion && (o.logits || o.top_k > 0))
+    throw nk::usage_error("score: " + o.model + " is a diffusion model; --logits and --top-k are next-token outputs of a causal one");
   if (o.top_k < 0 || o.top_k > c.vocab) throw nk::usage_error("score: --top-k must be in 0.." + std::to_string(c.vocab));
   std::vector<std::vector<int32_t>> rows;
   int64_t bytes = 0;  // of the text scored, when there is text
@@ -45,6 +104,10 @@ void score(const ScoreOptions& o, const nk::RunEnv& env) {
     } else {
       bytes = corpus_rows(o.corpus, o.split, tok, c.max_seq, env.shard, "score", rows);
     }
+  }
+  if (diffusion) {
+    score_diffusion(o, env, ck, rows, bytes);
+    return;
   }
   int64_t width = 0;
   for (const auto& r : rows) width = std::max<int64_t>(width, static_cast<int64_t>(r.size()));

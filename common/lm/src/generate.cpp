@@ -208,4 +208,75 @@ std::vector<int32_t> sample_diffusion(const Model& model, const std::vector<int3
   return x;
 }
 
+std::vector<double> diffusion_nll(const Model& model, const std::vector<std::vector<int32_t>>& rows,
+                                  const std::vector<int64_t>& prompt_lengths, int32_t mask, int64_t samples, uint64_t seed,
+                                  int64_t batch) {
+  const Config& c = model.config();
+  if (c.mode != Mode::diffusion) throw usage_error("diffusion likelihood: needs a diffusion model (this one is causal)");
+  if (mask < 0 || mask >= c.vocab) throw usage_error("diffusion likelihood: the [MASK] id is outside the vocabulary");
+  if (samples < 1 || batch < 1) throw usage_error("diffusion likelihood: samples and batch must be >= 1");
+  if (prompt_lengths.size() != rows.size()) throw usage_error("diffusion likelihood: one prompt length per row");
+  int64_t width = 0;
+  for (size_t b = 0; b < rows.size(); ++b) {
+    const int64_t n = static_cast<int64_t>(rows[b].size()), p = prompt_lengths[b];
+    if (p < 0 || p >= n)
+      throw usage_error("diffusion likelihood: row " + std::to_string(b) + " has " + std::to_string(n) + " tokens and a prompt of " +
+                        std::to_string(p) + " (no answer to score)");
+    if (n > c.max_seq)
+      throw usage_error("diffusion likelihood: row " + std::to_string(b) + " passes the context of " + std::to_string(c.max_seq));
+    width = std::max(width, n);
+  }
+  std::vector<double> nll(rows.size(), 0.0);
+  if (rows.empty()) return nll;
+  Workspace ws(c, {batch * width, width, false});
+  const Rng root(seed);
+  struct Draw {
+    size_t row;
+    double weight;                 // La / l
+    std::vector<int64_t> masked;   // positions within the row
+  };
+  std::vector<Draw> draws;
+  std::vector<int32_t> tokens;
+  std::vector<int64_t> offsets;
+  auto flush = [&] {
+    if (draws.empty()) return;
+    model.forward({tokens, offsets, {}}, ws, {LogitRows::all});
+    for (size_t d = 0; d < draws.size(); ++d) {
+      double ce = 0;
+      for (int64_t pos : draws[d].masked) {
+        const float* z = ws.logits() + (offsets[d] + pos) * c.vocab;
+        double top = -std::numeric_limits<double>::infinity(), sum = 0;
+        for (int64_t v = 0; v < c.vocab; ++v) top = std::max(top, static_cast<double>(z[v]));
+        for (int64_t v = 0; v < c.vocab; ++v) sum += std::exp(static_cast<double>(z[v]) - top);
+        ce += top + std::log(sum) - z[rows[draws[d].row][static_cast<size_t>(pos)]];
+      }
+      nll[draws[d].row] += draws[d].weight * ce / static_cast<double>(samples);
+    }
+    draws.clear(), tokens.clear(), offsets.assign(1, 0);
+  };
+  offsets.assign(1, 0);
+  std::vector<int64_t> answer;
+  for (size_t b = 0; b < rows.size(); ++b) {
+    const int64_t p = prompt_lengths[b], La = static_cast<int64_t>(rows[b].size()) - p;
+    for (int64_t k = 0; k < samples; ++k) {
+      Rng rng = root.split(b).split(static_cast<uint64_t>(k));
+      // Stratified mask counts: draw k takes l from the k-th of 'samples' equal slices of 1..La.
+      const double u = (static_cast<double>(k) + rng.uniform()) / static_cast<double>(samples);
+      const int64_t l = std::clamp<int64_t>(1 + static_cast<int64_t>(u * static_cast<double>(La)), 1, La);
+      answer.resize(static_cast<size_t>(La));
+      std::iota(answer.begin(), answer.end(), p);
+      shuffle_prefix(answer, static_cast<size_t>(l), rng);
+      Draw draw{b, static_cast<double>(La) / static_cast<double>(l), std::vector<int64_t>(answer.begin(), answer.begin() + l)};
+      const size_t start = tokens.size();
+      tokens.insert(tokens.end(), rows[b].begin(), rows[b].end());
+      for (int64_t pos : draw.masked) tokens[start + static_cast<size_t>(pos)] = mask;
+      offsets.push_back(static_cast<int64_t>(tokens.size()));
+      draws.push_back(std::move(draw));
+      if (static_cast<int64_t>(draws.size()) == batch) flush();
+    }
+  }
+  flush();
+  return nll;
+}
+
 }  // namespace nk::lm

@@ -69,6 +69,18 @@ using DiffusionStepHook = std::function<void(int64_t step, std::span<const int32
 std::vector<int32_t> sample_diffusion(const Model& model, const std::vector<int32_t>& prompt,
                                       const DiffusionOptions& options, const DiffusionStepHook& hook = {});
 
+/// LLaDA's Monte-Carlo bound on -log p(answer | prompt) under a diffusion
+/// model, in nats per row: for each of 'samples' draws, l answer tokens
+/// (l stratified over 1..La across the draws, La = the answer's length) are
+/// masked at uniformly chosen positions, and (La / l) times the masked
+/// tokens' cross-entropy given the rest is one estimate; the mean is an
+/// upper bound on the answer's negative log-likelihood (exact when La = 1).
+/// Row b's answer is rows[b][prompt_lengths[b]..]; draw k of row b uses
+/// Rng(seed).split(b).split(k). Rows are packed 'batch' draws per forward.
+std::vector<double> diffusion_nll(const Model& model, const std::vector<std::vector<int32_t>>& rows,
+                                  const std::vector<int64_t>& prompt_lengths, int32_t mask, int64_t samples, uint64_t seed,
+                                  int64_t batch = 16);
+
 /// LLaDA's transfer schedule: how many of a block's 'masked' tokens each of
 /// its 'steps' unmasks (equal shares, the remainder to the first steps).
 std::vector<int64_t> transfer_counts(int64_t masked, int64_t steps);
