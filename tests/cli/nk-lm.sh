@@ -203,6 +203,13 @@ n = (t >= 0).sum(1)
 assert (f[\"prompt_lengths\"][()] == 5).all() and (f[\"answer_tokens\"][()] == n - 5).all()
 nll = f[\"nll\"][()]; assert np.isfinite(nll).all() and (nll > 0).all() and np.allclose(nll, g[\"nll\"][()], rtol=1e-5)
 assert abs(np.exp(nll.sum() / (n - 5).sum()) - f.attrs[\"perplexity\"]) < 1e-6 * f.attrs[\"perplexity\"]"'
+check "a generation from prompts of two lengths scores each row as its prompt joined to its continuation" sh -c 'printf "The cat sat on\nA dog\n" > two.txt && nk-lm -q generate -m diff.h5 --prompts two.txt --max-new 16 --block 8 --steps 8 --ignore-eos -o dv.h5 && nk-lm -q score -m diff.h5 --token-ids dv.h5 --samples 2 -o dvs.h5 && '"$PY"' -c "
+import h5py, numpy as np
+g, f = h5py.File(\"dv.h5\"), h5py.File(\"dvs.h5\")
+p = g[\"prompt_lengths\"][()]; t = g[\"tokens\"][()]; T = p.max()
+assert p[0] > p[1] and (f[\"prompt_lengths\"][()] == p).all() and (f[\"answer_tokens\"][()] == 16).all()
+s = f[\"tokens\"][()]
+for b in range(2): assert (s[b, :p[b] + 16] == np.concatenate([t[b, :p[b]], t[b, T:]])).all()"'
 expect_fail "--logits of a diffusion model: exit 2" 2 "diffusion" nk-lm score -m diff.h5 --token-ids ids.h5 --logits -o bad.h5
 expect_fail "a diffusion score with nothing after the prompt: exit 3" 3 "ids.h5.*none after its prompt of 5" nk-lm score -m diff.h5 --token-ids ids.h5 --prompt-length 5 -o bad.h5
 expect_fail "--init and --resume together: exit 2" 2 "exclude" nk-lm train --corpus corpus.h5 --init causal.h5 --resume end.ckpt -o bad.h5

@@ -1,6 +1,7 @@
 // io.cpp - what the nk-lm verbs share: opening a model, token-id files.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -27,10 +28,34 @@ std::vector<std::vector<int32_t>> read_token_rows(const std::string& path, int64
                                                std::to_string(context) + " (cut them into windows first)");
   const nk::h5::Array<int32_t> a = in.read<int32_t>("/tokens");
   const int64_t B = info.shape.size() == 2 ? info.shape[0] : 1;
+  // generate's output: row b is its prompt (prompt_lengths[b] tokens, padded
+  // to the longest prompt with -1), then its continuation; the row read is
+  // the two joined.
+  std::vector<int64_t> prompt(static_cast<size_t>(B), 0);
+  int64_t longest = 0;
+  if (in.has("/prompt_lengths")) {
+    const nk::h5::Array<int64_t> p = in.read<int64_t>("/prompt_lengths", 1, "B");
+    if (p.size() != B) throw nk::input_error(path, "/prompt_lengths", std::to_string(p.size()) + " lengths for " + std::to_string(B) + " rows");
+    for (int64_t b = 0; b < B; ++b) longest = std::max(longest, p.data[static_cast<size_t>(b)]);
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t n = p.data[static_cast<size_t>(b)];
+      if (n < 1 || longest > T)
+        throw nk::input_error(path, "/prompt_lengths", "length " + std::to_string(n) + " of row " + std::to_string(b) + " is outside 1.." +
+                                                           std::to_string(T) + " (the longest must fit the rows)");
+      prompt[static_cast<size_t>(b)] = n;
+    }
+  }
   std::vector<std::vector<int32_t>> rows(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t t = 0; t < T; ++t) {
+      if (t == prompt[static_cast<size_t>(b)] && t < longest) {
+        t = longest;  // past the prompt's padding
+        if (t == T) break;
+      }
       const int32_t id = a.data[static_cast<size_t>(b * T + t)];
+      if (id == -1 && t < prompt[static_cast<size_t>(b)])
+        throw nk::input_error(path, "/tokens", "row " + std::to_string(b) + " has padding inside its prompt of " +
+                                                   std::to_string(prompt[static_cast<size_t>(b)]) + " (/prompt_lengths)");
       if (id == -1) break;  // padding: the rest of the row is ignored
       if (id < 0 || id >= vocab)
         throw nk::input_error(path, "/tokens", "id " + std::to_string(id) + " at [" + std::to_string(b) + "," +
