@@ -127,6 +127,13 @@ check "--sparse-policy step at sparsity 0.25 reads 3 of each head's 4 blocks (2 
 import h5py
 f = h5py.File(\"ds.h5\"); assert f.attrs[\"density\"] == 0.75 and f.attrs[\"anchors\"] == 3 * 2 * 2, dict(f.attrs)
 assert f[\"tokens\"].shape == (3, 21)"'
+check "--teacher-forced: the model's own tokens, the policy compared beside them (agreement 1 at sparsity 0)" sh -c 'nk-lm -q generate -m diff.h5 --token-ids ids.h5 --max-new 16 --block 8 --steps 8 --seed 4 --sparse-policy step --sparsity 0 --teacher-forced -o tf0.h5 && nk-lm -q generate -m diff.h5 --token-ids ids.h5 --max-new 16 --block 8 --steps 8 --seed 4 --sparse-policy step --sparsity 0.25 --sparse-block 16 --teacher-forced -o tf1.h5 && '"$PY"' -c "
+import h5py
+a = h5py.File(\"d1.h5\")[\"tokens\"][()]
+f, g = h5py.File(\"tf0.h5\"), h5py.File(\"tf1.h5\")
+assert (f[\"tokens\"][()] == a).all() and (g[\"tokens\"][()] == a).all()
+assert f.attrs[\"agreement\"] == 1.0 and f.attrs[\"kl_per_prediction\"] < 1e-9
+assert f.attrs[\"predictions\"] == g.attrs[\"predictions\"] == 3 * 2 * (8 + 6 + 4 + 2) and g.attrs[\"kl_per_prediction\"] > 0"'
 expect_fail "--sparse-policy for a causal model: exit 2" 2 "diffusion model" nk-lm generate -m causal.h5 --token-ids ids.h5 --max-new 4 --sparse-policy step -o x.h5
 expect_fail "--sparsity without --sparse-policy: exit 2" 2 "sparse-policy" nk-lm generate -m diff.h5 --token-ids ids.h5 --max-new 16 --sparsity 0.5 -o x.h5
 expect_fail "a sparsity the block grid cannot hold: exit 2, no output" 2 "diagonal" nk-lm generate -m diff.h5 --token-ids ids.h5 --max-new 16 --block 8 --steps 8 --sparse-policy step --sparsity 0.9 -o x.h5

@@ -518,6 +518,26 @@ TEST_SUITE("lm_generate") {
       return nk::lm::sample_diffusion(m, prompt, d);
     };
     CHECK(sampled(&dense) == sampled(nullptr));
+    // Teacher-forced: the tokens stay the model's own; a shadow at sparsity 0
+    // agrees everywhere, one at half the blocks does not. Compared: every
+    // masked position of the current block at every step (16 + 12 + 8 + 4
+    // per block of 16 in 4 steps, 3 blocks).
+    const auto forced = sampled(nullptr);
+    for (double sparsity : {0.0, 0.5}) {
+      policy.name = "step", policy.sparsity = sparsity;
+      nk::lm::BlockMaskAttention shadow(c, policy);
+      nk::lm::ShadowStats stats;
+      d.shadow = &shadow, d.shadow_stats = &stats;
+      CHECK(nk::lm::sample_diffusion(m, prompt, d) == forced);
+      CHECK(stats.predictions == 3 * (16 + 12 + 8 + 4));
+      if (sparsity == 0) {
+        CHECK(stats.agreements == stats.predictions);
+        CHECK(stats.kl < 1e-8);
+      } else {
+        CHECK(stats.kl > 1e-4);
+      }
+      d.shadow = nullptr, d.shadow_stats = nullptr;
+    }
     // Refused: a causal model, a sparsity the grid cannot hold (4 diagonal blocks of 16 per head at 64 tokens).
     CHECK(nk::test::exit_code([&] { nk::lm::BlockMaskAttention(config(nk::lm::Mode::causal), policy); }) == 2);
     policy.name = "step", policy.sparsity = 0.9;

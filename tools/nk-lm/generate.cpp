@@ -122,6 +122,7 @@ void generate(const GenerateOptions& o, const nk::RunEnv& env) {
   std::vector<std::vector<int32_t>> continuations(prompts.size());
   nk::Stopwatch clock;
   int64_t made = 0;
+  nk::lm::ShadowStats shadow;  // --teacher-forced
   if (c.mode == nk::lm::Mode::causal) {
     nk::lm::GenerateOptions g;
     g.max_new = o.max_new;
@@ -142,7 +143,11 @@ void generate(const GenerateOptions& o, const nk::RunEnv& env) {
     d.temperature = o.greedy ? 0.0 : o.temperature;
     d.random_remasking = o.random_remasking;
     d.mask = ck.tokenizer ? ck.tokenizer->mask() : static_cast<int32_t>(c.vocab - 2);
-    d.attention = sparse.get();
+    if (o.teacher_forced) {
+      d.shadow = sparse.get(), d.shadow_stats = &shadow;
+    } else {
+      d.attention = sparse.get();
+    }
     for (size_t b = 0; b < prompts.size(); ++b) {
       d.seed = nk::mix64(env.seed + b);
       if (sparse) sparse->reset();
@@ -168,6 +173,10 @@ void generate(const GenerateOptions& o, const nk::RunEnv& env) {
                  "attention {:.3f} s, planning {:.3f} s, packing {:.3f} s of {:.3f} s",
                  o.sparse.name, o.sparse.name == "dense" ? 0.0 : o.sparse.sparsity, st.density(), anchors, layer_steps,
                  st.attention_seconds, st.plan_seconds, st.pack_seconds, seconds);
+    if (o.teacher_forced)
+      spdlog::info("generate: teacher-forced, the policy's predictions agree with the model's at {:.4f} of {} positions, "
+                   "KL {:.5f} nats a position", static_cast<double>(shadow.agreements) / static_cast<double>(std::max<int64_t>(1, shadow.predictions)),
+                   shadow.predictions, shadow.kl / static_cast<double>(std::max<int64_t>(1, shadow.predictions)));
   }
   if (!o.output.empty()) {
     // /tokens [B, T + N]: prompt then continuation, -1 after an EOS (and after a shorter prompt's end).
@@ -198,6 +207,12 @@ void generate(const GenerateOptions& o, const nk::RunEnv& env) {
       out.attr("/", "layer_steps", layer_steps);
       out.attr("/", "attention_seconds", st.attention_seconds);
       out.attr("/", "plan_seconds", st.plan_seconds);
+      if (o.teacher_forced) {
+        out.attr("/", "teacher_forced", int64_t{1});
+        out.attr("/", "predictions", shadow.predictions);
+        out.attr("/", "agreement", static_cast<double>(shadow.agreements) / static_cast<double>(std::max<int64_t>(1, shadow.predictions)));
+        out.attr("/", "kl_per_prediction", shadow.kl / static_cast<double>(std::max<int64_t>(1, shadow.predictions)));
+      }
     }
     out.commit();
   }

@@ -132,6 +132,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"sampled", "pooled"}))->needs(policy);
   gen_verb->add_option("--sparse-samples", gen.sparse.samples, "--sparse-policy, sampled scores: query rows per block")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 16))->needs(policy);
+  gen_verb->add_flag("--teacher-forced", gen.teacher_forced,
+                     "--sparse-policy: generate with the model's own attention and run the policy beside it at every step, "
+                     "reporting how often its predictions agree and their KL divergence")
+      ->needs(policy);
   gen_verb->add_option("--head-budget", gen.sparse.head_budget,
                        "--sparse-policy: global (one ranking over all heads) or uniform (budget/H each); default: global for step and oracle")
       ->check(CLI::IsMember({"global", "uniform"}))->needs(policy);

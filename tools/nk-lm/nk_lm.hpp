@@ -90,6 +90,7 @@ void score(const ScoreOptions& o, const nk::RunEnv& env);
 struct GenerateOptions {
   std::string model, prompts, token_ids, output;
   bool no_clobber = false, greedy = false, random_remasking = false, ignore_eos = false, jsonl = false;
+  bool teacher_forced = false;  ///< diffusion, --sparse-policy: the model's own tokens; the policy runs beside it and is compared
   int64_t max_new = 64, top_k = 0, batch = 8, steps = 0, block = 0;
   double temperature = 1.0, top_p = 1.0;
   /// Diffusion: Step-dLLM's block masks in every layer at every step (name "": the model's own attention).

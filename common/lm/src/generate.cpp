@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <string>
 
 #include "nk/error.hpp"
@@ -155,6 +156,9 @@ std::vector<int32_t> sample_diffusion(const Model& model, const std::vector<int3
   const std::vector<int64_t> offsets{0, L};
   const std::vector<int32_t> slots{0};  // a backend's slot (it caches nothing here)
   Workspace ws(c, {L, L, false});
+  if (o.shadow && !o.shadow_stats) throw usage_error("diffusion sampling: a shadow backend needs its stats");
+  std::optional<Workspace> shadow_ws;
+  if (o.shadow) shadow_ws.emplace(c, WorkspaceLimits{L, L, false});
   const Rng root(o.seed);
   const int64_t per_block = o.steps / blocks;
   std::vector<int32_t> pred(static_cast<size_t>(L));
@@ -167,6 +171,30 @@ std::vector<int32_t> sample_diffusion(const Model& model, const std::vector<int3
     for (int64_t i = 0; i < per_block; ++i, ++step) {
       ForwardOptions fo{.logits = LogitRows::all, .observer = o.observer, .step = step, .attention = o.attention};
       model.forward({x, offsets, {}, slots}, ws, fo);
+      if (o.shadow) {
+        ForwardOptions so{.logits = LogitRows::all, .step = step, .attention = o.shadow};
+        model.forward({x, offsets, {}, slots}, *shadow_ws, so);
+        for (int64_t p = 0; p < end; ++p) {
+          if (x[static_cast<size_t>(p)] != o.mask) continue;
+          const float* z = ws.logits() + p * c.vocab;
+          const float* y = shadow_ws->logits() + p * c.vocab;
+          o.shadow_stats->agreements += argmax(z, c.vocab, o.mask) == argmax(y, c.vocab, o.mask);
+          ++o.shadow_stats->predictions;
+          // KL over the vocabulary without [MASK] (never a prediction), in double.
+          double mz = -std::numeric_limits<double>::infinity(), my = mz, sz = 0, sy = 0, cross = 0;
+          for (int64_t v = 0; v < c.vocab; ++v)
+            if (v != o.mask) mz = std::max(mz, static_cast<double>(z[v])), my = std::max(my, static_cast<double>(y[v]));
+          for (int64_t v = 0; v < c.vocab; ++v)
+            if (v != o.mask) sz += std::exp(z[v] - mz), sy += std::exp(y[v] - my);
+          const double lz = mz + std::log(sz), ly = my + std::log(sy);
+          for (int64_t v = 0; v < c.vocab; ++v)
+            if (v != o.mask) {
+              const double pz = std::exp(z[v] - lz);
+              cross += pz * ((z[v] - lz) - (y[v] - ly));
+            }
+          o.shadow_stats->kl += std::max(0.0, cross);
+        }
+      }
       order.clear();
       for (int64_t p = 0; p < end; ++p) {
         if (x[static_cast<size_t>(p)] != o.mask) continue;

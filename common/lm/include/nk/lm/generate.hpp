@@ -45,6 +45,16 @@ struct GenerateOptions {
 std::vector<std::vector<int32_t>> generate_causal(const Model& model, const std::vector<std::vector<int32_t>>& prompts,
                                                   const GenerateOptions& options);
 
+/// Teacher-forced fidelity of a second attention (a shadow backend) along
+/// the sampler's own trajectory: at every step the same sequence also goes
+/// through the shadow, and at each position the step predicts, the two
+/// argmax predictions ([MASK] excluded) and their distributions are compared.
+struct ShadowStats {
+  int64_t predictions = 0;  ///< positions compared
+  int64_t agreements = 0;   ///< equal argmax predictions
+  double kl = 0;            ///< summed KL(sampler's || shadow's) over them, nats
+};
+
 struct DiffusionOptions {
   int64_t gen_length = 64;   ///< answer tokens, all [MASK] at the start
   int64_t steps = 32;        ///< denoising steps over the whole answer
@@ -57,6 +67,10 @@ struct DiffusionOptions {
   /// Every layer's attention at every step through this backend (a
   /// BlockMaskAttention: Step-dLLM's block masks); null: the model's own.
   AttentionBackend* attention = nullptr;
+  /// When set, every step is also run through this backend and compared
+  /// (the tokens stay the sampler's own): results added to *shadow_stats.
+  AttentionBackend* shadow = nullptr;
+  ShadowStats* shadow_stats = nullptr;
 };
 
 /// Called after each denoising step with the step index and the whole
