@@ -8,9 +8,9 @@
   model_task.py measures OUT DENSE NAME...  for each generation NAME (NAME.h5
       from generate -o, NAME.jsonl from --jsonl, NAME.score.h5 from score under
       the dense model), one TSV row: the share of answer tokens equal to the
-      dense generation's (DENSE), the gloss F1 (words of the completion's first
-      line against the reference definition's, SQuAD's bag-of-words F1, mean
-      over prompts) and the likelihood bound per answer token.
+      dense generation's (DENSE), the gloss F1 (content words of the
+      completion's first line against the reference definition's, SQuAD's
+      bag-of-words F1, mean over prompts) and the likelihood bound per answer token.
 """
 import json
 import random
@@ -53,12 +53,17 @@ def noun_synsets():
     return out
 
 
+STOP = set("a an the of or and to in for with that is by as on from at its it be".split())
+
+
 def words(text):
     return re.findall(r"[a-z0-9]+", text.lower())
 
 
 def f1(prediction, reference):
-    p, r = words(prediction), words(reference)
+    """SQuAD's bag-of-words F1 over content words (function words would credit any babble)."""
+    p = [w for w in words(prediction) if w not in STOP]
+    r = [w for w in words(reference) if w not in STOP]
     common = sum((Counter(p) & Counter(r)).values())
     if not p or not r or common == 0:
         return 0.0
@@ -72,7 +77,9 @@ def prompts(n, seed, listing, out):
         name, _, split = line.rstrip("\n").split("\t")
         if split == "train":
             train.add(name)
-    chosen = [s for s in noun_synsets() if s[0] in train and 4 <= len(words(s[2])) <= 16]
+    # Prompts of at most 48 bytes (at most 49 tokens with BOS), so that an answer of
+    # context - 56 tokens always fits; definitions of 4 to 16 words.
+    chosen = [s for s in noun_synsets() if s[0] in train and len(s[1].encode()) <= 48 and 4 <= len(words(s[2])) <= 16]
     random.Random(int(seed)).shuffle(chosen)
     chosen = chosen[: int(n)]
     with open(f"{out}/prompts.txt", "w") as p, open(f"{out}/refs.txt", "w") as r:
