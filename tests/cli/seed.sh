@@ -69,6 +69,7 @@ recipe() {
     "sbr-render train-decoder") echo "train-decoder --steps 2 --batch 4 -o out.h5" ;;
     "nk-lm train") echo "train --corpus lmcorpus.h5 --layers 1 --d-model 16 --heads 2 --kv-heads 1 --d-ff 32 --context 8 --batch 2 --steps 2 -o out.h5" ;;
     "nk-lm generate") echo "generate -m $LM --prompts prompt.txt --max-new 4 -o out.h5" ;;
+    "nk-lm score") echo "score -m $NK_SOURCE/data/lm/diffusion.h5 --text prompt.txt --samples 2 -o out.h5" ;;
     "nk-lm capture") echo "capture -m $LM --text prompt.txt --louver out2.h5 -o out.h5" ;;
     "shred-unlearn tofu") echo "tofu --authors 6 --questions 2 --world 6 -o out.h5" ;;
     "shred-unlearn finetune") echo "finetune -m $LM -i sut.h5 --epochs 1 --replay-world 2 --replay-windows 1 -o out.h5" ;;
