@@ -23,6 +23,17 @@ namespace nklm {
 
 namespace {
 
+/// The root attributes both kinds of score share.
+void write_totals(nk::h5::Writer& out, double ppl, int64_t scored, double nats, int64_t bytes) {
+  out.attr("/", "perplexity", ppl);
+  out.attr("/", "scored_tokens", scored);
+  out.attr("/", "nats", nats);
+  if (bytes > 0) {
+    out.attr("/", "bits_per_byte", nats / std::log(2.0) / static_cast<double>(bytes));
+    out.attr("/", "bytes", bytes);
+  }
+}
+
 /// A diffusion model has no next-token probabilities: each row's answer
 /// (after its prompt) gets LLaDA's Monte-Carlo bound on -log p(answer | prompt).
 void score_diffusion(const ScoreOptions& o, const nk::RunEnv& env, const nk::lm::Checkpoint& ck,
@@ -65,13 +76,7 @@ void score_diffusion(const ScoreOptions& o, const nk::RunEnv& env, const nk::lm:
   out.write("/prompt_lengths", prompts.data(), {B}, "B");
   out.attr("/", "likelihood", std::string("diffusion bound"));
   out.attr("/", "samples", o.samples);
-  out.attr("/", "perplexity", ppl);
-  out.attr("/", "scored_tokens", scored);
-  out.attr("/", "nats", nats);
-  if (bytes > 0) {
-    out.attr("/", "bits_per_byte", nats / std::log(2.0) / static_cast<double>(bytes));
-    out.attr("/", "bytes", bytes);
-  }
+  write_totals(out, ppl, scored, nats, bytes);
   out.commit();
   spdlog::info("score: {} answer tokens in {} rows, perplexity <= {:.3f} (LLaDA's bound, {} draws a row)", scored, B, ppl, o.samples);
 }
@@ -171,13 +176,7 @@ void score(const ScoreOptions& o, const nk::RunEnv& env) {
     out.allow_nonfinite("/topk/logits");  // NaN past each sequence's end
     out.write("/topk/logits", topv.data(), {B, width, K}, "B,T,K");
   }
-  out.attr("/", "perplexity", ppl);
-  out.attr("/", "scored_tokens", scored);
-  out.attr("/", "nats", nats);
-  if (bytes > 0) {
-    out.attr("/", "bits_per_byte", nats / std::log(2.0) / static_cast<double>(bytes));
-    out.attr("/", "bytes", bytes);
-  }
+  write_totals(out, ppl, scored, nats, bytes);
   out.commit();
   if (bytes > 0)
     spdlog::info("score: {} tokens, perplexity {:.3f}, {:.4f} bits per byte", scored, ppl, nats / std::log(2.0) / static_cast<double>(bytes));
