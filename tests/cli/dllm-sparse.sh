@@ -135,6 +135,7 @@ expect_fail "KV heads that do not divide the heads" 3 "3 KV heads do not divide 
 expect_fail "a mask that does not fit the block grid" 3 "badmask.h5.*/mask.*block grid" dllm-sparse attend -i ok.h5 --mask badmask.h5 -o out.h5
 expect_fail "a mask with an empty query block" 3 "head 1, query block 1 keeps no key block" dllm-sparse attend -i ok.h5 --mask holemask.h5 -o out.h5
 expect_fail "a plan's mask for another length" 3 "block grid" dllm-sparse attend -i ok.h5 --mask plan_step.h5 -o out.h5
+expect_fail "eval: a plan made for other heads names both shapes" 3 "plan_layers.h5.*/layers/00/masks.*,2,4,4\\].*\\[A,4,4,4\\]" sh -c 'dllm-sparse -q gen --length 256 --heads 4 --dims 32 --steps 3 --layers 2 -o heads4.h5 && dllm-sparse eval -i heads4.h5 --plan plan_layers.h5 -o out.h5'
 expect_fail "sparsity beyond the diagonal" 2 "diagonal" dllm-sparse plan -i traj.h5 --sparsity 0.95 -o out.h5
 expect_fail "neither --mask nor --dense" 2 "give --mask" dllm-sparse attend -i ok.h5 -o out.h5
 expect_fail "--block 50" 2 "block" dllm-sparse attend -i ok.h5 --dense --block 50 -o out.h5

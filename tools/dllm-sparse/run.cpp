@@ -153,7 +153,7 @@ void eval(const EvalOptions& o) {
   FILE* to = o.output == "-" ? stderr : stdout;
   nk::Table table(to, {"step", "anchor", "density", "recall", "min_rec", "error", "max_error", "dense_ms", "sparse_ms", "plan_ms"},
                   {12, 5, 7, 8, 8, 10, 10, 9, 9, 8});
-  if (nk::log::chatty()) table.header();
+  bool header = false;  // printed with the first row: an input error before it leaves standard output empty
   std::string layer_now = "\x01";
   std::vector<double> recall, error, dense_s, sparse_s, plan_s, overlap;
   BlockMask previous_best;  // the step before's exact best blocks at the plan's budget
@@ -247,6 +247,7 @@ void eval(const EvalOptions& o) {
     sum_dense += dense_s.back(), sum_sparse += sparse_s.back(), sum_plan += plan_s.back();
     if (nk::log::chatty()) {
       const std::string name = (ref.layer.empty() ? "" : ref.layer.substr(8) + "/") + ref.step;
+      if (!header) table.header(), header = true;
       table.row({name, anchor ? "yes" : "-", nk::cell(mask.density(), "%.4f"), nk::cell(step_recall, "%.4f"),
                  nk::cell(min_recall, "%.4f"), nk::cell(step_error, "%.3e"), nk::cell(max_error, "%.3e"),
                  nk::cell(1e3 * dense_s.back(), "%.2f"), nk::cell(1e3 * sparse_s.back(), "%.2f"), nk::cell(1e3 * plan_s.back(), "%.2f")});
