@@ -61,14 +61,14 @@ touch verdicts.tsv
 /usr/bin/python3 - <<'PYEOF'
 import json
 done = {l.split("\t")[0] for l in open("verdicts.tsv") if l.strip()}
-todo = [l for l in open("candidates.jsonl") if json.loads(l)["instance_id"] not in done]
-open("todo.jsonl", "w").writelines(todo)
-print("# %d candidates have a verdict already; %d to validate" % (len(done), len(todo)))
+pending = [l for l in open("candidates.jsonl") if json.loads(l)["instance_id"] not in done]
+open("pending.jsonl", "w").writelines(pending)
+print("# %d candidates have a verdict already; %d to validate" % (len(done), len(pending)))
 PYEOF
 log=validate.h5
 [ -s verdicts.tsv ] && log=validate-from-$(wc -l < verdicts.tsv).h5
-if [ -s todo.jsonl ]; then
-  swe-crafter -q validate -i todo.jsonl --store st --runs "$RUNS" --timeout "$TIMEOUT" $SANDBOX --log "$log" \
+if [ -s pending.jsonl ]; then
+  swe-crafter -q validate -i pending.jsonl --store st --runs "$RUNS" --timeout "$TIMEOUT" $SANDBOX --log "$log" \
     -o instances-new.jsonl | tee -a verdicts.tsv
   cat instances-new.jsonl >> instances.jsonl && rm -f instances-new.jsonl
 fi
