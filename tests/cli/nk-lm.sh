@@ -159,6 +159,32 @@ ref = (k * cos + rot * sin).transpose(1, 0, 2)
 assert np.abs(c['capture/layer_00/k'][()] - ref).max() < 1e-4
 assert c['capture/layer_02/resid'].shape == (T, 32)"
 check "louver-index builds and queries the captured keys" sh -c 'louver-index -q build -i kv.h5 --subspaces 4 -o idx.h5 && louver-index -q query -i idx.h5 --queries kv.h5 --topk-oracle 3 -o hits.h5'
+# Louver inside the causal model: decoding through a key index.
+check "--key-index dense and louver below every score: the model's own tokens" sh -c 'nk-lm -q generate -m causal.h5 --prompts prompt.txt --max-new 20 --greedy -o kown.h5 && for m in dense "louver --threshold -1e30"; do nk-lm -q generate -m causal.h5 --prompts prompt.txt --max-new 20 --greedy --key-index $m -o kidx.h5 && h5diff -q kown.h5 kidx.h5 /tokens /tokens || exit 1; done'
+check "--divergence: /kl [1, 20], the model's own decoding at float noise; Louver --mass 0.9 leaves out at most 0.1 of the mass" sh -c 'nk-lm -q generate -m causal.h5 --prompts prompt.txt --max-new 20 --divergence -o kdiv.h5 && nk-lm -q generate -m causal.h5 --prompts prompt.txt --max-new 20 --key-index louver --mass 0.9 --mass-sample 4 --measure-missed --divergence -o kmass.h5 && '"$PY"' -c "
+import h5py, numpy as np
+a, b = h5py.File(\"kdiv.h5\"), h5py.File(\"kmass.h5\")
+assert a[\"kl\"].shape == (1, 20) and a.attrs[\"max_kl\"] < 1e-5 and a.attrs[\"spikes\"] == 0, dict(a.attrs)
+assert b.attrs[\"missed_max\"] <= 0.1 and 0 < b.attrs[\"density\"] <= 1, dict(b.attrs)
+assert np.isclose(b[\"kl\"][()].max(), b.attrs[\"max_kl\"]) and b.attrs[\"key_index\"] == \"louver\"
+assert b.attrs[\"queries\"] == 19 * 2 * 4 and b.attrs[\"ms_per_token\"] > 0"'
+check "--key-index quest and ivf read about their budget; a large threshold reads fewer keys" sh -c 'for m in quest ivf; do nk-lm -q generate -m causal.h5 --prompts prompt.txt --max-new 20 --key-index $m --budget 0.3 --page-size 4 -o k$m.h5 || exit 1; done && nk-lm -q generate -m causal.h5 --prompts prompt.txt --max-new 20 --key-index louver --threshold 0.5 -o kthr.h5 && '"$PY"' -c "
+import h5py
+for m in (\"quest\", \"ivf\"):
+    d = h5py.File(\"k%s.h5\" % m).attrs[\"density\"]; assert 0.25 < d < 0.8, (m, d)
+assert h5py.File(\"kthr.h5\").attrs[\"density\"] < 1"'
+expect_fail "--key-index on a diffusion model: exit 2" 2 "causal model" nk-lm generate -m diff.h5 --token-ids ids.h5 --max-new 16 --key-index louver --mass 0.9 -o x.h5
+expect_fail "--key-index louver without a threshold: exit 2" 2 "exactly one of --threshold, --mass and --topk-oracle" nk-lm generate -m causal.h5 --prompts prompt.txt --max-new 4 --key-index louver -o x.h5
+expect_fail "--mass with quest: exit 2" 2 "key-index louver" nk-lm generate -m causal.h5 --prompts prompt.txt --max-new 4 --key-index quest --mass 0.9 -o x.h5
+expect_fail "--threshold without --key-index: exit 2" 2 "key-index" nk-lm generate -m causal.h5 --prompts prompt.txt --max-new 4 --threshold 1 -o x.h5
+expect_fail "--divergence on a diffusion model: exit 2" 2 "causal model" nk-lm generate -m diff.h5 --token-ids ids.h5 --max-new 16 --divergence -o x.h5
+# A capture from a model of another head_dim (or other head counts) than the index's.
+check "a causal model with head_dim 4 and 3 KV heads" nk-lm -q train --corpus corpus.h5 --layers 2 --d-model 24 --heads 6 --kv-heads 3 --head-dim 4 --d-ff 32 --context 32 --batch 2 --steps 2 --seed 1 -o hd4.h5
+check "its capture" nk-lm -q capture -m hd4.h5 --text prompt.txt -o caphd4.h5 --louver kvhd4.h5 --louver-layer 1 --louver-queries 4
+expect_fail "queries of head_dim 4 against an index of head_dim 8: exit 3, both shapes named" 3 "d = 4 but the index has d = 8" louver-index query -i idx.h5 --queries kvhd4.h5 --topk-oracle 3 -o x.h5
+check "an index of the head_dim-4 model's keys" louver-index -q build -i kvhd4.h5 --subspaces 2 -o idxhd4.h5
+check "a third model: 8 query heads, 2 KV heads, head_dim 4, and its capture" sh -c 'nk-lm -q train --corpus corpus.h5 --layers 2 --d-model 32 --heads 8 --kv-heads 2 --head-dim 4 --d-ff 32 --context 32 --batch 2 --steps 2 --seed 1 -o hd4b.h5 && nk-lm -q capture -m hd4b.h5 --text prompt.txt -o caphd4b.h5 --louver kvhd4b.h5 --louver-layer 1 --louver-queries 4'
+expect_fail "its 8 query heads against the 3 KV heads' index: exit 3, both counts named" 3 "8 query head.*3" louver-index query -i idxhd4.h5 --queries kvhd4b.h5 --topk-oracle 3 -o x.h5
 check "capture a diffusion trajectory (2 blocks of 8, 8 steps)" nk-lm -q capture -m diff.h5 --text prompt.txt --trajectory traj.h5 --max-new 16 --steps 8 --block 8 -o capd.h5
 check "dllm-sparse plans and evaluates the captured trajectory" sh -c 'dllm-sparse -q plan -i traj.h5 --sparsity 0.5 --block 16 -o plan.h5 && dllm-sparse -q eval -i traj.h5 --plan plan.h5 -o ev.h5'
 check "the trajectory has every layer at every step" $PY -c "

@@ -6,13 +6,14 @@
 #include <algorithm>
 #include <cmath>
 
-#include "louver-index/codes.hpp"
-#include "louver-index/quest.hpp"
+#include "nk/kernels/louver_codes.hpp"
+#include "nk/kernels/louver_ivf.hpp"
+#include "nk/kernels/louver_quest.hpp"
 #include "nk/rng.hpp"
-#include "louver-index/search.hpp"
+#include "nk/kernels/louver_search.hpp"
 #include "test_support.hpp"
 
-using namespace louver;
+using namespace nk::louver;
 
 namespace {
 
@@ -305,6 +306,111 @@ TEST_SUITE("louver-index") {
       for (const Hit& hit : topk.hits) CHECK(hit.score >= t);
     }
     CHECK(found < expected);  // 5% of the keys cannot hold every top-1% key of iid data
+  }
+
+  TEST_CASE("decoding appends: key by key through the buffer, its flushes and rebuilds, search stays exact") {
+    const int64_t dims = 24;
+    IndexParams params;
+    params.subspaces = 6, params.leaf_size = 8, params.buffer = 16;
+    const Subspaces sub = Subspaces::split(dims, params.subspaces);
+    nk::Rng rng(21);
+    const std::vector<float> keys = gaussian(600 * dims, rng.split(1));
+    HeadIndex head;
+    head.keys.assign(keys.begin(), keys.begin() + 40 * dims);
+    build_codes(head, sub, params);
+    finish_head(head, dims);
+    int64_t coded = 0, rebuilt = 0;
+    const std::vector<float> queries = gaussian(3 * dims, rng.split(2));
+    for (int64_t i = 40; i < 600; ++i) {
+      const AppendReport report = append_keys(head, sub, params, keys.data() + i * dims, nullptr, 1, 0, RebuildRule{});
+      coded += report.coded ? 1 : 0, rebuilt += report.rebuilt ? 1 : 0;
+      CHECK(head.size(dims) == i + 1);
+      CHECK(head.size(dims) - head.coded < params.buffer);
+      if (i % 50 == 0 || i == 599) {
+        for (int m = 0; m < 3; ++m) {
+          const float* q = queries.data() + m * dims;
+          const double t = kth_score(head, q, dims, 12);
+          CHECK(ids_of(search(head, sub, q, t)) == brute_force(head, q, dims, t));
+        }
+      }
+    }
+    CHECK(coded == 560 / 16);
+    CHECK(rebuilt >= 3);  // 40 built keys: growth 2 rebuilds at 80, 160, 320
+    CHECK(head.built >= 320);
+  }
+
+  TEST_CASE("the --mass sample is a set: distinct ids, all of them when few") {
+    const std::vector<int64_t> all = mass_sample(5, 8, nk::Rng(1));
+    CHECK(all == std::vector<int64_t>{0, 1, 2, 3, 4});
+    for (uint64_t seed = 0; seed < 20; ++seed) {
+      const std::vector<int64_t> ids = mass_sample(300, 256, nk::Rng(seed));
+      CHECK(ids.size() == 256);
+      CHECK(std::adjacent_find(ids.begin(), ids.end()) == ids.end());  // sorted, so a duplicate would be adjacent
+      CHECK(std::is_sorted(ids.begin(), ids.end()));
+      CHECK(ids.back() < 300);
+      CHECK(ids.front() >= 0);
+    }
+    CHECK(mass_sample(1000, 10, nk::Rng(3)) == mass_sample(1000, 10, nk::Rng(3)));
+    CHECK(mass_sample(1000, 10, nk::Rng(3)) != mass_sample(1000, 10, nk::Rng(4)));
+  }
+
+  TEST_CASE("IVF baseline: every key in one list, a full budget is exact, a small one reads about its budget") {
+    const int64_t dims = 16, n = 900;
+    nk::Rng rng(31);
+    std::vector<float> keys = gaussian(n * dims, rng.split(1), 0.3);
+    const std::vector<float> centers = gaussian(6 * dims, rng.split(2));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < dims; ++j) keys[static_cast<size_t>(i * dims + j)] += centers[static_cast<size_t>((i % 6) * dims + j)];
+    Ivf ivf = build_ivf(keys.data(), 600, dims, default_lists(600), 10, 5);
+    CHECK(ivf.count() == 24);
+    ivf_add(ivf, keys.data() + 600 * dims, 300);
+    std::vector<int64_t> seen;
+    for (const auto& list : ivf.lists) {
+      CHECK(std::is_sorted(list.begin(), list.end()));
+      seen.insert(seen.end(), list.begin(), list.end());
+    }
+    std::sort(seen.begin(), seen.end());
+    CHECK(seen.size() == static_cast<size_t>(n));
+    CHECK(std::adjacent_find(seen.begin(), seen.end()) == seen.end());
+    HeadIndex head;
+    head.keys = keys;
+    const std::vector<float> queries = gaussian(10 * dims, rng.split(3));
+    int64_t found = 0, expected = 0;
+    for (int m = 0; m < 10; ++m) {
+      const float* q = queries.data() + m * dims;
+      const double t = kth_score(head, q, dims, 20);
+      const std::vector<int64_t> truth = brute_force(head, q, dims, t);
+      CHECK(ids_of(ivf_search(ivf, keys.data(), q, t, n)) == truth);
+      const SearchResult some = ivf_search(ivf, keys.data(), q, t, 90);
+      CHECK(some.scanned >= 90);
+      CHECK(some.scanned < n);
+      found += static_cast<int64_t>(some.hits.size()), expected += static_cast<int64_t>(truth.size());
+    }
+    CHECK(found <= expected);
+    CHECK(build_ivf(keys.data(), 600, dims, 24, 10, 5).centroid == build_ivf(keys.data(), 600, dims, 24, 10, 5).centroid);
+  }
+
+  TEST_CASE("Quest pages: the budget's pages by bound, a forced page always among them, pages extend key by key") {
+    const int64_t dims = 8;
+    nk::Rng rng(41);
+    const std::vector<float> keys = gaussian(100 * dims, rng.split(1));
+    HeadIndex head;
+    head.keys = keys;
+    const Pages whole = build_pages(head, dims, 16);
+    Pages grown;
+    grown.page_size = 16;
+    extend_pages(grown, keys.data(), 0, 37, dims);
+    for (int64_t i = 37; i < 100; ++i) extend_pages(grown, keys.data() + i * dims, i, 1, dims);
+    CHECK(grown.low == whole.low);
+    CHECK(grown.high == whole.high);
+    const std::vector<float> q = gaussian(dims, rng.split(2));
+    const std::vector<int64_t> free_pick = quest_pages(whole, 100, q.data(), dims, 32);
+    CHECK(free_pick.size() == 2);
+    for (int64_t forced = 0; forced < 7; ++forced) {
+      const std::vector<int64_t> pick = quest_pages(whole, 100, q.data(), dims, 32, forced);
+      CHECK(pick.size() == 2);
+      CHECK(std::find(pick.begin(), pick.end(), forced) != pick.end());
+    }
   }
 
   TEST_CASE("residuals are upper bounds and codes stay in range after appends") {

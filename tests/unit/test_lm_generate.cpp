@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <map>
 #include <vector>
@@ -11,6 +12,9 @@
 #include "nk/kernels/dllm.hpp"
 #include "nk/lm/block_mask_attention.hpp"
 #include "nk/lm/generate.hpp"
+#include "nk/lm/key_subset_attention.hpp"
+#include "nk/kernels/louver_search.hpp"
+#include "nk/lm/loss.hpp"
 #include "nk/lm/train.hpp"
 #include "nk/rng.hpp"
 #include "test_support.hpp"
@@ -388,6 +392,145 @@ TEST_SUITE("lm_generate") {
     bias.pop_back();
     o.logit_bias = bias;
     CHECK(nk::test::exit_code([&] { nk::lm::generate_causal(m, prompts, o); }) == 2);
+  }
+
+  TEST_CASE("key index (Louver in the model): every key equals the model's own decoding; Louver returns exactly the keys >= T; budgets; divergence") {
+    nk::lm::Config c = config(nk::lm::Mode::causal);
+    c.max_seq = 96;
+    nk::lm::ParameterStore w(c);
+    w.init(13);
+    const nk::lm::Model m(w);
+    std::vector<std::vector<int32_t>> prompts;
+    for (int b = 0; b < 3; ++b) prompts.push_back(random_tokens(10 + 10 * b, 200 + static_cast<uint64_t>(b), c.vocab));
+    nk::lm::GenerateOptions o;
+    o.max_new = 40, o.seed = 7, o.batch = 2;
+    std::map<std::pair<size_t, int64_t>, std::vector<float>> logits;
+    o.on_logits = [&](size_t b, int64_t t, const float* row) { logits[{b, t}].assign(row, row + c.vocab); };
+    auto run = [&](nk::lm::AttentionBackend* backend) {
+      logits.clear();
+      o.attention = backend;
+      auto tokens = nk::lm::generate_causal(m, prompts, o);
+      return std::make_pair(tokens, logits);
+    };
+    auto max_diff = [](const std::map<std::pair<size_t, int64_t>, std::vector<float>>& a,
+                       const std::map<std::pair<size_t, int64_t>, std::vector<float>>& b) {
+      double d = a.size() == b.size() ? 0.0 : INFINITY;
+      for (const auto& [key, row] : a)
+        for (size_t v = 0; v < row.size(); ++v) d = std::max(d, double(std::abs(row[v] - b.at(key)[v])));
+      return d;
+    };
+    const auto own = run(nullptr);
+    // Every key through the backend, and Louver below every score: the model's own decoding.
+    nk::lm::KeySubsetAttention every(c, nullptr, 2);
+    const auto dense = run(&every);
+    CHECK(dense.first == own.first);
+    CHECK(max_diff(dense.second, own.second) < 1e-4);
+    CHECK(every.stats().density() == 1.0);
+    CHECK(every.stats().queries == 3 * 39 * c.n_layers * c.n_heads);  // the first new token comes from the prefill
+    nk::lm::KeySelectorOptions ko;
+    ko.method = "louver", ko.has_threshold = true, ko.threshold = -1e30, ko.leaf_size = 4, ko.buffer = 8, ko.subspaces = 4;
+    auto all = nk::lm::make_key_selector(ko, c.head_dim);
+    nk::lm::KeySubsetAttention through_all(c, all.get(), 2);
+    const auto louver_all = run(&through_all);
+    CHECK(louver_all.first == own.first);
+    CHECK(max_diff(louver_all.second, own.second) < 1e-4);
+    // Louver at a real threshold, inside decoding (index over the prompt,
+    // appends through a buffer of 8 with flushes and rebuilds): each
+    // selection is exactly {j <= position : q.k_j >= T}, checked against the
+    // keys a wrapper keeps.
+    struct Checking : nk::lm::KeySelector {
+      nk::lm::KeySelector& inner;
+      int64_t dims;
+      std::map<int64_t, std::vector<float>> keys;
+      mutable std::atomic<int64_t> checked{0}, wrong{0}, returned{0}, total{0};
+      Checking(nk::lm::KeySelector& i, int64_t d) : inner(i), dims(d) {}
+      void build(int64_t st, const float* k, int64_t n) override {
+        keys[st].assign(k, k + n * dims);
+        inner.build(st, k, n);
+      }
+      void append(int64_t st, const float* k, int64_t n) override {
+        keys[st].insert(keys[st].end(), k, k + n * dims);
+        inner.append(st, k, n);
+      }
+      void select(int64_t st, const float* q, int64_t position, double scale, uint64_t draw, std::vector<int64_t>& ids) const override {
+        inner.select(st, q, position, scale, draw, ids);
+        std::vector<int64_t> truth;
+        for (int64_t j = 0; j <= position; ++j)
+          if (nk::louver::exact_score(q, keys.at(st).data() + j * dims, dims) >= 0.05) truth.push_back(j);
+        ++checked;
+        if (ids != truth) ++wrong;
+        returned += static_cast<int64_t>(ids.size()), total += position + 1;
+      }
+    };
+    ko.threshold = 0.05;
+    auto at_t = nk::lm::make_key_selector(ko, c.head_dim);
+    Checking checking(*at_t, c.head_dim);
+    nk::lm::KeySubsetAttention through_t(c, &checking, 2);
+    const auto sparse = run(&through_t);
+    CHECK(checking.checked.load() == 3 * 39 * c.n_layers * c.n_heads);
+    CHECK(checking.wrong.load() == 0);
+    CHECK(checking.returned.load() < checking.total.load());
+    CHECK(checking.returned.load() > 0);
+    CHECK(through_t.stats().density() == doctest::Approx(double(checking.returned.load()) / double(checking.total.load())));
+    CHECK(max_diff(sparse.second, own.second) > 1e-3);
+    // --mass p: the softmax mass each selection leaves out is at most 1 - p.
+    // An untrained model attends almost uniformly; with its query weights
+    // scaled up (sharper attention, as a trained model's) some keys drop out.
+    {
+      nk::lm::ParameterStore sharp = w;
+      for (int64_t l = 0; l < c.n_layers; ++l)
+        for (float& x : sharp.tensor("model.layers." + std::to_string(l) + ".self_attn.q_proj.weight")) x *= 80.0f;
+      const nk::lm::Model ms(sharp);
+      ko.has_threshold = false, ko.mass = 0.9, ko.mass_sample = 8;
+      auto by_mass = nk::lm::make_key_selector(ko, c.head_dim);
+      nk::lm::KeySubsetAttention measured(c, by_mass.get(), 2, true);
+      o.attention = &measured;
+      o.on_logits = {};
+      nk::lm::generate_causal(ms, prompts, o);
+      CHECK(measured.stats().missed_max <= 0.1);
+      CHECK(measured.stats().missed_max > 0);
+      CHECK(measured.stats().density() < 0.99);
+      MESSAGE("--mass 0.9: density " << measured.stats().density() << ", largest mass left out " << measured.stats().missed_max);
+      o.on_logits = [&](size_t b, int64_t t, const float* row) { logits[{b, t}].assign(row, row + c.vocab); };
+    }
+    // Quest and IVF read about their budget: Quest whole pages (the current one among them), IVF whole lists.
+    for (const char* method : {"quest", "ivf"}) {
+      nk::lm::KeySelectorOptions bo;
+      bo.method = method, bo.budget = 0.25, bo.page_size = 4;
+      auto sel = nk::lm::make_key_selector(bo, c.head_dim);
+      nk::lm::KeySubsetAttention backend(c, sel.get(), 2, true);
+      run(&backend);
+      INFO(method);
+      CHECK(backend.stats().density() > 0.2);
+      CHECK(backend.stats().density() < 0.6);
+      CHECK(backend.stats().missed_max > 0);
+    }
+    // The divergence from the model's own scoring: ~0 for its own decoding, not for a sparse one.
+    auto logprobs = [&](const std::map<std::pair<size_t, int64_t>, std::vector<float>>& rows) {
+      std::vector<std::vector<float>> lp(prompts.size());
+      for (const auto& [key, row] : rows) {
+        std::vector<float>& out = lp[key.first];
+        out.resize(out.size() + static_cast<size_t>(c.vocab));
+        nk::lm::log_softmax_rows(row.data(), 1, c.vocab, out.data() + out.size() - static_cast<size_t>(c.vocab));
+      }
+      return lp;
+    };
+    double own_max = 0, sparse_max = 0;
+    for (const auto& row : nk::lm::divergence_from_dense(m, prompts, own.first, logprobs(own.second)))
+      for (double v : row) own_max = std::max(own_max, v);
+    for (const auto& row : nk::lm::divergence_from_dense(m, prompts, sparse.first, logprobs(sparse.second)))
+      for (double v : row) sparse_max = std::max(sparse_max, v);
+    CHECK(own_max < 1e-5);
+    CHECK(sparse_max > 1e-4);
+    // Refusals: a diffusion model, an unknown method, Louver without one T, a budget out of range.
+    CHECK(nk::test::exit_code([&] { nk::lm::KeySubsetAttention(config(nk::lm::Mode::diffusion), nullptr, 1); }) == 2);
+    nk::lm::KeySelectorOptions bad;
+    bad.method = "hnsw";
+    CHECK(nk::test::exit_code([&] { nk::lm::make_key_selector(bad, 8); }) == 2);
+    bad.method = "louver";
+    CHECK(nk::test::exit_code([&] { nk::lm::make_key_selector(bad, 8); }) == 2);
+    bad.method = "quest", bad.budget = 0;
+    CHECK(nk::test::exit_code([&] { nk::lm::make_key_selector(bad, 8); }) == 2);
   }
 
   TEST_CASE("diffusion: LLaDA's transfer counts; the sampler unmasks block by block, deterministic for a seed") {

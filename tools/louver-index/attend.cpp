@@ -9,7 +9,7 @@
 #include "nk/kernels/attention.hpp"
 #include "nk/log.hpp"
 #include "nk/shard.hpp"
-#include "louver-index/search.hpp"
+#include "nk/kernels/louver_search.hpp"
 
 namespace louver {
 

@@ -3,10 +3,14 @@
 #include <cstdint>
 #include <vector>
 
-#include "louver-index/codes.hpp"
+#include "nk/kernels/louver_codes.hpp"
 #include "nk/h5.hpp"
 
 namespace louver {
+
+// The index, its search and Quest live in nk::kernels (nk/kernels/louver_*.hpp),
+// shared with nk-lm's decoding through the index; the verbs use them unqualified.
+using namespace nk::louver;
 
 struct Index {
   IndexParams params;

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "louver-index/codes.hpp"
+#include "nk/kernels/louver_codes.hpp"
 #include "louver-index/index_io.hpp"
 #include "nk/run_env.hpp"
 

@@ -13,8 +13,8 @@
 #include "nk/rng.hpp"
 #include "nk/shard.hpp"
 #include "nk/timer.hpp"
-#include "louver-index/quest.hpp"
-#include "louver-index/search.hpp"
+#include "nk/kernels/louver_quest.hpp"
+#include "nk/kernels/louver_search.hpp"
 
 namespace louver {
 
@@ -93,22 +93,11 @@ void append(const AppendOptions& o) {
   double worst_ratio = 0;
   for (int64_t h = 0; h < keys.heads; ++h) {
     HeadIndex& head = index.heads[static_cast<size_t>(h)];
-    head.keys.insert(head.keys.end(), keys.row(h, 0), keys.row(h, 0) + keys.count * keys.dims);
-    if (index.value_dims) head.values.insert(head.values.end(), values.row(h, 0), values.row(h, 0) + keys.count * values.dims);
-    if (head.size(index.dims) - head.coded >= index.params.buffer) code_buffer(head, index.subspaces);
-    // Drift: keys that arrive later (new positions, new topics) sit farther
-    // from the old centroids; when their residuals grow past the ratio, the
-    // codebooks are rebuilt over every key, as a fresh build would make them.
-    const double base = mean_residual(head, 0, head.built);
-    const double ratio = base > 0 ? mean_residual(head, head.built, head.coded) / base : 0;
-    worst_ratio = std::max(worst_ratio, ratio);
-    const bool drifted = o.rebuild_ratio > 0 && head.coded > head.built && ratio > o.rebuild_ratio;
-    const bool grown = o.rebuild_growth > 0 && static_cast<double>(head.coded) >= o.rebuild_growth * static_cast<double>(head.built);
-    if (drifted || grown) {
-      build_codes(head, index.subspaces, index.params);
-      ++rebuilt;
-    }
-    finish_head(head, index.dims);
+    const AppendReport report = append_keys(head, index.subspaces, index.params, keys.row(h, 0),
+                                            index.value_dims ? values.row(h, 0) : nullptr, keys.count, index.value_dims,
+                                            {o.rebuild_ratio, o.rebuild_growth});
+    worst_ratio = std::max(worst_ratio, residual_ratio(head));
+    rebuilt += report.rebuilt ? 1 : 0;
   }
   const double seconds = watch.seconds();
   if (rebuilt) {
@@ -131,13 +120,7 @@ double row_threshold(const QueryOptions& o, uint64_t seed, const HeadIndex& head
   if (o.topk_oracle > 0) return kth_score(head, query, dims, o.topk_oracle);
   // --mass: a seeded sample per query row, so shards give the same thresholds.
   const int64_t n = head.size(dims);
-  std::vector<int64_t> sample;
-  if (n <= o.mass_sample) {
-    for (int64_t i = 0; i < n; ++i) sample.push_back(i);
-  } else {
-    nk::Rng rng = nk::Rng(seed).split(static_cast<uint64_t>(row));
-    for (int64_t i = 0; i < o.mass_sample; ++i) sample.push_back(static_cast<int64_t>(rng.below(static_cast<uint64_t>(n))));
-  }
+  const std::vector<int64_t> sample = mass_sample(n, o.mass_sample, nk::Rng(seed).split(static_cast<uint64_t>(row)));
   const double scale = o.scale > 0 ? o.scale : 1.0 / std::sqrt(static_cast<double>(dims));
   return mass_threshold(head, query, dims, o.mass, scale, sample);
 }

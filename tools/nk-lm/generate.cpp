@@ -1,6 +1,7 @@
 // generate.cpp - nk-lm generate: continuations of prompts (text lines, or
 // token ids) by the causal sampler with a KV cache, or by LLaDA's masked
 // diffusion sampler.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -14,6 +15,8 @@
 #include "nk/h5.hpp"
 #include "nk/lm/block_mask_attention.hpp"
 #include "nk/lm/generate.hpp"
+#include "nk/lm/key_subset_attention.hpp"
+#include "nk/lm/loss.hpp"
 #include "nk/log.hpp"
 #include "nk/rng.hpp"
 #include "nk/timer.hpp"
@@ -89,6 +92,17 @@ std::string json_string(std::string_view bytes) {
   return out + "\"";
 }
 
+/// Per-step KL values: their mean, maximum and the spikes above a level.
+struct KlSummary {
+  int64_t steps = 0, spikes = 0;
+  double sum = 0, max = 0;
+  void add(double v, double level) {
+    ++steps, sum += v, max = std::max(max, v);
+    if (v > level) ++spikes;
+  }
+  double mean() const { return steps ? sum / static_cast<double>(steps) : 0.0; }
+};
+
 }  // namespace
 
 void generate(const GenerateOptions& o, const nk::RunEnv& env) {
@@ -117,12 +131,30 @@ void generate(const GenerateOptions& o, const nk::RunEnv& env) {
                                             {"samples", "--sparse-samples"}});
     sparse = std::make_unique<nk::lm::BlockMaskAttention>(c, o.sparse);
   }
+  if ((!o.keys.method.empty() || o.divergence) && c.mode != nk::lm::Mode::causal)
+    throw nk::usage_error(std::string("generate: ") + (o.divergence ? "--divergence" : "--key-index") + " needs a causal model (" +
+                          o.model + " is diffusion)");
+  std::unique_ptr<nk::lm::KeySelector> selector;
+  std::unique_ptr<nk::lm::KeySubsetAttention> indexed;
+  if (!o.keys.method.empty()) {
+    if (o.keys.method != "louver" && (o.keys.has_threshold || o.keys.mass > 0 || o.keys.topk > 0))
+      throw nk::usage_error("generate: --threshold, --mass and --topk-oracle set Louver's T (--key-index louver)");
+    if (o.keys.method == "louver" && static_cast<int>(o.keys.has_threshold) + static_cast<int>(o.keys.mass > 0) + static_cast<int>(o.keys.topk > 0) != 1)
+      throw nk::usage_error("generate: --key-index louver needs exactly one of --threshold, --mass and --topk-oracle");
+    nk::lm::KeySelectorOptions k = o.keys;
+    k.seed = env.seed;
+    selector = nk::lm::make_key_selector(k, c.head_dim);
+    indexed = std::make_unique<nk::lm::KeySubsetAttention>(c, selector.get(), std::min<int64_t>(o.batch, static_cast<int64_t>(prompts.size())),
+                                                            o.measure_missed);
+  }
   const nk::lm::Model model(ck.weights);
   const int32_t eos = ck.tokenizer && !o.ignore_eos ? ck.tokenizer->eos() : -1;
   std::vector<std::vector<int32_t>> continuations(prompts.size());
   nk::Stopwatch clock;
   int64_t made = 0;
   nk::lm::ShadowStats shadow;  // --teacher-forced
+  std::vector<std::vector<float>> logprobs;  // --divergence: [b] -> [new tokens, vocab]
+  double first_logits = -1;                  // causal: seconds to the first logits (the prefill)
   if (c.mode == nk::lm::Mode::causal) {
     nk::lm::GenerateOptions g;
     g.max_new = o.max_new;
@@ -133,6 +165,16 @@ void generate(const GenerateOptions& o, const nk::RunEnv& env) {
     g.seed = env.seed;
     g.eos = eos;
     g.batch = o.batch;
+    g.attention = indexed.get();
+    // --divergence keeps each step's log-softmax; the first logits time the prefill.
+    if (o.divergence) logprobs.assign(prompts.size(), {});
+    g.on_logits = [&](size_t b, int64_t, const float* row) {
+      if (first_logits < 0) first_logits = clock.seconds();
+      if (!o.divergence) return;
+      std::vector<float>& lp = logprobs[b];
+      lp.resize(lp.size() + static_cast<size_t>(c.vocab));
+      nk::lm::log_softmax_rows(row, 1, c.vocab, lp.data() + lp.size() - static_cast<size_t>(c.vocab));
+    };
     continuations = nk::lm::generate_causal(model, prompts, g);
   } else {
     if (!ck.tokenizer && c.vocab < 1) throw nk::usage_error("generate: no [MASK] id");
@@ -165,6 +207,23 @@ void generate(const GenerateOptions& o, const nk::RunEnv& env) {
   for (const auto& cont : continuations) made += static_cast<int64_t>(cont.size());
   spdlog::info("generate: {} sequences, {} new tokens in {:.2f} s ({:.0f} tokens/s)", prompts.size(), made, seconds,
                static_cast<double>(made) / seconds);
+  std::vector<std::vector<double>> kl;  // --divergence: [b] -> [new tokens]
+  if (o.divergence) kl = nk::lm::divergence_from_dense(model, prompts, continuations, logprobs);
+  KlSummary kls;
+  for (const auto& row : kl)
+    for (double v : row) kls.add(v, o.spike_level);
+  if (o.divergence)
+    spdlog::info("generate: KL(dense || generated) per step: mean {:.5f}, max {:.4f} nats; {} of {} steps above {} (spikes)",
+                 kls.mean(), kls.max, kls.spikes, kls.steps, o.spike_level);
+  const double decode_seconds = first_logits >= 0 ? seconds - first_logits : seconds;
+  const int64_t decoded = made - static_cast<int64_t>(prompts.size());  // tokens after each prompt's first
+  if (indexed) {
+    const auto& st = indexed->stats();
+    spdlog::info("generate: --key-index {}: {:.4f} of the keys read ({} queries); append {:.3f} s, select {:.3f} s, attend {:.3f} s, "
+                 "index builds {:.3f} s{}", o.keys.method, st.density(), st.queries, st.append_seconds, st.select_seconds,
+                 st.attend_seconds, st.build_seconds,
+                 o.measure_missed ? fmt::format("; softmax mass left out: mean {:.2e}, max {:.2e}", st.missed_sum / static_cast<double>(std::max<int64_t>(1, st.queries)), st.missed_max) : "");
+  }
   int64_t anchors = 0, layer_steps = 0;
   if (sparse) {
     for (int64_t l = 0; l < c.n_layers; ++l) anchors += sparse->planner().anchors(l), layer_steps += sparse->planner().steps(l);
@@ -197,6 +256,42 @@ void generate(const GenerateOptions& o, const nk::RunEnv& env) {
     out.attr("/", "mode", nk::lm::mode_name(c.mode));
     out.attr("/", "max_new", o.max_new);
     out.attr("/", "seconds", seconds);
+    if (c.mode == nk::lm::Mode::causal) {
+      out.attr("/", "decode_seconds", decode_seconds);
+      out.attr("/", "ms_per_token", decoded > 0 ? 1e3 * decode_seconds / static_cast<double>(decoded) : 0.0);
+    }
+    if (indexed) {
+      const auto& st = indexed->stats();
+      out.attr("/", "key_index", o.keys.method);
+      if (o.keys.method == "louver") {
+        if (o.keys.has_threshold) out.attr("/", "threshold", o.keys.threshold);
+        if (o.keys.mass > 0) out.attr("/", "mass", o.keys.mass);
+        if (o.keys.topk > 0) out.attr("/", "topk_oracle", o.keys.topk);
+      }
+      if (o.keys.method == "quest" || o.keys.method == "ivf") out.attr("/", "budget", o.keys.budget);
+      out.attr("/", "density", st.density());
+      out.attr("/", "queries", st.queries);
+      out.attr("/", "append_seconds", st.append_seconds);
+      out.attr("/", "select_seconds", st.select_seconds);
+      out.attr("/", "attend_seconds", st.attend_seconds);
+      out.attr("/", "build_seconds", st.build_seconds);
+      out.attr("/", "prefill_attention_seconds", st.prefill_seconds);
+      if (o.measure_missed) {
+        out.attr("/", "missed_mean", st.missed_sum / static_cast<double>(std::max<int64_t>(1, st.queries)));
+        out.attr("/", "missed_max", st.missed_max);
+      }
+    }
+    if (o.divergence) {
+      const auto B = static_cast<int64_t>(prompts.size());
+      std::vector<double> table(static_cast<size_t>(B * o.max_new), -1.0);  // -1: no step (past an EOS)
+      for (size_t b = 0; b < kl.size(); ++b) std::copy(kl[b].begin(), kl[b].end(), table.begin() + static_cast<std::ptrdiff_t>(b) * o.max_new);
+      out.write("/kl", table.data(), {B, o.max_new}, "B,N");
+      out.attr("/kl", "units", std::string("nats: KL(dense || generated) of step t's next-token distribution; -1 after EOS"));
+      out.attr("/", "mean_kl", kls.mean());
+      out.attr("/", "max_kl", kls.max);
+      out.attr("/", "spikes", kls.spikes);
+      out.attr("/", "spike_level", o.spike_level);
+    }
     if (sparse) {
       const auto& st = sparse->stats();
       out.attr("/", "sparse_policy", o.sparse.name);

@@ -140,6 +140,42 @@ int main(int argc, char** argv) {
                        "--sparse-policy: global (one ranking over all heads) or uniform (budget/H each); default: global for step and oracle")
       ->check(CLI::IsMember({"global", "uniform"}))->needs(policy);
 
+  CLI::Option* key_index = gen_verb->add_option("--key-index", gen.keys.method,
+      "Causal: every layer's decoding attention reads only the cached keys this index returns (louver: every key with "
+      "q.k >= T, built over the prompt and appended to per token; quest: top pages; ivf: k-means lists; dense: every key, "
+      "through the same code)")
+      ->check(CLI::IsMember({"dense", "louver", "quest", "ivf"}));
+  CLI::Option* threshold = gen_verb->add_option("--threshold", gen.keys.threshold, "--key-index louver: T on q.k (unscaled; below every score, e.g. -1e30: every key)")
+      ->needs(key_index);
+  gen_verb->add_option("--mass", gen.keys.mass, "--key-index louver: per query, the T that keeps at least this share of the softmax mass")
+      ->check(CLI::Range(1e-9, 1.0 - 1e-12))->needs(key_index);
+  gen_verb->add_option("--topk-oracle", gen.keys.topk, "--key-index louver: T = the k-th largest score (the top-k oracle)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))->needs(key_index);
+  gen_verb->add_option("--mass-sample", gen.keys.mass_sample, "--mass: distinct keys sampled besides the first 4 and last 32 (default 256)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))->needs(key_index);
+  gen_verb->add_option("--budget", gen.keys.budget, "--key-index quest|ivf: share of the keys each query reads (default 0.1)")
+      ->check(CLI::Range(1e-9, 1.0))->needs(key_index);
+  gen_verb->add_option("--page-size", gen.keys.page_size, "--key-index quest: keys per page (default 16)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16))->needs(key_index);
+  gen_verb->add_option("--lists", gen.keys.lists, "--key-index ivf: k-means lists (default: sqrt of the prompt's keys)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))->needs(key_index);
+  gen_verb->add_option("--subspaces", gen.keys.subspaces, "--key-index louver: subspaces S (default head_dim/4)")
+      ->check(CLI::Range(int64_t{0}, int64_t{4096}))->needs(key_index);
+  gen_verb->add_option("--leaf-size", gen.keys.leaf_size, "--key-index louver: keys per cluster at build (default 16)")
+      ->check(CLI::Range(int64_t{2}, int64_t{1} << 16))->needs(key_index);
+  gen_verb->add_option("--index-buffer", gen.keys.buffer, "--key-index louver: new keys scanned exactly before they get codes (default 64)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->needs(key_index);
+  gen_verb->add_flag("--measure-missed", gen.measure_missed,
+                     "--key-index: also score every key of each query to measure the softmax mass the selection left out (slower)")
+      ->needs(key_index);
+  gen_verb->add_flag("--divergence", gen.divergence,
+                     "Causal: after generating, score the sequences with the model's own dense attention and write each step's "
+                     "KL(dense || generated distribution), /kl, and the spikes above --spike-level");
+  gen_verb->add_option("--spike-level", gen.spike_level, "--divergence: KL (nats) above which a step is a spike (default 0.1)")
+      ->check(CLI::Range(0.0, 1e6));
+  gen.keys.has_threshold = false;
+  threshold->each([&gen](const std::string&) { gen.keys.has_threshold = true; });
+
   nklm::ScoreOptions score;
   CLI::App* score_verb = cli.add_verb("score", "Per-token log-probabilities, perplexity and bits per byte; logits and top-K "
                                       "(diffusion models: LLaDA's Monte-Carlo likelihood bound of each row's answer)",

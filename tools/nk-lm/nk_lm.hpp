@@ -8,6 +8,7 @@
 
 #include "nk/lm/checkpoint.hpp"
 #include "nk/kernels/dllm_plan.hpp"
+#include "nk/lm/key_subset_attention.hpp"
 #include "nk/run_env.hpp"
 
 namespace nklm {
@@ -101,6 +102,16 @@ struct GenerateOptions {
     p.name.clear(), p.block = 16, p.samples = 4;
     return p;
   }();
+  /// Causal: every layer's decoding attention reads only the keys this index
+  /// returns (method "": the model's own KV cache).
+  nk::lm::KeySelectorOptions keys = [] {
+    nk::lm::KeySelectorOptions k;
+    k.method.clear();
+    return k;
+  }();
+  bool measure_missed = false;  ///< --key-index: also measure the softmax mass each selection leaves out
+  bool divergence = false;      ///< KL of each step's distribution from the dense model's on the same tokens
+  double spike_level = 0.1;     ///< --divergence: a step whose KL passes this is a spike
 };
 void generate(const GenerateOptions& o, const nk::RunEnv& env);
 

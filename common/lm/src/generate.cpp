@@ -2,6 +2,8 @@
 // LLaDA's masked-diffusion sampler.
 #include "nk/lm/generate.hpp"
 
+#include "nk/lm/loss.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -10,6 +12,7 @@
 #include <string>
 
 #include "nk/error.hpp"
+#include "nk/lm/loss.hpp"
 #include "nk/rng.hpp"
 
 namespace nk::lm {
@@ -98,19 +101,23 @@ std::vector<std::vector<int32_t>> generate_causal(const Model& model, const std:
     for (size_t b = first; b < last; ++b) {
       tokens.insert(tokens.end(), prompts[b].begin(), prompts[b].end());
       offsets.push_back(static_cast<int64_t>(tokens.size()));
-      slots.push_back(cache.open());
+      slots.push_back(o.attention ? static_cast<int32_t>(b - first) : cache.open());
+      if (o.attention) o.attention->reset(slots.back());
       active.push_back(b);
     }
     std::vector<int32_t> slot_of(prompts.size(), -1);
     for (size_t i = 0; i < active.size(); ++i) slot_of[active[i]] = slots[i];
     while (!active.empty()) {
-      model.forward({tokens, offsets, {}, slots}, ws, {LogitRows::last, &cache});
+      ForwardOptions fo{LogitRows::last, o.attention ? nullptr : &cache};
+      fo.attention = o.attention;
+      model.forward({tokens, offsets, {}, slots}, ws, fo);
       std::vector<size_t> still;
       for (size_t i = 0; i < active.size(); ++i) {
         const size_t b = active[i];
         const double u = root.split(b).split(out[b].size()).uniform();
         float* row = ws.logits() + static_cast<int64_t>(i) * c.vocab;
         for (size_t v = 0; v < o.logit_bias.size(); ++v) row[v] += o.logit_bias[v];
+        if (o.on_logits) o.on_logits(b, static_cast<int64_t>(out[b].size()), row);
         const int32_t t = sample(row, c.vocab, o.sampler, u);
         out[b].push_back(t);
         if (t != o.eos && static_cast<int64_t>(out[b].size()) < o.max_new) still.push_back(b);
@@ -123,9 +130,46 @@ std::vector<std::vector<int32_t>> generate_causal(const Model& model, const std:
         slots.push_back(slot_of[b]);
       }
     }
-    for (size_t b = first; b < last; ++b) cache.close(slot_of[b]);
+    if (!o.attention)
+      for (size_t b = first; b < last; ++b) cache.close(slot_of[b]);
   }
   return out;
+}
+
+std::vector<std::vector<double>> divergence_from_dense(const Model& model, const std::vector<std::vector<int32_t>>& prompts,
+                                                       const std::vector<std::vector<int32_t>>& continuations,
+                                                       const std::vector<std::vector<float>>& logprobs) {
+  const Config& c = model.config();
+  const int64_t V = c.vocab;
+  if (continuations.size() != prompts.size() || logprobs.size() != prompts.size())
+    throw usage_error("divergence: prompts, continuations and log-probabilities differ in count");
+  std::vector<std::vector<double>> kl(prompts.size());
+  std::vector<float> dense(static_cast<size_t>(V));
+  for (size_t b = 0; b < prompts.size(); ++b) {
+    const auto P = static_cast<int64_t>(prompts[b].size()), N = static_cast<int64_t>(continuations[b].size());
+    if (N == 0) continue;
+    if (static_cast<int64_t>(logprobs[b].size()) != N * V)
+      throw usage_error("divergence: row " + std::to_string(b) + " has log-probabilities for " + std::to_string(logprobs[b].size() / static_cast<size_t>(V)) +
+                        " steps, not " + std::to_string(N));
+    // The last new token predicts nothing we kept: score prompt + N - 1 tokens.
+    std::vector<int32_t> row(prompts[b]);
+    row.insert(row.end(), continuations[b].begin(), continuations[b].end() - 1);
+    const auto L = static_cast<int64_t>(row.size());
+    Workspace ws(c, {L, L, false});
+    const std::vector<int64_t> offsets{0, L};
+    model.forward({row, offsets}, ws);
+    for (int64_t t = 0; t < N; ++t) {
+      log_softmax_rows(ws.logits() + (P - 1 + t) * V, 1, V, dense.data());
+      const float* mine = logprobs[b].data() + t * V;
+      double sum = 0;
+      for (int64_t v = 0; v < V; ++v) {
+        const double lp = dense[static_cast<size_t>(v)];
+        if (lp > -80) sum += std::exp(lp) * (lp - static_cast<double>(mine[v]));
+      }
+      kl[b].push_back(std::max(0.0, sum));
+    }
+  }
+  return kl;
 }
 
 std::vector<int64_t> transfer_counts(int64_t masked, int64_t steps) {

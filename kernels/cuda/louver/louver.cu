@@ -1,5 +1,5 @@
 // louver.cu - the Louver halfspace search (louver-index) on the GPU. CPU
-// twin: tools/louver-index/search.cpp, search() and dense_scan(); the
+// twin: kernels/cpu/louver_search.cpp, search() and dense_scan(); the
 // comparison test is in tests/unit/louver-index.cpp.
 //
 // One thread per (query, key): blocks of 256 consecutive keys along x,

@@ -137,7 +137,7 @@ struct nk_cuda_louver {
   /// read (they may be null). Writes scanned [M] and hands the hits to sink.
   /// The search runs max(1, repeats) times; compute_ms is the fastest.
   /// n < 2^31, M < 2^31.
-  /// CPU twin: tools/louver-index/search.cpp (louver::search, louver::dense_scan).
+  /// CPU twin: kernels/cpu/louver_search.cpp (nk::louver::search, nk::louver::dense_scan).
   int (*search_f32)(const float* keys, const float* key_norm, long n, long dims, long coded, long subspaces,
                     const unsigned short* code16, const unsigned short* residual16, const float* queries,
                     long query_count, const float* tables, const long* table_offset, const float* q_norm,

@@ -36,6 +36,14 @@ struct GenerateOptions {
   /// [vocab] added to every row of logits before sampling: a logit-bias
   /// adapter over a frozen model (empty: none).
   std::span<const float> logit_bias = {};
+  /// Every layer's attention through this backend, which owns the cache (a
+  /// KeySubsetAttention: decoding through a key index); it must hold at
+  /// least 'batch' slots, which are reset before each prompt. Null: the
+  /// model's own paged KV cache.
+  AttentionBackend* attention = nullptr;
+  /// Called with each step's logits (after the bias, before sampling) of
+  /// prompt b's t-th new token: [vocab].
+  std::function<void(size_t b, int64_t t, const float* logits)> on_logits = {};
 };
 
 /// The continuation of each prompt (EOS included when emitted). The draw for
@@ -44,6 +52,15 @@ struct GenerateOptions {
 /// length + max_new passes the context is a usage error.
 std::vector<std::vector<int32_t>> generate_causal(const Model& model, const std::vector<std::vector<int32_t>>& prompts,
                                                   const GenerateOptions& options);
+
+/// How far each step's distribution was from the model's own: for prompt b
+/// and its continuation, logprobs[b] holds the log-softmax [vocab] that
+/// produced each new token (GenerateOptions::on_logits); the model scores
+/// prompt + continuation with its own dense attention in one teacher-forced
+/// forward, and row b's value t is KL(dense || logprobs[b][t]) in nats.
+std::vector<std::vector<double>> divergence_from_dense(const Model& model, const std::vector<std::vector<int32_t>>& prompts,
+                                                       const std::vector<std::vector<int32_t>>& continuations,
+                                                       const std::vector<std::vector<float>>& logprobs);
 
 /// Teacher-forced fidelity of a second attention (a shadow backend) along
 /// the sampler's own trajectory: at every step the same sequence also goes

@@ -203,6 +203,9 @@ class AttentionBackend {
   /// Tokens of the slot that every layer holds (the next token's position).
   virtual int64_t length(int32_t slot) const = 0;
   virtual void attend(const AttentionCall& call, float* out) = 0;
+  /// The slot starts a new sequence (generate_causal calls it before each
+  /// prompt's prefill): length(slot) is 0 after it.
+  virtual void reset(int32_t /*slot*/) {}
 };
 
 enum class LogitRows {

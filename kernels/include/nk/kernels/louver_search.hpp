@@ -1,13 +1,14 @@
-// search.hpp - halfspace range reporting over a Louver index: every key with
+// louver_search.hpp - halfspace range reporting over a Louver index: every key with
 // score q.k >= T, and no other.
 #pragma once
 #include <cstdint>
 #include <vector>
 
-#include "louver-index/codes.hpp"
+#include "nk/kernels/louver_codes.hpp"
 #include "nk/kernels/cuda_call.hpp"
+#include "nk/rng.hpp"
 
-namespace louver {
+namespace nk::louver {
 
 /// The score of record: float32 vectors, products and sums in float64, in a
 /// fixed order (eight interleaved partial sums, then combined left to right)
@@ -79,6 +80,12 @@ double kth_score(const HeadIndex& head, const float* query, int64_t dims, int64_
 double mass_threshold(const HeadIndex& head, const float* query, int64_t dims, double mass, double scale,
                       const std::vector<int64_t>& sample);
 
+/// 'count' distinct ids drawn uniformly from [0, n) (all of them when n <=
+/// count), ascending: the sample of mass_threshold. It must be a set - a key
+/// drawn twice would count twice in Z_S, which could then pass Z and lift T
+/// past the bound. Floyd's algorithm over rng.
+std::vector<int64_t> mass_sample(int64_t n, int64_t count, nk::Rng rng);
+
 /// Dense exact scan (the reference and the baseline): same result as search().
 SearchResult dense_scan(const HeadIndex& head, const float* query, int64_t dims, double threshold);
 
@@ -93,4 +100,4 @@ std::vector<SearchResult> search_cuda(const HeadIndex& head, const Subspaces& su
                                       int64_t count, const double* thresholds, bool dense, int repeats = 1,
                                       GpuTiming* timing = nullptr);
 
-}  // namespace louver
+}  // namespace nk::louver

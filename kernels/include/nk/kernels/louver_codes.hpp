@@ -1,4 +1,4 @@
-// codes.hpp - the Louver index of one KV head: in each of S contiguous
+// louver_codes.hpp - the Louver index of one KV head: in each of S contiguous
 // subspaces the keys' sub-vectors are clustered into small balls; a key is
 // stored as its cluster code and its exact residual radius per subspace, so
 // that sum_s (q_s . mu_{s,c} + |q_s| rho_{i,s}) bounds q . k_i from above.
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-namespace louver {
+namespace nk::louver {
 
 /// Keys per block of the search's key pass (and of HeadIndex::warm_rows).
 inline constexpr int64_t kKeyBlock = 512;
@@ -118,4 +118,31 @@ void build_codes(HeadIndex& head, const Subspaces& subspaces, const IndexParams&
 /// centroid; the residual is exact whatever the choice, so the guarantee holds).
 void code_buffer(HeadIndex& head, const Subspaces& subspaces);
 
-}  // namespace louver
+/// The appended (coded) keys' mean summed residual over the built keys' (0 without either).
+double residual_ratio(const HeadIndex& head);
+
+/// When appended keys rebuild the codebooks (louver-index append's
+/// --rebuild-ratio and --rebuild-growth; 0 turns a rule off).
+struct RebuildRule {
+  double ratio = 1.25;  ///< appended keys' mean summed residual over the built keys'
+  double growth = 2.0;  ///< coded keys over the keys the codebooks were made from
+};
+
+/// What one append did.
+struct AppendReport {
+  bool coded = false;    ///< the buffer was full and got codes
+  bool rebuilt = false;  ///< the codebooks were rebuilt over every key
+  double ratio = 0;      ///< appended keys' mean residual over the built keys' (after coding)
+};
+
+/// Keys [n, dims] (and their values [n, value_dims], when the head keeps
+/// values) join the head's exact buffer; a buffer of params.buffer keys or
+/// more gets codes against the codebooks, after which the rule may rebuild
+/// them over every key (keys that arrive later, at new positions and topics,
+/// sit farther from the old centroids). The head is ready to search after it:
+/// the derived copies are refreshed when codes changed, and the buffer's key
+/// norms are extended otherwise (one decoding step costs O(dims)).
+AppendReport append_keys(HeadIndex& head, const Subspaces& subspaces, const IndexParams& params, const float* keys,
+                         const float* values, int64_t n, int64_t value_dims, const RebuildRule& rule);
+
+}  // namespace nk::louver

@@ -1,5 +1,5 @@
-// search_cuda.cpp - search() and dense_scan() of a batch of queries on the
-// GPU, through the CUDA module (kernels/cuda/louver.cu). The per-query tables,
+// louver_search_cuda.cpp - search() and dense_scan() of a batch of queries on the
+// GPU, through the CUDA module (kernels/cuda/louver/louver.cu). The per-query tables,
 // norms, cut and float error unit are prepared here by prepare_query, exactly
 // as search() prepares them, so the GPU takes the CPU's decisions.
 #include <algorithm>
@@ -9,9 +9,9 @@
 #include "nk/error.hpp"
 #include "nk/kernels/cuda_call.hpp"
 #include "nk/timer.hpp"
-#include "louver-index/search.hpp"
+#include "nk/kernels/louver_search.hpp"
 
-namespace louver {
+namespace nk::louver {
 
 namespace {
 
@@ -109,4 +109,4 @@ std::vector<SearchResult> search_cuda(const HeadIndex& head, const Subspaces& su
   return results;
 }
 
-}  // namespace louver
+}  // namespace nk::louver

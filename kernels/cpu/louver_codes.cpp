@@ -1,6 +1,6 @@
-// codes.cpp - per-subspace clustering by balanced principal-direction splits,
+// louver_codes.cpp - per-subspace clustering by balanced principal-direction splits,
 // and the codes and rounded-up residuals of every key.
-#include "louver-index/codes.hpp"
+#include "nk/kernels/louver_codes.hpp"
 
 #include <Eigen/Core>
 #include <algorithm>
@@ -11,7 +11,7 @@
 
 #include <sys/mman.h>
 
-namespace louver {
+namespace nk::louver {
 
 Subspaces Subspaces::split(int64_t dims, int64_t count) {
   Subspaces s;
@@ -291,4 +291,37 @@ void code_buffer(HeadIndex& head, const Subspaces& sub) {
   head.coded = n;
 }
 
-}  // namespace louver
+double residual_ratio(const HeadIndex& head) {
+  const double base = mean_residual(head, 0, head.built);
+  return base > 0 ? mean_residual(head, head.built, head.coded) / base : 0;
+}
+
+AppendReport append_keys(HeadIndex& head, const Subspaces& sub, const IndexParams& params, const float* keys,
+                         const float* values, int64_t n, int64_t value_dims, const RebuildRule& rule) {
+  const int64_t dims = sub.dims, before = head.size(dims);
+  head.keys.insert(head.keys.end(), keys, keys + n * dims);
+  if (values && value_dims) head.values.insert(head.values.end(), values, values + n * value_dims);
+  AppendReport report;
+  if (head.size(dims) - head.coded < params.buffer) {
+    head.key_norm.resize(static_cast<size_t>(before + n));
+    for (int64_t i = before; i < before + n; ++i) {
+      double squares = 0;
+      for (int64_t j = 0; j < dims; ++j) squares += std::pow(static_cast<double>(head.keys[static_cast<size_t>(i * dims + j)]), 2);
+      head.key_norm[static_cast<size_t>(i)] = norm_up(squares, dims);
+    }
+    return report;
+  }
+  code_buffer(head, sub);
+  report.coded = true;
+  report.ratio = residual_ratio(head);
+  const bool drifted = rule.ratio > 0 && head.coded > head.built && report.ratio > rule.ratio;
+  const bool grown = rule.growth > 0 && static_cast<double>(head.coded) >= rule.growth * static_cast<double>(head.built);
+  if (drifted || grown) {
+    build_codes(head, sub, params);
+    report.rebuilt = true;
+  }
+  finish_head(head, dims);
+  return report;
+}
+
+}  // namespace nk::louver

@@ -1,7 +1,7 @@
-// search.cpp - per-query lookup tables of centroid scores, a bound per key
+// louver_search.cpp - per-query lookup tables of centroid scores, a bound per key
 // from its codes and residuals, exact scores for the keys the bound cannot
 // rule out, and for the buffer.
-#include "louver-index/search.hpp"
+#include "nk/kernels/louver_search.hpp"
 
 #include <Eigen/Core>
 #include <algorithm>
@@ -10,12 +10,13 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <numeric>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
-namespace louver {
+namespace nk::louver {
 
 double exact_score(const float* q, const float* k, int64_t dims) {
   double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -351,7 +352,7 @@ SearchResult search(const HeadIndex& head, const Subspaces& sub, const float* qu
   };
   // The key pass sums each key's float bound over the subspaces in the head's
   // order: + |q_s| rho_s, then + table[s][code]. Its CUDA twin
-  // (kernels/cuda/louver.cu) does the same operations in the same order (this
+  // (kernels/cuda/louver/louver.cu) does the same operations in the same order (this
   // file is built with -ffp-contract=off, without fused multiply-adds), on
   // every key; a key is scanned where its full bound reaches the cut and its
   // partial bound after the warm subspaces passes the norm test (see
@@ -510,6 +511,24 @@ double mass_threshold(const HeadIndex& head, const float* query, int64_t dims, d
   return t - 1e-12 * (std::abs(t) + 1.0);
 }
 
+std::vector<int64_t> mass_sample(int64_t n, int64_t count, nk::Rng rng) {
+  std::vector<int64_t> ids;
+  if (n <= count) {
+    ids.resize(static_cast<size_t>(std::max<int64_t>(n, 0)));
+    std::iota(ids.begin(), ids.end(), 0);
+    return ids;
+  }
+  std::vector<char> taken(static_cast<size_t>(n), 0);
+  for (int64_t j = n - count; j < n; ++j) {
+    const auto t = static_cast<int64_t>(rng.below(static_cast<uint64_t>(j + 1)));
+    const int64_t pick = taken[static_cast<size_t>(t)] ? j : t;
+    taken[static_cast<size_t>(pick)] = 1;
+    ids.push_back(pick);
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
 double kth_score(const HeadIndex& head, const float* query, int64_t dims, int64_t k) {
   const int64_t n = head.size(dims);
   std::vector<double> scores(static_cast<size_t>(n));
@@ -519,4 +538,4 @@ double kth_score(const HeadIndex& head, const float* query, int64_t dims, int64_
   return scores[static_cast<size_t>(k - 1)];
 }
 
-}  // namespace louver
+}  // namespace nk::louver

@@ -1,29 +1,33 @@
-// quest.cpp - page bounds, Quest's top-K page selection and its exact threshold variant.
-#include "louver-index/quest.hpp"
+// louver_quest.cpp - page bounds, Quest's top-K page selection and its exact threshold variant.
+#include "nk/kernels/louver_quest.hpp"
 
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <numeric>
 
-namespace louver {
+namespace nk::louver {
 
 Pages build_pages(const HeadIndex& head, int64_t dims, int64_t page_size) {
   Pages pages;
   pages.page_size = page_size;
-  const int64_t n = head.size(dims), count = (n + page_size - 1) / page_size;
-  pages.low.assign(static_cast<size_t>(count * dims), INFINITY);
-  pages.high.assign(static_cast<size_t>(count * dims), -INFINITY);
-  for (int64_t i = 0; i < n; ++i) {
-    float* low = pages.low.data() + (i / page_size) * dims;
-    float* high = pages.high.data() + (i / page_size) * dims;
-    const float* k = head.keys.data() + i * dims;
+  extend_pages(pages, head.keys.data(), 0, head.size(dims), dims);
+  return pages;
+}
+
+void extend_pages(Pages& pages, const float* keys, int64_t from, int64_t count, int64_t dims) {
+  const int64_t n = from + count, total = (n + pages.page_size - 1) / pages.page_size;
+  pages.low.resize(static_cast<size_t>(total * dims), INFINITY);
+  pages.high.resize(static_cast<size_t>(total * dims), -INFINITY);
+  for (int64_t i = from; i < n; ++i) {
+    float* low = pages.low.data() + (i / pages.page_size) * dims;
+    float* high = pages.high.data() + (i / pages.page_size) * dims;
+    const float* k = keys + (i - from) * dims;
     for (int64_t j = 0; j < dims; ++j) {
       low[j] = std::min(low[j], k[j]);
       high[j] = std::max(high[j], k[j]);
     }
   }
-  return pages;
 }
 
 namespace {
@@ -64,20 +68,28 @@ SearchResult quest_threshold(const HeadIndex& head, const Pages& pages, const fl
   return out;
 }
 
-SearchResult quest_topk(const HeadIndex& head, const Pages& pages, const float* query, int64_t dims, double threshold,
-                        int64_t budget) {
-  const int64_t count = (head.size(dims) + pages.page_size - 1) / pages.page_size;
+std::vector<int64_t> quest_pages(const Pages& pages, int64_t keys, const float* query, int64_t dims, int64_t budget,
+                                 int64_t forced) {
+  const int64_t count = (keys + pages.page_size - 1) / pages.page_size;
   std::vector<double> bounds(static_cast<size_t>(count));
-  for (int64_t page = 0; page < count; ++page) bounds[static_cast<size_t>(page)] = page_bound(pages, page, query, dims);
+  for (int64_t page = 0; page < count; ++page)
+    bounds[static_cast<size_t>(page)] = page == forced ? INFINITY : page_bound(pages, page, query, dims);
   std::vector<int64_t> order(static_cast<size_t>(count));
   std::iota(order.begin(), order.end(), 0);
   const int64_t chosen = std::clamp<int64_t>((budget + pages.page_size - 1) / pages.page_size, 1, count);
   std::partial_sort(order.begin(), order.begin() + chosen, order.end(),
                     [&](int64_t a, int64_t b) { return bounds[static_cast<size_t>(a)] > bounds[static_cast<size_t>(b)]; });
-  std::sort(order.begin(), order.begin() + chosen);
+  order.resize(static_cast<size_t>(chosen));
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+SearchResult quest_topk(const HeadIndex& head, const Pages& pages, const float* query, int64_t dims, double threshold,
+                        int64_t budget) {
   SearchResult out;
-  for (int64_t r = 0; r < chosen; ++r) scan_page(head, order[static_cast<size_t>(r)], pages.page_size, query, dims, threshold, out);
+  for (int64_t page : quest_pages(pages, head.size(dims), query, dims, budget))
+    scan_page(head, page, pages.page_size, query, dims, threshold, out);
   return out;
 }
 
-}  // namespace louver
+}  // namespace nk::louver
