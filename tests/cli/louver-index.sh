@@ -9,6 +9,12 @@ check "query --repeats 3 --compare-dense: the same hits as one round" sh -c 'lou
 check "query --threshold" louver-index -q query -i index.h5 --queries kv.h5 --threshold 2.5 -o hits_t.h5
 check "query --method quest-threshold (exact, agrees with dense)" louver-index -q query -i index.h5 --queries kv.h5 --topk-oracle 40 --method quest-threshold --compare-dense -o quest_t.h5
 check "query --method quest-topk --budget 0.05" louver-index -q query -i index.h5 --queries kv.h5 --topk-oracle 40 --method quest-topk --budget 0.05 --page-size 16 --compare-dense -o quest_k.h5
+check "query --method ivf --budget 0.1: k-means lists, recall reported, hits all above T" sh -c 'louver-index -q query -i index.h5 --queries kv.h5 --topk-oracle 40 --method ivf --budget 0.1 --compare-dense -o ivf.h5 && '"$PY"' -c "
+import h5py, numpy as np
+h = h5py.File(\"ivf.h5\"); kv = h5py.File(\"kv.h5\")
+a = h.attrs; assert a[\"method\"] == \"ivf\" and a[\"lists\"] == 63 and 0 < a[\"recall\"] <= 1 and 0.1 <= a[\"scanned_fraction\"] < 0.5, dict(a)
+off, ids = h[\"offsets\"][()], h[\"ids\"][()]; k, q = kv[\"keys\"][()].astype(float), kv[\"queries\"][()].astype(float)
+assert all((k[ids[off[r]:off[r + 1]]] @ q[r] >= h[\"threshold\"][r] - 1e-9).all() for r in range(len(off) - 1))"'
 check "attend (sparse vs dense attention)" louver-index -q attend -i index.h5 --queries kv.h5 --topk-oracle 40 -o att.h5
 check "attend with every key (T below all scores) equals dense" louver-index -q attend -i index.h5 --queries kv.h5 --threshold -1e30 -o att_all.h5
 check "attend --mass 0.99" louver-index -q attend -i index.h5 --queries kv.h5 --mass 0.99 -o att_mass.h5
@@ -28,6 +34,9 @@ check "the sbatch example's shards merge to the whole run" sh -c 'nk-data -q mer
 check "GQA: 4 query heads over 2 KV heads" sh -c 'louver-index -q gen --n 1500 --d 32 --queries 5 --heads 2 --query-heads 4 -o gqa.h5 && louver-index -q build -i gqa.h5 --subspaces 4 -o gqa_index.h5 && louver-index -q query -i gqa_index.h5 --queries gqa.h5 --topk-oracle 15 -o gqa_hits.h5'
 check "iid profile" sh -c 'louver-index -q gen --n 2000 --d 32 --queries 10 --profile iid -o iid.h5 && louver-index -q build -i iid.h5 -o iid_index.h5 && louver-index -q query -i iid_index.h5 --queries iid.h5 --topk-oracle 20 --compare-dense -o iid_hits.h5'
 
+check "plot: KL per step of generations through an index (nk-lm generate --divergence), SVG" sh -c 'echo "The cat sat on the" > p.txt && nk-lm -q generate -m "$NK_SOURCE/data/lm/causal.h5" --prompts p.txt --max-new 30 --divergence -o g_own.h5 && nk-lm -q generate -m "$NK_SOURCE/data/lm/causal.h5" --prompts p.txt --max-new 30 --key-index louver --mass 0.99 --divergence -o g_louver.h5 && louver-index -q plot g_own.h5 g_louver.h5 -o kl.svg && grep -q "louver --mass 0.99" kl.svg && grep -q "spike level" kl.svg'
+expect_fail "plot of a generation without /kl: exit 3 naming the dataset" 3 "/kl" sh -c 'nk-lm -q generate -m "$NK_SOURCE/data/lm/causal.h5" --prompts p.txt --max-new 4 -o g_plain.h5 >/dev/null && louver-index plot g_plain.h5 -o x.svg'
+expect_fail "plot --row past the generations: exit 3" 3 "--row 5" louver-index plot g_own.h5 --row 5 -o x.svg
 if "$PY" - <<'PYEOF'
 import h5py, numpy as np, sys
 fails = 0

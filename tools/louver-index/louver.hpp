@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "nk/kernels/louver_codes.hpp"
 #include "louver-index/index_io.hpp"
@@ -53,11 +54,22 @@ struct QueryOptions {
   bool compare_dense = false;  ///< also time a dense exact scan and check it agrees (or measure recall)
   int repeats = 1;             ///< timing rounds (index, then dense scan, alternating); the fastest of each counts
   std::string method = "louver";  ///< louver | quest-threshold | quest-topk
-  double budget = 0.1;            ///< quest-topk: fraction of keys scanned
+  double budget = 0.1;            ///< quest-topk, ivf: fraction of keys scanned
   int64_t page_size = 16;         ///< quest-*: keys per page
+  int64_t lists = 0;              ///< ivf: k-means lists per KV head (0: sqrt N)
 };
 /// On CUDA (env.cuda()) the louver method searches on the GPU; env.shard picks the query rows.
 void query(const QueryOptions& options, const nk::RunEnv& env);
+
+struct PlotOptions {
+  std::vector<std::string> inputs;  ///< nk-lm generate outputs with /kl (--divergence)
+  std::string output;
+  bool no_clobber = false;
+  int64_t row = 0;                  ///< which generation of each file
+};
+/// SVG: KL per decoding step of each generation (nk-lm generate --divergence),
+/// with the spike level.
+void plot(const PlotOptions& options);
 
 /// Sparse attention over the hits of each query (softmax over hits only)
 /// against dense attention over every key: outputs, error and covered mass.

@@ -56,9 +56,10 @@ int main(int argc, char** argv) {
   query_verb->add_flag("--compare-dense", query.compare_dense,
                        "Also time a dense exact scan: exact methods must agree with it; quest-topk reports its recall");
   nk::cli::App::add_repeats(*query_verb, query.repeats);  // rounds: the search, then the dense scan, alternating
-  query_verb->add_option("--method", query.method, "louver (the index), quest-threshold (exact) or quest-topk (approximate)")
-      ->check(CLI::IsMember({"louver", "quest-threshold", "quest-topk"}));
-  query_verb->add_option("--budget", query.budget, "quest-topk: fraction of the keys to scan")->check(CLI::Range(0.0, 1.0));
+  query_verb->add_option("--method", query.method, "louver (the index), quest-threshold (exact), quest-topk or ivf (approximate)")
+      ->check(CLI::IsMember({"louver", "quest-threshold", "quest-topk", "ivf"}));
+  query_verb->add_option("--budget", query.budget, "quest-topk, ivf: fraction of the keys to scan")->check(CLI::Range(0.0, 1.0));
+  query_verb->add_option("--lists", query.lists, "ivf: k-means lists per KV head (default sqrt N)")->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   query_verb->add_option("--page-size", query.page_size, "quest-*: keys per page")->check(CLI::Range(1, 1 << 20));
   cli.add_shard(*query_verb);
 
@@ -79,7 +80,14 @@ int main(int argc, char** argv) {
   attend_verb->add_option("--scale", attend.scale, "Softmax scale of q.k (default 1/sqrt(d))")->check(CLI::NonNegativeNumber);
   cli.add_shard(*attend_verb);
 
+  louver::PlotOptions plot;
+  CLI::App* plot_verb = cli.add_verb("plot", "SVG: KL per decoding step of generations through an index (nk-lm generate --divergence)");
+  plot_verb->add_option("inputs", plot.inputs, "nk-lm generate outputs with /kl")->required()->check(CLI::ExistingFile);
+  nk::cli::App::add_output(*plot_verb, plot.output, plot.no_clobber, "the plot (SVG)")->required();
+  plot_verb->add_option("--row", plot.row, "Which generation of each file (default 0)")->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+
   return cli.run(argc, argv, [&] {
+    if (*plot_verb) louver::plot(plot);
     if (*gen_verb) louver::gen(gen, cli.env());
     if (*build_verb) louver::build(build);
     if (*append_verb) louver::append(append);

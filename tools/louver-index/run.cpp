@@ -13,6 +13,7 @@
 #include "nk/rng.hpp"
 #include "nk/shard.hpp"
 #include "nk/timer.hpp"
+#include "nk/kernels/louver_ivf.hpp"
 #include "nk/kernels/louver_quest.hpp"
 #include "nk/kernels/louver_search.hpp"
 
@@ -161,11 +162,24 @@ void query(const QueryOptions& o, const nk::RunEnv& env) {
     const int64_t row = first + r;
     thresholds[static_cast<size_t>(r)] = row_threshold(o, env.seed, job.head_of(row), job.query_of(row), index.dims, row);
   }
-  const bool quest = o.method != "louver";
+  const bool quest = o.method == "quest-threshold" || o.method == "quest-topk";
   std::vector<Pages> pages;
   if (quest) {
     if (o.page_size < 1) throw nk::usage_error("--page-size must be >= 1");
     for (const HeadIndex& head : index.heads) pages.push_back(build_pages(head, index.dims, o.page_size));
+  }
+  // IVF: k-means lists per KV head, made before any timing (as FAISS trains once).
+  std::vector<Ivf> ivf;
+  double ivf_build_seconds = 0;
+  if (o.method == "ivf") {
+    const nk::Stopwatch watch;
+    for (size_t h = 0; h < index.heads.size(); ++h) {
+      const HeadIndex& head = index.heads[h];
+      const int64_t n = head.size(index.dims);
+      ivf.push_back(build_ivf(head.keys.data(), n, index.dims, o.lists > 0 ? o.lists : default_lists(n), 10,
+                              nk::Rng(env.seed).split(1000 + h)()));
+    }
+    ivf_build_seconds = watch.seconds();
   }
   const int64_t budget = std::max<int64_t>(1, static_cast<int64_t>(std::llround(o.budget * static_cast<double>(index.keys_per_head()))));
   // On CUDA, louver searches all rows of one KV head (contiguous rows) in one
@@ -211,6 +225,7 @@ void query(const QueryOptions& o, const nk::RunEnv& env) {
         const HeadIndex& head = job.head_of(row);
         if (o.method == "louver") results[static_cast<size_t>(r)] = search(head, index.subspaces, q, t);
         else if (o.method == "quest-threshold") results[static_cast<size_t>(r)] = quest_threshold(head, pages[static_cast<size_t>(kv)], q, index.dims, t);
+        else if (o.method == "ivf") results[static_cast<size_t>(r)] = ivf_search(ivf[static_cast<size_t>(kv)], head.keys.data(), q, t, budget);
         else results[static_cast<size_t>(r)] = quest_topk(head, pages[static_cast<size_t>(kv)], q, index.dims, t, budget);
         if (omp_get_thread_num() == 0) progress.update(round * count + r + 1);
       }
@@ -233,8 +248,8 @@ void query(const QueryOptions& o, const nk::RunEnv& env) {
       expected += static_cast<int64_t>(b.size());
       found += static_cast<int64_t>(a.size());
       const bool same = a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](const Hit& x, const Hit& y) { return x.id == y.id; });
-      // Exact methods must agree with the dense scan; quest-topk is allowed to miss keys.
-      if (!same && o.method != "quest-topk") {
+      // Exact methods must agree with the dense scan; quest-topk and ivf are allowed to miss keys.
+      if (!same && o.method != "quest-topk" && o.method != "ivf") {
         throw nk::Error(nk::Exit::runtime, "internal error: query " + std::to_string(first + r) + " differs from the dense scan");
       }
     }
@@ -263,6 +278,10 @@ void query(const QueryOptions& o, const nk::RunEnv& env) {
   out.attr("/", "query_seconds", index_seconds);
   out.attr("/", "scanned_fraction", fraction);
   out.attr("/", "method", o.method);
+  if (o.method == "ivf") {
+    out.attr("/", "lists", ivf.empty() ? int64_t{0} : ivf.front().count());
+    out.attr("/", "ivf_build_seconds", ivf_build_seconds);
+  }
   out.attr("/", "device", gpu ? "cuda" : "cpu");
   if (gpu) nk::kernels::write_timing(out, gpu_time);
   if (o.compare_dense) {

@@ -35,4 +35,15 @@ RECIPES = [
                ONLY % ("kv.h5", "q.h5", ("queries",))],
      "inputs": {"index": "{w}/index.h5", "queries": "{w}/q.h5"},
      "run": "louver-index -q attend --threads 1 --device cpu -i {index} --queries {queries} --mass 0.9 --mass-sample 64 -o {out}"},
+    {"tool": "louver-index", "verb": "query --method ivf",
+     "setup": [GEN + " --queries 3 -o {w}/kv.h5", BUILD + " -i {w}/kv.h5 -o {w}/index.h5",
+               ONLY % ("kv.h5", "q.h5", ("queries",))],
+     "inputs": {"index": "{w}/index.h5", "queries": "{w}/q.h5"},
+     "run": "louver-index -q query --threads 1 --device cpu -i {index} --queries {queries} --topk-oracle 10 --method ivf --budget 0.2 --compare-dense -o {out}"},
+    {"tool": "louver-index", "verb": "plot",
+     # A causal generation through Louver with its per-step KL (the shipped model, 6 tokens).
+     "setup": ["printf 'The cat sat\\n' > {w}/p.txt",
+               "nk-lm -q --threads 1 generate -m {src}/data/lm/causal.h5 --prompts {w}/p.txt --max-new 6 --key-index louver --mass 0.9 --divergence -o {w}/gen.h5"],
+     "inputs": {"gen": "{w}/gen.h5"},
+     "run": "louver-index -q --threads 1 plot {gen} -o {out}"},
 ]
