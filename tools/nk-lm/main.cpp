@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1e-9, 1.0 - 1e-12))->needs(key_index);
   gen_verb->add_option("--topk-oracle", gen.keys.topk, "--key-index louver: T = the k-th largest score (the top-k oracle)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))->needs(key_index);
-  gen_verb->add_option("--mass-sample", gen.keys.mass_sample, "--mass: distinct keys sampled besides the first 4 and last 32 (default 256)")
+  gen_verb->add_option("--mass-sample", gen.keys.mass_sample, "--mass: keys sampled (evenly strided) besides the first 4 and last 32 (default 256)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24))->needs(key_index);
   gen_verb->add_option("--budget", gen.keys.budget, "--key-index quest|ivf: share of the keys each query reads (default 0.1)")
       ->check(CLI::Range(1e-9, 1.0))->needs(key_index);

@@ -78,15 +78,19 @@ class LouverSelector : public KeySelector {
     } else if (o_.mass > 0) {
       // Any set of distinct keys gives Z_S <= Z; the first keys (attention
       // sinks) and the most recent ones usually carry much of the mass, so
-      // they join the seeded sample and tighten T.
+      // they join the sample and tighten T. The others are evenly strided
+      // from a seeded offset (distinct without a draw per key or a sort).
       constexpr int64_t kFirst = 4, kRecent = 32;
-      std::vector<int64_t> sample;
+      thread_local std::vector<int64_t> sample;
+      sample.clear();
       if (n <= kFirst + kRecent + o_.mass_sample) {
         for (int64_t i = 0; i < n; ++i) sample.push_back(i);
       } else {
         for (int64_t i = 0; i < kFirst; ++i) sample.push_back(i);
-        for (int64_t i : louver::mass_sample(n - kFirst - kRecent, o_.mass_sample, nk::Rng(o_.seed).split(static_cast<uint64_t>(stream)).split(draw)))
-          sample.push_back(kFirst + i);
+        const double stride = static_cast<double>(n - kFirst - kRecent) / static_cast<double>(o_.mass_sample);
+        const double offset = stride * nk::Rng(o_.seed).split(static_cast<uint64_t>(stream)).split(draw).uniform();
+        for (int64_t i = 0; i < o_.mass_sample; ++i)
+          sample.push_back(kFirst + std::min(n - kFirst - kRecent - 1, static_cast<int64_t>(offset + stride * static_cast<double>(i))));
         for (int64_t i = n - kRecent; i < n; ++i) sample.push_back(i);
       }
       t = louver::mass_threshold(head, q, dims_, o_.mass, scale, sample);
