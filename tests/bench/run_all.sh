@@ -4,6 +4,10 @@
 set -euo pipefail
 bin=$(cd "$1" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
+# The machine's limits first (memory bandwidth, SGEMM rate): each benchmark
+# prints its hot kernel's rate against them (lib.sh, limits).
+echo "== limits"
+bash "$here/limits/limits.sh"
 for bench in "$here"/*/run.sh; do
   echo "== $(basename "$(dirname "$bench")")"
   bash "$bench" "$bin"

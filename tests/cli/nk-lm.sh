@@ -134,6 +134,11 @@ f, g = h5py.File(\"tf0.h5\"), h5py.File(\"tf1.h5\")
 assert (f[\"tokens\"][()] == a).all() and (g[\"tokens\"][()] == a).all()
 assert f.attrs[\"agreement\"] == 1.0 and f.attrs[\"kl_per_prediction\"] < 1e-9
 assert f.attrs[\"predictions\"] == g.attrs[\"predictions\"] == 3 * 2 * (8 + 6 + 4 + 2) and g.attrs[\"kl_per_prediction\"] > 0"'
+check "--reference: forced along its own greedy answer, every prediction right, the same tokens" sh -c 'nk-lm -q generate -m diff.h5 --token-ids ids.h5 --max-new 16 --block 8 --steps 8 --greedy -o dref.h5 && nk-lm -q generate -m diff.h5 --token-ids dref.h5 --reference --max-new 16 --block 8 --steps 8 --greedy --sparse-policy step --sparsity 0 -o dref2.h5 && h5diff -q dref.h5 dref2.h5 /tokens /tokens && '"$PY"' -c "
+import h5py
+a = h5py.File(\"dref2.h5\").attrs; assert a[\"reference_accuracy\"] == 1.0 and a[\"reference_tokens\"] == 3 * 16, dict(a)"'
+expect_fail "--reference with an answer shorter than --max-new: exit 3 naming /tokens" 3 "/tokens.*--max-new 24" nk-lm generate -m diff.h5 --token-ids dref.h5 --reference --max-new 24 --block 8 --steps 8 -o x.h5
+expect_fail "--reference on a causal model: exit 2" 2 "diffusion model" nk-lm generate -m causal.h5 --token-ids ids.h5 --reference --max-new 4 -o x.h5
 expect_fail "--sparse-policy for a causal model: exit 2" 2 "diffusion model" nk-lm generate -m causal.h5 --token-ids ids.h5 --max-new 4 --sparse-policy step -o x.h5
 expect_fail "--sparsity without --sparse-policy: exit 2" 2 "sparse-policy" nk-lm generate -m diff.h5 --token-ids ids.h5 --max-new 16 --sparsity 0.5 -o x.h5
 expect_fail "a sparsity the block grid cannot hold: exit 2, no output" 2 "diagonal" nk-lm generate -m diff.h5 --token-ids ids.h5 --max-new 16 --block 8 --steps 8 --sparse-policy step --sparsity 0.9 -o x.h5

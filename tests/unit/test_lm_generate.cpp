@@ -661,6 +661,30 @@ TEST_SUITE("lm_generate") {
       return nk::lm::sample_diffusion(m, prompt, d);
     };
     CHECK(sampled(&dense) == sampled(nullptr));
+    // Forced along a reference answer: the model's own greedy answer as the
+    // reference takes the same trajectory, every prediction right; another
+    // answer is written as given and scored position by position.
+    {
+      nk::lm::DiffusionOptions r = d;
+      r.temperature = 0, r.attention = nullptr, r.shadow = nullptr;
+      const auto own_answer = nk::lm::sample_diffusion(m, prompt, r);
+      const std::vector<int32_t> answer(own_answer.begin() + 16, own_answer.end());
+      nk::lm::ReferenceStats stats;
+      r.reference = answer, r.reference_stats = &stats;
+      CHECK(nk::lm::sample_diffusion(m, prompt, r) == own_answer);
+      CHECK(stats.committed == 48);
+      CHECK(stats.correct == 48);
+      std::vector<int32_t> other = random_tokens(48, 9, c.vocab - 1);
+      nk::lm::ReferenceStats other_stats;
+      r.reference = other, r.reference_stats = &other_stats;
+      std::vector<int32_t> expect(prompt);
+      expect.insert(expect.end(), other.begin(), other.end());
+      CHECK(nk::lm::sample_diffusion(m, prompt, r) == expect);
+      CHECK(other_stats.committed == 48);
+      CHECK(other_stats.correct < 48);
+      r.reference = std::span<const int32_t>(other.data(), 47);
+      CHECK(nk::test::exit_code([&] { nk::lm::sample_diffusion(m, prompt, r); }) == 2);
+    }
     // Teacher-forced: the tokens stay the model's own; a shadow at sparsity 0
     // agrees everywhere, one at half the blocks does not. Compared: every
     // masked position of the current block at every step (16 + 12 + 8 + 4

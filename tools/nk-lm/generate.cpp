@@ -113,8 +113,25 @@ void generate(const GenerateOptions& o, const nk::RunEnv& env) {
   if (!from_ids && !ck.tokenizer) throw nk::usage_error("generate: " + o.model + " has no tokenizer; give --token-ids");
   std::vector<std::vector<int32_t>> prompts;
   std::vector<std::string> lines;
+  std::vector<std::vector<int32_t>> references;  // --reference: each row's answer
+  if (o.reference && (!from_ids || c.mode != nk::lm::Mode::diffusion))
+    throw nk::usage_error("generate: --reference forces a diffusion model's sampler along the answers of --token-ids rows");
   if (from_ids) {
     prompts = read_token_rows(o.token_ids, c.vocab, c.max_seq);
+    if (o.reference) {
+      const std::vector<int64_t> lengths = prompt_lengths(o.token_ids, prompts.size(), o.prompt_length);
+      const int32_t mask = ck.tokenizer ? ck.tokenizer->mask() : static_cast<int32_t>(c.vocab - 2);
+      for (size_t b = 0; b < prompts.size(); ++b) {
+        const auto P = lengths[b], have = static_cast<int64_t>(prompts[b].size());
+        if (P < 1 || P + o.max_new > have)
+          throw nk::input_error(o.token_ids, "/tokens", "row " + std::to_string(b) + " has " + std::to_string(have) + " tokens; --reference needs its prompt of " +
+                                                           std::to_string(P) + " and an answer of --max-new " + std::to_string(o.max_new));
+        references.emplace_back(prompts[b].begin() + P, prompts[b].begin() + P + o.max_new);
+        for (int32_t t : references.back())
+          if (t == mask) throw nk::input_error(o.token_ids, "/tokens", "row " + std::to_string(b) + "'s answer holds the [MASK] id");
+        prompts[b].resize(static_cast<size_t>(P));
+      }
+    }
   } else {
     lines = read_prompt_lines(o.prompts);
     for (const std::string& line : lines) {
@@ -153,6 +170,7 @@ void generate(const GenerateOptions& o, const nk::RunEnv& env) {
   nk::Stopwatch clock;
   int64_t made = 0;
   nk::lm::ShadowStats shadow;  // --teacher-forced
+  nk::lm::ReferenceStats reference;  // --reference
   std::vector<std::vector<float>> logprobs;  // --divergence: [b] -> [new tokens, vocab]
   double first_logits = -1;                  // causal: seconds to the first logits (the prefill)
   if (c.mode == nk::lm::Mode::causal) {
@@ -190,8 +208,10 @@ void generate(const GenerateOptions& o, const nk::RunEnv& env) {
     } else {
       d.attention = sparse.get();
     }
+    if (o.reference) d.reference_stats = &reference;
     for (size_t b = 0; b < prompts.size(); ++b) {
       d.seed = nk::mix64(env.seed + b);
+      if (o.reference) d.reference = references[b];
       if (sparse) sparse->reset();
       const std::vector<int32_t> x = nk::lm::sample_diffusion(model, prompts[b], d);
       continuations[b].assign(x.begin() + static_cast<std::ptrdiff_t>(prompts[b].size()), x.end());
@@ -207,6 +227,11 @@ void generate(const GenerateOptions& o, const nk::RunEnv& env) {
   for (const auto& cont : continuations) made += static_cast<int64_t>(cont.size());
   spdlog::info("generate: {} sequences, {} new tokens in {:.2f} s ({:.0f} tokens/s)", prompts.size(), made, seconds,
                static_cast<double>(made) / seconds);
+  const double reference_accuracy =
+      static_cast<double>(reference.correct) / static_cast<double>(std::max<int64_t>(1, reference.committed));
+  if (o.reference)
+    spdlog::info("generate: forced along the reference answers, {} of {} unmasked positions predicted right ({:.4f})", reference.correct,
+                 reference.committed, reference_accuracy);
   std::vector<std::vector<double>> kl;  // --divergence: [b] -> [new tokens]
   if (o.divergence) kl = nk::lm::divergence_from_dense(model, prompts, continuations, logprobs);
   KlSummary kls;
@@ -256,6 +281,10 @@ void generate(const GenerateOptions& o, const nk::RunEnv& env) {
     out.attr("/", "mode", nk::lm::mode_name(c.mode));
     out.attr("/", "max_new", o.max_new);
     out.attr("/", "seconds", seconds);
+    if (o.reference) {
+      out.attr("/", "reference_tokens", reference.committed);
+      out.attr("/", "reference_accuracy", reference_accuracy);
+    }
     if (c.mode == nk::lm::Mode::causal) {
       out.attr("/", "decode_seconds", decode_seconds);
       out.attr("/", "ms_per_token", decoded > 0 ? 1e3 * decode_seconds / static_cast<double>(decoded) : 0.0);

@@ -115,4 +115,20 @@ int64_t corpus_rows(const std::string& path, const std::string& split_name, cons
   return bytes;
 }
 
+std::vector<int64_t> prompt_lengths(const std::string& token_ids, size_t rows, int64_t given) {
+  std::vector<int64_t> prompts(rows, 1);
+  if (given >= 0) {
+    std::fill(prompts.begin(), prompts.end(), given);
+  } else if (!token_ids.empty()) {
+    const nk::h5::File in = nk::h5::File::open(token_ids);
+    if (in.has("/prompt_lengths")) {
+      const nk::h5::Array<int64_t> p = in.read<int64_t>("/prompt_lengths", 1, "B");
+      if (p.size() != static_cast<int64_t>(rows))
+        throw nk::input_error(token_ids, "/prompt_lengths", std::to_string(p.size()) + " lengths for " + std::to_string(rows) + " rows");
+      prompts.assign(p.data.begin(), p.data.end());
+    }
+  }
+  return prompts;
+}
+
 }  // namespace nklm

@@ -140,6 +140,12 @@ int main(int argc, char** argv) {
                        "--sparse-policy: global (one ranking over all heads) or uniform (budget/H each); default: global for step and oracle")
       ->check(CLI::IsMember({"global", "uniform"}))->needs(policy);
 
+  gen_verb->add_flag("--reference", gen.reference,
+                     "Diffusion: each --token-ids row is a prompt and the answer after it; the sampler unmasks where it is most "
+                     "confident but writes the answer's tokens, and scores its predictions there (reference_accuracy)");
+  gen_verb->add_option("--prompt-length", gen.prompt_length,
+                       "--reference: tokens of each row that are the prompt (default: the token file's /prompt_lengths, else 1)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   CLI::Option* key_index = gen_verb->add_option("--key-index", gen.keys.method,
       "Causal: every layer's decoding attention reads only the cached keys this index returns (louver: every key with "
       "q.k >= T, built over the prompt and appended to per token; quest: top pages; ivf: k-means lists; dense: every key, "

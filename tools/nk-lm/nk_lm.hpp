@@ -109,6 +109,8 @@ struct GenerateOptions {
     k.method.clear();
     return k;
   }();
+  bool reference = false;       ///< diffusion: forced along each row's answer after its prompt, scoring the predictions
+  int64_t prompt_length = -1;   ///< --reference: tokens of each row given (-1: the file's /prompt_lengths, else 1)
   bool measure_missed = false;  ///< --key-index: also measure the softmax mass each selection leaves out
   bool divergence = false;      ///< KL of each step's distribution from the dense model's on the same tokens
   double spike_level = 0.1;     ///< --divergence: a step whose KL passes this is a spike
@@ -135,6 +137,9 @@ nk::lm::Checkpoint load_model(const std::string& path);
 /// Token rows from /tokens int32 [T] or [B,T] of FILE.h5; a row ends at its
 /// first -1 (padding). Ids outside 0..vocab-1 or rows longer than 'context': exit 3.
 std::vector<std::vector<int32_t>> read_token_rows(const std::string& path, int64_t vocab, int64_t context);
+/// The prompt length of each of 'rows' token rows: 'given' when >= 0, else
+/// the token file's /prompt_lengths (checked against the rows: exit 3), else 1 (the BOS).
+std::vector<int64_t> prompt_lengths(const std::string& token_ids, size_t rows, int64_t given);
 /// Fails now (exit 4), not after hours of work, when 'path' cannot be
 /// written: a missing folder, or an existing file under --no-clobber.
 void check_writable(const std::string& path, bool no_clobber);

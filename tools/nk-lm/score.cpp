@@ -39,18 +39,7 @@ void write_totals(nk::h5::Writer& out, double ppl, int64_t scored, double nats, 
 void score_diffusion(const ScoreOptions& o, const nk::RunEnv& env, const nk::lm::Checkpoint& ck,
                      const std::vector<std::vector<int32_t>>& rows, int64_t bytes) {
   const nk::lm::Config& c = ck.weights.config();
-  std::vector<int64_t> prompts(rows.size(), 1);
-  if (o.prompt_length >= 0) {
-    std::fill(prompts.begin(), prompts.end(), o.prompt_length);
-  } else if (!o.token_ids.empty()) {
-    const nk::h5::File in = nk::h5::File::open(o.token_ids);
-    if (in.has("/prompt_lengths")) {
-      const nk::h5::Array<int64_t> p = in.read<int64_t>("/prompt_lengths", 1, "B");
-      if (p.size() != static_cast<int64_t>(rows.size()))
-        throw nk::input_error(o.token_ids, "/prompt_lengths", std::to_string(p.size()) + " lengths for " + std::to_string(rows.size()) + " rows");
-      prompts.assign(p.data.begin(), p.data.end());
-    }
-  }
+  const std::vector<int64_t> prompts = prompt_lengths(o.token_ids, rows.size(), o.prompt_length);
   for (size_t b = 0; b < rows.size(); ++b)
     if (prompts[b] >= static_cast<int64_t>(rows[b].size()))
       throw nk::input_error(o.token_ids.empty() ? o.text + o.corpus : o.token_ids, "/tokens",

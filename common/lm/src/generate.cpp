@@ -201,6 +201,9 @@ std::vector<int32_t> sample_diffusion(const Model& model, const std::vector<int3
   const std::vector<int32_t> slots{0};  // a backend's slot (it caches nothing here)
   Workspace ws(c, {L, L, false});
   if (o.shadow && !o.shadow_stats) throw usage_error("diffusion sampling: a shadow backend needs its stats");
+  if (!o.reference.empty() && (static_cast<int64_t>(o.reference.size()) != o.gen_length || !o.reference_stats))
+    throw usage_error("diffusion sampling: a reference answer needs " + std::to_string(o.gen_length) + " tokens (it has " +
+                      std::to_string(o.reference.size()) + ") and its stats");
   std::optional<Workspace> shadow_ws;
   if (o.shadow) shadow_ws.emplace(c, WorkspaceLimits{L, L, false});
   const Rng root(o.seed);
@@ -273,7 +276,17 @@ std::vector<int32_t> sample_diffusion(const Model& model, const std::vector<int3
         return confidence[static_cast<size_t>(a)] > confidence[static_cast<size_t>(b2)];
       });
       const int64_t take = std::min<int64_t>(counts[static_cast<size_t>(i)], static_cast<int64_t>(order.size()));
-      for (int64_t j = 0; j < take; ++j) x[static_cast<size_t>(order[static_cast<size_t>(j)])] = pred[static_cast<size_t>(order[static_cast<size_t>(j)])];
+      for (int64_t j = 0; j < take; ++j) {
+        const auto p = static_cast<size_t>(order[static_cast<size_t>(j)]);
+        if (o.reference.empty()) {
+          x[p] = pred[p];
+        } else {
+          const int32_t truth = o.reference[p - static_cast<size_t>(P)];
+          ++o.reference_stats->committed;
+          o.reference_stats->correct += pred[p] == truth;
+          x[p] = truth;
+        }
+      }
       if (hook) hook(step, x);
     }
   }

@@ -16,9 +16,13 @@
 #     content-word F1 against WordNet's definition, and LLaDA's likelihood
 #     bound of the answer under the model (nk-lm score);
 #  C. end-to-end time of one long generation per policy on the 1024-token
-#     model, with the kernel's and the planner's share.
+#     model, with the kernel's and the planner's share;
+#  D. task accuracy on real text: validation GCIDE entries, the sampler
+#     forced along the true continuation (nk-lm generate --reference), the
+#     share of its predictions that were the true token, per policy (16 rows
+#     on the shipped model, N_LONG (4) of 1024 tokens on the long one).
 # OUT (default build/bench/dllm-sparse-model), N (prompts, default 32; 4 on
-# the 1024-token model), SPARSITIES (default "0.9 0.95"), PARTS (default ABC).
+# the 1024-token model), SPARSITIES (default "0.9 0.95"), PARTS (default ABCD), N_LONG (4).
 # Run on an idle machine: part C's times are wall-clock.
 set -euo pipefail
 bin=$(cd "${1:?usage: model.sh BIN}" && pwd)
@@ -27,7 +31,8 @@ src=${NK_SOURCE:-$(cd "$here/../../.." && pwd)}
 OUT=${OUT:-build/bench/dllm-sparse-model}
 N=${N:-32}
 SPARSITIES=${SPARSITIES:-"0.9 0.95"}
-PARTS=${PARTS:-ABC}
+PARTS=${PARTS:-ABCD}
+N_LONG=${N_LONG:-4}
 export PATH="$bin:/usr/bin:$PATH"
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -125,6 +130,50 @@ for size in shipped long; do
   unset agreement kl
 done
 echo "goal: step within 1 point of dense at 90% (task accuracy) and ahead of once-uniform on every measure"
+fi
+
+if [[ $PARTS == *D* ]]; then
+echo
+echo "== D. task accuracy on real text: GCIDE entries of the validation split, the sampler forced along the true answer (--reference)"
+# Rows of the validation split's GCIDE documents, concatenated: 16 of 224
+# tokens for the shipped model (prompt 64, answer 160), N_LONG of 1024 for
+# the long one (prompt 256, answer 768); blocks of 32, two tokens a step.
+$PY - "$N_LONG" <<'EOF2'
+import sys, h5py, numpy as np
+f = h5py.File('corpus.h5')
+names, split, off, tok = f['names'][()], f['split'][()], f['doc_offsets'][()], f['tokens']
+docs = [i for i in range(len(names)) if split[i] == 1 and names[i].decode().startswith('gcide')]
+text = np.concatenate([tok[off[i]:off[i + 1]] for i in docs[:3000]])
+bos = int(f['tokenizer'].attrs['vocab']) - 4  # BOS, EOS, MASK, PAD are the tokenizer's last four ids
+for name, rows, width in (('rows-shipped.h5', 16, 224), ('rows-long.h5', int(sys.argv[1]), 1024)):
+    out = [np.concatenate([[bos], text[r * (width - 1):(r + 1) * (width - 1)]]) for r in range(rows)]
+    with h5py.File(name, 'w') as o:
+        o['tokens'] = np.array(out, dtype=np.int32)
+EOF2
+printf '%-8s %-22s %9s %10s %12s %8s\n' model attention accuracy "vs dense" "tokens (SE)" seconds
+for size in shipped long; do
+  if [ $size = shipped ]; then model=$SHIPPED; P=64; answer=160; steps=80; else model=$LONG; P=256; answer=768; steps=384; fi
+  R="--token-ids rows-$size.h5 --reference --prompt-length $P --max-new $answer --block 32 --steps $steps --greedy --threads 2"
+  nk-lm -q generate -m "$model" $R -o ref-$size-dense.h5
+  dense=$(attr ref-$size-dense.h5 reference_accuracy)
+  row() {  # row NAME FILE
+    awk -v m=$size -v n="$1" -v a="$(attr $2 reference_accuracy)" -v d="$dense" -v t="$(attr $2 reference_tokens)" -v s="$(attr $2 seconds)" 'BEGIN {
+      printf "%-8s %-22s %9.4f %+9.2f pt %6d (%.2f) %8.1f\n", m, n, a, 100 * (a - d), t, 100 * sqrt(a * (1 - a) / t), s }'
+  }
+  row "model's own (dense)" ref-$size-dense.h5
+  for s in $SPARSITIES; do
+    [ $size = shipped ] && [ "$s" = 0.95 ] && continue  # 14 blocks of 16 keep at most 93%
+    for spec in once-uniform step "step --drift 0"; do
+      set -- $spec
+      policy=$1; shift
+      name=$policy$(printf '%s' "$*" | tr -d ' -')-$s
+      nk-lm -q generate -m "$model" $R --sparse-policy $policy --sparsity "$s" "$@" -o ref-$size-$name.h5
+      row "$policy $s${*:+ drift 0}" ref-$size-$name.h5
+    done
+  done
+done
+echo "(accuracy: the share of the unmasked answer positions where the prediction was the true token; SE in points)"
+echo "goal: step within 1 point of dense at 90% and ahead of once-uniform"
 fi
 
 [[ $PARTS == *C* ]] || exit 0

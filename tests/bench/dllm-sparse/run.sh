@@ -13,8 +13,9 @@ sizes=${SIZES:-"4096 8192 16384"}
 unfused_max=${UNFUSED_MAX:-4096}
 seeds=${SEEDS:-"1 2 3"}
 
-echo "== kernel, one step: H = 32, d = 128, block 64, $(nproc) threads"
-printf '%-7s | %10s %10s | %10s %8s | %10s %8s\n' L "unfused s" "dense s" "90% s" speedup "95% s" speedup
+limits
+echo "== kernel, one step: H = 32, d = 128, block 64, $(nproc) threads; GFLOP/s = 4 L^2 d H x density / s against SGEMM's $SGEMM_GFLOPS"
+printf '%-7s | %10s %10s %8s | %10s %8s %8s | %10s %8s %8s\n' L "unfused s" "dense s" GFLOP/s "90% s" speedup GFLOP/s "95% s" speedup GFLOP/s
 for n in $sizes; do
   dllm-sparse -q gen --single-step --length "$n" --heads 32 --dims 128 --seed 1 -o "$work/step.h5"
   # plan reads trajectories: the same step as /steps/000
@@ -23,15 +24,19 @@ for n in $sizes; do
   td=$(attr "$work/dense.h5" seconds)
   tu="-"
   if [ "$n" -le "$unfused_max" ]; then dllm-sparse -q attend -i "$work/step.h5" --unfused -o "$work/unfused.h5"; tu=$(attr "$work/unfused.h5" seconds); fi
-  row=()
+  row=() dens=()
   for s in 0.9 0.95; do
     dllm-sparse -q plan -i "$work/traj.h5" --sparsity "$s" -o "$work/plan.h5"
     dllm-sparse -q attend -i "$work/step.h5" --mask "$work/plan.h5" -o "$work/sparse.h5"
     row+=("$(attr "$work/sparse.h5" seconds)")
+    dens+=("$(attr "$work/sparse.h5" density)")
   done
-  awk -v n="$n" -v tu="$tu" -v td="$td" -v a="${row[0]}" -v b="${row[1]}" 'BEGIN {
-    printf "%-7d | %10s %10.3f | %10.3f %7.2fx | %10.3f %7.2fx\n", n, (tu == "-" ? "-" : sprintf("%.3f", tu)), td, a, td / a, b, td / b }'
+  awk -v n="$n" -v tu="$tu" -v td="$td" -v a="${row[0]}" -v b="${row[1]}" -v da="${dens[0]}" -v db="${dens[1]}" 'BEGIN {
+    f = 4 * n * n * 128 * 32 / 1e9
+    printf "%-7d | %10s %10.3f %8.1f | %10.3f %7.2fx %8.1f | %10.3f %7.2fx %8.1f\n", n, (tu == "-" ? "-" : sprintf("%.3f", tu)), td, f / td,
+           a, td / a, f * da / a, b, td / b, f * db / b }'
 done
+echo "(the limit: SGEMM's $SGEMM_GFLOPS GFLOP/s on $LIMIT_THREADS threads, tests/bench/limits; the kernels also take exponentials)"
 echo "goal (CPU): >= 6x at 90% and >= 12x at 95% at L = 16K (ideal 10x / 20x)"
 
 echo

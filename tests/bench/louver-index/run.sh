@@ -10,12 +10,14 @@
 # Quest's top-K pages at Louver's scanned fraction (quest-topk, approximate);
 # and FAISS IVF (Debian's python3-faiss, faiss_ivf.py) at 1x, 2x and 4x
 # Louver's scanned fraction (approximate; recall against the exact hits;
-# FAISS=0 skips it).
+# FAISS=0 skips it), FAISS's exact dense peer (IndexFlatIP.range_search with
+# each query's T) and FAISS HNSW top-k at Louver's budget (faiss_peers.py).
 . "$(dirname "$0")/../lib.sh" "$1" louver-bench
 sizes=${SIZES:-"8192 32768 131072"}
 queries=${QUERIES:-200}
 repeat=${REPEAT:-3}  # timing rounds per query run: the fastest counts (louver-index(1), --repeats)
 
+limits
 printf '%-8s %6s | %8s %9s %10s %10s %8s | %9s %12s %9s\n' N k recall scanned "index ms" "dense ms" speedup "build s" "10K append s" "peak MiB"
 for n in $sizes; do
   k=$(( n / 100 ))
@@ -35,6 +37,15 @@ for n in $sizes; do
     printf "%-8d %6d | %8s %8.1f%% %10.3f %10.3f %7.2fx | %9.3f %12.3f %9.0f\n", n, k, "1.0", 100 * f, 1e3 * qi / m, 1e3 * qd / m, qd / qi, b, a, rss / 1024
     printf "         build + 10K appends: %.2f s = %.1fx the dense scans of these %d queries, %.3fx those of the 10K decode steps that append the keys\n",
            b + a, (b + a) / qd, m, (b + a) / (1e4 * qd / m) }'
+  # Bytes a query must read, against the triad: the dense scan every key row
+  # (512 B) and its norm; the index at least its warm codes (4 subspaces x 4 B
+  # per key) and the rows of the keys it scores exactly (the norm-test
+  # survivors' tail reads come on top).
+  awk -v n="$n" -v f="$(attr "$work/hits.h5" scanned_fraction)" -v qi="$(attr "$work/hits.h5" query_seconds)" \
+      -v qd="$(attr "$work/hits.h5" dense_seconds)" -v m="$queries" -v bw="$TRIAD_GBS" 'BEGIN {
+    bi = 16 * n + f * n * 512; bd = 516 * n; ti = qi / m; td = qd / m
+    printf "         bytes a query reads: index >= %.2f MB (%.1f GB/s, %.0f%% of the triad'"'"'s %s GB/s; at the triad it would take %.3f ms), dense %.2f MB (%.1f GB/s, %.0f%%; %.3f ms)\n",
+           bi / 1e6, bi / ti / 1e9, 100 * bi / ti / 1e9 / bw, bw, 1e3 * bi / bw / 1e9, bd / 1e6, bd / td / 1e9, 100 * bd / td / 1e9 / bw, 1e3 * bd / bw / 1e9 }'
   louver-index -q query -i "$work/index.h5" --queries "$work/kv.h5" --topk-oracle "$k" --repeats "$repeat" --method quest-threshold -o "$work/qt.h5"
   budget=$(attr "$work/hits.h5" scanned_fraction)
   louver-index -q query -i "$work/index.h5" --queries "$work/kv.h5" --topk-oracle "$k" --repeats "$repeat" --method quest-topk --budget "$budget" --compare-dense -o "$work/qk.h5"
@@ -46,6 +57,7 @@ for n in $sizes; do
     echo "         faiss-ivf: skipped (FAISS=0)"
   elif /usr/bin/python3 -c 'import faiss' 2>/dev/null; then
     /usr/bin/python3 "$(dirname "$0")/faiss_ivf.py" "$work/kv.h5" "$work/hits.h5" 2 2>/dev/null | sed 's/^/         /'
+    /usr/bin/python3 "$(dirname "$0")/faiss_peers.py" "$work/kv.h5" "$work/hits.h5" 2 2>/dev/null | sed 's/^/         /'
   else
     echo "         faiss-ivf: skipped (install Debian's python3-faiss: make -f Makefile.dist bench does)"
   fi

@@ -9,7 +9,7 @@
 #  3. decoding (decode.py): greedy, KV cache, batch 1 and 8, against
 #     transformers and llama.cpp on the exported model, at the shipped size and
 #     at a memory-bound one (12 layers, d 768) next to the memory bandwidth
-#     (STREAM triad, triad.cpp); and the Hugging Face round trip (a tiny
+#     (STREAM triad, tests/bench/limits/triad.cpp); and the Hugging Face round trip (a tiny
 #     LlamaForCausalLM from transformers imported, exported, loaded back);
 #  4. quality: validation bits per byte of the shipped models next to gzip -9,
 #     xz -9, unigram / bigram models of the same tokens; with RECIPE=1 also
@@ -71,7 +71,7 @@ echo "  machine limit: 2 cores x 32 flop/cycle x $mhz MHz = $($PY -c "print(roun
 
 echo
 echo "decoding, greedy, KV cache, 16-token prompts, 128 new tokens each (EOS ignored), 2 threads:"
-g++ -O3 -march=native -fopenmp "$here/triad.cpp" -o "$work/triad"
+g++ -O3 -march=native -fopenmp "$here/../limits/triad.cpp" -o "$work/triad"
 bandwidth=$(OMP_NUM_THREADS=2 "$work/triad")
 echo "  memory bandwidth (STREAM triad, 2 threads): $bandwidth GB/s"
 (cd "$work" && "$PYV" "$here/decode.py" "$work" "$root/data/lm/causal.h5" shipped --checks)

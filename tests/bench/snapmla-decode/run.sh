@@ -12,7 +12,7 @@
 #     0.5% of bf16;
 #  B. the kernel: N 16K and 64K, batch 1 and 8, H 1, 2, 16, 128: ms, tokens/s, GB/s, GFLOP/s per
 #     layout and x bf16 (speed); beside it this machine's limits, measured in the same run: the
-#     STREAM triad (tests/bench/nk-lm/triad.cpp) and an Eigen SGEMM (sgemm.cpp, 2048^3); and the
+#     STREAM triad (tests/bench/limits/triad.cpp) and an Eigen SGEMM (tests/bench/limits/sgemm.cpp, 2048^3); and the
 #     peer, PyTorch's absorbed decode over a dense float32 cache (torch_decode.py, Debian's torch);
 #     goals: snapmla644 >= 1.6x bf16 where bf16 is bandwidth-bound (small H, 64K), >= 0.95x where
 #     compute-bound (H 128);
@@ -78,8 +78,8 @@ for key in [("snapmla644", "fp8"), ("snapmla644", "fp32"), ("fp8-naive", "fp8")]
 PYEOF
 
 echo "== B. the kernel (speed), 2 threads"
-g++ -O3 -march=native -fopenmp "$root/tests/bench/nk-lm/triad.cpp" -o "$work/triad"
-g++ -O3 -march=native -fopenmp -I/usr/include/eigen3 "$here/sgemm.cpp" -o "$work/sgemm"
+g++ -O3 -march=native -fopenmp "$root/tests/bench/limits/triad.cpp" -o "$work/triad"
+g++ -O3 -march=native -fopenmp -I/usr/include/eigen3 "$root/tests/bench/limits/sgemm.cpp" -o "$work/sgemm"
 triad=$(OMP_NUM_THREADS=2 "$work/triad")
 sgemm=$(OMP_NUM_THREADS=2 "$work/sgemm" 2048)
 echo "limits: STREAM triad $triad GB/s, SGEMM $sgemm GFLOP/s (2 threads)"

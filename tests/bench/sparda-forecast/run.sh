@@ -99,7 +99,7 @@ fi
 if [ "${B:-1}" = 1 ]; then
 echo
 echo "== B. decode at the paper's shapes (random weights, 872M parameters), top-64 + 32 local blocks of 64"
-g++ -O3 -march=native -fopenmp "$src/tests/bench/nk-lm/triad.cpp" -o "$work/triad"
+g++ -O3 -march=native -fopenmp "$src/tests/bench/limits/triad.cpp" -o "$work/triad"
 triad=$(OMP_NUM_THREADS=2 "$work/triad")
 echo "  memory bandwidth (STREAM triad, 2 threads): $triad GB/s; a step streams 3.49 GB of float32 weights: floor $(awk -v b="$triad" 'BEGIN { printf "%.0f", 3.488e9 / (b * 1e9) * 1e3 }') ms"
 SEL="--topk 64 --local-blocks 32 --init-blocks 1 --block 64"

@@ -72,6 +72,14 @@ struct ShadowStats {
   double kl = 0;            ///< summed KL(sampler's || shadow's) over them, nats
 };
 
+/// A diffusion sampler forced along a known answer: at each position it
+/// unmasks, the sampler writes the reference token and counts whether its
+/// own prediction there was that token.
+struct ReferenceStats {
+  int64_t committed = 0;  ///< answer positions unmasked (each once)
+  int64_t correct = 0;    ///< of them, predicted as the reference token
+};
+
 struct DiffusionOptions {
   int64_t gen_length = 64;   ///< answer tokens, all [MASK] at the start
   int64_t steps = 32;        ///< denoising steps over the whole answer
@@ -88,6 +96,13 @@ struct DiffusionOptions {
   /// (the tokens stay the sampler's own): results added to *shadow_stats.
   AttentionBackend* shadow = nullptr;
   ShadowStats* shadow_stats = nullptr;
+  /// When set (gen_length tokens): teacher forcing toward a known answer. The
+  /// sampler still decides which positions to unmask at each step (by its
+  /// confidence), but writes the reference token there and adds to
+  /// *reference_stats whether its prediction was right: a task accuracy on
+  /// real text along the sampler's own schedule.
+  std::span<const int32_t> reference = {};
+  ReferenceStats* reference_stats = nullptr;
 };
 
 /// Called after each denoising step with the step index and the whole
