@@ -162,9 +162,11 @@ __attribute__((always_inline)) inline void run_task(const Task& t, int64_t h, in
     for (int64_t i = 0; t.out && i < rows4; i += 6) {
       for (int64_t c = 0; c < d; c += 16) {
         float* o0 = acc + i * d + c;
-        f8 a00 = load8(o0), a01 = load8(o0 + 8), a10 = load8(o0 + d), a11 = load8(o0 + d + 8);
-        f8 a20 = load8(o0 + 2 * d), a21 = load8(o0 + 2 * d + 8), a30 = load8(o0 + 3 * d), a31 = load8(o0 + 3 * d + 8);
-        f8 a40 = load8(o0 + 4 * d), a41 = load8(o0 + 4 * d + 8), a50 = load8(o0 + 5 * d), a51 = load8(o0 + 5 * d + 8);
+        // This block's P V starts from zero and joins the running sum once
+        // (not key by key onto it): each product rounds against the block's
+        // partial sum, not against the whole row's (4e-5 -> see the test).
+        f8 a00 = splat(0), a01 = splat(0), a10 = splat(0), a11 = splat(0), a20 = splat(0), a21 = splat(0);
+        f8 a30 = splat(0), a31 = splat(0), a40 = splat(0), a41 = splat(0), a50 = splat(0), a51 = splat(0);
         const float* p = s + i * kTile;
         const float* vj = x.v_row(g, c0) + c;
         for (int64_t j = 0; j < cols; ++j, vj += d) {
@@ -182,9 +184,10 @@ __attribute__((always_inline)) inline void run_task(const Task& t, int64_t h, in
           w = p[5 * kTile + j];
           a50 += w * v0, a51 += w * v1;
         }
-        store8(o0, a00), store8(o0 + 8, a01), store8(o0 + d, a10), store8(o0 + d + 8, a11);
-        store8(o0 + 2 * d, a20), store8(o0 + 2 * d + 8, a21), store8(o0 + 3 * d, a30), store8(o0 + 3 * d + 8, a31);
-        store8(o0 + 4 * d, a40), store8(o0 + 4 * d + 8, a41), store8(o0 + 5 * d, a50), store8(o0 + 5 * d + 8, a51);
+        const auto add8 = [](float* at, f8 x) { store8(at, load8(at) + x); };
+        add8(o0, a00), add8(o0 + 8, a01), add8(o0 + d, a10), add8(o0 + d + 8, a11);
+        add8(o0 + 2 * d, a20), add8(o0 + 2 * d + 8, a21), add8(o0 + 3 * d, a30), add8(o0 + 3 * d + 8, a31);
+        add8(o0 + 4 * d, a40), add8(o0 + 4 * d + 8, a41), add8(o0 + 5 * d, a50), add8(o0 + 5 * d + 8, a51);
       }
     }
   }

@@ -49,6 +49,21 @@ double max_rel_error(const std::vector<float>& got, const std::vector<double>& w
 }  // namespace
 
 TEST_SUITE("dllm-sparse") {
+  TEST_CASE("long rows keep float32 accuracy: each block's P V joins the running sum once") {
+    // 2048 keys, values with a common offset (every output near 3): summing
+    // P V key by key onto the row's running sum rounds each of the 2048
+    // products against |3|; per block it rounds against the block's share.
+    Qkv x = random_qkv(1, 1, 2048, 64, 5, 0.6);
+    for (float& v : x.v) v += 3.0f;
+    const float scale = 0.125f;
+    std::vector<float> out(static_cast<size_t>(2048 * 64));
+    attention(x, nullptr, 64, scale, out.data());
+    std::vector<double> ref(out.size());
+    attention_reference(x, nullptr, 64, scale, ref.data());
+    MESSAGE("relative error " << max_rel_error(out, ref));
+    CHECK(max_rel_error(out, ref) < 1e-6);
+  }
+
   TEST_CASE("dense fused kernel = float64 softmax attention (ragged L, GQA, odd d, every block size)") {
     struct Case {
       int64_t h, g, l, d, block;
