@@ -19,8 +19,9 @@
 #     model, with the kernel's and the planner's share;
 #  D. task accuracy on real text: validation GCIDE entries, the sampler
 #     forced along the true continuation (nk-lm generate --reference), the
-#     share of its predictions that were the true token, per policy (16 rows
-#     on the shipped model, N_LONG (4) of 1024 tokens on the long one).
+#     share of its predictions that were the true token, per policy and the
+#     oracle (exact block masses at every step: the best the budget allows)
+#     (16 rows on the shipped model, N_LONG (4) of 1024 tokens on the long one).
 # OUT (default build/bench/dllm-sparse-model), N (prompts, default 32; 4 on
 # the 1024-token model), SPARSITIES (default "0.9 0.95"), PARTS (default ABCD), N_LONG (4).
 # Run on an idle machine: part C's times are wall-clock.
@@ -163,7 +164,7 @@ for size in shipped long; do
   row "model's own (dense)" ref-$size-dense.h5
   for s in $SPARSITIES; do
     [ $size = shipped ] && [ "$s" = 0.95 ] && continue  # 14 blocks of 16 keep at most 93%
-    for spec in once-uniform step "step --drift 0"; do
+    for spec in once-uniform step "step --drift 0" oracle; do
       set -- $spec
       policy=$1; shift
       name=$policy$(printf '%s' "$*" | tr -d ' -')-$s
