@@ -8,10 +8,10 @@
 # next 10K keys of the same cache), set against the dense scans; then
 # the Quest baselines: page bounds as an exact filter (quest-threshold) and
 # Quest's top-K pages at Louver's scanned fraction (quest-topk, approximate);
-# and FAISS IVF (Debian's python3-faiss, faiss_ivf.py) at 1x, 2x and 4x
+# and FAISS IVF (Debian's python3-faiss, faiss_peers.py) at 1x, 2x and 4x
 # Louver's scanned fraction (approximate; recall against the exact hits;
 # FAISS=0 skips it), FAISS's exact dense peer (IndexFlatIP.range_search with
-# each query's T) and FAISS HNSW top-k at Louver's budget (faiss_peers.py).
+# each query's T) and FAISS HNSW top-k at Louver's budget (same script).
 . "$(dirname "$0")/../lib.sh" "$1" louver-bench
 sizes=${SIZES:-"8192 32768 131072"}
 queries=${QUERIES:-200}
@@ -56,7 +56,6 @@ for n in $sizes; do
   if [ "${FAISS:-1}" = 0 ]; then
     echo "         faiss-ivf: skipped (FAISS=0)"
   elif /usr/bin/python3 -c 'import faiss' 2>/dev/null; then
-    /usr/bin/python3 "$(dirname "$0")/faiss_ivf.py" "$work/kv.h5" "$work/hits.h5" 2 2>/dev/null | sed 's/^/         /'
     /usr/bin/python3 "$(dirname "$0")/faiss_peers.py" "$work/kv.h5" "$work/hits.h5" 2 2>/dev/null | sed 's/^/         /'
   else
     echo "         faiss-ivf: skipped (install Debian's python3-faiss: make -f Makefile.dist bench does)"
