@@ -148,6 +148,20 @@ if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
   awk -v a="$t_ours" -v b="$t_torch" -v aa="$a_ours" -v ab="$a_torch" 'BEGIN {
     printf "throughput, 784-256-10 LIF, T = 8, batch 128, 2 threads: spike-sft %.2f s/epoch (test %.2f%%), PyTorch %.2f s/epoch (test %.2f%%): %.2fx\n", a, 100 * aa, b, 100 * ab, b / a }'
   echo "goal: ours at least 2x faster"
+  # snnTorch (issue #39): the same network with snnTorch's Leaky neuron, in
+  # the benchmark venv (PyPI torch and snntorch; PEERS=0 skips it).
+  if [ "${PEERS:-1}" != 0 ]; then
+    PYV=${PYV:-$(bash "$(dirname "$0")/../shred-unlearn/venv.sh" | tail -1)}
+    "$(dirname "$PYV")/pip" install -q "snntorch==0.9.*" >&2
+    NK_SNNTORCH=1 NK_THREADS=2 "$PYV" "$(dirname "$0")/torch_snn.py" "$work/train.h5" "$work/test.h5" 2 2>/dev/null > "$work/snn.txt"
+    NK_THREADS=2 "$PYV" "$(dirname "$0")/torch_snn.py" "$work/train.h5" "$work/test.h5" 2 2>/dev/null > "$work/mkl.txt"
+    awk -v a="$t_ours" -v aa="$a_ours" -v v="$(head -1 "$work/snn.txt")" -v s="$(tail -1 "$work/snn.txt" | awk '{print $3, $7}')" \
+        -v m="$(tail -1 "$work/mkl.txt" | awk '{print $3, $7}')" 'BEGIN {
+      split(s, x, " "); split(m, y, " ")
+      printf "%s: snnTorch Leaky %.2f s/epoch (test %.2f%%): spike-sft %.2fx faster; plain PyTorch (PyPI, MKL) %.2f s/epoch (test %.2f%%): %.2fx\n",
+             v, x[1], 100 * x[2], x[1] / a, y[1], 100 * y[2], y[1] / a }'
+    echo "goal (issue #39): at least 5x faster per epoch than snnTorch at equal accuracy"
+  fi
 else
   echo "PyTorch comparison skipped (install Debian's python3-torch: make -f Makefile.dist bench does)"
 fi

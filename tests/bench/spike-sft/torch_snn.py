@@ -5,7 +5,14 @@ python3-torch) for the throughput comparison: the same network as
 reset by subtraction differentiated, fast-sigmoid surrogate with slope 25,
 direct coding, spike-count readout, cross-entropy, Adam 1e-3, batch 128),
 written the usual way (a Python loop over steps, autograd for BPTT).
-Prints seconds per epoch and test accuracy; threads = NK_THREADS (default 2)."""
+With NK_SNNTORCH=1 (run by the benchmark venv's python, which has snnTorch
+from PyPI) the hidden layer is snnTorch's own neuron instead:
+snntorch.Leaky(beta 0.9, threshold 1, surrogate.fast_sigmoid(slope 25),
+reset by subtraction; snnTorch subtracts the reset from the next step's
+membrane before the decay, so its dynamics differ from ours by a factor
+beta on the reset term), the way snnTorch's tutorials train.
+Prints the library versions, then seconds per epoch and test accuracy;
+threads = NK_THREADS (default 2)."""
 import os
 import sys
 import time
@@ -37,6 +44,34 @@ def load(path):
     return torch.from_numpy(x), torch.from_numpy(y)
 
 
+SNNTORCH = os.environ.get("NK_SNNTORCH") == "1"
+if SNNTORCH:
+    import snntorch
+    from snntorch import surrogate
+
+    print(f"torch {torch.__version__}, snntorch {snntorch.__version__}", flush=True)
+else:
+    print(f"torch {torch.__version__}", flush=True)
+
+
+class SnnTorchNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(784, 256)
+        self.lif = snntorch.Leaky(beta=0.9, threshold=1.0, spike_grad=surrogate.fast_sigmoid(slope=25),
+                                  reset_mechanism="subtract")
+        self.fc2 = torch.nn.Linear(256, 10)
+
+    def forward(self, x, steps=8):
+        current = self.fc1(x)
+        mem = self.lif.init_leaky()
+        count = torch.zeros_like(current)
+        for _ in range(steps):
+            spk, mem = self.lif(current, mem)
+            count = count + spk
+        return self.fc2(count / steps)
+
+
 class Net(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -59,7 +94,7 @@ def main():
     xtr, ytr = load(sys.argv[1])
     xte, yte = load(sys.argv[2])
     epochs = int(sys.argv[3]) if len(sys.argv) > 3 else 1
-    net = Net()
+    net = SnnTorchNet() if SNNTORCH else Net()
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     batches = xtr.shape[0] // 128
     for epoch in range(epochs):
