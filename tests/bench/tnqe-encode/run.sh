@@ -10,7 +10,8 @@
 # fidelity, PSNR, SSIM, seconds per image) and writes the depth-vs-PSNR plot
 # of camera 256 to $PLOT (default tnqe_camera.svg).
 # Environment: FM (Fashion-MNIST items), ONLY (camera|rgb|fmnist: one part),
-# ITER (Adam iterations, default 200).
+# ITER (Adam iterations, default 200), PEERS=0 (skip Qiskit, the peer: its
+# amplitude encoding of camera 32x32 and its simulator on our OpenQASM).
 . "$(dirname "$0")/../lib.sh" "$1" tnqe-bench
 here=$(cd "$(dirname "$0")" && pwd)
 S=$(/usr/bin/python3 -c 'import skimage, os; print(os.path.join(os.path.dirname(skimage.__file__), "data"))')
@@ -63,3 +64,30 @@ if [ "$only" = all ] || [ "$only" = fmnist ]; then
   enc fm-laytr18 "fmnist$fm" "layered+train" "L=18" "$work/fm.h5" --pad --layers 18 --train --iterations 500 --lr 0.02
 fi
 /usr/bin/python3 "$here/summary.py" "$runs" "$plot"
+# The peer (issue #39; PEERS=0 skips it): Qiskit's StatePreparation of the
+# state our camera-32 baseline prepares, transpiled to CX + U at level 3, and
+# Qiskit's Statevector of our exported OpenQASM as an independent check of the
+# TNQE circuits' fidelities (qiskit_peer.py, the benchmark venv).
+if [ "${PEERS:-1}" != 0 ] && { [ "$only" = all ] || [ "$only" = camera ]; }; then
+  PYV=${PYV:-$(bash "$here/../shred-unlearn/venv.sh" | tail -1)}
+  "$(dirname "$PYV")/pip" install -q "qiskit==2.*" >&2
+  mkdir -p "$work/qasm-amp" && tnqe-encode -q baseline -i "$work/camera32.h5" --qasm "$work/qasm-amp" -o "$work/q-amp.h5"
+  specs=()
+  for chi in 2 4 8; do
+    mkdir -p "$work/qasm-seq$chi"
+    tnqe-encode -q encode -i "$work/camera32.h5" --bond $chi --qasm "$work/qasm-seq$chi" -o "$work/q-seq$chi.h5"
+    specs+=("seq$chi=$work/qasm-seq$chi/item_000000.qasm")
+  done
+  echo
+  echo "camera 32x32 (10 qubits) against Qiskit:"
+  "$PYV" "$here/qiskit_peer.py" "$work/qasm-amp/item_000000.qasm" "${specs[@]}" 2>/dev/null | while read -r name cx depth extra; do
+    case $name in
+      qiskit) echo "  $name $cx" ;;
+      qiskit-amplitude) qd=$depth; echo "  amplitude encoding, Qiskit StatePreparation (CX+U, level 3): $cx CNOTs, depth $depth ($extra s)" ;;
+      ours-amplitude) echo "  amplitude encoding, ours (tnqe-encode baseline): $cx CNOTs, depth $depth" ;;
+      *) f=$(/usr/bin/python3 -c "import h5py; print('%.6f' % h5py.File('$work/q-$name.h5')['metrics/fidelity'][0])")
+         echo "  TNQE $name: $cx CNOTs, depth $depth; fidelity by Qiskit's Statevector $extra, by tnqe-encode $f" ;;
+    esac
+  done
+  echo "goal (issue #39): our amplitude baseline no deeper than Qiskit's"
+fi
