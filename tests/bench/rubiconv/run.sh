@@ -35,6 +35,7 @@ run() {
   printf '%s %s\n' "$best" "$(awk -v k="$peak" 'BEGIN{printf "%.0f", k/1024}')"
 }
 
+limits
 printf '%-8s %-7s %6s | %9s %9s %9s %9s %9s | %7s %7s %7s %7s | %8s %8s | %9s %9s %7s\n' \
   L median docs rubiconv fullfft padded perdoc grad "rc/full" "pad/rc" "per/rc" "grd/rc" "MiB rc" "MiB full" "rc cold" "full cold" "rc/full"
 for length in $lengths; do
@@ -52,6 +53,11 @@ for length in $lengths; do
         -v grad="$t_grad" -v mrc="$m_rc" -v mfull="$m_full" -v crc="$c_rc" -v cfull="$c_full" 'BEGIN {
       printf "%-8d %-7d %6d | %8.3fs %8.3fs %8.3fs %8.3fs %8.3fs | %6.2fx %6.2fx %6.2fx %6.2fx | %8d %8d | %8.3fs %8.3fs %6.2fx\n",
              L, md, d, rc, full, pad, per, grad, rc/full, pad/rc, per/rc, grad/rc, mrc, mfull, crc, cfull, crc/cfull }'
+    # The FFT engine against the machine (issue #39): fullfft's three real
+    # FFTs of n = 2L per channel, 2.5 n log2 n flops each, over its time.
+    awk -v L="$length" -v t="$t_full" -v g="$SGEMM_GFLOPS" 'BEGIN {
+      n = 2 * L; f = 64 * 3 * 2.5 * n * log(n) / log(2) / 1e9
+      printf "         FFT engine (fullfft, 3 real FFTs of 2L per channel): %.1f GFLOP/s, %.0f%% of the SGEMM rate (%s GFLOP/s)\n", f / t, 100 * f / t / g, g }'
     # The peers (issue #39; PEERS=0 skips them): the Hyena/safari-style torch
     # FFT convolution, boundary-blind over the packed sequence and per document.
     if [ "${PEERS:-1}" != 0 ]; then
