@@ -131,9 +131,11 @@ void cached_attention(KvCache& cache, const TokenBatch& batch, int64_t layer, co
     const int32_t slot = batch.slots[static_cast<size_t>(s)];
     const int64_t first = cache.length(slot);
     float* scores = scratch + omp_get_thread_num() * c.max_seq;
-    attend_rows(q + begin * qs + h * hd, qs, n, [&](int64_t j) { return cache.key(slot, layer, j) + g * hd; },
-                [&](int64_t j) { return cache.value(slot, layer, j) + g * hd; }, first + n, first, causal, hd, scale,
-                out + begin * qs + h * hd, qs, lse + begin * heads + h, heads, scores);
+    const auto key = [&](int64_t j) { return cache.key(slot, layer, j) + g * hd; };
+    const auto value = [&](int64_t j) { return cache.value(slot, layer, j) + g * hd; };
+    attend_rows<float, decltype(key), decltype(value), true>(q + begin * qs + h * hd, qs, n, key, value, first + n, first, causal,
+                                                             hd, scale, out + begin * qs + h * hd, qs, lse + begin * heads + h,
+                                                             heads, scores);
   }
 }
 

@@ -18,8 +18,10 @@ namespace nk::lm {
 /// nk keys. out[i] = sum_j p_ij v_j with p = softmax(scale q_i.k_j); lse[i] =
 /// log sum_j exp(scale q_i.k_j) (kept for the backward). key(j) and value(j)
 /// give row j's hd values (contiguous rows, or a paged KV cache's); 'scores'
-/// is scratch of nk values.
-template <class T, class KeyRow, class ValueRow>
+/// is scratch of nk values. Reassociate: the q.k dot products are summed in
+/// SIMD lanes (another rounding order; decoding through the KV cache uses
+/// it), else strictly left to right (the reference order).
+template <class T, class KeyRow, class ValueRow, bool Reassociate = false>
 void attend_rows(const T* q, int64_t q_stride, int64_t nq, const KeyRow& key, const ValueRow& value, int64_t nk,
                  int64_t first, bool causal, int64_t hd, double scale, T* out, int64_t out_stride, T* lse,
                  int64_t lse_stride, T* scores) {
@@ -30,7 +32,12 @@ void attend_rows(const T* q, int64_t q_stride, int64_t nq, const KeyRow& key, co
     for (int64_t j = 0; j < seen; ++j) {
       const T* kj = key(j);
       T dot = 0;
-      for (int64_t e = 0; e < hd; ++e) dot += qi[e] * kj[e];
+      if constexpr (Reassociate) {
+#pragma omp simd reduction(+ : dot)
+        for (int64_t e = 0; e < hd; ++e) dot += qi[e] * kj[e];
+      } else {
+        for (int64_t e = 0; e < hd; ++e) dot += qi[e] * kj[e];
+      }
       scores[j] = dot * static_cast<T>(scale);
       best = std::max(best, scores[j]);
     }
