@@ -39,6 +39,13 @@ OUT=$(cd "$OUT" && pwd)
 cd "$OUT"
 PY=/usr/bin/python3
 attr() { nk-data info "$1" --format tsv | awk -F'\t' -v k="$2" '$1=="attribute" && $2==k {print $7}'; }
+# The row name of each method in parts B and C.
+label() {
+  case $1 in
+    own) echo "model's own decoding" ;; dense) echo "index backend, every key" ;; louver) echo "louver --mass $MASS" ;;
+    quest) echo "quest at louver's share" ;; ivf) echo "ivf at louver's share" ;; topk) echo "louver --topk-oracle $k" ;;
+  esac
+}
 SHIPPED=$src/data/lm/causal.h5
 MODEL=$OUT/causal-2k.h5
 
@@ -112,11 +119,7 @@ print(max(1, round($d * (P + ($NEW - 1) / 2))))")
   nk-lm -q generate $G --key-index louver --topk-oracle "$k" --measure-missed -o topk.h5 > topk.txt
   printf '%-26s | %7s | %9s %8s %7s %9s | %10s %9s\n' method "keys" "mean KL" "max KL" spikes "KL > 0.01" "missed avg" "max"
   for m in own louver quest ivf topk; do
-    label="model's own decoding"
-    case $m in
-      louver) label="louver --mass $MASS" ;; quest) label="quest at louver's share" ;; ivf) label="ivf at louver's share" ;;
-      topk) label="louver --topk-oracle $k" ;;
-    esac
+    label=$(label $m)
     above=$($PY -c "import h5py; print(int((h5py.File('$m.h5')['kl'][()] > 0.01).sum()))")
     awk -v l="$label" -v d="$(attr $m.h5 density)" -v mk="$(attr $m.h5 mean_kl)" -v xk="$(attr $m.h5 max_kl)" -v s="$(attr $m.h5 spikes)" \
         -v a="$above" -v ma="$(attr $m.h5 missed_mean)" -v mx="$(attr $m.h5 missed_max)" 'BEGIN {
@@ -146,11 +149,7 @@ if [[ $PARTS == *C* ]]; then
   best t-quest --key-index quest --budget "$d"
   best t-ivf --key-index ivf --budget "$d"
   for m in own dense louver quest ivf; do
-    label="model's own decoding"
-    case $m in
-      dense) label="index backend, every key" ;; louver) label="louver --mass $MASS" ;; quest) label="quest at louver's share" ;;
-      ivf) label="ivf at louver's share" ;;
-    esac
+    label=$(label $m)
     awk -v l="$label" -v t="$(attr t-$m.h5 ms_per_token)" -v d="$(attr t-$m.h5 density)" -v a="$(attr t-$m.h5 append_seconds)" \
         -v s="$(attr t-$m.h5 select_seconds)" -v at="$(attr t-$m.h5 attend_seconds)" 'BEGIN {
       if (d == "") printf "%-26s | %8.3f | %8s %9s %9s %9s\n", l, t, "-", "-", "-", "-"
