@@ -73,7 +73,7 @@ void kron_factor(const Mat4& m, Mat2& high, Mat2& low) {
 }  // namespace
 
 void emit_multiplexed_rotation(Circuit& c, char axis, int target, const std::vector<int>& controls,
-                               const std::vector<double>& angles) {
+                               const std::vector<double>& angles, bool target_zero) {
   const int m = static_cast<int>(controls.size());
   const size_t patterns = size_t{1} << m;
   if (angles.size() != patterns) throw nk::Error(nk::Exit::runtime, "internal: multiplexor angle count");
@@ -86,12 +86,30 @@ void emit_multiplexed_rotation(Circuit& c, char axis, int target, const std::vec
   }
   std::vector<double> w = angles;
   walsh_hadamard(w);
+  const auto ladder_bit = [&](size_t j) { return (j + 1 == patterns) ? m - 1 : std::countr_zero(j + 1); };
+  if (target_zero && axis == 'y') {
+    // The ladder run backwards (same angles: the pattern's angle is linear in
+    // them, and the reversed ladder with negated angles is the inverse) with
+    // CZ for CX (Z, like X, flips Ry's sign; an even number of either
+    // cancels). Its first gate, a CZ onto the target, is the identity while
+    // the target is |0>: dropped. Written in the target's Hadamard frame
+    // (H CZ H = CX, H Ry(a) H = Ry(-a)): H, a plain CX ladder with negated
+    // angles, H, so the simulator still sees a Gray-code run and the H's
+    // fuse into the neighbouring gates.
+    c.h(target);
+    for (size_t j = patterns; j-- > 0;) {
+      const double theta = w[j ^ (j >> 1)] / static_cast<double>(patterns);
+      if (std::abs(theta) > 1e-15) c.ry(target, -theta);
+      if (j > 0) c.cx(controls[ladder_bit(j - 1)], target);
+    }
+    c.h(target);
+    return;
+  }
   for (size_t j = 0; j < patterns; ++j) {
     const size_t gray = j ^ (j >> 1);
     const double theta = w[gray] / static_cast<double>(patterns);
     if (std::abs(theta) > 1e-15) rotation(c, axis, target, theta);
-    const int bit = (j + 1 == patterns) ? m - 1 : std::countr_zero(j + 1);
-    c.cx(controls[bit], target);
+    c.cx(controls[ladder_bit(j)], target);
   }
 }
 
@@ -265,7 +283,7 @@ void emit_unitary(Circuit& c, const CMat& u, const std::vector<int>& qubits, int
     demultiplex(c, cs.v1h, cs.v2h, qubits);
   std::vector<double> angles(cs.theta.size());
   for (Eigen::Index i = 0; i < cs.theta.size(); ++i) angles[i] = 2 * cs.theta[i];
-  emit_multiplexed_rotation(c, 'y', top, lower, angles);
+  emit_multiplexed_rotation(c, 'y', top, lower, angles, zero_inputs > 0);
   demultiplex(c, cs.u1, cs.u2, qubits);
 }
 
@@ -293,7 +311,7 @@ void emit_state(Circuit& c, const CVec& psi, const std::vector<int>& qubits) {
       else
         angles[h] = 2 * std::atan2(norms[k][2 * h + 1], norms[k][2 * h]);
     }
-    emit_multiplexed_rotation(c, 'y', qubits[k], controls, angles);
+    emit_multiplexed_rotation(c, 'y', qubits[k], controls, angles, true);  // qubit k is still |0>
   }
   if (real) return;
   std::vector<double> phase(dim);
@@ -341,7 +359,8 @@ int64_t isometry_cnots(int n, int z) {
   if (n == 2) return 3;
   const int64_t half = int64_t{1} << (n - 1);
   const int64_t right = z > 0 ? isometry_cnots(n - 1, z - 1) : 2 * unitary_cnots(n - 1) + half;
-  return right + half + 2 * unitary_cnots(n - 1) + half;
+  const int64_t rotation = z > 0 ? half - 1 : half;  // the top qubit is |0>: one CZ less
+  return right + rotation + 2 * unitary_cnots(n - 1) + half;
 }
 
 int64_t schmidt_cnots(int n) {
@@ -350,7 +369,11 @@ int64_t schmidt_cnots(int n) {
   return schmidt_cnots(a) + a + unitary_cnots(a) + isometry_cnots(b, b - a);
 }
 
-int64_t state_cnots(int n, bool real) { return (real ? 1 : 2) * ((int64_t{1} << n) - 2); }
+int64_t state_cnots(int n, bool real) {
+  if (n <= 0) return 0;
+  const int64_t ry = (int64_t{1} << n) - n - 1;  // sum over k = 1..n-1 controls of 2^k - 1
+  return real ? ry : ry + (int64_t{1} << n) - 2;
+}
 
 int64_t unitary_cnots(int n) {
   if (n <= 1) return 0;

@@ -17,8 +17,12 @@ using Mat4 = Eigen::Matrix4cd;
 /// Uniformly controlled rotation: for each control pattern i (bit j of i is
 /// controls[j]) the target gets R_axis(angles[i]); axis 'y' or 'z'. Emits
 /// 2^m CNOTs for m >= 1 controls, none when every angle is zero.
+/// target_zero (Ry only): the target is promised to be |0> before it; the
+/// ladder is then run backwards with CZs, whose first one acts trivially on
+/// |0> and is left out: 2^m - 1 CNOTs (the saving of Iten et al.'s
+/// gates-up-to-a-diagonal, here exact on the promised inputs).
 void emit_multiplexed_rotation(Circuit& c, char axis, int target, const std::vector<int>& controls,
-                               const std::vector<double>& angles);
+                               const std::vector<double>& angles, bool target_zero = false);
 
 /// Two-qubit unitary on (q0, q1) with at most 3 CNOTs, by the KAK (Cartan)
 /// decomposition in the magic basis; the canonical part exp(i(a XX + b YY +
@@ -39,8 +43,10 @@ void emit_unitary(Circuit& c, const CMat& u, const std::vector<int>& qubits, int
 
 /// Exact state preparation |0...0> -> |psi> (psi normalised) by Mottonen et
 /// al. (2005): uniformly controlled Ry from the top qubit down, then Rz for the
-/// phases. Real vectors (of any signs) need only the Ry stage: 2^n - 2 CNOTs;
-/// complex ones 2^(n+1) - 4.
+/// phases. Each Ry multiplexor's target is still |0> when it starts, so each
+/// saves one CNOT (target_zero). Real vectors (of any signs) need only the Ry
+/// stage: 2^n - n - 1 CNOTs (Qiskit's isometry count); complex ones
+/// 2^(n+1) - n - 3.
 void emit_state(Circuit& c, const CVec& psi, const std::vector<int>& qubits);
 
 /// Exact state preparation by recursive Schmidt decomposition (Plesch and
