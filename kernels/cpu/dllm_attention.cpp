@@ -134,16 +134,29 @@ __attribute__((always_inline)) inline void run_task(const Task& t, int64_t h, in
     // Online softmax over this block.
     for (int64_t i = 0; i < rows4; ++i) {
       float* si = s + i * kTile;
-      float mx = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < cols; ++j) mx = std::max(mx, si[j]);
+      for (int64_t j = cols; j < kTile; ++j) si[j] = -INFINITY;  // the ragged end of the sequence
+      // Row maximum and sum in 8 lanes (a 64-key tile), reduced once.
+      f8 mx8 = load8(si);
+      for (int64_t j = 8; j < kTile; j += 8) {
+        const f8 v = load8(si + j);
+        mx8 = v > mx8 ? v : mx8;
+      }
+      float mx = mx8[0];
+      for (int e = 1; e < 8; ++e) mx = std::max(mx, mx8[e]);
       const float m_new = std::max(m[i], mx);
       const float corr = std::exp(m[i] - m_new);
-      for (int64_t j = cols; j < kTile; ++j) si[j] = -INFINITY;  // the ragged end of the sequence
       const f8 mv = splat(m_new);
-      for (int64_t j = 0; j < kTile; j += 8) store8(si + j, exp8(load8(si + j) - mv));
+      f8 sum8 = splat(0);
+      for (int64_t j = 0; j < kTile; j += 8) {
+        const f8 e = exp8(load8(si + j) - mv);
+        store8(si + j, e);
+        sum8 += e;
+      }
+      // Past the ragged end exp8 gave its floor (~1e-38) for -inf: zero for P V; in the sum it is below
+      // float resolution (the row's maximum contributes exp(0) = 1).
       for (int64_t j = cols; j < kTile; ++j) si[j] = 0;
       float rowsum = 0;
-      for (int64_t j = 0; j < cols; ++j) rowsum += si[j];
+      for (int e = 0; e < 8; ++e) rowsum += sum8[e];
       l[i] = l[i] * corr + rowsum;
       m[i] = m_new;
       if (corr != 1.0f) {

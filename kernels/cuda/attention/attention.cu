@@ -172,6 +172,14 @@ __global__ void __launch_bounds__(kThreads) flash_block_sparse(AttentionArgs a) 
     }
     __syncthreads();
     // O += P V: thread (tr, tc) owns rows 4 tr + i and columns 4 tc + 64 c + (0..3).
+    // This tile's P V starts from zero and joins the running sum once (not key
+    // by key onto it), as the CPU kernel does: each product then rounds
+    // against the tile's partial sum, not the whole row's.
+    float part[4][cols][4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int c = 0; c < cols; ++c) part[i][c][0] = part[i][c][1] = part[i][c][2] = part[i][c][3] = 0.f;
 #pragma unroll 2
     for (int key = 0; key < kTile; key += 4) {
       float4 p[4];
@@ -185,11 +193,18 @@ __global__ void __launch_bounds__(kThreads) flash_block_sparse(AttentionArgs a) 
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
             const float pk = kk == 0 ? p[i].x : kk == 1 ? p[i].y : kk == 2 ? p[i].z : p[i].w;
-            acc[i][c][0] += pk * vv.x, acc[i][c][1] += pk * vv.y, acc[i][c][2] += pk * vv.z, acc[i][c][3] += pk * vv.w;
+            part[i][c][0] += pk * vv.x, part[i][c][1] += pk * vv.y, part[i][c][2] += pk * vv.z, part[i][c][3] += pk * vv.w;
           }
         }
       }
     }
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int c = 0; c < cols; ++c) {
+        acc[i][c][0] += part[i][c][0], acc[i][c][1] += part[i][c][1];
+        acc[i][c][2] += part[i][c][2], acc[i][c][3] += part[i][c][3];
+      }
   }
   float* oh = a.out + static_cast<long>(h) * a.length * a.dims;
 #pragma unroll

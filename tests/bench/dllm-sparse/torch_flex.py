@@ -11,10 +11,17 @@ threads; each time is the best of REPEATS calls after a warm-up; the compile
 and the block mask's construction are timed apart. Outputs are checked
 against dllm-sparse attend's /o (dense and sparse) and the largest absolute
 difference printed. One line per method: name, seconds, max |diff|, each
-flushed at once: where torch.compile cannot build FlexAttention's CPU kernel
-(torch 2.15's PyPI wheel here: the generated kernels miss libtorch's Sleef
-and brgemm symbols, and with TORCH_USE_RTLD_GLOBAL=1 the process dies of a
-bus error), the lines before it stand and run.sh reports the failure.
+flushed at once: where torch.compile cannot build FlexAttention's CPU kernel,
+the lines before it stand and run.sh reports the failure.
+
+On Debian with libtorch-dev installed (python3-torch, which the tests use,
+pulls it in), inductor links its kernels against the wrong libtorch: it puts
+Python's LIBDIR (/usr/lib/x86_64-linux-gnu, where Debian's libtorch_cpu.so
+1.13 lives) before the wheel's torch/lib on the link line, and the kernels
+then miss the wheel's brgemm and Sleef symbols when loaded. Below, the
+Python library directory is dropped from inductor's link line (an extension
+module needs no libpython) and the wheel's torch/lib is put on
+LD_LIBRARY_PATH for inductor's load probe (a separate process).
 
 usage: torch_flex.py THREADS REPEATS step.h5 dense.h5 [plan.h5 sparse.h5]...
 """
@@ -22,10 +29,17 @@ import math
 import sys
 import time
 
+import os
+
 import h5py
 import numpy as np
 import torch
+import torch._inductor.cpp_builder as cpp_builder
 from torch.nn.attention.flex_attention import BlockMask, flex_attention
+
+_python_args = cpp_builder._get_python_related_args
+cpp_builder._get_python_related_args = lambda: (_python_args()[0], [])
+os.environ["LD_LIBRARY_PATH"] = os.path.join(os.path.dirname(torch.__file__), "lib") + ":" + os.environ.get("LD_LIBRARY_PATH", "")
 
 threads, repeats = int(sys.argv[1]), int(sys.argv[2])
 step, dense_out = sys.argv[3], sys.argv[4]
