@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "nk/kernels/gemm.hpp"
+
 namespace spike {
 
 void transpose_into(const Eigen::Ref<const snn::Matrix>& src, snn::Matrix& dst) {
@@ -36,7 +38,8 @@ int64_t BaseCurrents::bytes_for(const snn::Config& config, int64_t examples) {
 BaseCurrents::BaseCurrents(const snn::Network& base, const snn::Matrix& examples) {
   if (!applies(base.config)) throw std::invalid_argument("base currents need a dense first layer under direct coding");
   cache_.resize(examples.rows(), base.weight[0].rows());
-  cache_.noalias() = examples * base.weight[0].transpose();
+  nk::kernels::gemm_nt(examples.data(), base.weight[0].data(), cache_.data(), examples.rows(), base.weight[0].rows(),
+                       examples.cols());
   cache_.rowwise() += base.bias[0].transpose();
 }
 

@@ -117,10 +117,27 @@ void pretrain(const TrainOptions& o, const nk::RunEnv& env) {
   set_sizes(c, o, train, classes);
   snn::Network net = snn::Network::init(c, rng);
   nk::h5::Writer out(o.output, kModelSchema, o.no_clobber);  // fails early on a bad output path
-  Eigen::VectorXd theta = net.flat();
   nk::AdamConfig adam_config;
   adam_config.learning_rate = o.learning_rate;
-  nk::Adam adam(theta.size(), adam_config);
+  nk::Adam adam(0, adam_config);
+  // Adam in float on the network's own weights (as PyTorch's fp32 Adam), its
+  // moments beside each layer's weights and bias: no flat double copy of the
+  // parameters and gradient per batch, and the update spread over the threads.
+  std::vector<std::vector<float>> moments;
+  for (size_t l = 0; l < net.weight.size(); ++l) {
+    moments.emplace_back(static_cast<size_t>(2 * net.weight[l].size()), 0.0f);
+    moments.emplace_back(static_cast<size_t>(2 * net.bias[l].size()), 0.0f);
+  }
+  const auto adam_step = [&](snn::DenseGradient& g) {
+    adam.begin_step();
+    for (size_t l = 0; l < net.weight.size(); ++l) {
+      const auto update = [&](float* param, const float* grad, int64_t n, std::vector<float>& mv) {
+        adam.step_entries(n, grad, mv.data(), mv.data() + n, [param](int64_t e) -> float& { return param[e]; });
+      };
+      update(net.weight[l].data(), g.weight[l].data(), net.weight[l].size(), moments[2 * l]);
+      update(net.bias[l].data(), g.bias[l].data(), net.bias[l].size(), moments[2 * l + 1]);
+    }
+  };
   snn::Workspace ws(c, o.batch);
   snn::DenseGradient gradient(net);
   snn::Matrix x(o.batch, train.x.cols());
@@ -147,8 +164,7 @@ void pretrain(const TrainOptions& o, const nk::RunEnv& env) {
       loss += s.loss;
       correct += s.correct;
       gradient.compute(net, labels.data(), ws);
-      adam.step(theta, gradient.flat());
-      net.set_flat(theta);
+      adam_step(gradient);
       progress.update(k + 1);
     }
     progress.finish();
@@ -172,7 +188,7 @@ void pretrain(const TrainOptions& o, const nk::RunEnv& env) {
   out.attr("/", "test_accuracy", test_accuracy.empty() ? 0.0 : test_accuracy.back());
   out.attr("/", "activation_bytes", ws.activation_bytes());
   out.attr("/", "gradient_bytes", c.parameter_count() * static_cast<int64_t>(sizeof(float)));
-  out.attr("/", "optimizer_bytes", c.parameter_count() * static_cast<int64_t>(2 * sizeof(double)));
+  out.attr("/", "optimizer_bytes", c.parameter_count() * static_cast<int64_t>(2 * sizeof(float)));
   out.commit();
 }
 

@@ -21,7 +21,46 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "nk/kernels/gemm.hpp"
+
 namespace nk::snn {
+namespace {
+
+/// Products through nk::kernels (Eigen in the widest instruction set the CPU
+/// runs, picked at run time; this library is built for the portable baseline,
+/// where Eigen's own products run 4 floats wide) wherever the operands are
+/// contiguous row-major blocks; Eigen's otherwise (a block narrower than its
+/// workspace, in networks of several hidden layers).
+template <typename A, typename B, typename C>
+bool dense_rows(const A& a, const B& b, const C& c) {
+  return a.outerStride() == a.cols() && b.outerStride() == b.cols() && c.outerStride() == c.cols();
+}
+/// c = a b^T.
+template <typename A, typename B, typename C>
+void product_nt(const A& a, const B& b, C&& c) {
+  if (dense_rows(a, b, c))
+    nk::kernels::gemm_nt(a.data(), b.data(), c.data(), a.rows(), b.rows(), a.cols());
+  else
+    c.noalias() = a * b.transpose();
+}
+/// c = a b.
+template <typename A, typename B, typename C>
+void product_nn(const A& a, const B& b, C&& c) {
+  if (dense_rows(a, b, c))
+    nk::kernels::gemm(a.data(), b.data(), c.data(), a.rows(), b.cols(), a.cols());
+  else
+    c.noalias() = a * b;
+}
+/// c += a^T b.
+template <typename A, typename B, typename C>
+void add_product_tn(const A& a, const B& b, C&& c) {
+  if (dense_rows(a, b, c))
+    nk::kernels::gemm_tn(a.data(), b.data(), c.data(), a.cols(), b.cols(), a.rows(), true);
+  else
+    c.noalias() += a.transpose() * b;
+}
+
+}  // namespace
 
 BatchStats forward_conv(const Network& net, const Matrix& x, const int64_t* labels, Workspace& ws, nk::Rng* rng);
 void backward_conv(const Network& net, const Matrix& g_top, Output at, Workspace& ws, const LayerSink* sink, Matrix* grad_x);
@@ -355,7 +394,7 @@ BatchStats forward(const Network& net, const Matrix& x, const int64_t* labels, W
     if (h == 0 && first_currents) {
       current = *first_currents;
     } else {
-      current.noalias() = in * net.weight[static_cast<size_t>(h)].transpose();
+      product_nt(in, net.weight[static_cast<size_t>(h)], current);
       current.rowwise() += net.bias[static_cast<size_t>(h)].transpose();
     }
     Matrix& v = ws.potential[static_cast<size_t>(h)];
@@ -430,10 +469,10 @@ void backward_dense(const Network& net, const Matrix& g_top, Output at, Workspac
     if (sink) (*sink)(h, gv, h == 0 ? ws.input : ws.spikes[static_cast<size_t>(h) - 1]);
     if (h > 0) {
       const int64_t m = c.sizes[static_cast<size_t>(h)];
-      ws.grad_s.block(0, 0, t_count * b, m).noalias() = gv * net.weight[static_cast<size_t>(h)];
+      product_nn(gv, net.weight[static_cast<size_t>(h)], ws.grad_s.block(0, 0, t_count * b, m));
     } else if (grad_x) {
       if (summed) {
-        grad_x->noalias() = gv * net.weight[0];
+        product_nn(gv, net.weight[0], *grad_x);
       } else {
         // Rate coding: the coded input's gradient summed over the steps
         // (straight through the Bernoulli draws, whose mean is x).
@@ -533,7 +572,7 @@ BatchStats forward_conv(const Network& net, const Matrix& x, const int64_t* labe
     const auto k = static_cast<size_t>(h);
     const int64_t height = c.map_height(h), width = c.map_width(h), frames = (h == 0 && direct) ? b : t_count * b;
     im2col(in, frames, height, width, c.map_channels(h), ws.patches[k]);
-    ws.current[k].noalias() = ws.patches[k] * net.weight[k].transpose();
+    product_nt(ws.patches[k], net.weight[k], ws.current[k]);
     ws.current[k].rowwise() += net.bias[k].transpose();
     const double fired = lif_forward(c, ws.current[k], b * height * width, ws.potential[k], ws.spikes[k]);
     stats.rate.push_back(fired / static_cast<double>(ws.spikes[k].size()));
@@ -576,7 +615,7 @@ void backward_conv(const Network& net, const Matrix& g_top, Output at, Workspace
     lif_backward(c, ws.potential[k], ws.spikes[k], rows, {ws.conv_grad_s[k].data(), false, gv.data(), summed, gv.cols()});
     if (sink) (*sink)(h, summed ? gv.topRows(rows) : gv.topRows(t_count * rows), ws.patches[k]);
     if (h > 0) {
-      ws.grad_patches[k].noalias() = gv * net.weight[k];
+      product_nn(gv, net.weight[k], ws.grad_patches[k]);
       col2im(ws.grad_patches[k], t_count * b, height, width, c.map_channels(h), ws.grad_pooled[k - 1].data());
     } else if (grad_x) {
       // The image's gradient: the patches' gradient back onto the pixels
@@ -593,7 +632,7 @@ void backward_conv(const Network& net, const Matrix& g_top, Output at, Workspace
 
 void backward(const Network& net, const int64_t* labels, Workspace& ws, std::vector<Matrix>& gw, std::vector<Vector>& gb) {
   backward(net, labels, ws, [&](int64_t l, const Eigen::Ref<const Matrix>& gv, const Eigen::Ref<const Matrix>& x) {
-    gw[static_cast<size_t>(l)].noalias() += gv.transpose() * x;
+    add_product_tn(gv, x, gw[static_cast<size_t>(l)]);
     gb[static_cast<size_t>(l)] += gv.colwise().sum().transpose();
   });
 }
