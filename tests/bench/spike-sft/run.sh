@@ -163,11 +163,21 @@ if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
     "$(dirname "$PYV")/pip" install -q "snntorch==0.9.*" >&2
     NK_SNNTORCH=1 NK_THREADS=2 "$PYV" "$(dirname "$0")/torch_snn.py" "$work/train.h5" "$work/test.h5" 2 2>/dev/null > "$work/snn.txt"
     NK_THREADS=2 "$PYV" "$(dirname "$0")/torch_snn.py" "$work/train.h5" "$work/test.h5" 2 2>/dev/null > "$work/mkl.txt"
+    # SpikingJelly, where it installs (pure Python on PyPI): its LIFNode, same network.
+    if "$(dirname "$PYV")/pip" install -q "spikingjelly==2.*" >&2; then
+      NK_SPIKINGJELLY=1 NK_THREADS=2 "$PYV" "$(dirname "$0")/torch_snn.py" "$work/train.h5" "$work/test.h5" 2 2>/dev/null > "$work/sj.txt" || true
+    fi
     awk -v a="$t_ours" -v aa="$a_ours" -v v="$(head -1 "$work/snn.txt")" -v s="$(tail -1 "$work/snn.txt" | awk '{print $3, $7}')" \
         -v m="$(tail -1 "$work/mkl.txt" | awk '{print $3, $7}')" 'BEGIN {
       split(s, x, " "); split(m, y, " ")
       printf "%s: snnTorch Leaky %.2f s/epoch (test %.2f%%): spike-sft %.2fx faster; plain PyTorch (PyPI, MKL) %.2f s/epoch (test %.2f%%): %.2fx\n",
              v, x[1], 100 * x[2], x[1] / a, y[1], 100 * y[2], y[1] / a }'
+    if [ -s "$work/sj.txt" ]; then
+      awk -v a="$t_ours" -v v="$(head -1 "$work/sj.txt")" -v s="$(tail -1 "$work/sj.txt" | awk '{print $3, $7}')" 'BEGIN {
+        split(s, x, " "); printf "%s: SpikingJelly LIFNode %.2f s/epoch (test %.2f%%): spike-sft %.2fx faster\n", v, x[1], 100 * x[2], x[1] / a }'
+    else
+      echo "SpikingJelly did not install or run here"
+    fi
     echo "goal (issue #39): at least 5x faster per epoch than snnTorch at equal accuracy"
   fi
 else

@@ -11,6 +11,13 @@ snntorch.Leaky(beta 0.9, threshold 1, surrogate.fast_sigmoid(slope 25),
 reset by subtraction; snnTorch subtracts the reset from the next step's
 membrane before the decay, so its dynamics differ from ours by a factor
 beta on the reset term), the way snnTorch's tutorials train.
+With NK_SPIKINGJELLY=1 (the same venv, SpikingJelly from PyPI) it is
+SpikingJelly's multi-step LIFNode (tau 10, decay_input False: v = 0.9 v + I;
+soft reset v_reset None: v -= threshold s, exactly our dynamics; its
+PyTorch code, as on any CPU) over the input current repeated T times,
+with the fast sigmoid of slope 25 as its surrogate function (SpikingJelly
+has none with a slope inside; its API takes any callable), and
+functional.reset_net between batches, the way its tutorials train.
 Prints the library versions, then seconds per epoch and test accuracy;
 threads = NK_THREADS (default 2)."""
 import os
@@ -45,7 +52,14 @@ def load(path):
 
 
 SNNTORCH = os.environ.get("NK_SNNTORCH") == "1"
-if SNNTORCH:
+SPIKINGJELLY = os.environ.get("NK_SPIKINGJELLY") == "1"
+if SPIKINGJELLY:
+    import importlib.metadata
+
+    from spikingjelly.activation_based import functional, neuron
+
+    print(f"torch {torch.__version__}, spikingjelly {importlib.metadata.version('spikingjelly')}", flush=True)
+elif SNNTORCH:
     import snntorch
     from snntorch import surrogate
 
@@ -72,6 +86,26 @@ class SnnTorchNet(torch.nn.Module):
         return self.fc2(count / steps)
 
 
+class FastSigmoid(torch.nn.Module):
+    def forward(self, x):
+        return Spike.apply(x)
+
+
+class SpikingJellyNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(784, 256)
+        self.lif = neuron.LIFNode(tau=10.0, decay_input=False, v_threshold=1.0, v_reset=None,
+                                  surrogate_function=FastSigmoid(), step_mode="m")
+        self.fc2 = torch.nn.Linear(256, 10)
+
+    def forward(self, x, steps=8):
+        functional.reset_net(self)
+        current = self.fc1(x)
+        spikes = self.lif(current.unsqueeze(0).repeat(steps, 1, 1))  # [T, B, N]
+        return self.fc2(spikes.mean(0))
+
+
 class Net(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -94,7 +128,7 @@ def main():
     xtr, ytr = load(sys.argv[1])
     xte, yte = load(sys.argv[2])
     epochs = int(sys.argv[3]) if len(sys.argv) > 3 else 1
-    net = SnnTorchNet() if SNNTORCH else Net()
+    net = SpikingJellyNet() if SPIKINGJELLY else SnnTorchNet() if SNNTORCH else Net()
     opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     batches = xtr.shape[0] // 128
     for epoch in range(epochs):
