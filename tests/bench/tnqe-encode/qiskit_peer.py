@@ -4,13 +4,16 @@
   (read back by qiskit.qasm2 and simulated with Statevector, so pixel order,
   padding and norm are exactly ours) given to qiskit.circuit.library.
   StatePreparation, transpiled to CX + U at optimisation level 3 (seed 1):
-  its CNOT count and depth next to our baseline's.
+  its CNOT count and depth next to our baseline's; and the same state by
+  QuantumCircuit.initialize (a reset, then the same synthesis), transpiled
+  likewise with reset in the basis.
 - Independent fidelity: Qiskit's Statevector of each TNQE circuit's
   OpenQASM against that state, |<baseline|tnqe>|^2, next to the fidelity
   tnqe-encode reports.
 
 Prints the Qiskit version, then one line per circuit:
   qiskit-amplitude CX DEPTH SECONDS
+  qiskit-initialize CX DEPTH SECONDS
   ours-amplitude CX DEPTH
   NAME CX DEPTH FIDELITY_BY_QISKIT
 
@@ -45,6 +48,12 @@ compiled = transpile(prep, basis_gates=["cx", "u"], optimization_level=3, seed_t
 seconds = time.perf_counter() - t0
 cx, depth = counts(compiled)
 print(f"qiskit-amplitude {cx} {depth} {seconds:.1f}", flush=True)
+t0 = time.perf_counter()
+init = qiskit.QuantumCircuit(baseline.num_qubits)
+init.initialize(target.data, range(baseline.num_qubits))
+compiled = transpile(init, basis_gates=["cx", "u", "reset"], optimization_level=3, seed_transpiler=1)
+cx, depth = counts(compiled)
+print(f"qiskit-initialize {cx} {depth} {time.perf_counter() - t0:.1f}", flush=True)
 cx, depth = counts(baseline)
 print(f"ours-amplitude {cx} {depth}", flush=True)
 for spec in sys.argv[2:]:

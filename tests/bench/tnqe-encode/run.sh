@@ -84,6 +84,7 @@ if [ "${PEERS:-1}" != 0 ] && { [ "$only" = all ] || [ "$only" = camera ]; }; the
     case $name in
       qiskit) echo "  $name $cx" ;;
       qiskit-amplitude) qd=$depth; echo "  amplitude encoding, Qiskit StatePreparation (CX+U, level 3): $cx CNOTs, depth $depth ($extra s)" ;;
+      qiskit-initialize) echo "  amplitude encoding, Qiskit initialize (CX+U+reset, level 3): $cx CNOTs, depth $depth ($extra s)" ;;
       ours-amplitude) echo "  amplitude encoding, ours (tnqe-encode baseline): $cx CNOTs, depth $depth" ;;
       *) f=$(/usr/bin/python3 -c "import h5py; print('%.6f' % h5py.File('$work/q-$name.h5')['metrics/fidelity'][0])")
          echo "  TNQE $name: $cx CNOTs, depth $depth; fidelity by Qiskit's Statevector $extra, by tnqe-encode $f" ;;
