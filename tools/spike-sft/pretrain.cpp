@@ -12,6 +12,7 @@
 #include "nk/nn/optim.hpp"
 #include "nk/progress.hpp"
 #include "nk/timer.hpp"
+#include "spike-sft/dense_adam.hpp"
 #include "spike-sft/spike_sft.hpp"
 
 namespace spike {
@@ -120,24 +121,7 @@ void pretrain(const TrainOptions& o, const nk::RunEnv& env) {
   nk::AdamConfig adam_config;
   adam_config.learning_rate = o.learning_rate;
   nk::Adam adam(0, adam_config);
-  // Adam in float on the network's own weights (as PyTorch's fp32 Adam), its
-  // moments beside each layer's weights and bias: no flat double copy of the
-  // parameters and gradient per batch, and the update spread over the threads.
-  std::vector<std::vector<float>> moments;
-  for (size_t l = 0; l < net.weight.size(); ++l) {
-    moments.emplace_back(static_cast<size_t>(2 * net.weight[l].size()), 0.0f);
-    moments.emplace_back(static_cast<size_t>(2 * net.bias[l].size()), 0.0f);
-  }
-  const auto adam_step = [&](snn::DenseGradient& g) {
-    adam.begin_step();
-    for (size_t l = 0; l < net.weight.size(); ++l) {
-      const auto update = [&](float* param, const float* grad, int64_t n, std::vector<float>& mv) {
-        adam.step_entries(n, grad, mv.data(), mv.data() + n, [param](int64_t e) -> float& { return param[e]; });
-      };
-      update(net.weight[l].data(), g.weight[l].data(), net.weight[l].size(), moments[2 * l]);
-      update(net.bias[l].data(), g.bias[l].data(), net.bias[l].size(), moments[2 * l + 1]);
-    }
-  };
+  DenseAdam dense_adam(net);  // float32, in place: no flat double copy of the parameters per batch
   snn::Workspace ws(c, o.batch);
   snn::DenseGradient gradient(net);
   snn::Matrix x(o.batch, train.x.cols());
@@ -164,7 +148,8 @@ void pretrain(const TrainOptions& o, const nk::RunEnv& env) {
       loss += s.loss;
       correct += s.correct;
       gradient.compute(net, labels.data(), ws);
-      adam_step(gradient);
+      adam.begin_step();
+      dense_adam.step(adam, net, gradient);
       progress.update(k + 1);
     }
     progress.finish();

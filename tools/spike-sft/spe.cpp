@@ -28,6 +28,7 @@
 #include "nk/nn/optim.hpp"
 #include "nk/progress.hpp"
 #include "nk/timer.hpp"
+#include "spike-sft/dense_adam.hpp"
 #include "spike-sft/base_currents.hpp"
 #include "spike-sft/spike_sft.hpp"
 
@@ -197,12 +198,9 @@ class FullTuner final : public Tuner {
 
   TrainableState init(nk::Rng&) override {
     dense_.emplace(net_);
+    moments_.emplace(net_);
     TrainableState state;
     for (const snn::Matrix& w : net_.weight) {
-      mw_.emplace_back(static_cast<size_t>(w.size()), 0.0f);
-      vw_.emplace_back(static_cast<size_t>(w.size()), 0.0f);
-      mb_.emplace_back(static_cast<size_t>(w.rows()), 0.0f);
-      vb_.emplace_back(static_cast<size_t>(w.rows()), 0.0f);
       state.entries += w.size() + w.rows();
       state.bytes += (w.size() + w.rows()) * 12;
     }
@@ -211,21 +209,14 @@ class FullTuner final : public Tuner {
 
   void step(const int64_t* labels, snn::Workspace& ws, const nk::Adam& adam) override {
     dense_->compute(net_, labels, ws);
-    for (size_t L = 0; L < net_.weight.size(); ++L) {
-      float* w = net_.weight[L].data();
-      float* b = net_.bias[L].data();
-      adam.step_entries(net_.weight[L].size(), dense_->weight[L].data(), mw_[L].data(), vw_[L].data(),
-                        [&](int64_t e) -> float& { return w[e]; });
-      adam.step_entries(net_.bias[L].size(), dense_->bias[L].data(), mb_[L].data(), vb_[L].data(),
-                        [&](int64_t e) -> float& { return b[e]; });
-    }
+    moments_->step(adam, net_, *dense_);
   }
 
   int64_t write_delta(nk::h5::Writer& out) const override { return write_weight_delta(out, base_, net_, true); }
 
  private:
   std::optional<snn::DenseGradient> dense_;  // full fine-tuning only: masks never hold a dense gradient
-  std::vector<std::vector<float>> mw_, vw_, mb_, vb_;
+  std::optional<DenseAdam> moments_;
 };
 
 /// LoRA: W = W_base + U V^T per layer, U [out, r] (zero at the start) and V

@@ -26,10 +26,9 @@ LD_LIBRARY_PATH for inductor's load probe (a separate process).
 usage: torch_flex.py THREADS REPEATS step.h5 dense.h5 [plan.h5 sparse.h5]...
 """
 import math
+import os
 import sys
 import time
-
-import os
 
 import h5py
 import numpy as np
