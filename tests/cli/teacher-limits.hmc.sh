@@ -105,6 +105,26 @@ finish()
 PYEOF
 [ $? -eq 0 ] && pass "adam checked in numpy and scipy" || fail "adam checked in numpy and scipy"
 
+# The restarts' mean prediction, known readouts, no ridge.
+check "adam --teacher-readout, 3 restarts, no ridge" $TL adam -i hd.h5 --widths 2,8 --epochs 40 --lr 0.01 --restarts 3 --teacher-readout --ridge-features 0 --seed 4 -o adamt.h5
+"$PY" - <<'PYEOF'
+import h5py, numpy as np, os, sys
+sys.path.insert(0, os.environ["NK_SOURCE"] + "/tests/cli")
+from nk_check import report, finish
+f, a, t = h5py.File("hd.h5"), h5py.File("adam.h5")["/adam"], h5py.File("adamt.h5")["/adam"]
+report(np.array_equal(a["eps_ensemble"][()], a["eps"][()]), "one restart: the restarts' mean is the kept student")
+v = f["/teacher/v"][()]
+report(list(t["width"][0]) == [2, 4], f"--teacher-readout cuts width 8 to k = 4: {list(t['width'][0])}")
+for w in (2, 4):
+    report(np.allclose(t[f"students/000000/{w}/a"][()], v[:w], rtol=0, atol=1e-12), f"width {w}: readouts are the teacher's v_1..v_{w}")
+e, m = t["eps"][0], t["eps_ensemble"][0]
+report(np.all(np.isfinite(m)) and np.all(m < np.sum(v ** 2)), f"restarts' mean finite and below the teacher's variance: {m}")
+report("ridge_eps" not in t, "--ridge-features 0 writes no /adam/ridge_eps")
+finish()
+PYEOF
+[ $? -eq 0 ] && pass "adam restarts' mean and teacher readouts" || fail "adam restarts' mean and teacher readouts"
+check "report on an adam file without ridge" sh -c "$TL report -i hth.h5 adamt.h5 -o fitt.h5 > tablet.tsv"
+
 # report: fits and figures from theory, hmc and adam.
 check "theory over a range" $TL theory -i ht.h5 --n-range 50:1e6:30 -o hrange.h5
 check "report with figures" sh -c "$TL report -i hrange.h5 hall.h5 adam.h5 --svg fig -o fit.h5 > table.tsv"

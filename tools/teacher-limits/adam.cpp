@@ -59,7 +59,7 @@ void adam(const AdamOptions& o, const nk::RunEnv& env) {
   if (std::any_of(o.widths.begin(), o.widths.end(), needs_kc)) se.emplace(t.spec());
 
   std::vector<int64_t> kc_of, width_of;
-  std::vector<double> eps, overlap, lr, val, epochs, ridge;
+  std::vector<double> eps, eps_ensemble, overlap, lr, val, epochs, ridge;
   std::vector<std::map<int64_t, StudentFit>> students;
   nk::Progress progress("adam", count * W);
   for (int64_t i = first; i < last; ++i) {
@@ -70,18 +70,21 @@ void adam(const AdamOptions& o, const nk::RunEnv& env) {
     std::map<int64_t, StudentFit> fits;
     for (int64_t j = 0; j < W; ++j) {
       progress.update((i - first) * W + j);
-      const int64_t w = resolve_width(o.widths[j], k_c, k);
+      const int64_t resolved = resolve_width(o.widths[j], k_c, k);
+      const int64_t w = o.training.teacher_readout ? std::min(resolved, k) : resolved;
       width_of.push_back(w);
       if (!fits.count(w)) fits.emplace(w, train_student(data, w, o.training, rng.split(static_cast<uint64_t>(w))));
       const StudentFit& f = fits.at(w);
       eps.push_back(f.eps);
+      eps_ensemble.push_back(f.eps_ensemble);
       overlap.insert(overlap.end(), f.overlap.begin(), f.overlap.end());
       lr.push_back(f.learning_rate);
       val.push_back(f.val_mse);
       epochs.push_back(static_cast<double>(f.epochs));
-      spdlog::info("adam: item {}/{} n = {} seed {} width {} ({}): eps {:.5g}, validation mse {:.5g}, lr {}, {} epochs",
-                   i + 1, items.size(), items[i].n, items[i].seed, w, o.widths[j], f.eps, f.val_mse, f.learning_rate,
-                   f.epochs);
+      spdlog::info("adam: item {}/{} n = {} seed {} width {} ({}): eps {:.5g} (restarts' mean prediction {:.5g}), "
+                   "validation mse {:.5g}, lr {}, {} epochs",
+                   i + 1, items.size(), items[i].n, items[i].seed, w, o.widths[j], f.eps, f.eps_ensemble, f.val_mse,
+                   f.learning_rate, f.epochs);
     }
     ridge.push_back(o.ridge_features > 0 ? random_features_ridge(data, o.ridge_features * t.d(), o.training.validation,
                                                                  rng.split(1u << 30))
@@ -100,11 +103,12 @@ void adam(const AdamOptions& o, const nk::RunEnv& env) {
   out.write("/adam/width", width_of.data(), {count, W}, "item,w");
   out.write("/adam/k_c", kc_of.data(), {count}, "item");
   out.write("/adam/eps", eps.data(), {count, W}, "item,w");
+  out.write("/adam/eps_ensemble", eps_ensemble.data(), {count, W}, "item,w");
   out.write("/adam/overlap", overlap.data(), {count, W, k}, "item,w,k");
   out.write("/adam/lr", lr.data(), {count, W}, "item,w");
   out.write("/adam/val_mse", val.data(), {count, W}, "item,w");
   out.write("/adam/epochs", epochs.data(), {count, W}, "item,w");
-  out.write("/adam/ridge_eps", ridge.data(), {count}, "item");
+  if (o.ridge_features > 0) out.write("/adam/ridge_eps", ridge.data(), {count}, "item");
   for (int64_t i = 0; i < count; ++i)
     for (const auto& [w, f] : students[i]) {
       char group[64];

@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   adam_verb->add_option("--validation", adam.training.validation, "Share of training rows held out for early stopping and lr")
       ->check(CLI::Range(0.0, 0.9));
+  adam_verb->add_flag("--teacher-readout", adam.training.teacher_readout, "Fix the readouts to the teacher's v_1..v_w (widths above k are cut to k); train W only");
   adam_verb->add_option("--ridge-features", adam.ridge_features, "Random features per input dimension for the ridge baseline (0: none)")
       ->check(CLI::Range(int64_t{0}, int64_t{1024}));
   add_items(adam_verb, adam.items);

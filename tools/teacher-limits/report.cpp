@@ -260,37 +260,56 @@ void report(const ReportOptions& o, const nk::RunEnv&) {
       const std::vector<int64_t> n = f.read<int64_t>("/adam/n").data;
       const Matrix e = f.read_matrix<double>("/adam/eps");
       const std::vector<std::string> tokens = f.read_strings("/adam/widths");
-      const std::vector<double> ridge = column(f, "/adam/ridge_eps");
+      const std::vector<double> ridge = f.has("/adam/ridge_eps") ? column(f, "/adam/ridge_eps") : std::vector<double>{};
       if (static_cast<size_t>(e.rows()) != n.size() || static_cast<size_t>(e.cols()) != tokens.size() ||
-          ridge.size() != n.size())
+          (!ridge.empty() && ridge.size() != n.size()))
         throw nk::input_error(path, "/adam/eps", "needs [items, widths] matching /adam/n and /adam/widths");
+      // The restarts' mean prediction (files of earlier versions lack it).
+      Matrix ens;
+      if (f.has("/adam/eps_ensemble")) {
+        ens = f.read_matrix<double>("/adam/eps_ensemble");
+        if (ens.rows() != e.rows() || ens.cols() != e.cols())
+          throw nk::input_error(path, "/adam/eps_ensemble", "needs the shape of /adam/eps");
+      }
       for (size_t w = 0; w < tokens.size(); ++w) {
         std::vector<double> col(n.size());
         for (size_t i = 0; i < n.size(); ++i) col[i] = e(static_cast<int64_t>(i), static_cast<int64_t>(w));
         const ByN g = group_by_n(n, col);
-        std::vector<double> in_n, in_e, gap;
+        std::vector<double> in_n, in_e, gap, ens_gap;
+        std::optional<ByN> ge;
+        if (ens.size() > 0) {
+          std::vector<double> ecol(n.size());
+          for (size_t i = 0; i < n.size(); ++i) ecol[i] = ens(static_cast<int64_t>(i), static_cast<int64_t>(w));
+          ge = group_by_n(n, ecol);
+        }
         for (size_t j = 0; j < g.n.size(); ++j) {
           if (!(g.n[j] >= fl_lo && g.n[j] <= fl_hi)) continue;
           in_n.push_back(g.n[j]), in_e.push_back(g.mean[j]);
           gap.push_back(g.mean[j] / log_interp(th.n, th.eps_bo, g.n[j]));
+          if (ge) ens_gap.push_back(ge->mean[j] / log_interp(th.n, th.eps_bo, g.n[j]));
         }
         fits.add("adam " + tokens[w] + " slope", log_slope(in_n, in_e), law);
         if (!gap.empty())
           fits.add("adam " + tokens[w] + " eps/eps_bo max", *std::max_element(gap.begin(), gap.end()), 1, in_n.front(),
                    in_n.back(), static_cast<int64_t>(gap.size()));
+        if (!ens_gap.empty())
+          fits.add("adam " + tokens[w] + " restarts' mean eps/eps_bo max", *std::max_element(ens_gap.begin(), ens_gap.end()),
+                   kNaN, in_n.front(), in_n.back(), static_cast<int64_t>(ens_gap.size()));
         nk::plot::Series s = line("Adam width " + tokens[w], g.n, g.mean);
         s.markers = true;
         eps_series.push_back(s);
       }
-      const ByN r = group_by_n(n, ridge);
-      std::vector<double> in_n, in_e;
-      for (size_t j = 0; j < r.n.size(); ++j)
-        if (r.n[j] >= fl_lo && r.n[j] <= fl_hi) in_n.push_back(r.n[j]), in_e.push_back(r.mean[j]);
-      fits.add("random-features ridge slope", log_slope(in_n, in_e), kNaN);
-      nk::plot::Series rs = line("random-features ridge", r.n, r.mean);
-      rs.dashed = true;
-      rs.markers = true;
-      eps_series.push_back(rs);
+      if (!ridge.empty()) {
+        const ByN r = group_by_n(n, ridge);
+        std::vector<double> in_n, in_e;
+        for (size_t j = 0; j < r.n.size(); ++j)
+          if (r.n[j] >= fl_lo && r.n[j] <= fl_hi) in_n.push_back(r.n[j]), in_e.push_back(r.mean[j]);
+        fits.add("random-features ridge slope", log_slope(in_n, in_e), kNaN);
+        nk::plot::Series rs = line("random-features ridge", r.n, r.mean);
+        rs.dashed = true;
+        rs.markers = true;
+        eps_series.push_back(rs);
+      }
     } else {
       throw nk::input_error(path, "",
                             "holds neither /hmc/eps_bo nor /adam/eps (give hmc or adam outputs after the theory file)");

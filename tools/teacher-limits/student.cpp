@@ -54,6 +54,7 @@ StudentFit run(const Data& data, const Split& s, int64_t width, double rate, con
   Vector a(width);
   for (int64_t i = 0; i < W.size(); ++i) W.data()[i] = rng.normal();
   for (int64_t j = 0; j < width; ++j) a[j] = rng.normal() / std::sqrt(static_cast<double>(width));
+  if (t.teacher_readout) a = data.teacher.v.head(width);
 
   const int64_t P = width * d + width;
   Eigen::VectorXd params(P), grad(P);
@@ -87,6 +88,7 @@ StudentFit run(const Data& data, const Split& s, int64_t width, double rate, con
       params.tail(width) = a;
       grad.head(width * d) = Eigen::Map<const Eigen::VectorXd>(gW.data(), width * d) / static_cast<double>(B);
       grad.tail(width) = ga / static_cast<double>(B);
+      if (t.teacher_readout) grad.tail(width).setZero();
       adam.step(params, grad);
       W = Eigen::Map<const Matrix>(params.data(), width, d);
       a = params.tail(width);
@@ -117,16 +119,24 @@ StudentFit run(const Data& data, const Split& s, int64_t width, double rate, con
 
 StudentFit train_student(const Data& data, int64_t width, const AdamTraining& t, const nk::Rng& rng) {
   const Split s = split(data, t.validation);
+  Committee net(data.teacher.activation, width, data.teacher.d());
   StudentFit best;
   best.val_mse = std::numeric_limits<double>::infinity();
+  // Test predictions of every restart, per learning rate: the ensemble is
+  // the mean prediction of the restarts at the rate of the kept student.
+  std::vector<Vector> mean_prediction(t.learning_rates.size(), Vector::Zero(s.test_X.rows()));
+  size_t best_rate = 0;
+  Vector out;
   for (size_t l = 0; l < t.learning_rates.size(); ++l)
     for (int r = 0; r < t.restarts; ++r) {
       StudentFit fit = run(data, s, width, t.learning_rates[l], t, rng.split(l * 1000 + static_cast<uint64_t>(r)));
-      if (fit.val_mse < best.val_mse || best.W.size() == 0) best = std::move(fit);
+      out.resize(s.test_X.rows());
+      net.predict(s.test_X.data(), s.test_X.rows(), fit.W, fit.a, out.data());
+      mean_prediction[l] += out / static_cast<double>(t.restarts);
+      if (fit.val_mse < best.val_mse || best.W.size() == 0) best = std::move(fit), best_rate = l;
     }
-  Committee net(data.teacher.activation, width, data.teacher.d());
-  Vector out;
   best.eps = mse(net, s.test_X, data.test_f, best.W, best.a, out);
+  best.eps_ensemble = (data.test_f - mean_prediction[best_rate]).squaredNorm() / static_cast<double>(std::max<int64_t>(1, s.test_X.rows()));
   best.overlap = matched_overlaps(data.teacher.W, best.W);
   return best;
 }

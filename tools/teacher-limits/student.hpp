@@ -16,6 +16,7 @@ struct AdamTraining {
   std::vector<double> learning_rates{3e-3, 1e-2};
   int restarts = 2;
   double validation = 0.1;  ///< share of the training rows held out for early stopping and lr
+  bool teacher_readout = false;  ///< a_j fixed to the teacher's v_j (j < width <= k), only W trained
 };
 
 struct StudentFit {
@@ -23,6 +24,7 @@ struct StudentFit {
   Vector a;            ///< [w]
   double eps = 0;      ///< test error against the noiseless teacher
   double val_mse = 0;  ///< validation mean squared error (noisy labels)
+  double eps_ensemble = 0;  ///< test error of the restarts' mean prediction at the kept rate
   double learning_rate = 0;
   int64_t epochs = 0;           ///< epochs until the best validation loss
   std::vector<double> overlap;  ///< [k] matched |cos|

@@ -6,7 +6,9 @@
 #   (2) HMC at d = 64, beta = 1, he3, Delta = 0.1 (2.5 decades of n are
 #       feature-learning there), 4 data seeds x 8 n against the equations;
 #       Gibbs/BO; HMC's own onsets; d = 16..96 at three n/d.
-#   (3) Adam at widths kc/2, kc, 2kc, k on the same n beside random-features ridge.
+#   (3) Adam at widths kc/2, kc, 2kc, k on the same n beside random-features
+#       ridge, the restarts' mean prediction at k_c and HMC's Gibbs error
+#       (when part 2 ran); Adam at k_c for d = 64, 128, 256 at n = 150 d.
 #   (4) HMC gradients/s at d = 64, n = 16384 against the same HMC in PyTorch
 #       (Debian's python3-torch, and PyPI's MKL build in the benchmarks' venv,
 #       tests/bench/nk-lm/venv.sh),
@@ -83,9 +85,25 @@ if [[ $PARTS == *3* ]]; then
   echo "## (3) Adam against eps_BO, and random-features ridge (d = 64, the same teacher)"
   echo
   start=$(date +%s)
-  $TL adam -i "$OUT/t64.h5" --n $N64 --data-seeds ${ADAM_SEEDS:-0} --test 4000 --seed 13 -o "$OUT/adam64.h5"
-  $PY "$here/hmc_theory.py" adam "$OUT/th64.h5" "$OUT/adam64.h5"
-  echo "(Adam: $(( $(date +%s) - start )) s: widths kc/2, kc, 2kc, k x lr 0.003, 0.01 x 2 restarts, batch 64, <= 200 epochs)"
+  $TL adam -i "$OUT/t64.h5" --n $N64 --data-seeds ${ADAM_SEEDS:-0} --test 4000 --restarts 4 --seed 13 -o "$OUT/adam64.h5"
+  hmc_file=""
+  [ -f "$OUT/hmc64.h5" ] && hmc_file="$OUT/hmc64.h5"
+  $PY "$here/hmc_theory.py" adam "$OUT/th64.h5" "$OUT/adam64.h5" $hmc_file
+  echo "(Adam: $(( $(date +%s) - start )) s: widths kc/2, kc, 2kc, k x lr 0.003, 0.01 x 4 restarts, batch 64, <= 200 epochs)"
+  echo
+  echo "### Adam at k_c as d grows (k = d, n = 150 d, the same beta, he3 and Delta)"
+  echo
+  start=$(date +%s)
+  ascan=()
+  for d in 64 128 256; do
+    $TL teacher --d $d --k $d --beta 1 --activation he3 --noise 0.1 --seed 1 -o "$OUT/ta$d.h5"
+    $TL theory -i "$OUT/ta$d.h5" --n $((d * 150)) -o "$OUT/tha$d.h5"
+    $TL adam -i "$OUT/ta$d.h5" --n $((d * 150)) --data-seeds 0 --test 4000 --widths kc --restarts 4 --ridge-features 0 \
+      --seed 14 -o "$OUT/adama$d.h5"
+    ascan+=("$d:$OUT/tha$d.h5:$OUT/adama$d.h5")
+  done
+  $PY "$here/hmc_theory.py" adam-scan "${ascan[@]}"
+  echo "(Adam scan: $(( $(date +%s) - start )) s)"
   echo
   if [ -f "$OUT/hmc64.h5" ]; then
     $TL report -i "$OUT/th64.h5" "$OUT/hmc64.h5" "$OUT/adam64.h5" --svg "$OUT/fig64" -o "$OUT/fit64.h5" > "$OUT/fit64.tsv"
