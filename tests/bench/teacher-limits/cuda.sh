@@ -6,7 +6,8 @@
 # would write). Shapes: d = k = 64, n = 16384 (benchmark part 4's) and
 # d = k = 256 at n = 65536 and 262144 (SHAPES="d:n ..."; torch on the CPU
 # gets fewer gradients at the largest n). The limit: torch's FP32 GEMM rate
-# at the gradient's two shapes on the same device.
+# at the gradient's two shapes on the same device. Then part (2) of the CPU
+# benchmark at d = k = 256 (below).
 . "$(dirname "$0")/../lib.sh" "$1" teacher-limits-cuda
 here=$(cd "$(dirname "$0")" && pwd)
 PY=${PY:-python3}
@@ -33,3 +34,22 @@ for shape in $shapes; do
   done
   rm -f "$work"/*.h5
 done
+
+# Part (2) at d = k = 256 on the GPU: HMC against the equations at the same
+# n/d as the CPU benchmark's d = 64 run (n = 4.7 d .. 600 d), 4 data seeds.
+# At d = 64 the equations miss HMC's 2-SE band at two n by a finite-size gap
+# that shrinks with d (README); at d = 256 it should fall under the SE.
+# D, HMC_SEEDS and DEVICE (cpu to try the script on a small D) change it.
+D=${D:-256}
+DEVICE=${DEVICE:-cuda}
+ns=$(for a in 4.6875 9.375 18.75 37.5 75 150 300 600; do awk -v a="$a" -v d="$D" 'BEGIN { printf "%d,", a * d }'; done)
+ns=${ns%,}
+echo
+echo "== part (2) at d = k = $D on $DEVICE: n = $ns, seeds ${HMC_SEEDS:-0,1,2,3}"
+start=$(date +%s)
+teacher-limits -q teacher --d "$D" --k "$D" --beta 1 --activation he3 --noise 0.1 --seed 1 -o "$work/t$D.h5"
+teacher-limits -q theory -i "$work/t$D.h5" --n-range "$((D * 2)):$((D * 20000)):160" -o "$work/th$D.h5"
+teacher-limits -q --device "$DEVICE" hmc -i "$work/t$D.h5" --n "$ns" --data-seeds "${HMC_SEEDS:-0,1,2,3}" --test 4000 \
+  --chains 2 --samples 150 --warmup 500 --leapfrog 10 --seed 11 -o "$work/hmc$D.h5"
+$PY "$here/hmc_theory.py" hmc "$work/th$D.h5" "$work/hmc$D.h5"
+echo "(part 2 at d = $D: $(( $(date +%s) - start )) s)"
