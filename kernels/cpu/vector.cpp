@@ -42,6 +42,10 @@ void silu(const float* x, float* y, int64_t n) { cpu_ops().silu(x, y, n); }
 
 void silu_backward(const float* x, const float* dy, float* dx, int64_t n) { cpu_ops().silu_backward(x, dy, dx, n); }
 
+void softmax_rows_biased(const float* z, int64_t rows, int64_t V, const float* b, double* lse, double* acc) {
+  cpu_ops().softmax_rows_biased(z, rows, V, b, lse, acc);
+}
+
 const char* vector_isa() { return cpu_ops().isa; }
 
 }  // namespace nk::kernels

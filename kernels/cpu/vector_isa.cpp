@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "vector_isa.hpp"
 
@@ -272,6 +273,31 @@ void direct(const ConvShape& s, const float* x, const float* packed, const float
 
 }  // namespace
 
-const VectorOps ops = {NK_VECTOR_ISA, normal_blocks, direct, silu, silu_backward};
+void softmax_rows_biased(const float* z, int64_t rows, int64_t V, const float* b, double* lse, double* acc) {
+  std::vector<float> e(static_cast<size_t>(V));
+  float* __restrict es = e.data();
+  const float* __restrict bs = b;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* __restrict zs = z + r * V;
+    float top = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : top)
+    for (int64_t v = 0; v < V; ++v) top = std::max(top, zs[v] + bs[v]);
+    double sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t v = 0; v < V; ++v) {
+      es[v] = exp_clamped(zs[v] + bs[v] - top);
+      sum += static_cast<double>(es[v]);
+    }
+    lse[r] = static_cast<double>(top) + std::log(sum);
+    if (acc) {
+      double* __restrict as = acc;
+      const double inv = 1.0 / sum;
+#pragma omp simd
+      for (int64_t v = 0; v < V; ++v) as[v] += static_cast<double>(es[v]) * inv;
+    }
+  }
+}
+
+const VectorOps ops = {NK_VECTOR_ISA, normal_blocks, direct, silu, silu_backward, softmax_rows_biased};
 
 }  // namespace nk::kernels::NK_VECTOR_NAMESPACE

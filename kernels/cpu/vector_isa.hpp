@@ -11,6 +11,7 @@ struct VectorOps {
                         const ConvEpilogue& epilogue);
   void (*silu)(const float* x, float* y, int64_t n);
   void (*silu_backward)(const float* x, const float* dy, float* dx, int64_t n);
+  void (*softmax_rows_biased)(const float* z, int64_t rows, int64_t V, const float* b, double* lse, double* acc);
 };
 
 namespace vector_generic {

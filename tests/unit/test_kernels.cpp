@@ -196,6 +196,34 @@ TEST_SUITE("kernels") {
     CHECK(worst_grad < 2e-6);
   }
 
+  TEST_CASE("softmax_rows_biased: log-sum-exp and accumulated softmax equal double loops, rows alone or together") {
+    nk::Rng rng(31);
+    const int64_t rows = 7, V = 1027;  // V not a multiple of any vector width
+    std::vector<float> z(rows * V), b(V);
+    for (auto& x : z) x = static_cast<float>(30.0 * rng.uniform() - 15.0);
+    for (auto& x : b) x = static_cast<float>(4.0 * rng.uniform() - 2.0);
+    z[5] = 80.0f, z[V + 3] = -90.0f;  // a dominant logit; one below the clamp
+    std::vector<double> lse(rows), acc(V, 0.5), lse_one(1), acc_one(V, 0.5);
+    nk::kernels::softmax_rows_biased(z.data(), rows, V, b.data(), lse.data(), acc.data());
+    double worst_lse = 0, worst_acc = 0, mass = 0;
+    std::vector<double> ref_acc(V, 0.5);
+    for (int64_t r = 0; r < rows; ++r) {
+      double top = -INFINITY, sum = 0;
+      for (int64_t v = 0; v < V; ++v) top = std::max(top, double(z[r * V + v]) + double(b[v]));
+      for (int64_t v = 0; v < V; ++v) sum += std::exp(double(z[r * V + v]) + double(b[v]) - top);
+      const double ref = top + std::log(sum);
+      worst_lse = std::max(worst_lse, std::abs(lse[r] - ref));
+      for (int64_t v = 0; v < V; ++v) ref_acc[v] += std::exp(double(z[r * V + v]) + double(b[v]) - ref);
+    }
+    for (int64_t v = 0; v < V; ++v) worst_acc = std::max(worst_acc, std::abs(acc[v] - ref_acc[v])), mass += acc[v] - 0.5;
+    INFO("isa " << std::string(nk::kernels::vector_isa()) << ": lse error " << worst_lse << ", softmax error " << worst_acc);
+    CHECK(worst_lse < 1e-5);
+    CHECK(worst_acc < 1e-6);
+    CHECK(std::abs(mass - rows) < 1e-9);  // each row's softmax sums to 1 (normalised by its double sum)
+    nk::kernels::softmax_rows_biased(z.data() + 3 * V, 1, V, b.data(), lse_one.data(), nullptr);
+    CHECK(lse_one[0] == lse[3]);  // a row's result does not depend on where it sits
+  }
+
   TEST_CASE("fill_normal: N(0, scale^2) moments and tails, odd lengths, the draw count it documents") {
     const int64_t n = 1000001;
     std::vector<float> z(n + 1, 99.0f);

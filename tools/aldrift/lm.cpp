@@ -11,6 +11,7 @@
 #include "aldrift/lm_cost.hpp"
 #include "nk/error.hpp"
 #include "nk/h5.hpp"
+#include "nk/kernels/vector.hpp"
 #include "nk/lm/checkpoint.hpp"
 #include "nk/lm/generate.hpp"
 #include "nk/lm/loss.hpp"
@@ -172,88 +173,155 @@ struct Setting {
     return d;
   }
 
-  /// The bias learner: the maximum-likelihood logit bias b over the frozen
-  /// prior on the samples, with an L2 penalty,
-  ///   J(b) = sum over tokens of [lse(z + b) - z_y - b_y] + bias_l2 |b|^2 / 2
-  /// (the MAP under a N(0, 1 / bias_l2) prior on each b_v; computed per token),
-  /// convex in b; minimised by diagonally preconditioned gradient steps
-  /// (preconditioner: mean softmax + bias_l2, a bound on the Hessian's
-  /// diagonal) with backtracking, from the current b.
-  void fit_bias(std::vector<float>& bias, const Strings& samples) const {
+  /// The prior's next-token logits z [R, V] and targets y [R] of every
+  /// token of the samples (R = samples x length), the bias learner's data.
+  struct BiasRows {
+    std::vector<float> z;
+    std::vector<int32_t> y;
+    int64_t R = 0;
+  };
+  BiasRows bias_rows(const Strings& samples) const {
     const int64_t V = vocab(), P = static_cast<int64_t>(prefix.size()), W = width(), L = o->length;
-    const int64_t R = static_cast<int64_t>(samples.size()) * L;
-    if (static_cast<double>(R) * static_cast<double>(V) * 4 > 8e9)
-      throw nk::usage_error("lm: the bias fit would hold " + std::to_string(R * V * 4 / 1000000) +
+    BiasRows d;
+    d.R = static_cast<int64_t>(samples.size()) * L;
+    if (static_cast<double>(d.R) * static_cast<double>(V) * 4 > 8e9)
+      throw nk::usage_error("lm: the bias fit would hold " + std::to_string(d.R * V * 4 / 1000000) +
                             " MB of logits; use fewer --chains or a shorter --length");
-    std::vector<float> z(static_cast<size_t>(R * V));
-    std::vector<int32_t> y(static_cast<size_t>(R));
+    d.z.resize(static_cast<size_t>(d.R * V));
+    d.y.resize(static_cast<size_t>(d.R));
     forward_all(prior.weights, samples, [&](size_t first, size_t last, float* logits, const nk::lm::TokenBatch& batch) {
       for (size_t b = first; b < last; ++b) {
         const int64_t begin = batch.offsets[b - first];
         for (int64_t t = P; t < W; ++t) {
           const int64_t r = static_cast<int64_t>(b) * L + (t - P);
-          std::copy_n(logits + (begin + t - 1) * V, V, z.begin() + r * V);
-          y[static_cast<size_t>(r)] = batch.tokens[static_cast<size_t>(begin + t)];
+          std::copy_n(logits + (begin + t - 1) * V, V, d.z.begin() + r * V);
+          d.y[static_cast<size_t>(r)] = batch.tokens[static_cast<size_t>(begin + t)];
         }
       }
     });
-    std::vector<double> counts(static_cast<size_t>(V), 0.0);
-    for (const int32_t t : y) counts[static_cast<size_t>(t)] += 1.0 / static_cast<double>(R);
-    const double lambda = o->bias_l2 / static_cast<double>(R);  // a N(0, 1 / bias_l2) prior on each b_v: MAP on the total NLL
-    constexpr int64_t kChunks = 64;  // fixed chunks: the same sums for any thread count
-    // J(b), and with 'grad' the gradient's mean-softmax part into grad (V) per chunk, summed in order.
-    const auto objective = [&](const std::vector<double>& b, std::vector<double>* mean_p) {
-      std::vector<double> nll(kChunks, 0.0);
-      std::vector<std::vector<double>> part(mean_p ? kChunks : 0);
+    return d;
+  }
+
+  /// Sum of lse(z + b) - z_y - b_y over the rows of the selected strings
+  /// (every string when skip < 0; else those of fold 'skip' when keep, the
+  /// others when not), and with sum_p the sum of softmax(z + b) over those
+  /// rows; fixed chunks of strings summed in order (the same sums for any
+  /// thread count); softmax rows through nk::kernels.
+  double bias_nll(const BiasRows& d, const std::vector<int>& fold, int skip, bool keep, const std::vector<double>& b,
+                  std::vector<double>* sum_p) const {
+    constexpr int64_t kChunks = 64;
+    const int64_t V = vocab(), L = o->length, S = d.R / L;
+    const std::vector<float> bf(b.begin(), b.end());
+    std::vector<double> nll(kChunks, 0.0);
+    std::vector<std::vector<double>> part(sum_p ? kChunks : 0);
+    const auto used = [&](int64_t j) { return skip < 0 || ((fold[static_cast<size_t>(j)] == skip) == keep); };
 #pragma omp parallel for schedule(dynamic, 1)
-      for (int64_t k = 0; k < kChunks; ++k) {
-        std::vector<double> e(static_cast<size_t>(V));
-        if (mean_p) part[static_cast<size_t>(k)].assign(static_cast<size_t>(V), 0.0);
-        for (int64_t r = R * k / kChunks; r < R * (k + 1) / kChunks; ++r) {
-          const float* row = z.data() + r * V;
-          double top = -INFINITY;
-          for (int64_t v = 0; v < V; ++v) top = std::max(top, row[v] + b[static_cast<size_t>(v)]);
-          double sum = 0;
-          for (int64_t v = 0; v < V; ++v) sum += e[static_cast<size_t>(v)] = std::exp(row[v] + b[static_cast<size_t>(v)] - top);
-          const int32_t t = y[static_cast<size_t>(r)];
-          nll[static_cast<size_t>(k)] += top + std::log(sum) - row[t] - b[static_cast<size_t>(t)];
-          if (mean_p)
-            for (int64_t v = 0; v < V; ++v) part[static_cast<size_t>(k)][static_cast<size_t>(v)] += e[static_cast<size_t>(v)] / sum;
+    for (int64_t k = 0; k < kChunks; ++k) {
+      std::vector<double> lse(static_cast<size_t>(L));
+      if (sum_p) part[static_cast<size_t>(k)].assign(static_cast<size_t>(V), 0.0);
+      for (int64_t j = S * k / kChunks; j < S * (k + 1) / kChunks; ++j) {
+        if (!used(j)) continue;
+        const int64_t r0 = j * L;
+        nk::kernels::softmax_rows_biased(d.z.data() + r0 * V, L, V, bf.data(), lse.data(),
+                                         sum_p ? part[static_cast<size_t>(k)].data() : nullptr);
+        for (int64_t r = r0; r < r0 + L; ++r) {
+          const int32_t t = d.y[static_cast<size_t>(r)];
+          nll[static_cast<size_t>(k)] +=
+              lse[static_cast<size_t>(r - r0)] - static_cast<double>(d.z[static_cast<size_t>(r * V + t)] + bf[static_cast<size_t>(t)]);
         }
       }
-      double J = 0, l2 = 0;
-      for (const double x : nll) J += x;
-      for (const double x : b) l2 += x * x;
-      if (mean_p) {
-        mean_p->assign(static_cast<size_t>(V), 0.0);
-        for (const auto& pk : part)
-          for (int64_t v = 0; v < V; ++v) (*mean_p)[static_cast<size_t>(v)] += pk[static_cast<size_t>(v)] / static_cast<double>(R);
-      }
-      return J / static_cast<double>(R) + 0.5 * lambda * l2;
+    }
+    double J = 0;
+    for (const double x : nll) J += x;
+    if (sum_p) {
+      sum_p->assign(static_cast<size_t>(V), 0.0);
+      for (const auto& pk : part)
+        for (int64_t v = 0; v < V; ++v) (*sum_p)[static_cast<size_t>(v)] += pk[static_cast<size_t>(v)];
+    }
+    return J;
+  }
+
+  /// The MAP logit bias on the rows bias_nll selects:
+  ///   J(b) = sum over tokens of [lse(z + b) - z_y - b_y] + l2 |b|^2 / 2
+  /// (a N(0, 1 / l2) prior on each b_v), convex in b; minimised from b by
+  /// diagonally preconditioned gradient steps (preconditioner: the mean
+  /// softmax + l2 per token, a bound on the Hessian's diagonal) with
+  /// backtracking.
+  void map_bias(const BiasRows& d, const std::vector<int>& fold, int skip, double l2, std::vector<double>& b) const {
+    const int64_t V = vocab(), L = o->length, S = d.R / L;
+    std::vector<double> counts(static_cast<size_t>(V), 0.0);
+    int64_t rows = 0;
+    for (int64_t j = 0; j < S; ++j) {
+      if (skip >= 0 && fold[static_cast<size_t>(j)] == skip) continue;
+      rows += L;
+      for (int64_t r = j * L; r < (j + 1) * L; ++r) counts[static_cast<size_t>(d.y[static_cast<size_t>(r)])] += 1.0;
+    }
+    if (rows == 0) return;
+    const double R = static_cast<double>(rows), lambda = l2 / R;
+    for (double& c : counts) c /= R;
+    const auto objective = [&](const std::vector<double>& x, std::vector<double>& p) {
+      double sq = 0;
+      for (const double v : x) sq += v * v;
+      const double J = bias_nll(d, fold, skip, false, x, &p) / R + 0.5 * lambda * sq;
+      for (double& v : p) v /= R;
+      return J;
     };
-    std::vector<double> b(bias.begin(), bias.end()), p, step(static_cast<size_t>(V)), trial(static_cast<size_t>(V));
-    if (b.empty()) b.assign(static_cast<size_t>(V), 0.0);
-    double J = objective(b, &p);
+    std::vector<double> p, p_trial, step(static_cast<size_t>(V)), trial(static_cast<size_t>(V));
+    double J = objective(b, p);
     for (int it = 0; it < 200; ++it) {
       double largest = 0;
       for (int64_t v = 0; v < V; ++v) {
         const size_t i = static_cast<size_t>(v);
-        const double g = p[i] - counts[i] + lambda * b[i];
-        step[i] = g / (p[i] + lambda);
+        step[i] = (p[i] - counts[i] + lambda * b[i]) / (p[i] + lambda);
         largest = std::max(largest, std::abs(step[i]));
       }
       if (largest < 1e-4) break;
       double eta = 1.0, Jt = J;
       for (int back = 0; back < 30; ++back, eta *= 0.5) {
         for (size_t i = 0; i < b.size(); ++i) trial[i] = b[i] - eta * step[i];
-        Jt = objective(trial, nullptr);
+        Jt = objective(trial, p_trial);  // the gradient's part comes with it: no second pass once accepted
         if (Jt <= J) break;
       }
       if (!(Jt < J)) break;
       b.swap(trial);
-      J = objective(b, &p);
+      p.swap(p_trial);
+      J = Jt;
     }
-    bias.assign(b.begin(), b.end());
+  }
+
+  /// The bias learner: the MAP logit bias over the frozen prior on the
+  /// samples, from the current bias. With --bias-l2 cv the prior's precision
+  /// is chosen among bias_l2_grid by K-fold cross-validation: strings are
+  /// dealt to folds in groups of 'group' consecutive ones (a chain's states
+  /// stay together, so correlated strings never straddle a fold), each
+  /// precision is fitted without a fold and scored by the held-out NLL, the
+  /// least total NLL wins (ties: the larger precision), then the fit runs
+  /// on every string. Returns the precision used.
+  double fit_bias(std::vector<float>& bias, const Strings& samples, int64_t group) const {
+    const BiasRows d = bias_rows(samples);
+    const int64_t S = static_cast<int64_t>(samples.size());
+    std::vector<int> fold(static_cast<size_t>(S), 0);
+    std::vector<double> start(bias.begin(), bias.end());
+    if (start.empty()) start.assign(static_cast<size_t>(vocab()), 0.0);
+    double l2 = o->bias_l2;
+    const int K = o->bias_folds;
+    if (o->bias_l2_cv && S / std::max<int64_t>(1, group) >= K) {
+      for (int64_t j = 0; j < S; ++j) fold[static_cast<size_t>(j)] = static_cast<int>((j / std::max<int64_t>(1, group)) % K);
+      double best = INFINITY;
+      for (const double c : o->bias_l2_grid) {
+        double held = 0;
+        for (int f = 0; f < K; ++f) {
+          std::vector<double> b = start;
+          map_bias(d, fold, f, c, b);
+          held += bias_nll(d, fold, f, true, b, nullptr);
+        }
+        spdlog::debug("lm: bias l2 {:g}: held-out NLL {:.6g} per token", c, held / static_cast<double>(d.R));
+        if (held < best || (held == best && c > l2)) best = held, l2 = c;
+      }
+    }
+    map_bias(d, fold, -1, l2, start);
+    bias.assign(start.begin(), start.end());
+    return l2;
   }
 
   /// The full learner: cross-entropy fine-tuning of every weight on the
@@ -308,13 +376,15 @@ struct Fitted {
   std::unique_ptr<nk::lm::ParameterStore> own;
   Proposal q;
   explicit Fitted(const Setting& s) : q(s.prior_proposal()) {}
-  void fit(const Setting& s, const Strings& samples, const nk::Rng& rng) {
+  /// Fits q to the samples; returns the bias learner's precision (NaN for full).
+  double fit(const Setting& s, const Strings& samples, int64_t group, const nk::Rng& rng) {
     if (s.o->learner == "bias") {
-      s.fit_bias(q.bias, samples);
+      return s.fit_bias(q.bias, samples, group);
     } else {
       if (!own) own = std::make_unique<nk::lm::ParameterStore>(s.prior.weights), q.weights = own.get();
       s.fine_tune(*own, samples, rng);
     }
+    return NAN;
   }
 };
 
@@ -329,6 +399,7 @@ struct Stage {
   // The fitted model, measured from kl_samples draws.
   double kl = NAN, kl_se = NAN, q_mean_cost = NAN, q_mean_cost_se = NAN;
   double kl_target = NAN;  ///< KL(q || pi_T) = KL(q || L) + T E_q[d] + log Z(T), log Z from the reference
+  double bias_l2 = NAN;    ///< the bias learner's precision (chosen by cross-validation with --bias-l2 cv)
 };
 
 /// KL(q || L) and E_q[d] from o.kl_samples draws of q.
@@ -385,7 +456,7 @@ std::vector<Stage> run_aldrift_lm(Setting& s, Fitted& f, const nk::Rng& rng, nk:
     st.acceptance = static_cast<double>(accepted) / static_cast<double>(o.chains * o.steps);
     st.mean_cost = mean_of(st.costs);
     st.evals = s.evals - before;
-    f.fit(s, st.samples, r.split(2));
+    st.bias_l2 = f.fit(s, st.samples, std::max(1, o.steps - o.burn_in), r.split(2));
     measure(s, f.q, r.split(3)(), st.T, st);
     progress.update(++done);
     spdlog::info("aldrift stage {}/{}: T {:.4g}, acceptance {:.3f}, coverage {:.3g}, mean cost {:.4f}; fit: KL(q||L) {:.4f}, "
@@ -423,7 +494,7 @@ std::vector<Stage> run_cem_lm(Setting& s, Fitted& f, const nk::Rng& rng, nk::Pro
     st.elite_mean_cost = st.mean_cost = mean_of(st.costs);
     st.threshold = st.costs.back();
     st.evals = s.evals - before;
-    f.fit(s, st.samples, r.split(2));
+    st.bias_l2 = f.fit(s, st.samples, 1, r.split(2));
     measure(s, f.q, r.split(3)(), o.T, st);
     progress.update(++done);
     spdlog::info("cem stage {}/{}: population mean cost {:.4f}, elite threshold {:.4f}; fit: KL(q||L) {:.4f}, E_q[d] {:.4f}", i + 1,
@@ -489,6 +560,7 @@ void write_stage(nk::h5::Writer& out, const Setting& s, const std::string& g, co
   put("q_mean_cost", st.q_mean_cost);
   put("q_mean_cost_se", st.q_mean_cost_se);
   put("kl_target", st.kl_target);
+  put("bias_l2", st.bias_l2);
 }
 
 std::string stage_name(const std::string& method, size_t i) {
@@ -608,7 +680,13 @@ void lm(const LmOptions& o, const nk::RunEnv& env) {
   out.attr("/", "prior", o.prior);
   out.attr("/", "cost", o.cost);
   out.attr("/", "learner", o.learner);
-  out.attr("/", "bias_l2", o.bias_l2);
+  if (o.bias_l2_cv) {
+    out.attr("/", "bias_l2", std::string("cv"));
+    out.write("/bias_l2_grid", o.bias_l2_grid.data(), {static_cast<int64_t>(o.bias_l2_grid.size())}, "G");
+    out.attr("/", "bias_folds", int64_t{o.bias_folds});
+  } else {
+    out.attr("/", "bias_l2", o.bias_l2);
+  }
   out.attr("/", "prompt", o.prompt);
   out.attr("/", "T", o.T);
   out.attr("/", "stages", int64_t{o.stages});

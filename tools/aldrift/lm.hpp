@@ -34,6 +34,9 @@ struct LmOptions {
   int64_t fit_batch = 32;
   std::string learner = "bias";  ///< bias (a logit-bias adapter over the frozen prior, convex MLE) or full (every weight, nk-lm trainer)
   double bias_l2 = 10.0;         ///< bias: precision of the N(0, 1/bias_l2) prior on each logit bias (MAP fit)
+  bool bias_l2_cv = false;       ///< bias: choose the precision per fit by cross-validation over bias_l2_grid
+  std::vector<double> bias_l2_grid{1, 3, 10, 30, 100};
+  int bias_folds = 4;
   double elite = 0.2;            ///< cem: share of each population fine-tuned on
   int64_t kl_samples = 1000;     ///< draws of each fitted q for KL(q || L) and its mean cost
   int64_t reference = 100000;    ///< prior draws of the importance-sampling reference (0: none)

@@ -111,8 +111,30 @@ int main(int argc, char** argv) {
   lm_verb->add_option("--fit-batch", lmo.fit_batch, "full: strings per fine-tuning step")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   lm_verb->add_option("--learner", lmo.learner, "bias (a logit-bias adapter over the frozen prior, convex MLE) or full (fine-tune every weight)")
       ->check(CLI::IsMember({"bias", "full"}));
-  lm_verb->add_option("--bias-l2", lmo.bias_l2, "bias: L2 penalty on the adapter (the smoothing that keeps coverage finite)")
+  lm_verb
+      ->add_option_function<std::string>(
+          "--bias-l2",
+          [&lmo](const std::string& v) {
+            if (v == "cv") {
+              lmo.bias_l2_cv = true;
+              return;
+            }
+            size_t used = 0;
+            double x = NAN;
+            try {
+              x = std::stod(v, &used);
+            } catch (const std::exception&) {
+              used = 0;
+            }
+            if (used != v.size() || !(x >= 1e-9 && x <= 1e6)) throw CLI::ValidationError("--bias-l2", "takes cv or a number in [1e-9, 1e6], not '" + v + "'");
+            lmo.bias_l2 = x, lmo.bias_l2_cv = false;
+          },
+          "bias: precision of the adapter's Gaussian prior (the smoothing that keeps coverage finite; default 10), or cv: chosen per fit by cross-validation over --bias-l2-grid")
+      ->type_name("L2|cv");
+  lm_verb->add_option("--bias-l2-grid", lmo.bias_l2_grid, "bias, --bias-l2 cv: the precisions tried (default 1,3,10,30,100)")
+      ->delimiter(',')
       ->check(CLI::Range(1e-9, 1e6));
+  lm_verb->add_option("--bias-folds", lmo.bias_folds, "bias, --bias-l2 cv: folds (default 4)")->check(CLI::Range(2, 100));
   lm_verb->add_option("--elite", lmo.elite, "cem: share of each population fine-tuned on")->check(CLI::Range(1e-9, 1.0));
   lm_verb->add_option("--kl-samples", lmo.kl_samples, "Draws of each fitted model for KL(q||L) and E_q[d] (0: none)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));

@@ -73,6 +73,7 @@ void global_series(const nk::h5::File& in, std::vector<nk::plot::Series>& series
 void lm_series(const nk::h5::File& in, std::vector<nk::plot::Series>& series, bool& reference_drawn) {
   std::string learner = in.attr_string("/", "learner").value_or("?");
   if (const auto l2 = in.attr_number("/", "bias_l2"); learner == "bias" && l2) learner += fmt::format(", l2 {:g}", *l2);
+  if (learner == "bias" && in.attr_string("/", "bias_l2").value_or("") == "cv") learner += ", l2 by cv";
   for (const char* method : {"aldrift", "cem"}) {
     nk::plot::Series line{std::string(method) + " (" + learner + ")", {}, {}};
     line.markers = true;

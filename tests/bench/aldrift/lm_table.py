@@ -14,7 +14,11 @@ def stages(f, method):
 def label(f):
     learner = f.attrs.get("learner", "?")
     learner = learner.decode() if isinstance(learner, bytes) else learner
-    return f"bias, l2 {f.attrs['bias_l2']:g}" if learner == "bias" else learner
+    if learner != "bias":
+        return learner
+    l2 = f.attrs["bias_l2"]
+    l2 = l2.decode() if isinstance(l2, bytes) else l2
+    return "bias, l2 by cv" if isinstance(l2, str) else f"bias, l2 {l2:g}"
 
 
 def main(paths):
@@ -39,6 +43,8 @@ def main(paths):
             for i, g in enumerate(stages(f, method)):
                 a = g.attrs
                 cov = f"{a['coverage']:.3g}" if "coverage" in a else "-"
+                if isinstance(f.attrs["bias_l2"], (str, bytes)) and "bias_l2" in a:
+                    cov += f" (l2 {a['bias_l2']:g})"
                 acc = f"{a['acceptance']:.3f}" if "acceptance" in a else "-"
                 klt = f"{a['kl'] + (a['T'] if method == 'aldrift' else f.attrs['T']) * a['q_mean_cost'] + log_z(a['T'] if method == 'aldrift' else f.attrs['T']):.3f}"
                 print(f"| {method} ({learner}) | {i + 1} | {a['T']:.3g} | {int(a['evals'])} | {a['mean_cost']:.4f} | {acc} | {cov} | "

@@ -1,7 +1,8 @@
 // vector.hpp - CPU loops that the compiler vectorises, compiled once per
 // instruction set (generic, AVX2 + FMA, AVX-512) and picked at run time like
 // the GEMMs (NK_KERNELS_ISA caps the choice): Gaussian noise in blocks, a
-// direct NHWC convolution for layers with few taps, and SiLU.
+// direct NHWC convolution for layers with few taps, SiLU and biased softmax
+// rows.
 #pragma once
 #include <cstdint>
 
@@ -46,6 +47,13 @@ void conv2d_direct(const ConvShape& s, const float* x, const float* packed, cons
 /// float ulps of std::exp, so of x / (1 + exp(-x)).
 void silu(const float* x, float* y, int64_t n);
 void silu_backward(const float* x, const float* dy, float* dx, int64_t n);
+
+/// Softmax rows under a shared bias, on the calling thread: for each row r
+/// of z [rows, V], s = z_r + b, lse[r] = log sum_v exp(s_v) (max-shifted,
+/// the sum in double), and where acc is not null acc[v] += softmax(s)_v.
+/// exp as silu's (a few float ulps); the same result for a row wherever it
+/// sits in z.
+void softmax_rows_biased(const float* z, int64_t rows, int64_t V, const float* b, double* lse, double* acc);
 
 /// Which copy runs ("generic", "avx2", "avx512"), as gemm_isa().
 const char* vector_isa();
