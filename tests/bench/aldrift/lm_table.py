@@ -11,18 +11,23 @@ def stages(f, method):
     return [] if g is None else [g[k] for k in sorted(g)]
 
 
+CHAINS = None  # the first file's chains: other sizes are named in the label
+
+
 def label(f):
     learner = f.attrs.get("learner", "?")
     learner = learner.decode() if isinstance(learner, bytes) else learner
-    if learner != "bias":
-        return learner
-    l2 = f.attrs["bias_l2"]
-    l2 = l2.decode() if isinstance(l2, bytes) else l2
-    return "bias, l2 by cv" if isinstance(l2, str) else f"bias, l2 {l2:g}"
+    if learner == "bias":
+        l2 = f.attrs["bias_l2"]
+        l2 = l2.decode() if isinstance(l2, bytes) else l2
+        learner = "bias, l2 by cv" if isinstance(l2, str) else f"bias, l2 {l2:g}"
+    return learner if f.attrs["chains"] == CHAINS else f"{learner}, {int(f.attrs['chains'])} chains"
 
 
 def main(paths):
+    global CHAINS
     files = [h5py.File(p, "r") for p in paths]
+    CHAINS = files[0].attrs["chains"]
     ref = files[0]["/reference"].attrs
     m, mse, kl, klse = ref["mean_cost"], ref["mean_cost_se"], ref["kl"], ref["kl_se"]
     print(f"Reference pi_T (IS, {int(ref['draws'])} prior draws, ESS {ref['ess']:.0f}): "

@@ -16,7 +16,8 @@
 #       trained on Debian's English text): letter:e (a lipogram), T = 20,
 #       32 tokens, 4 stages x 512 chains x 3 moves (burn-in 1): per stage the
 #       mean cost and KL(q||L) (1000 draws) of aldrift (bias learner at
-#       --bias-l2 10, 30 and cv, and the full fine-tuning learner) and CEM, SIR at the same cost calls, against
+#       --bias-l2 10, 30 and cv, the full fine-tuning learner, and the default
+#       learner with C_BIG (2048) chains a stage) and CEM, SIR at the same cost calls, against
 #       the reference point by importance sampling from 100,000 prior draws.
 #       C_REFERENCE, C_CHAINS shrink it.
 # PARTS=ABC picks parts (default all).
@@ -76,7 +77,9 @@ echo
 SRC=$(cd "$here/../../.." && pwd)
 C_REFERENCE=${C_REFERENCE:-100000}
 C_CHAINS=${C_CHAINS:-512}
-common=(--prior "$SRC/data/lm/causal.h5" --cost letter:e --T 20 --length 32 --stages 4 --chains "$C_CHAINS" --steps 3 --burn-in 1 --kl-samples 1000)
+C_BIG=${C_BIG:-2048}
+base=(--prior "$SRC/data/lm/causal.h5" --cost letter:e --T 20 --length 32 --stages 4 --steps 3 --burn-in 1 --kl-samples 1000)
+common=("${base[@]}" --chains "$C_CHAINS")
 start=$(date +%s)
 $AL lm "${common[@]}" --reference "$C_REFERENCE" --learner bias --seed 1 -o "$OUT/lm-bias.h5"
 mid=$(date +%s)
@@ -86,10 +89,12 @@ $AL lm "${common[@]}" --reference 0 --learner bias --bias-l2 30 --methods aldrif
 last=$(date +%s)
 $AL lm "${common[@]}" --reference 0 --learner bias --bias-l2 cv --methods aldrift --seed 1 -o "$OUT/lm-biascv.h5"
 cv=$(date +%s)
-echo "bias run (reference, aldrift, sir, cem): $((mid - start)) s; full-learner run (aldrift, cem): $((end - mid)) s; bias-l2 30 (aldrift): $((last - end)) s; bias-l2 cv (aldrift): $((cv - last)) s"
+$AL lm "${base[@]}" --chains "$C_BIG" --reference 0 --learner bias --methods aldrift --seed 1 -o "$OUT/lm-bias-big.h5"
+big=$(date +%s)
+echo "bias run (reference, aldrift, sir, cem): $((mid - start)) s; full-learner run (aldrift, cem): $((end - mid)) s; bias-l2 30 (aldrift): $((last - end)) s; bias-l2 cv (aldrift): $((cv - last)) s; $C_BIG chains (aldrift): $((big - cv)) s"
 echo
-$PY "$here/lm_table.py" "$OUT/lm-bias.h5" "$OUT/lm-full.h5" "$OUT/lm-bias30.h5" "$OUT/lm-biascv.h5"
-$AL plot -i "$OUT/lm-bias.h5" "$OUT/lm-full.h5" "$OUT/lm-bias30.h5" "$OUT/lm-biascv.h5" -o "$OUT/lm.svg"
+$PY "$here/lm_table.py" "$OUT/lm-bias.h5" "$OUT/lm-full.h5" "$OUT/lm-bias30.h5" "$OUT/lm-biascv.h5" "$OUT/lm-bias-big.h5"
+$AL plot -i "$OUT/lm-bias.h5" "$OUT/lm-full.h5" "$OUT/lm-bias30.h5" "$OUT/lm-biascv.h5" "$OUT/lm-bias-big.h5" -o "$OUT/lm.svg"
 echo
 echo "Figure: $OUT/lm.svg"
 fi
