@@ -217,14 +217,21 @@ struct Setting {
     const auto used = [&](int64_t j) { return skip < 0 || ((fold[static_cast<size_t>(j)] == skip) == keep); };
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t k = 0; k < kChunks; ++k) {
-      std::vector<double> lse(static_cast<size_t>(L));
+      const int64_t first = S * k / kChunks, last = S * (k + 1) / kChunks;
+      std::vector<double> lse(static_cast<size_t>((last - first) * L));
       if (sum_p) part[static_cast<size_t>(k)].assign(static_cast<size_t>(V), 0.0);
-      for (int64_t j = S * k / kChunks; j < S * (k + 1) / kChunks; ++j) {
-        if (!used(j)) continue;
-        const int64_t r0 = j * L;
-        nk::kernels::softmax_rows_biased(d.z.data() + r0 * V, L, V, bf.data(), lse.data(),
+      for (int64_t j = first; j < last;) {
+        if (!used(j)) {
+          ++j;
+          continue;
+        }
+        int64_t end = j + 1;  // one kernel call per run of selected strings
+        while (end < last && used(end)) ++end;
+        const int64_t r0 = j * L, r1 = end * L;
+        nk::kernels::softmax_rows_biased(d.z.data() + r0 * V, r1 - r0, V, bf.data(), lse.data(),
                                          sum_p ? part[static_cast<size_t>(k)].data() : nullptr);
-        for (int64_t r = r0; r < r0 + L; ++r) {
+        j = end;
+        for (int64_t r = r0; r < r1; ++r) {
           const int32_t t = d.y[static_cast<size_t>(r)];
           nll[static_cast<size_t>(k)] +=
               lse[static_cast<size_t>(r - r0)] - static_cast<double>(d.z[static_cast<size_t>(r * V + t)] + bf[static_cast<size_t>(t)]);
