@@ -94,6 +94,18 @@ sys.exit(0 if ok and ok2 else 1)
 PYEOF
 [ $? -eq 0 ] && pass "size equals a Python bisection" || fail "size equals a Python bisection"
 check "size prints a TSV table" grep -q "^budget	tolerance	U_min" size.tsv
+check "fit --min-buffer at the smallest U" $SB fit -i grid.h5 --min-buffer 1024 -o fit_all.h5
+"$PY" - <<'PYEOF'
+import h5py, numpy as np, sys
+a, b = h5py.File("fit.h5"), h5py.File("fit_all.h5")
+same = all(np.array_equal(a[f"/fit/{k}/predicted"][()], b[f"/fit/{k}/predicted"][()]) for k in ["law", "power_b", "power_ub"])
+counts = (b.attrs["fit_points"], b.attrs["scored_points"], b.attrs["min_buffer"])
+print(("ok   " if same else "FAIL ") + "fit --min-buffer 1024 (every U) equals the default fit")
+print(("ok   " if counts == (4, 2, 1024) else "FAIL ") + f"fit_points, scored_points, min_buffer = {counts}")
+sys.exit(0 if same and counts == (4, 2, 1024) else 1)
+PYEOF
+[ $? -eq 0 ] && pass "fit --min-buffer keeps every point at U0 = the smallest U" || fail "fit --min-buffer keeps every point at U0 = the smallest U"
+expect_fail "fit --min-buffer leaving 3 points" 3 "at least 4 points" $SB fit -i grid.h5 --min-buffer 2048 -o o.h5
 
 # Real activations: nk-lm's shipped model over a little text, labelled by WordNet.
 head -c 60000 /usr/share/games/fortunes/fortunes > text.txt

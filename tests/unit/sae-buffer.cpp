@@ -214,6 +214,45 @@ TEST_SUITE("sae-buffer") {
     std::filesystem::remove_all(dir);
   }
 
+  TEST_CASE("BatchTopK: after a short run the inference threshold keeps about k latents a row") {
+    // The running mean's horizon is a tenth of the run (at most 100 steps);
+    // a fixed 100-step horizon lags a 40-step run, whose threshold then
+    // reflects the first steps' larger values.
+    const auto dir = std::filesystem::temp_directory_path() / ("sb_unit_btk_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    GenOptions g;
+    g.spec = {32, 128, 4, 1.1, 0.02, 0.3, 0};
+    g.rows = 4096;
+    g.output = (dir / "acts.h5").string();
+    nk::RunEnv env;
+    env.seed = 9;
+    gen(g, env);
+    const Activations acts = Activations::open(g.output);
+    auto inference_l0 = [&](double threshold_decay) {
+      TrainConfig c;
+      c.arch = Arch::batchtopk;
+      c.latents = 256;
+      c.k = 8;
+      c.buffer = 4096;
+      c.budget = 40 * 256;
+      c.batch = 256;
+      c.learning_rate = 1e-2;
+      c.threshold_decay = threshold_decay;
+      const TrainResult r = train_sae(acts, acts.stored_rows(), c, 1, "");
+      const Matrix<float> x = acts.read_range(0, 4096);
+      Matrix<float> pre;
+      pre_activations(r.sae, x.data(), x.rows(), pre);
+      CodesT<float> codes;
+      encode(r.sae, pre, codes);
+      return static_cast<double>(codes.nonzeros()) / static_cast<double>(x.rows());
+    };
+    const double l0 = inference_l0(0.0), lagged = inference_l0(0.99);
+    MESSAGE("inference L0 ", l0, " (a 100-step horizon: ", lagged, ")");
+    CHECK(l0 > 0.8 * 8);
+    CHECK(l0 < 1.25 * 8);
+    std::filesystem::remove_all(dir);
+  }
+
   TEST_CASE("the law's fit recovers planted parameters from a grid with 1% noise; power laws fit worse") {
     const std::vector<double> truth = {0.05, 4.0, 0.35, 25.0};
     nk::Rng rng(2);

@@ -140,9 +140,15 @@ void write_plot(const std::string& path, bool no_clobber, const GridFile& g, con
 
 void fit(const FitOptions& o, const nk::RunEnv&) {
   const GridFile g = read_grid(o.input);
+  // Points below --min-buffer (the memorisation regime, where EV falls as B
+  // grows and no law monotone in B applies) are neither fitted nor scored.
   std::vector<GridPoint> train;
-  for (size_t i = 0; i < g.points.size(); ++i)
+  int64_t scored = 0;
+  for (size_t i = 0; i < g.points.size(); ++i) {
+    if (g.points[i].U < o.min_buffer) continue;
     if (!g.heldout[i]) train.push_back(g.points[i]);
+    else ++scored;
+  }
   const int64_t G = static_cast<int64_t>(g.points.size());
   nk::h5::Writer out(o.output, kFitSchema, o.no_clobber);
   std::string summary;
@@ -153,7 +159,8 @@ void fit(const FitOptions& o, const nk::RunEnv&) {
       f = fit_law(kind, train);
     } catch (const nk::Error& e) {
       if (e.code() != nk::Exit::input) throw;
-      throw nk::input_error(o.input, "/grid", e.what());
+      throw nk::input_error(o.input, "/grid",
+                            e.what() + (o.min_buffer > 0 ? fmt::format(" fitted points with U >= {:g} (--min-buffer)", o.min_buffer) : std::string()));
     }
     if (kind == LawKind::law || kind == LawKind::law_latents) law = f;
     const std::string group = "/fit/" + law_name(kind);
@@ -161,7 +168,7 @@ void fit(const FitOptions& o, const nk::RunEnv&) {
     for (int64_t i = 0; i < G; ++i) {
       const double fvu = predict_fvu(kind, f.params, g.points[i]);
       predicted[i] = 1 - fvu;
-      if (g.heldout[i]) errors.push_back(std::abs(fvu - g.points[i].fvu) / g.points[i].fvu);
+      if (g.heldout[i] && g.points[i].U >= o.min_buffer) errors.push_back(std::abs(fvu - g.points[i].fvu) / g.points[i].fvu);
     }
     out.write(group + "/predicted", predicted.data(), {G}, "G");
     const std::vector<std::string> names = law_parameters(kind);
@@ -179,10 +186,13 @@ void fit(const FitOptions& o, const nk::RunEnv&) {
   out.attr("/", "dim", g.dim);
   out.attr("/", "points", G);
   out.attr("/", "fit_points", static_cast<int64_t>(train.size()));
+  out.attr("/", "scored_points", scored);
+  out.attr("/", "min_buffer", o.min_buffer);
   out.attr("/", "grid", o.input);
   out.commit();
   if (!o.plot.empty()) write_plot(o.plot, o.no_clobber, g, law);
-  spdlog::info("fit: {} points ({} fitted, {} held out)\n{}", G, train.size(), G - static_cast<int64_t>(train.size()), summary);
+  spdlog::info("fit: {} points ({} fitted, {} held out and scored, {} below --min-buffer)\n{}", G, train.size(), scored,
+               G - static_cast<int64_t>(train.size()) - scored, summary);
 }
 
 }  // namespace sb

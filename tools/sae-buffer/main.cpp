@@ -105,6 +105,8 @@ int main(int argc, char** argv) {
   nk::cli::App::add_input(*fit_verb, fit.input, "grid file (grid, or any file with /grid/{U,B,heldout_ev,heldout})");
   nk::cli::App::add_output(*fit_verb, fit.output, fit.no_clobber);
   nk::cli::App::output(fit_verb->add_option("--plot", fit.plot, "SVG of held-out EV vs U per B, with the law's curves"));
+  fit_verb->add_option("--min-buffer", fit.min_buffer, "Leave points with U below this out of the fit and the error (0: none)")
+      ->check(CLI::Range(0.0, 1e15));
 
   sb::SizeOptions size;
   CLI::App* size_verb = cli.add_verb("size", "The buffer-sizing rule: the smallest U within --tolerance of fresh data at B");

@@ -84,6 +84,7 @@ GridColumns read_grid_columns(const std::string& path);
 
 struct FitOptions {
   std::string input, output = "-", plot;
+  double min_buffer = 0;  ///< points with U below it are neither fitted nor scored (the memorisation regime)
   bool no_clobber = false;
 };
 /// /fit/{law, power_b, power_ub}/predicted [G] (EV) with the parameters and

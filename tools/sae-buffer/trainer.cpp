@@ -138,6 +138,12 @@ TrainResult train_sae(const Activations& source, int64_t pool, const TrainConfig
   size_t cursor = 0;
   double l0_coef = cfg.l0_coef > 0 ? cfg.l0_coef : 0.1;
   bool threshold_started = false;
+  // BatchTopK's inference threshold averages the last h steps' smallest kept
+  // value: h = 100 steps, or a tenth of a shorter run (a fixed horizon lags
+  // a run of 64 steps and leaves the inference L0 far below k).
+  const double threshold_decay =
+      cfg.threshold_decay > 0 ? cfg.threshold_decay
+                              : 1.0 - 1.0 / std::clamp(static_cast<double>(steps) / 10.0, 1.0, 100.0);
   LossConfig loss = cfg.loss;
   const int64_t curve_every = std::max<int64_t>(1, steps / std::max<int64_t>(1, cfg.curve_points));
 
@@ -193,7 +199,7 @@ TrainResult train_sae(const Activations& source, int64_t pool, const TrainConfig
     }
     normalize_decoder(sae);
     if (cfg.arch == Arch::batchtopk) {
-      const float d = threshold_started ? static_cast<float>(cfg.threshold_decay) : 0.f;
+      const float d = threshold_started ? static_cast<float>(threshold_decay) : 0.f;
       sae.threshold.setConstant(d * sae.threshold[0] + (1 - d) * batch_min);
       threshold_started = true;
     }

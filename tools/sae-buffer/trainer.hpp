@@ -25,7 +25,7 @@ struct TrainConfig {
   double warmup = 0.01;         ///< share of steps with a linear warm-up
   double decay = 0.2;           ///< share of steps at the end with a linear decay to 0
   int64_t dead_window = 0;      ///< samples without firing that make a latent dead (0: max(B/8, 4 batch))
-  double threshold_decay = 0.99;  ///< batchtopk: running mean of the smallest kept value
+  double threshold_decay = 0.0;  ///< batchtopk: running mean's decay (0: 1 - 1/h, h = min(100, steps/10) steps)
   double l0_coef = 0.0;           ///< jumprelu: fixed L0 coefficient (0: steered so that L0 -> k)
   std::string b_dec_init = "median";  ///< median (geometric) | mean
   LossConfig loss;
