@@ -10,7 +10,7 @@ namespace nk::kernels {
 
 namespace {
 
-const VectorOps& cpu_ops() {
+const VectorOps& vector_cpu_ops() {
   static const VectorOps& chosen = []() -> const VectorOps& {
 #ifdef NK_KERNELS_HAVE_ISA_COPIES
     switch (cpu_isa("NK_KERNELS_ISA")) {
@@ -26,7 +26,7 @@ const VectorOps& cpu_ops() {
 
 }  // namespace
 
-void fill_normal(Rng& rng, float* out, int64_t n, float scale) { cpu_ops().fill_normal(rng, out, n, scale); }
+void fill_normal(Rng& rng, float* out, int64_t n, float scale) { vector_cpu_ops().fill_normal(rng, out, n, scale); }
 
 void conv2d_direct(const ConvShape& s, const float* x, const float* packed, const float* bias, float* y,
                    const ConvEpilogue& epilogue) {
@@ -35,17 +35,17 @@ void conv2d_direct(const ConvShape& s, const float* x, const float* packed, cons
   if (epilogue.pool > 1 && (!epilogue.relu || !fixed)) {
     throw std::invalid_argument("conv2d_direct: a pooling epilogue needs relu and 4, 8, 16, 32 or 64 output channels");
   }
-  cpu_ops().conv2d_direct(s, x, packed, bias, y, epilogue);
+  vector_cpu_ops().conv2d_direct(s, x, packed, bias, y, epilogue);
 }
 
-void silu(const float* x, float* y, int64_t n) { cpu_ops().silu(x, y, n); }
+void silu(const float* x, float* y, int64_t n) { vector_cpu_ops().silu(x, y, n); }
 
-void silu_backward(const float* x, const float* dy, float* dx, int64_t n) { cpu_ops().silu_backward(x, dy, dx, n); }
+void silu_backward(const float* x, const float* dy, float* dx, int64_t n) { vector_cpu_ops().silu_backward(x, dy, dx, n); }
 
 void softmax_rows_biased(const float* z, int64_t rows, int64_t V, const float* b, double* lse, double* acc) {
-  cpu_ops().softmax_rows_biased(z, rows, V, b, lse, acc);
+  vector_cpu_ops().softmax_rows_biased(z, rows, V, b, lse, acc);
 }
 
-const char* vector_isa() { return cpu_ops().isa; }
+const char* vector_isa() { return vector_cpu_ops().isa; }
 
 }  // namespace nk::kernels

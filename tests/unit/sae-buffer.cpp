@@ -69,6 +69,19 @@ void check_all(SaeT<double>& s, const Matrix<double>& x, const LossConfig& c, co
   check_block(s, s.b_dec, g.b_dec, x, c, dead);
 }
 
+// A synthetic source of 'rows' stored rows in dir/acts.h5 (dir is made), opened.
+Activations generated(const std::filesystem::path& dir, const SyntheticSpec& spec, int64_t rows, uint64_t seed) {
+  std::filesystem::create_directories(dir);
+  GenOptions g;
+  g.spec = spec;
+  g.rows = rows;
+  g.output = (dir / "acts.h5").string();
+  nk::RunEnv env;
+  env.seed = seed;
+  gen(g, env);
+  return Activations::open(g.output);
+}
+
 }  // namespace
 
 TEST_SUITE("sae-buffer") {
@@ -186,15 +199,7 @@ TEST_SUITE("sae-buffer") {
 
   TEST_CASE("training: every buffer row is drawn B/U times (+-1), decoder rows keep unit norm, EV rises") {
     const auto dir = std::filesystem::temp_directory_path() / ("sb_unit_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
-    GenOptions g;
-    g.spec = {16, 48, 3, 1.1, 0.02, 0.3, 0};
-    g.rows = 600;
-    g.output = (dir / "acts.h5").string();
-    nk::RunEnv env;
-    env.seed = 4;
-    gen(g, env);
-    const Activations acts = Activations::open(g.output);
+    const Activations acts = generated(dir, {16, 48, 3, 1.1, 0.02, 0.3, 0}, 600, 4);
     REQUIRE(acts.synthetic());
     for (const Arch arch : {Arch::topk, Arch::batchtopk, Arch::jumprelu}) {
       TrainConfig c;
@@ -219,15 +224,7 @@ TEST_SUITE("sae-buffer") {
     // a fixed 100-step horizon lags a 40-step run, whose threshold then
     // reflects the first steps' larger values.
     const auto dir = std::filesystem::temp_directory_path() / ("sb_unit_btk_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
-    GenOptions g;
-    g.spec = {32, 128, 4, 1.1, 0.02, 0.3, 0};
-    g.rows = 4096;
-    g.output = (dir / "acts.h5").string();
-    nk::RunEnv env;
-    env.seed = 9;
-    gen(g, env);
-    const Activations acts = Activations::open(g.output);
+    const Activations acts = generated(dir, {32, 128, 4, 1.1, 0.02, 0.3, 0}, 4096, 9);
     auto inference_l0 = [&](double threshold_decay) {
       TrainConfig c;
       c.arch = Arch::batchtopk;

@@ -21,7 +21,7 @@ namespace ssd {
 namespace {
 
 inline constexpr const char* kRunDims = "R";
-inline constexpr const char* kCurveDims = "R,E";
+inline constexpr const char* kSweepCurveDims = "R,E";
 
 std::string config_name(const std::string& method, const std::string& loss, double tau) {
   std::string s = method;
@@ -146,7 +146,7 @@ void sweep_verb(const SweepOptions& o, const nk::RunEnv& env) {
     for (const Curve& c : curves) flat.insert(flat.end(), (c.*member).begin(), (c.*member).end());
     const std::string path = std::string("/runs/") + name;
     w.allow_nonfinite(path);
-    w.write(path, flat.data(), {R, E}, kCurveDims);
+    w.write(path, flat.data(), {R, E}, kSweepCurveDims);
   }
   w.attr("/runs", "task", t.task);
   w.attr("/runs", "tasks", t.path);

@@ -17,7 +17,7 @@
 namespace tl {
 namespace {
 
-const double kNaN = std::numeric_limits<double>::quiet_NaN();
+const double kNoValue = std::numeric_limits<double>::quiet_NaN();
 
 // The n in (n_prev, n_next] where feature i's overlap on 'rule' reaches 1/2,
 // with its effective noise interpolated in log n between the two solutions.
@@ -45,7 +45,7 @@ std::vector<double> crossings(const StateEvolution& se, const std::vector<double
   const size_t m = n.size();
   std::vector<std::vector<double>> noise(m);
   for (size_t j = 0; j < m; ++j) noise[j] = se.feature_noises(branch[j]);
-  std::vector<double> out(static_cast<size_t>(k), kNaN);
+  std::vector<double> out(static_cast<size_t>(k), kNoValue);
 #pragma omp parallel for schedule(dynamic, 16)
   for (int64_t i = 0; i < k; ++i) {
     for (size_t j = 0; j < m; ++j) {

@@ -12,7 +12,7 @@ namespace nk::lm {
 
 namespace {
 
-constexpr const char* kSchema = "nk-lm.model/1";
+constexpr const char* kModelSchema = "nk-lm.model/1";
 
 const char* kIntKeys[] = {"vocab", "d_model", "n_layers", "n_heads", "n_kv_heads", "head_dim", "d_ff", "max_seq"};
 
@@ -117,7 +117,7 @@ std::string mode_name(Mode mode) { return mode == Mode::causal ? "causal" : "dif
 void save_checkpoint(const std::string& path, const ParameterStore& weights, const Tokenizer* tokenizer,
                      const TrainState* train, StoreAs store_as, const std::function<void(h5::Writer&)>& extra) {
   const Config& c = weights.config();
-  h5::Writer out(path, kSchema);
+  h5::Writer out(path, kModelSchema);
   out.attr("/", "mode", mode_name(c.mode));
   Config copy = c;
   for (const char* key : kIntKeys) out.attr("/", key, *int_field(copy, key));

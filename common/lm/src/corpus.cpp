@@ -16,8 +16,8 @@ namespace nk::lm {
 
 namespace {
 
-constexpr const char* kSchema = "nk-lm.corpus/1";
-constexpr const char* kSchemaFamily = "nk-lm.corpus/";
+constexpr const char* kCorpusSchema = "nk-lm.corpus/1";
+constexpr const char* kCorpusSchemaFamily = "nk-lm.corpus/";
 
 const char* split_name(Split split) {
   return split == Split::train ? "train" : "validation";
@@ -91,7 +91,7 @@ void write_corpus(const std::string& path, const std::vector<Document>& document
     std::vector<int32_t>().swap(ids);
   }
 
-  nk::h5::Writer out(path, kSchema);
+  nk::h5::Writer out(path, kCorpusSchema);
   out.write("/tokens", tokens.data(), {offsets.back()}, "N");
   out.write("/doc_offsets", offsets.data(), {count + 1}, "D+1");
   out.write("/doc_bytes", bytes.data(), {count}, "D", "bytes");
@@ -109,7 +109,7 @@ void write_corpus(const std::string& path, const std::vector<Document>& document
 
 Corpus Corpus::open(const std::string& path) {
   const nk::h5::File in = nk::h5::File::open(path);
-  in.require_schema(kSchemaFamily);
+  in.require_schema(kCorpusSchemaFamily);
   for (const char* dataset : {"/tokens", "/doc_offsets", "/doc_bytes", "/split", "/names"}) in.require(dataset);
   const auto fail = [&](const std::string& dataset, const std::string& what) {
     return input_error(path, dataset, what);
