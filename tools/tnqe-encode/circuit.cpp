@@ -8,15 +8,12 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <numbers>
 
 #include "nk/error.hpp"
 #include "nk/rng.hpp"
 
 namespace tnqe {
 namespace {
-
-constexpr double kPi = std::numbers::pi;
 
 /// Index with a zero bit inserted at each position of 'sorted' (ascending).
 inline uint64_t insert_zeros(uint64_t r, const int* sorted, int k) {

@@ -8,6 +8,7 @@
 #pragma once
 #include <Eigen/Core>
 #include <complex>
+#include <numbers>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -16,6 +17,8 @@
 #include "nk/rng.hpp"
 
 namespace tnqe {
+
+inline constexpr double kPi = std::numbers::pi;
 
 using cd = std::complex<double>;
 using CMat = Eigen::MatrixXcd;

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <numbers>
 #include <sstream>
 
 #include "tnqe-encode/circuit.hpp"
@@ -12,7 +11,6 @@
 
 namespace tnqe {
 namespace {
-
 
 std::string fmt(double v) {
   char buf[40];
@@ -120,7 +118,7 @@ class Expr {
     }
     std::string word;
     while (i_ < s_.size() && std::isalpha(static_cast<unsigned char>(s_[i_]))) word += s_[i_++];
-    if (word == "pi") return std::numbers::pi;
+    if (word == "pi") return kPi;
     static const std::map<std::string, double (*)(double)> fns = {
         {"sin", [](double x) { return std::sin(x); }}, {"cos", [](double x) { return std::cos(x); }},
         {"tan", [](double x) { return std::tan(x); }}, {"exp", [](double x) { return std::exp(x); }},
@@ -334,24 +332,24 @@ Circuit parse_qasm(const std::string& text, const std::string& name) {
       const int t = args.size() > 1 ? (args[1].size() == 1 ? args[1][0] : args[1][r]) : -1;
       if (t == q) fail(name, ln, g + " on the same qubit twice");
       if (g == "U" || g == "u" || g == "u3") c.u3(q, p[0], p[1], p[2]);
-      else if (g == "u2") c.u3(q, std::numbers::pi / 2, p[0], p[1]);
+      else if (g == "u2") c.u3(q, kPi / 2, p[0], p[1]);
       else if (g == "u1" || g == "p" || g == "rz") c.u3(q, 0, 0, p[0]);
       else if (g == "id") continue;
-      else if (g == "x") c.u3(q, std::numbers::pi, 0, std::numbers::pi);
-      else if (g == "y") c.u3(q, std::numbers::pi, std::numbers::pi / 2, std::numbers::pi / 2);
-      else if (g == "z") c.u3(q, 0, 0, std::numbers::pi);
+      else if (g == "x") c.u3(q, kPi, 0, kPi);
+      else if (g == "y") c.u3(q, kPi, kPi / 2, kPi / 2);
+      else if (g == "z") c.u3(q, 0, 0, kPi);
       else if (g == "h") c.h(q);
-      else if (g == "s") c.u3(q, 0, 0, std::numbers::pi / 2);
-      else if (g == "sdg") c.u3(q, 0, 0, -std::numbers::pi / 2);
-      else if (g == "t") c.u3(q, 0, 0, std::numbers::pi / 4);
-      else if (g == "tdg") c.u3(q, 0, 0, -std::numbers::pi / 4);
-      else if (g == "sx") c.u3(q, std::numbers::pi / 2, -std::numbers::pi / 2, std::numbers::pi / 2);
-      else if (g == "sxdg") c.u3(q, -std::numbers::pi / 2, -std::numbers::pi / 2, std::numbers::pi / 2);
-      else if (g == "rx") c.u3(q, p[0], -std::numbers::pi / 2, std::numbers::pi / 2);
+      else if (g == "s") c.u3(q, 0, 0, kPi / 2);
+      else if (g == "sdg") c.u3(q, 0, 0, -kPi / 2);
+      else if (g == "t") c.u3(q, 0, 0, kPi / 4);
+      else if (g == "tdg") c.u3(q, 0, 0, -kPi / 4);
+      else if (g == "sx") c.u3(q, kPi / 2, -kPi / 2, kPi / 2);
+      else if (g == "sxdg") c.u3(q, -kPi / 2, -kPi / 2, kPi / 2);
+      else if (g == "rx") c.u3(q, p[0], -kPi / 2, kPi / 2);
       else if (g == "ry") c.u3(q, p[0], 0, 0);
       else if (g == "CX" || g == "cx") c.cx(q, t);
       else if (g == "cz") { c.h(t); c.cx(q, t); c.h(t); }
-      else if (g == "cy") { c.u3(t, 0, 0, -std::numbers::pi / 2); c.cx(q, t); c.u3(t, 0, 0, std::numbers::pi / 2); }
+      else if (g == "cy") { c.u3(t, 0, 0, -kPi / 2); c.cx(q, t); c.u3(t, 0, 0, kPi / 2); }
       else if (g == "swap") { c.cx(q, t); c.cx(t, q); c.cx(q, t); }
     }
   }

@@ -4,7 +4,6 @@
 #include <Eigen/LU>
 #include <bit>
 #include <cmath>
-#include <numbers>
 
 #include "tnqe-encode/linalg.hpp"
 #include "nk/error.hpp"
@@ -22,7 +21,6 @@ void zuncsd_(const char* jobu1, const char* jobu2, const char* jobv1t, const cha
 
 namespace tnqe {
 namespace {
-
 
 void rotation(Circuit& c, char axis, int q, double angle) {
   if (axis == 'y')
@@ -217,14 +215,14 @@ void emit_two_qubit(Circuit& c, const Mat4& input, int q0, int q1) {
   // u = k1 exp(i(a XX + b YY + c ZZ)) k2, in time order k2 first.
   c.u3(q0, k2_low);
   c.u3(q1, k2_high);
-  c.rz(q1, -std::numbers::pi / 2);
+  c.rz(q1, -kPi / 2);
   c.cx(q1, q0);
-  c.rz(q0, -2 * cc + std::numbers::pi / 2);
-  c.ry(q1, 2 * a - std::numbers::pi / 2);
+  c.rz(q0, -2 * cc + kPi / 2);
+  c.ry(q1, 2 * a - kPi / 2);
   c.cx(q0, q1);
-  c.ry(q1, -2 * bb + std::numbers::pi / 2);
+  c.ry(q1, -2 * bb + kPi / 2);
   c.cx(q1, q0);
-  c.rz(q0, std::numbers::pi / 2);
+  c.rz(q0, kPi / 2);
   c.u3(q0, k1_low);
   c.u3(q1, k1_high);
 }
