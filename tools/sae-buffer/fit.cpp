@@ -142,10 +142,11 @@ void fit(const FitOptions& o, const nk::RunEnv&) {
   const GridFile g = read_grid(o.input);
   // Points below --min-buffer (the memorisation regime, where EV falls as B
   // grows and no law monotone in B applies) are neither fitted nor scored.
+  const auto in_domain = [&](size_t i) { return g.points[i].U >= o.min_buffer; };
   std::vector<GridPoint> train;
   int64_t scored = 0;
   for (size_t i = 0; i < g.points.size(); ++i) {
-    if (g.points[i].U < o.min_buffer) continue;
+    if (!in_domain(i)) continue;
     if (!g.heldout[i]) train.push_back(g.points[i]);
     else ++scored;
   }
@@ -168,7 +169,7 @@ void fit(const FitOptions& o, const nk::RunEnv&) {
     for (int64_t i = 0; i < G; ++i) {
       const double fvu = predict_fvu(kind, f.params, g.points[i]);
       predicted[i] = 1 - fvu;
-      if (g.heldout[i] && g.points[i].U >= o.min_buffer) errors.push_back(std::abs(fvu - g.points[i].fvu) / g.points[i].fvu);
+      if (g.heldout[i] && in_domain(static_cast<size_t>(i))) errors.push_back(std::abs(fvu - g.points[i].fvu) / g.points[i].fvu);
     }
     out.write(group + "/predicted", predicted.data(), {G}, "G");
     const std::vector<std::string> names = law_parameters(kind);

@@ -17,6 +17,7 @@
 #include "nk/lm/model.hpp"
 #include "nk/rng.hpp"
 #include "nk/shipped.hpp"
+#include "nk/timer.hpp"
 #include "sagesched/engine.hpp"
 
 namespace sage {
@@ -24,8 +25,6 @@ namespace sage {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 /// The client: from its own thread, submits every request whose arrival has
 /// come (seconds after t0), and wakes the engine when it waits for work.
@@ -62,7 +61,7 @@ class Client {
     for (size_t i = 0; i < n;) {
       const auto due = t0_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(arrival_[i]));
       if (wake_.wait_until(lock, due, [&] { return stop_; })) return;
-      const double now = since(t0_);
+      const double now = nk::seconds_since(t0_);
       size_t j = i + 1;
       while (j < n && arrival_[j] <= now) ++j;
       lateness_ = std::max(lateness_, now - arrival_[i]);
@@ -106,13 +105,13 @@ class ModelBackend final : public Backend {
 
   double start(double /*now*/) override {
     visible_ = client_->submitted();
-    return since(t0_);
+    return nk::seconds_since(t0_);
   }
   bool arrived(const Trace& /*trace*/, size_t i, double /*now*/) const override { return i < visible_; }
   double idle(const Trace& /*trace*/, double /*now*/, size_t next) override {
     client_->wait_beyond(next);
     visible_ = client_->submitted();
-    return since(t0_);
+    return nk::seconds_since(t0_);
   }
   bool closed_form() const override { return false; }
 
@@ -145,7 +144,7 @@ class ModelBackend final : public Backend {
       const double u = rng_.split(static_cast<uint64_t>(m.id)).split(seq.size()).uniform();
       seq.push_back(nk::lm::sample(ws_.logits() + static_cast<int64_t>(k) * vocab_, vocab_, sampler_, u));
     }
-    return since(t0_) - now;
+    return nk::seconds_since(t0_) - now;
   }
 
   void released(int64_t id) override {

@@ -26,6 +26,7 @@
 #include "nk/progress.hpp"
 #include "nk/shard.hpp"
 #include "nk/rng.hpp"
+#include "nk/timer.hpp"
 #include "sparda-forecast/engine.hpp"
 #include "sparda-forecast/forecast.hpp"
 #include "sparda-forecast/generate.hpp"
@@ -36,9 +37,6 @@ namespace sparda {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 /// The blocks of one layer's selection for every sequence, as engine keys
 /// (the query's own block excluded: it is the tail), and per (sequence,
@@ -152,7 +150,7 @@ struct Replay {
           ahead_sel = select(l + 1, t, scorer(kind, l + 1));
           ahead = engine.fetch(make_plan(ahead_sel, l + 1, t, Hkv, K, B).keys);
         }
-        r.select_s += since(t0);
+        r.select_s += nk::seconds_since(t0);
         if (kind != Kind::resident) engine.wait(ticket);
         // Attend, per sequence.
         t0 = Clock::now();
@@ -181,15 +179,15 @@ struct Replay {
           float* dst = r.out[static_cast<size_t>(l)].data();
           for (int64_t h = 0; h < Hq; ++h) std::copy_n(o1.begin() + h * d, d, dst + ((i * Hq + h) * P + t - begin) * d);
         }
-        r.attend_s += since(t0);
+        r.attend_s += nk::seconds_since(t0);
         if (kind != Kind::resident) engine.release(ticket);
       }
-      r.step_s.push_back(since(step0));
+      r.step_s.push_back(nk::seconds_since(step0));
       r.step_bytes.push_back(static_cast<double>(engine.stats().bytes - bytes0));
       progress.update(t - begin + 1);
     }
     progress.finish();
-    r.wall_s = since(wall0);
+    r.wall_s = nk::seconds_since(wall0);
     r.stats = engine.stats();
     return r;
   }
@@ -301,7 +299,7 @@ ModelRun run_model(const nk::lm::ParameterStore& weights, const DecodeOptions& o
       next[static_cast<size_t>(s)] = static_cast<int32_t>(std::max_element(row, row + c.vocab) - row);
     }
   }
-  r.prefill_s = since(t0);
+  r.prefill_s = nk::seconds_since(t0);
   r.prefill_bytes = static_cast<double>(backend.stats().bytes), r.prefill_wait_s = backend.stats().wait_s;
   const EngineStats before = backend.stats();
   const double select0 = backend.select_seconds(), attend0 = backend.attend_seconds(),
@@ -326,13 +324,13 @@ ModelRun run_model(const nk::lm::ParameterStore& weights, const DecodeOptions& o
     // selection moving as text does.
     if (o.model.empty())
       for (auto& t : next) t = static_cast<int32_t>(token_rng.below(static_cast<uint64_t>(c.vocab)));
-    r.step_s.push_back(since(t0));
+    r.step_s.push_back(nk::seconds_since(t0));
     r.step_bytes.push_back(static_cast<double>(backend.stats().bytes - bytes0));
     r.tokens.insert(r.tokens.end(), next.begin(), next.end());
     progress.update(step + 1);
   }
   progress.finish();
-  r.wall_s = since(wall0);
+  r.wall_s = nk::seconds_since(wall0);
   r.stats = backend.stats();
   r.stats.requested -= before.requested, r.stats.hits -= before.hits, r.stats.misses -= before.misses;
   r.stats.bytes -= before.bytes, r.stats.transfers -= before.transfers, r.stats.wait_s -= before.wait_s;

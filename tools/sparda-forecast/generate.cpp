@@ -8,15 +8,13 @@
 #include "nk/error.hpp"
 #include "nk/lm/layers.hpp"
 #include "nk/rng.hpp"
+#include "nk/timer.hpp"
 
 namespace sparda {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 }  // namespace
 
@@ -92,7 +90,7 @@ std::vector<std::vector<int32_t>> OffloadBackend::choose(const nk::lm::Attention
   auto t0 = Clock::now();
   if (by_forecast) {
     f = forecast_queries(forecast_->wf[static_cast<size_t>(m)], a.x, a.positions, n, kv_, d_, config_.rope_theta);
-    project_s_ += seconds_since(t0);
+    project_s_ += nk::seconds_since(t0);
     t0 = Clock::now();
   }
   const double scale = 1.0 / std::sqrt(static_cast<double>(d_));
@@ -119,7 +117,7 @@ std::vector<std::vector<int32_t>> OffloadBackend::choose(const nk::lm::Attention
         nk::lm::select_blocks(sel_, t, sc.data(), out[static_cast<size_t>(r)].data() + g * K);
       }
   }
-  score_s_ += seconds_since(t0);
+  score_s_ += nk::seconds_since(t0);
   return out;
 }
 
@@ -176,7 +174,7 @@ void OffloadBackend::attend(const nk::lm::AttentionCall& a, float* out) {
     chosen_[static_cast<size_t>(l + 1)] = choose(a, l + 1, true);
     ahead_[static_cast<size_t>(l + 1)] = engine_.fetch(keys_of(chosen_[static_cast<size_t>(l + 1)], l + 1));
   }
-  select_s_ += seconds_since(t0);
+  select_s_ += nk::seconds_since(t0);
   if (kind_ != Kind::resident) engine_.wait(ticket);
   t0 = Clock::now();
   // Where each fetched block landed: the ticket lists them in keys' order.
@@ -212,7 +210,7 @@ void OffloadBackend::attend(const nk::lm::AttentionCall& a, float* out) {
     }
     sparse_attend(a.q + r * heads_ * d_, heads_, kv_, d_, t, refs, out + r * heads_ * d_);
   }
-  attend_s_ += seconds_since(t0);
+  attend_s_ += nk::seconds_since(t0);
   if (kind_ != Kind::resident) engine_.release(ticket);
   // Blocks the new rows completed get their pooled keys.
   for (int64_t r = 0; r < n; ++r) {

@@ -7,16 +7,9 @@
 #include <string>
 
 #include "nk/error.hpp"
+#include "nk/timer.hpp"
 
 namespace nk::lm {
-
-namespace {
-
-double since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
 
 BlockMaskAttention::BlockMaskAttention(const Config& config, const nk::dllm::PolicyOptions& policy)
     : heads_(config.n_heads), kv_heads_(config.n_kv_heads), head_dim_(config.head_dim), planner_(policy) {
@@ -50,22 +43,22 @@ void BlockMaskAttention::attend(const AttentionCall& call, float* out) {
       std::copy_n(call.v + (i * G + g) * hd, hd, x_.v.data() + (g * L + i) * hd);
     }
   }
-  stats_.pack_seconds += since(t0);
+  stats_.pack_seconds += nk::seconds_since(t0);
   const float scale = static_cast<float>(call.scale);
   t0 = std::chrono::steady_clock::now();
   const nk::dllm::BlockMask* mask = planner_.next(call.layer, x_, scale);
-  stats_.plan_seconds += since(t0);
+  stats_.plan_seconds += nk::seconds_since(t0);
   const int64_t block = planner_.options().block, nb = nk::dllm::block_count(L, block);
   stats_.total_blocks += H * nb * nb;
   stats_.kept_blocks += mask ? mask->kept() : H * nb * nb;
   head_out_.resize(static_cast<size_t>(H * L * hd));
   t0 = std::chrono::steady_clock::now();
   nk::dllm::attention(x_, mask, block, scale, head_out_.data());
-  stats_.attention_seconds += since(t0);
+  stats_.attention_seconds += nk::seconds_since(t0);
   t0 = std::chrono::steady_clock::now();
   for (int64_t i = 0; i < L; ++i)
     for (int64_t h = 0; h < H; ++h) std::copy_n(head_out_.data() + (h * L + i) * hd, hd, out + (i * H + h) * hd);
-  stats_.pack_seconds += since(t0);
+  stats_.pack_seconds += nk::seconds_since(t0);
   ++stats_.calls;
 }
 

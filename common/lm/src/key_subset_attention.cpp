@@ -17,16 +17,13 @@
 #include "nk/kernels/louver_quest.hpp"
 #include "nk/kernels/louver_search.hpp"
 #include "nk/rng.hpp"
+#include "nk/timer.hpp"
 
 namespace nk::lm {
 
 namespace louver = nk::louver;
 
 namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 /// Keys a budget share of 'keys' names (at least one).
 int64_t budget_keys(double share, int64_t keys) {
@@ -291,11 +288,11 @@ void KeySubsetAttention::attend(const AttentionCall& call, float* out) {
       attend_keys(call.q + (begin + i) * qs + h * hd, i + 1, [](int64_t j) { return j; }, k_[static_cast<size_t>(st)].data(),
                   v_[static_cast<size_t>(st)].data(), hd, call.scale, out + (begin + i) * qs + h * hd, logits);
     }
-    stats_.prefill_seconds += seconds_since(t0);
+    stats_.prefill_seconds += nk::seconds_since(t0);
     if (selector_) {
       t0 = std::chrono::steady_clock::now();
       for (int64_t g = 0; g < G; ++g) selector_->build(stream(slot, layer, g), k_[static_cast<size_t>(stream(slot, layer, g))].data(), n);
-      stats_.build_seconds += seconds_since(t0);
+      stats_.build_seconds += nk::seconds_since(t0);
     }
   }
   if (!tasks.empty()) {
@@ -309,7 +306,7 @@ void KeySubsetAttention::attend(const AttentionCall& call, float* out) {
           selector_->append(stream(slot, layer, g), k_[static_cast<size_t>(stream(slot, layer, g))].data() + first[static_cast<size_t>(s)] * hd, n);
       }
     }
-    stats_.append_seconds += seconds_since(t0);
+    stats_.append_seconds += nk::seconds_since(t0);
     // Which segment a row belongs to, for its slot and position.
     std::vector<int64_t> seg_of(static_cast<size_t>(b.rows()));
     for (int64_t s = 0; s < S; ++s)
@@ -333,7 +330,7 @@ void KeySubsetAttention::attend(const AttentionCall& call, float* out) {
                           static_cast<uint64_t>(position * H + h), ids_[static_cast<size_t>(task)]);
       }
     }
-    stats_.select_seconds += seconds_since(t0);
+    stats_.select_seconds += nk::seconds_since(t0);
     t0 = std::chrono::steady_clock::now();
     std::vector<double> missed(measure_ ? static_cast<size_t>(T) : 0);
 #pragma omp parallel for schedule(static)
@@ -373,7 +370,7 @@ void KeySubsetAttention::attend(const AttentionCall& call, float* out) {
         missed[static_cast<size_t>(task)] = std::max(0.0, 1.0 - kept / z);
       }
     }
-    stats_.attend_seconds += seconds_since(t0);
+    stats_.attend_seconds += nk::seconds_since(t0);
     for (int64_t task = 0; task < T; ++task) {
       int64_t slot = 0, position = 0;
       where(task, slot, position);

@@ -25,6 +25,11 @@ class Stopwatch {
   clock::time_point start_;
 };
 
+/// Seconds from t0 to now on the steady clock.
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 /// The fastest of 'repeats' runs of fn() in seconds (at least one run): the
 /// least disturbed measurement, the convention of --repeats everywhere.
 template <class F>
