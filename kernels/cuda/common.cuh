@@ -35,6 +35,11 @@ class DeviceBuffer {
     if (pointer_) cudaFree(pointer_);
   }
   cudaError_t allocate(size_t bytes) { return cudaMalloc(&pointer_, bytes ? bytes : 1); }
+  /// Frees the memory now (allocate may follow).
+  void release() {
+    if (pointer_) cudaFree(pointer_);
+    pointer_ = nullptr;
+  }
   void* get() const { return pointer_; }
 
  private:

@@ -114,8 +114,10 @@ PYEOF
 then pass "python reference checks"; else fail "python reference checks"; fi
 
 # The decode engine, replayed over the planted trace: a device pool of 0.1 MiB
-# (51 blocks of 2 KiB) so that blocks are evicted and fetched again.
-DEC="--block 16 --topk 4 --positions 300:400 --device-mem 0.1"
+# (51 blocks of 2 KiB) so that blocks are evicted and fetched again. The
+# CPU engine here (--device cpu, also where a GPU exists); the GPU's replay
+# is compared with these outputs below.
+DEC="--block 16 --topk 4 --positions 300:400 --device-mem 0.1 --device cpu"
 check "decode --mode resident" sparda-forecast -q decode -i p.h5 --mode resident $DEC -o dres.h5
 check "decode --mode sync (0.02 GB/s cap)" sparda-forecast -q decode -i p.h5 --mode sync $DEC --bandwidth 0.02 -o dsync.h5
 check "decode --mode forecast" sparda-forecast -q decode -i p.h5 --mode forecast --forecast fz.h5 $DEC -o dfc.h5
@@ -161,6 +163,7 @@ sys.exit(1 if fails else 0)
 PYEOF
 then pass "decode against numpy and between modes"; else fail "decode against numpy and between modes"; fi
 
+
 check "plot: recall and coverage per layer of two eval files" sparda-forecast plot -i ev.h5 evp.h5 -o recall.svg
 check "plot: the step time by part of four decode files" sparda-forecast plot -i dres.h5 dsync.h5 dfc.h5 dver.h5 -o steps.svg
 check "the SVGs parse, with a bar segment per part and mode and a point per layer" $PY -c "
@@ -199,19 +202,45 @@ ok = x.shape == (2, 512, 7) and (a['offsets'][...] == [0, 300, 512]).all() and (
 ok = ok and (x[:, 300, 0] == 0).all() and (x[:, 300, 1:] == -1).all()
 sys.exit(0 if ok else 1)\""
 
-check "decode packed rows of two lengths: NaN past the shorter row's end, the rest = the single-trace decode" sh -c "sparda-forecast -q decode -i packed.h5 --block 16 --topk 4 --positions 200:260 -o dpk.h5 && sparda-forecast -q decode -i p.h5 --block 16 --topk 4 --positions 200:260 --mode resident -o dpk1.h5 && $PY -c \"
+check "decode packed rows of two lengths: NaN past the shorter row's end, the rest = the single-trace decode" sh -c "sparda-forecast -q decode -i packed.h5 --block 16 --topk 4 --positions 200:260 --device cpu -o dpk.h5 && sparda-forecast -q decode -i p.h5 --block 16 --topk 4 --positions 200:260 --device cpu --mode resident -o dpk1.h5 && $PY -c \"
 import h5py, numpy as np, sys
 a = h5py.File('dpk.h5')['layer_01/out'][...]; b = h5py.File('dpk1.h5')['layer_01/out'][...]
 ok = a.shape == (2, 4, 60, 16) and (a[0] == b).all() and np.isnan(a[1, :, 12:]).all() and not np.isnan(a[1, :, :12]).any()
 sys.exit(0 if ok else 1)\""
 
-check "decode --shard 0/2 and 1/2 of the packed rows, joined by nk-data merge, = the whole run's outputs" sh -c "sparda-forecast -q decode -i packed.h5 --block 16 --topk 4 --positions 200:260 --shard 0/2 -o dsh0.h5 && sparda-forecast -q decode -i packed.h5 --block 16 --topk 4 --positions 200:260 --shard 1/2 -o dsh1.h5 && nk-data -q merge dsh0.h5 dsh1.h5 -o dshm.h5 && $PY -c \"
+check "decode --shard 0/2 and 1/2 of the packed rows, joined by nk-data merge, = the whole run's outputs" sh -c "sparda-forecast -q decode -i packed.h5 --block 16 --topk 4 --positions 200:260 --device cpu --shard 0/2 -o dsh0.h5 && sparda-forecast -q decode -i packed.h5 --block 16 --topk 4 --positions 200:260 --device cpu --shard 1/2 -o dsh1.h5 && nk-data -q merge dsh0.h5 dsh1.h5 -o dshm.h5 && $PY -c \"
 import h5py, numpy as np, sys
 m, w = h5py.File('dshm.h5'), h5py.File('dpk.h5')
 layers = [k for k in w if k.startswith('layer_')]
 ok = len(layers) >= 2 and all(np.array_equal(m[k + '/out'][...], w[k + '/out'][...], equal_nan=True) for k in layers)
 ok = ok and list(m['sequences'][...]) == [0, 1] and (m['positions'][...] == w['positions'][...]).all() and len(m['stats/step_seconds']) == 120
 sys.exit(0 if ok else 1)\""
+
+# --device cuda: the offload family (pinned host pool, copy stream, block
+# scores and sparse decode on the GPU) against the CPU engine's outputs.
+if nvidia-smi -L >/dev/null 2>&1; then
+  GDEC="--block 16 --topk 4 --positions 300:400 --device-mem 0.1 --device cuda"
+  check "decode on the GPU: resident, sync, forecast, forecast --verify" sh -c "sparda-forecast -q decode -i p.h5 --mode resident $GDEC -o gres.h5 && sparda-forecast -q decode -i p.h5 --mode sync $GDEC -o gsync.h5 && sparda-forecast -q decode -i p.h5 --mode forecast --forecast fz.h5 $GDEC -o gfc.h5 && sparda-forecast -q decode -i p.h5 --mode forecast --verify --forecast wrong.h5 $GDEC -o gver.h5 && sparda-forecast -q decode -i packed.h5 --block 16 --topk 4 --positions 200:260 --device cuda -o gpk.h5"
+  check "GPU replay = the CPU engine (1e-4), sync = resident = verify bit for bit, the same misses and bytes" "$PY" -c "
+import h5py, numpy as np, sys
+ok = True
+for g, c in (('gres', 'dres'), ('gsync', 'dsync'), ('gfc', 'dfc'), ('gver', 'dver')):
+    a, b = h5py.File(g + '.h5'), h5py.File(c + '.h5')
+    for l in range(3):
+        x, y = a[f'layer_{l:02d}/out'][...], b[f'layer_{l:02d}/out'][...]
+        err = np.abs(x - y).max() / np.abs(y).max()
+        print(g, l, 'relative difference', err); ok = ok and err <= 1e-4
+    if g in ('gsync', 'gfc'):  # the same LRU choices (verify's depend on when the CPU's copy thread finishes)
+        ok = ok and a['stats/misses'][0] == b['stats/misses'][0] and a['stats/bytes'][0] == b['stats/bytes'][0]
+r, s, v = [h5py.File(n + '.h5') for n in ('gres', 'gsync', 'gver')]
+ok = ok and all((r[f'layer_{l:02d}/out'][...] == s[f'layer_{l:02d}/out'][...]).all() and (v[f'layer_{l:02d}/out'][...] == s[f'layer_{l:02d}/out'][...]).all() for l in range(3))
+p, q = h5py.File('gpk.h5')['layer_01/out'][...], h5py.File('dpk.h5')['layer_01/out'][...]
+ok = ok and np.array_equal(np.isnan(p), np.isnan(q)) and np.nanmax(np.abs(p - q)) <= 1e-4 * np.nanmax(np.abs(q))
+sys.exit(0 if ok else 1)"
+  check "a --bandwidth cap replays on the CPU engine even with --device cuda" sh -c "sparda-forecast decode -i p.h5 $GDEC --bandwidth 1 -o gcap.h5 2>&1 | grep -q 'replaying on the CPU'"
+else
+  expect_fail "decode --device cuda without a GPU" 1 "--device cuda: " sparda-forecast decode -i p.h5 $SEL --device cuda -o x.h5
+fi
 
 # The shipped nk-lm model: a capture of text, trained and evaluated.
 fortune_text() { for f in /usr/share/games/fortunes/computers /usr/share/games/fortunes/science; do [ -f "$f" ] && head -c 3000 "$f"; done; }

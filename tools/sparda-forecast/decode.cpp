@@ -27,6 +27,8 @@
 #include "nk/shard.hpp"
 #include "nk/rng.hpp"
 #include "nk/timer.hpp"
+#include "nk/kernels/cuda_call.hpp"
+#include "sparda-forecast/decode_gpu.hpp"
 #include "sparda-forecast/engine.hpp"
 #include "sparda-forecast/forecast.hpp"
 #include "sparda-forecast/generate.hpp"
@@ -84,11 +86,13 @@ struct Replay {
   std::vector<std::vector<float>> v;  ///< per layer, sequence-major
   const Forecast* fc = nullptr;
   std::vector<Speculator> sp;
+  const nk_cuda_offload* gpu = nullptr;  ///< --device cuda: the offload family
   int64_t begin = 0, end = 0;
   int64_t s0 = 0, s1 = 0;  ///< the sequences replayed (--shard); index i below is sequence s0 + i
 
   /// The selection of target layer m at t for every sequence: [Hkv * K] each.
-  std::vector<std::vector<int32_t>> select(int64_t m, int64_t t, const Scorer& by) const {
+  std::vector<std::vector<int32_t>> select(int64_t m, int64_t t, const Scorer& by, const GpuReplay* dev) const {
+    if (dev && !by.infinigen) return dev->select(m, t, by, o.selector);
     std::vector<std::vector<int32_t>> out;
     for (int64_t s = s0; s < s1; ++s)
       out.push_back(t < trace.length(s)
@@ -106,7 +110,13 @@ struct Replay {
     const int64_t L = trace.layers, S = s1 - s0, Hq = trace.heads, Hkv = trace.kv_heads, d = trace.head_dim,
                   K = o.selector.width(), B = o.selector.block, P = end - begin;
     const bool lookahead = kind == Kind::forecast || kind == Kind::infinigen;
-    Engine engine(d, B, kind == Kind::resident ? 0 : device_blocks, bandwidth);
+    const int64_t pool = kind == Kind::resident ? 0 : device_blocks;
+    const auto made = gpu ? std::make_unique<Engine>(*gpu, d, B, pool, kind == Kind::resident ? 0 : S * L * Hkv)
+                          : std::make_unique<Engine>(d, B, pool, bandwidth);
+    Engine& engine = *made;
+    const auto dev = gpu ? std::make_unique<GpuReplay>(*gpu, engine, trace, tg, v, kind == Kind::resident, s0, s1, pool)
+                         : nullptr;
+    std::vector<float> gpu_out(gpu ? static_cast<size_t>(S * Hq * d) : 0);
     for (int64_t l = 0; l < L; ++l)
       for (int64_t i = 0; i < S; ++i)
         for (int64_t g = 0; g < Hkv; ++g) {
@@ -130,15 +140,15 @@ struct Replay {
         Engine::Ticket ticket;
         bool fetched = false;
         if (!lookahead) {
-          sel = select(l, t, {});
+          sel = select(l, t, {}, dev.get());
         } else if (l == 0) {
-          sel = select(0, t, scorer(kind, 0));
+          sel = select(0, t, scorer(kind, 0), dev.get());
         } else {
           sel = std::move(ahead_sel), ticket = std::move(ahead), fetched = true;
         }
         if (verify && lookahead) {
           if (fetched) engine.release(ticket);  // the forecast's blocks stay cached: the selector's hit them
-          sel = select(l, t, {});
+          sel = select(l, t, {}, dev.get());
           fetched = false;
         }
         // This layer's blocks go on the link first (unless the previous layer
@@ -147,7 +157,7 @@ struct Replay {
         const Plan plan = make_plan(sel, l, t, Hkv, K, B);
         if (kind != Kind::resident && !fetched) ticket = engine.fetch(plan.keys);
         if (lookahead && l + 1 < L) {
-          ahead_sel = select(l + 1, t, scorer(kind, l + 1));
+          ahead_sel = select(l + 1, t, scorer(kind, l + 1), dev.get());
           ahead = engine.fetch(make_plan(ahead_sel, l + 1, t, Hkv, K, B).keys);
         }
         r.select_s += nk::seconds_since(t0);
@@ -155,11 +165,18 @@ struct Replay {
         // Attend, per sequence.
         t0 = Clock::now();
         const Target& x = tg[static_cast<size_t>(l)];
+        if (dev) dev->attend(l, t, plan.blocks, engine, ticket, gpu_out);
         for (int64_t i = 0; i < S; ++i) {
           const int64_t s = s0 + i, T = trace.length(s), off = trace.offsets[s];
           if (t >= T) {  // this sequence has ended: undefined
             float* dst = r.out[static_cast<size_t>(l)].data();
             for (int64_t h = 0; h < Hq; ++h) std::fill_n(dst + ((i * Hq + h) * P + t - begin) * d, d, std::nanf(""));
+            continue;
+          }
+          if (dev) {
+            float* dst = r.out[static_cast<size_t>(l)].data();
+            for (int64_t h = 0; h < Hq; ++h)
+              std::copy_n(gpu_out.begin() + (i * Hq + h) * d, d, dst + ((i * Hq + h) * P + t - begin) * d);
             continue;
           }
           std::vector<std::vector<BlockRef>> refs(static_cast<size_t>(Hkv));
@@ -455,6 +472,8 @@ void decode(const DecodeOptions& o, const nk::RunEnv& env) {
   if (!o.model.empty() || o.bench_shapes) {
     if (!o.model.empty() && o.bench_shapes) throw nk::usage_error("give --model or --bench-shapes, not both");
     if (!env.shard.whole()) throw nk::usage_error("decode: --shard splits a trace's sequences; a model's decode runs whole");
+    if (env.cuda())
+      spdlog::info("decode: a model decodes on the CPU (nk-lm's forward has no CUDA path); --device cuda replays traces");
     return decode_model(o, env);
   }
   const Trace trace = Trace::open(o.input);
@@ -467,7 +486,11 @@ void decode(const DecodeOptions& o, const nk::RunEnv& env) {
   if (o.verify && !lookahead) throw nk::usage_error("--verify applies to --mode forecast and infinigen");
   double bandwidth = parse_bandwidth(o.bandwidth);
   const int64_t longest = trace.longest();
-  Replay rp{trace, o, {}, {}, nullptr, {}, 0, longest};
+  Replay rp{trace, o, {}, {}, nullptr, {}, nullptr, 0, longest};
+  if (env.cuda() && bandwidth != 0)
+    spdlog::info("decode: a --bandwidth cap models the link on the CPU engine: replaying on the CPU");
+  else if (env.cuda())
+    rp.gpu = &nk::kernels::cuda_family<nk_cuda_offload>("sparda-forecast decode");
   std::tie(rp.begin, rp.end) = parse_positions(o.positions, longest);
   std::tie(rp.s0, rp.s1) = nk::shard_range(env.shard, trace.sequences());
   if (rp.s1 == rp.s0) throw nk::usage_error("decode: shard " + env.shard.text() + " holds none of the trace's sequences");

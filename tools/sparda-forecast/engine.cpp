@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "nk/error.hpp"
+#include "nk/kernels/cuda_call.hpp"
 
 namespace sparda {
 
@@ -35,13 +36,31 @@ Engine::Engine(int64_t head_dim, int64_t block, int64_t device_blocks, double ba
   thread_ = std::thread([this] { copy_loop(); });
 }
 
+Engine::Engine(const nk_cuda_offload& gpu, int64_t head_dim, int64_t block, int64_t device_blocks,
+               int64_t extra_slots)
+    : head_dim_(head_dim), block_(block), bandwidth_(0), gpu_(&gpu), link_free_(std::chrono::steady_clock::now()) {
+  nk::kernels::cuda_call("decode (offload pool on the GPU)", gpu.create, static_cast<long>(head_dim),
+                         static_cast<long>(block), static_cast<long>(device_blocks + extra_slots), &gpu_state_);
+  slots_.resize(static_cast<size_t>(device_blocks));
+  for (int64_t i = device_blocks - 1; i >= 0; --i) free_.push_back(i);
+}
+
 Engine::~Engine() {
+  if (gpu_) {
+    char error[256] = {0};
+    gpu_->destroy(gpu_state_, error, sizeof error);  // nothing to report to from a destructor
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
   }
   queued_.notify_all();
   thread_.join();
+}
+
+void Engine::pin(const void* host, size_t bytes) {
+  if (gpu_) nk::kernels::cuda_call("decode (page-locking the host pool)", gpu_->pin, gpu_state_, host, bytes);
 }
 
 void Engine::set_host(int64_t seq, int64_t layer, int64_t group, const float* k, const float* v) {
@@ -82,7 +101,25 @@ Engine::Ticket Engine::fetch(const std::vector<Key>& keys) {
     }
     ticket.slots.push_back(slot);
   }
-  if (!copy.items.empty()) {
+  if (!copy.items.empty() && gpu_) {
+    // One batch of asynchronous copies on the copy stream; a slot is valid
+    // from now on, as anything that reads it waits for this transfer first.
+    std::vector<long> slots, rows;
+    std::vector<const float*> k_src, v_src;
+    const int64_t n = block_ * head_dim_;
+    for (const auto& [slot, key] : copy.items) {
+      const auto& src = host_.at(host_key(key.seq, key.layer, key.group));
+      slots.push_back(static_cast<long>(slot)), rows.push_back(static_cast<long>(block_));
+      k_src.push_back(src.first + key.block * n), v_src.push_back(src.second + key.block * n);
+      slots_[static_cast<size_t>(slot)].valid = true;
+    }
+    unsigned long long id = 0;
+    nk::kernels::cuda_call("decode (copying blocks to the GPU)", gpu_->copy, gpu_state_,
+                           static_cast<long>(slots.size()), slots.data(), k_src.data(), v_src.data(), rows.data(), &id);
+    ticket.transfer = id;
+    next_transfer_ = id + 1;
+    ++stats_.transfers;
+  } else if (!copy.items.empty()) {
     copy.id = ticket.transfer = next_transfer_++;
     ++stats_.transfers;
     queue_.push_back(std::move(copy));
@@ -98,6 +135,15 @@ Engine::Ticket Engine::fetch(const std::vector<Key>& keys) {
 void Engine::wait(const Ticket& ticket) {
   if (ticket.transfer == 0) return;
   const auto t0 = std::chrono::steady_clock::now();
+  if (gpu_) {
+    if (ticket.transfer > finished_) {
+      nk::kernels::cuda_call("decode (waiting for a copy to the GPU)", gpu_->wait, gpu_state_,
+                             static_cast<unsigned long long>(ticket.transfer));
+      finished_ = ticket.transfer;
+    }
+    stats_.wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return;
+  }
   std::unique_lock<std::mutex> lock(mutex_);
   done_.wait(lock, [&] { return finished_ >= ticket.transfer; });
   stats_.wait_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -113,6 +159,7 @@ void Engine::release(Ticket& ticket) {
 }
 
 BlockRef Engine::device(const Ticket& ticket, size_t i) const {
+  if (gpu_) throw std::logic_error("Engine::device: the GPU engine's blocks are read by slot");
   const int64_t slot = ticket.slots[i];
   const float* base = memory_.data() + slot * 2 * block_ * head_dim_;
   return {base, base + block_ * head_dim_, block_, slots_[static_cast<size_t>(slot)].key.block * block_};

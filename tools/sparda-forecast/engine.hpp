@@ -7,6 +7,11 @@
 // as one transfer and returns at once; wait() blocks until they are all on
 // the device. Sync decoding fetches and waits at the layer; lookahead
 // fetches layer l+1's blocks while layer l computes.
+//
+// On a GPU (the CUDA module's offload family) the device pool is GPU memory,
+// the host pool is page-locked, and each fetch's misses are one batch of
+// cudaMemcpyAsync on a copy stream closed by an event; wait() synchronises
+// on that event. There is no bandwidth cap: the link is PCIe itself.
 #pragma once
 #include <chrono>
 #include <condition_variable>
@@ -17,6 +22,8 @@
 #include <thread>
 #include <unordered_map>
 #include <vector>
+
+struct nk_cuda_offload;
 
 namespace sparda {
 
@@ -38,6 +45,10 @@ class Engine {
   /// device_blocks: the device pool's capacity in blocks (each 2 x block x d
   /// floats); bandwidth: bytes per second of the copy thread (0: uncapped).
   Engine(int64_t head_dim, int64_t block, int64_t device_blocks, double bandwidth);
+  /// On the GPU: a pool of device_blocks cached blocks plus extra_slots
+  /// slots the caller fills itself (slot device_blocks + i: the growing
+  /// block of each query's own position), copied from pinned host memory.
+  Engine(const nk_cuda_offload& gpu, int64_t head_dim, int64_t block, int64_t device_blocks, int64_t extra_slots);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -60,8 +71,14 @@ class Engine {
   void wait(const Ticket& ticket);
   /// Unpins the ticket's blocks (they stay cached until evicted).
   void release(Ticket& ticket);
-  /// The device copy of a ticket's i-th block.
+  /// The device copy of a ticket's i-th block (CPU engine).
   BlockRef device(const Ticket& ticket, size_t i) const;
+  /// The pool slot of a ticket's i-th block (either engine).
+  int64_t slot(const Ticket& ticket, size_t i) const { return ticket.slots[i]; }
+  /// GPU engine: page-locks host memory the host pool reads (nothing on the CPU).
+  void pin(const void* host, size_t bytes);
+  /// The GPU engine's module state (null on the CPU).
+  void* gpu_state() const { return gpu_state_; }
 
   const EngineStats& stats() const { return stats_; }
   int64_t block_bytes() const { return 2 * block_ * head_dim_ * static_cast<int64_t>(sizeof(float)); }
@@ -85,6 +102,8 @@ class Engine {
 
   int64_t head_dim_, block_;
   double bandwidth_;
+  const nk_cuda_offload* gpu_ = nullptr;
+  void* gpu_state_ = nullptr;
   std::vector<float> memory_;  ///< device pool: slot i is [2][block][d]
   std::vector<Slot> slots_;
   std::list<int64_t> lru_;  ///< unpinned valid slots, least recent first
@@ -99,7 +118,7 @@ class Engine {
   uint64_t next_transfer_ = 1, finished_ = 0;  ///< transfers complete in order: id <= finished_ is done
   bool stop_ = false;
   std::chrono::steady_clock::time_point link_free_;
-  std::thread thread_;  ///< last: starts once everything above exists
+  std::thread thread_;  ///< last: starts once everything above exists (CPU engine only)
 };
 
 /// Attention of one token's query heads [Hq, d] over, per KV head, its

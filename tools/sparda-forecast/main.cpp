@@ -114,7 +114,8 @@ int main(int argc, char** argv) {
   sparda::DecodeOptions decode;
   CLI::App* decode_verb = cli.add_verb(
       "decode",
-      "Decode through the offload engine (host and device KV pools, a capped copy thread), replayed over a trace",
+      "Decode through the offload engine (host and device KV pools, a capped copy thread; a GPU over PCIe with --device "
+      "cuda), replayed over a trace",
       nk::cli::Randomness::seeded);
   nk::cli::App::add_input(*decode_verb, decode.input, "trace with v (nk-lm capture or sparda-forecast gen)");
   nk::cli::App::add_output(*decode_verb, decode.output, decode.no_clobber);

@@ -255,7 +255,70 @@ struct nk_cuda_mla {
 };
 }
 
+extern "C" {
+/// Block-sparse decoding over an offloaded KV cache (sparda-forecast's
+/// engine). kernels/cuda/offload/. The state holds a device pool of KV
+/// blocks (slot i: 'block' K rows then 'block' V rows of 'dims' floats), a
+/// compute stream and a copy stream, and resident buffers by id (>= 1: the
+/// pooled keys the selector scores; every KV row in resident mode). A block
+/// reference is 4 longs: buffer (0: the pool), float offset of its K rows,
+/// float offset of its V rows, rows to read (0 skips it).
+struct nk_cuda_offload {
+  static constexpr const char* family = "offload";
+  static constexpr int version = 1;
+  nk_cuda_family_header header;
+  /// A pool of 'slots' blocks, dims <= 256, block >= 1.
+  int (*create)(long dims, long block, long slots, void** state, char* error, size_t error_size);
+  /// Page-locks host memory [host, host + bytes) until destroy
+  /// (cudaHostRegister), so that copies from it are DMA transfers that run
+  /// beside the compute stream.
+  int (*pin)(void* state, const void* host, size_t bytes, char* error, size_t error_size);
+  /// Queues on the copy stream, for i < count, rows[i] K rows from k_src[i]
+  /// and as many V rows from v_src[i] (host, [rows, dims] each) into slot
+  /// slots[i], then records an event: *transfer receives its id (1, 2, ...).
+  int (*copy)(void* state, long count, const long* slots, const float* const* k_src, const float* const* v_src,
+              const long* rows, unsigned long long* transfer, char* error, size_t error_size);
+  /// Blocks the host until transfer 'transfer' and every earlier one (the
+  /// copy stream runs in order) have landed.
+  int (*wait)(void* state, unsigned long long transfer, char* error, size_t error_size);
+  /// Writes rows on the compute stream (ordered before later attend calls):
+  /// for i < count, the K and V row kv[i] (host, [count][2][dims]) at row
+  /// row[i] of slot slots[i]: the growing block of each query's own position.
+  int (*append)(void* state, long count, const long* slots, const long* row, const float* kv, char* error,
+                size_t error_size);
+  /// Uploads 'floats' floats from host into resident buffer id (>= 1),
+  /// replacing what it held.
+  int (*resident)(void* state, long id, const float* host, long floats, char* error, size_t error_size);
+  /// The selector's group scores of 'rows' queries q [rows, heads, dims]
+  /// (host) against pooled keys [kv_heads, nb[r], dims] in resident buffer
+  /// pooled[2r] from float offset pooled[2r+1]: for group g and block j <
+  /// nc[r], softmax = 1: sum over the group's heads (h / (heads/kv_heads) ==
+  /// g) of softmax_j(scale q_h . pooled_gj); softmax = 0 (heads == kv_heads:
+  /// one Forecast query per group): scale q_g . pooled_gj. scores [rows,
+  /// kv_heads, max_nc] (host; entries from nc[r] on are 0). max_nc: at most
+  /// a block's opt-in shared memory / 4 floats (about 57,000 on an H100);
+  /// compute_ms: the call's wall time (copies included).
+  /// CPU twin: common/lm/src/block_select.cpp
+  /// (nk::lm::group_scores_at), tools/sparda-forecast/forecast.cpp (the Forecast's dot products).
+  int (*score)(void* state, const float* q, long rows, long heads, long kv_heads, const long* pooled, const long* nb,
+               const long* nc, long max_nc, int softmax, float scale, float* scores, nk_cuda_timing* timing,
+               char* error, size_t error_size);
+  /// Sparse decode attention: out [rows, heads, dims] (host) for q [rows,
+  /// heads, dims] (host); row r's heads of group g attend over the blocks
+  /// blocks[4 offsets[r kv_heads + g] ..] up to offsets[r kv_heads + g + 1]
+  /// (offsets [rows kv_heads + 1]), softmax of scale q.k over every row
+  /// read, in float32 with an online softmax. Waits for nothing on the copy
+  /// stream: call wait first. compute_ms as in score.
+  /// CPU twin: tools/sparda-forecast/engine.cpp
+  /// (sparda::sparse_attend).
+  int (*attend)(void* state, const float* q, long rows, long heads, long kv_heads, const long* offsets,
+                const long* blocks, float scale, float* out, nk_cuda_timing* timing, char* error, size_t error_size);
+  /// Unregisters the pinned memory and frees the state (null: nothing to do).
+  int (*destroy)(void* state, char* error, size_t error_size);
+};
+}
+
 /// Every family of the module, X(type): the module's lookup and the test that
 /// loads each family and checks that every entry is set both iterate it.
 #define NK_CUDA_FAMILIES(X) X(nk_cuda_core) X(nk_cuda_blas) X(nk_cuda_fft) X(nk_cuda_attention) X(nk_cuda_conv) X(nk_cuda_louver) \
-  X(nk_cuda_committee) X(nk_cuda_probe) X(nk_cuda_smoothing) X(nk_cuda_mla)
+  X(nk_cuda_committee) X(nk_cuda_probe) X(nk_cuda_smoothing) X(nk_cuda_mla) X(nk_cuda_offload)
