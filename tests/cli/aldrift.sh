@@ -146,9 +146,16 @@ check "global: x* from the run's seed equals evaluate's" $AL evaluate -i pts3.h5
 for m in random cem cbas soo doo; do
   check "global --method $m" $AL global --function rastrigin --dim 2 --method $m --budget 2000 --seed 4 -o gm-$m.h5
 done
-for l in gauss kde; do
+for l in gauss kde product; do
   check "global --learner $l" $AL global --function rastrigin --dim 2 --learner $l --budget 2000 --seed 4 -o gl-$l.h5
 done
+# The product learner on rastrigin A = 10, n = 5 (c2/c1 = 198): eps = 1e-6 within 15,000
+# evaluations, each decade on the way reached, where the optimistic learner stalls.
+check "global --learner product: rastrigin A = 10, n = 5 reaches 1e-6" sh -c "$AL -q global --function rastrigin --amplitude 10 --dim 5 --learner product --budget 15000 --eps 1e-6 --seed 2 -o gprod.h5 && $PY -c \"
+import h5py, sys
+f = h5py.File('gprod.h5'); ev = f['/curve/evals'][()]
+print(ev[:6], f.attrs['best_d'], f.attrs['fit_r2'])
+sys.exit(0 if f.attrs['best_d'] <= 1e-6 and (ev[:6] > 0).all() and (ev[:6][1:] >= ev[:6][:-1]).all() and f.attrs['fit_r2'] > 0.9 else 1)\""
 check "global: items, unsharded" $AL global --function rastrigin,levy --dim 2,3 --seeds 1-2 --budget 1500 -o items.h5
 check "global: shard 0/3" $AL global --function rastrigin,levy --dim 2,3 --seeds 1-2 --budget 1500 --shard 0/3 -o part0.h5
 check "global: shard 1/3" $AL global --function rastrigin,levy --dim 2,3 --seeds 1-2 --budget 1500 --shard 1/3 -o part1.h5
@@ -221,6 +228,7 @@ expect_fail "global: NaN in x*" 3 "xs_bad.h5.*/x_star.*NaN" $AL global --dim 3 -
 expect_fail "global: doo without an envelope" 2 "ackley has no quadratic envelope" $AL global --function ackley --method doo -o x.h5
 expect_fail "global: bad --envelope" 2 "envelope" $AL global --function ackley --method doo --envelope 2,1 -o x.h5
 expect_fail "global: bad --seeds" 2 "seeds" $AL global --seeds 3-x -o x.h5
+expect_fail "global: --wide-share 1" 2 "wide-share" $AL global --learner product --wide-share 1 -o x.h5
 expect_fail "evaluate: no /x" 3 "/x" $AL evaluate -i xs3.h5 -o x.h5
 if [ -e x.h5 ]; then fail "a failed run left x.h5"; else pass "no output left by failed runs"; fi
 no_temp_files "no temp files left" .

@@ -217,6 +217,68 @@ TEST_SUITE("aldrift") {
     CHECK(mass == doctest::Approx(1.0).epsilon(1e-4));
   }
 
+  TEST_CASE("the product learner: one KDE per coordinate, basin-capped with wide kernels; integrates to 1, samples follow it") {
+    nk::Rng rng(4);
+    std::vector<double> centres;
+    for (int j = 0; j < 30; ++j) {
+      centres.push_back(rng.normal());
+      centres.push_back(0.5 * rng.normal() + 1);
+    }
+    Objective f = make_objective(Fn::rastrigin, 2, 10.0, {0, 0});
+    LearnerOptions o;
+    o.wide_share = 0.2;
+    const double T = 3.0;
+    const auto q = fit_density(ContinuousLearner::product, centres, 2, T, f, o);
+    const auto* pk = dynamic_cast<const ProductKdeDensity*>(q.get());
+    REQUIRE(pk != nullptr);
+    // The narrow kernels are capped at the upper envelope's basin at T.
+    const double basin = std::sqrt((1 + o.eta) / (1 / (kPriorSd * kPriorSd) + 2 * T * f.c2));
+    CHECK(pk->bandwidth()[0] == doctest::Approx(basin));
+    // The density by hand at one point: the product over coordinates of the two-scale mixtures.
+    Eigen::VectorXd mean;
+    Eigen::MatrixXd cov;
+    weighted_moments(centres, 2, {}, mean, cov);
+    const double x[2] = {0.4, 0.9};
+    double expected = 0;
+    for (int i = 0; i < 2; ++i) {
+      const double wide = o.bandwidth * 1.06 * std::pow(30.0, -0.2) * std::sqrt(cov(i, i));
+      const double narrow = std::min(wide, basin);
+      double p = 0;
+      for (int j = 0; j < 30; ++j) {
+        const double u = (x[i] - centres[2 * j + i]) / narrow, v = (x[i] - centres[2 * j + i]) / wide;
+        p += ((1 - o.wide_share) * std::exp(-0.5 * u * u) / narrow + o.wide_share * std::exp(-0.5 * v * v) / wide) /
+             (30 * std::sqrt(2 * M_PI));
+      }
+      expected += std::log(p);
+    }
+    CHECK(q->log_density(x) == doctest::Approx(expected).epsilon(1e-10));
+    // Mass 1 by quadrature, 4 points per narrow kernel's sd (0.035).
+    double mass = 0;
+    const double h = 0.008;
+    for (double a = -6; a < 6; a += h)
+      for (double b = -4; b < 6; b += h) {
+        const double p[2] = {a + h / 2, b + h / 2};
+        mass += std::exp(q->log_density(p)) * h * h;
+      }
+    CHECK(mass == doctest::Approx(1.0).epsilon(1e-3));
+    // Draws: each coordinate's mean is the centres' mean, its variance the centres' plus the kernels'.
+    std::vector<double> rows(2 * 200000);
+    for (int i = 0; i < 200000; ++i) q->sample(rng, &rows[2 * i]);
+    Eigen::VectorXd m;
+    Eigen::MatrixXd c;
+    weighted_moments(rows, 2, {}, m, c);
+    for (int i = 0; i < 2; ++i) {
+      const double wide = o.bandwidth * 1.06 * std::pow(30.0, -0.2) * std::sqrt(cov(i, i));
+      const double narrow = std::min(wide, basin);
+      const double centres_var = cov(i, i);  // weighted_moments divides by m
+      CHECK(m(i) == doctest::Approx(mean(i)).epsilon(0.02));
+      CHECK(c(i, i) == doctest::Approx(centres_var + (1 - o.wide_share) * narrow * narrow + o.wide_share * wide * wide)
+                           .epsilon(0.02));
+    }
+    CHECK(std::fabs(c(0, 1)) < 0.02);  // coordinates drawn independently
+    CHECK_THROWS(parse_continuous_learner("products"));
+  }
+
   TEST_CASE("Gaussian density: closed form, and sample moments") {
     Eigen::VectorXd mean(2);
     mean << 1.0, -2.0;

@@ -99,6 +99,48 @@ double KdeDensity::log_density(const double* x) const {
   return log_norm_ + top + std::log(z);
 }
 
+ProductKdeDensity::ProductKdeDensity(std::vector<double> centres, int n, std::vector<double> bandwidth,
+                                     std::vector<double> wide, double wide_share)
+    : centres_(std::move(centres)), h_(std::move(bandwidth)), wide_(std::move(wide)), share_(wide_share), n_(n) {
+  m_ = static_cast<int64_t>(centres_.size()) / n;
+  if (wide_.empty()) share_ = 0;
+}
+
+void ProductKdeDensity::sample(nk::Rng& rng, double* x) const {
+  for (int i = 0; i < n_; ++i) {
+    const int64_t j = static_cast<int64_t>(rng.below(static_cast<uint64_t>(m_)));
+    const double h = share_ > 0 && rng.uniform() < share_ ? wide_[i] : h_[i];
+    x[i] = centres_[j * n_ + i] + h * rng.normal();
+  }
+}
+
+double ProductKdeDensity::log_density(const double* x) const {
+  thread_local std::vector<double> e;
+  e.resize(2 * m_);
+  double total = -0.5 * n_ * kLog2Pi - n_ * std::log(static_cast<double>(m_));
+  for (int i = 0; i < n_; ++i) {
+    // log sum_j [(1 - share) N(x; c, h^2) + share N(x; c, wide^2)], max-subtracted.
+    double top = -std::numeric_limits<double>::infinity();
+    const double ln = std::log1p(-share_) - std::log(h_[i]);
+    const double lw = share_ > 0 ? std::log(share_) - std::log(wide_[i]) : 0;
+    for (int64_t j = 0; j < m_; ++j) {
+      const double c = centres_[j * n_ + i];
+      const double u = (x[i] - c) / h_[i];
+      e[j] = ln - 0.5 * u * u;
+      top = std::max(top, e[j]);
+      if (share_ > 0) {
+        const double v = (x[i] - c) / wide_[i];
+        e[m_ + j] = lw - 0.5 * v * v;
+        top = std::max(top, e[m_ + j]);
+      }
+    }
+    double z = 0;
+    for (int64_t j = 0; j < (share_ > 0 ? 2 * m_ : m_); ++j) z += std::exp(e[j] - top);
+    total += top + std::log(z);
+  }
+  return total;
+}
+
 std::unique_ptr<Density> make_prior(int n) {
   return std::make_unique<GaussianDensity>(Eigen::VectorXd::Zero(n),
                                            Eigen::MatrixXd::Identity(n, n) * (kPriorSd * kPriorSd));
@@ -114,7 +156,8 @@ ContinuousLearner parse_continuous_learner(const std::string& name) {
   if (name == "gauss") return ContinuousLearner::gauss;
   if (name == "kde") return ContinuousLearner::kde;
   if (name == "optimistic") return ContinuousLearner::optimistic;
-  throw nk::usage_error("unknown learner '" + name + "' (gauss, kde or optimistic)");
+  if (name == "product") return ContinuousLearner::product;
+  throw nk::usage_error("unknown learner '" + name + "' (gauss, kde, optimistic or product)");
 }
 
 void weighted_moments(const std::vector<double>& rows, int n, const std::vector<double>& w, Eigen::VectorXd& mean,
@@ -153,6 +196,19 @@ std::unique_ptr<Density> fit_density(ContinuousLearner kind, const std::vector<d
       std::vector<double> h(n);
       for (int i = 0; i < n; ++i) h[i] = std::max(factor * std::sqrt(std::max(cov(i, i), 0.0)), 1e-300);
       return std::make_unique<KdeDensity>(samples, n, h);
+    }
+    case ContinuousLearner::product: {
+      // Silverman's one-dimensional rule per coordinate, times the over-smoothing factor.
+      const double factor = o.bandwidth * 1.06 * std::pow(static_cast<double>(m), -0.2);
+      // With an envelope, no wider than a basin of the upper envelope at T (widened by 1 + eta).
+      const double basin = f.has_envelope() ? std::sqrt((1.0 + o.eta) / (1.0 / (kPriorSd * kPriorSd) + 2.0 * T * f.c2))
+                                            : std::numeric_limits<double>::infinity();
+      std::vector<double> h(n), wide(n);
+      for (int i = 0; i < n; ++i) {
+        wide[i] = std::max(factor * std::sqrt(std::max(cov(i, i), 0.0)), 1e-300);
+        h[i] = std::min(wide[i], basin);
+      }
+      return std::make_unique<ProductKdeDensity>(samples, n, h, wide, f.has_envelope() ? o.wide_share : 0.0);
     }
     case ContinuousLearner::optimistic: {
       // The lower envelope's Gaussian at T, with the prior: precision 1/s^2 + 2 T c1,

@@ -88,18 +88,40 @@ class KdeDensity : public Density {
   double log_norm_ = 0;
 };
 
+/// A product of one-dimensional KDEs: coordinate i of a draw comes from
+/// its own KDE, an equal-weight mixture of N(c_ji, h_i^2) over the samples'
+/// coordinates i, independently of the others; the density is the product
+/// of the coordinates' mixture densities.
+class ProductKdeDensity : public Density {
+ public:
+  /// Each coordinate's kernel is N(c, h_i^2) with probability 1 - wide_share
+  /// and N(c, wide_i^2) otherwise (wide_share 0: h alone).
+  ProductKdeDensity(std::vector<double> centres, int n, std::vector<double> bandwidth, std::vector<double> wide = {},
+                    double wide_share = 0);
+  void sample(nk::Rng& rng, double* x) const override;
+  double log_density(const double* x) const override;
+  const std::vector<double>& bandwidth() const { return h_; }
+
+ private:
+  std::vector<double> centres_, h_, wide_;
+  double share_ = 0;
+  int n_;
+  int64_t m_;
+};
+
 /// The prior N(0, s^2 I) of the global verb (s = 3).
 inline constexpr double kPriorSd = 3.0;
 std::unique_ptr<Density> make_prior(int n);
 double log_prior(const double* x, int n);
 
-enum class ContinuousLearner { gauss, kde, optimistic };
+enum class ContinuousLearner { gauss, kde, optimistic, product };
 ContinuousLearner parse_continuous_learner(const std::string& name);
 
 struct LearnerOptions {
   double inflate = 2.0;    ///< gauss: covariance multiplied by this
-  double bandwidth = 2.0;  ///< kde: multiple of Silverman's bandwidth
-  double eta = 0.5;        ///< optimistic: widening (1 + eta) of the envelope's variance
+  double bandwidth = 2.0;  ///< kde, product: multiple of Silverman's bandwidth
+  double eta = 0.5;        ///< optimistic, product: widening (1 + eta) of the envelope's variance
+  double wide_share = 0.1; ///< product: each coordinate's share of Silverman-wide kernels
 };
 
 /// Fits the learner to m samples (rows of length n) drawn from pi_T.

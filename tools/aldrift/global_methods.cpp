@@ -45,7 +45,11 @@ void run_aldrift_global(Tracker& track, const GlobalOptions& o, ContinuousLearne
   const Objective& f = track.objective();
   const int n = f.n;
   // The optimistic learner fits a mean only; gauss and kde need spread too.
-  const int C = o.chains > 0 ? o.chains : learner == ContinuousLearner::optimistic ? 3 * n + 6 : 4 * n + 8;
+  // The product learner recombines coordinates across the pool, which must keep every basin a coordinate may need.
+  const int C = o.chains > 0                                 ? o.chains
+                : learner == ContinuousLearner::optimistic ? 3 * n + 6
+                : learner == ContinuousLearner::product    ? 10 * n + 10
+                                                           : 4 * n + 8;
   std::unique_ptr<Density> q = make_prior(n);
   double T = 0;
   std::vector<double> x(static_cast<size_t>(C) * n), d(C), log_w(C), prop(n), samples;

@@ -60,16 +60,17 @@ int main(int argc, char** argv) {
   gl_verb->add_option("--budget", gl.budget, "Cost evaluations allowed per run")->check(CLI::Range(int64_t{1}, int64_t{1} << 34));
   gl_verb->add_option("--method", gl.method, "aldrift, random, cem, cbas, soo or doo")
       ->check(CLI::IsMember({"aldrift", "random", "cem", "cbas", "soo", "doo"}));
-  gl_verb->add_option("--learner", gl.learner, "aldrift: gauss, kde or optimistic")->check(CLI::IsMember({"gauss", "kde", "optimistic"}));
-  gl_verb->add_option("--chains", gl.chains, "aldrift: chains per stage (0: 3 n + 6 for optimistic, 4 n + 8 for gauss and kde)")->check(CLI::Range(0, 1000000));
+  gl_verb->add_option("--learner", gl.learner, "aldrift: gauss, kde, optimistic or product (one KDE per coordinate)")->check(CLI::IsMember({"gauss", "kde", "optimistic", "product"}));
+  gl_verb->add_option("--chains", gl.chains, "aldrift: chains per stage (0: 3 n + 6 for optimistic, 4 n + 8 for gauss and kde, 10 n + 10 for product)")->check(CLI::Range(0, 1000000));
   gl_verb->add_option("--steps", gl.steps, "aldrift: MH moves per chain and stage")->check(CLI::Range(1, 100000));
   gl_verb->add_option("--burn-in", gl.burn_in, "aldrift: moves before a chain's states are kept")->check(CLI::Range(0, 100000));
   gl_verb->add_option("--ess", gl.ess, "aldrift: effective-sample share that sets each temperature step")->check(CLI::Range(0.01, 0.99));
   gl_verb->add_option("--max-ratio", gl.max_ratio, "aldrift: largest T_{i+1}/T_i")->check(CLI::Range(1.01, 1e6));
   gl_verb->add_option("--energy", gl.energy, "aldrift: T_{i+1} <= energy n / (2 mean gap of the chain states)")->check(CLI::Range(0.01, 1e6));
   gl_verb->add_option("--inflate", gl.learning.inflate, "gauss: covariance multiplier")->check(CLI::Range(1.0, 1e6));
-  gl_verb->add_option("--bandwidth", gl.learning.bandwidth, "kde: multiple of Silverman's bandwidth")->check(CLI::Range(0.01, 1e6));
-  gl_verb->add_option("--eta", gl.learning.eta, "optimistic: widening 1 + eta of the envelope's variance")->check(CLI::Range(0.0, 1e6));
+  gl_verb->add_option("--bandwidth", gl.learning.bandwidth, "kde, product: multiple of Silverman's bandwidth")->check(CLI::Range(0.01, 1e6));
+  gl_verb->add_option("--eta", gl.learning.eta, "optimistic, product: widening 1 + eta of the envelope's variance")->check(CLI::Range(0.0, 1e6));
+  gl_verb->add_option("--wide-share", gl.learning.wide_share, "product: each coordinate's share of Silverman-wide kernels (with an envelope)")->check(CLI::Range(0.0, 0.99));
   gl_verb->add_option("--population", gl.population, "cem, cbas: draws per iteration (0: 20 n)")->check(CLI::Range(0, 100000000));
   gl_verb->add_option("--elite", gl.elite, "cem: share refitted")->check(CLI::Range(1e-9, 1.0));
   gl_verb->add_option("--cem-rate", gl.cem_rate, "cem: weight of the new fit")->check(CLI::Range(1e-9, 1.0));

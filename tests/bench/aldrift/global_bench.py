@@ -6,7 +6,8 @@
 # Run by run.sh with the benchmark venv's python (tests/bench/aldrift/venv.sh).
 # Environment: SEEDS (ours, default 15), CMA_SEEDS (default 15), NG_SEEDS
 # (default 2), BUDGET (default 100000), NG_BUDGET (default 20000), DIMS,
-# FUNCTIONS (subsets, comma separated).
+# FUNCTIONS, METHODS (subsets, comma separated; a method's name as in the
+# table, e.g. "aldrift (product),pycma").
 import os
 import subprocess
 import sys
@@ -119,8 +120,12 @@ def log_fit(med):
     return a, b, r2
 
 
-methods = [("aldrift", "optimistic"), ("aldrift", "gauss"), ("aldrift", "kde"), ("random", None), ("cem", None),
-           ("cbas", None), ("soo", None), ("doo", None), ("pycma", None), ("ngopt", None)]
+methods = [("aldrift", "optimistic"), ("aldrift", "gauss"), ("aldrift", "kde"), ("aldrift", "product"), ("random", None),
+           ("cem", None), ("cbas", None), ("soo", None), ("doo", None), ("pycma", None), ("ngopt", None)]
+if os.environ.get("METHODS"):
+    keep = os.environ["METHODS"].split(",")
+    methods = [(m, l) for m, l in methods if (f"aldrift ({l})" if l else m) in keep]
+LEARNERS = [f"aldrift ({l})" for m, l in methods if l]
 import cma, nevergrad  # noqa: E401
 print(f"Peers: pycma {cma.__version__} (fmin2, BIPOP, 9 restarts, x0 = 0, sigma0 = 3), Nevergrad {nevergrad.__version__} "
       f"(NGOpt, sigma 3, budget {NG_BUDGET}); budget {BUDGET}; seeds: ours {SEEDS}, pycma {CMA_SEEDS}, NGOpt {NG_SEEDS}.")
@@ -171,19 +176,19 @@ for label in ["rastrigin A = 10", "levy"]:
     for n in DIMS:
         if n < 10 or (label, n, "pycma") not in results:
             continue
-        ours_best = min(results[(label, n, nm)][0][5] for nm in ["aldrift (optimistic)", "aldrift (gauss)", "aldrift (kde)"])
+        ours_best = min((results[(label, n, nm)][0][5] for nm in LEARNERS if (label, n, nm) in results), default=np.inf)
         cm = results[(label, n, "pycma")][0][5]
         print(f"- {label}, n = {n}: evaluations to 1e-6, best aldrift {ours_best:.0f} vs pycma {cm:.0f}: "
               f"{'fewer (met)' if ours_best < cm else 'NOT fewer'}")
 for label in ["rastrigin A = 1"]:
     for n in DIMS:
-        if (label, n, "pycma") in results:
-            ob = results[(label, n, "aldrift (optimistic)")][0][5]
-            cm = results[(label, n, "pycma")][0][5]
-            print(f"- {label}, n = {n}: aldrift (optimistic) / pycma to 1e-6 = {ob / cm:.2f}")
+        for nm in ("aldrift (optimistic)", "aldrift (product)"):
+            if (label, n, "pycma") in results and (label, n, nm) in results:
+                ob = results[(label, n, nm)][0][5]
+                cm = results[(label, n, "pycma")][0][5]
+                print(f"- {label}, n = {n}: {nm} / pycma to 1e-6 = {ob / cm:.2f}")
 for (label, n, name), (med, r2) in results.items():
     if name == "soo" and n >= 5:
-        ours_best = min(results[(label, n, nm)][0][5] for nm in ["aldrift (optimistic)", "aldrift (gauss)", "aldrift (kde)"]
-                        if (label, n, nm) in results)
+        ours_best = min((results[(label, n, nm)][0][5] for nm in LEARNERS if (label, n, nm) in results), default=np.inf)
         print(f"- {label}, n = {n}: evaluations to 1e-6, best aldrift {ours_best:.0f} vs SOO {med[5]:.0f}: "
               f"{'fewer (met)' if ours_best < med[5] else 'NOT fewer'}")
