@@ -23,7 +23,9 @@
 #     oracle (exact block masses at every step: the best the budget allows)
 #     (16 rows on the shipped model, N_LONG (4) of 1024 tokens on the long one).
 # OUT (default build/bench/dllm-sparse-model), N (prompts, default 32; 4 on
-# the 1024-token model), SPARSITIES (default "0.9 0.95"), PARTS (default ABCD), N_LONG (4).
+# the 1024-token model), SPARSITIES (default "0.9 0.95"), PARTS (default ABCD), N_LONG (4),
+# ANCHOR_SWEEP (part D and C: step with --anchor-every K for each K, default "4 2"),
+# SAMPLE_SWEEP (part D: step with --sparse-samples K for each K, default 16).
 # Run on an idle machine: part C's times are wall-clock.
 set -euo pipefail
 bin=$(cd "${1:?usage: model.sh BIN}" && pwd)
@@ -34,6 +36,8 @@ N=${N:-32}
 SPARSITIES=${SPARSITIES:-"0.9 0.95"}
 PARTS=${PARTS:-ABCD}
 N_LONG=${N_LONG:-4}
+ANCHOR_SWEEP=${ANCHOR_SWEEP:-"4 2"}  # part D: step re-scored at least every K steps (default 8), accuracy against cost
+SAMPLE_SWEEP=${SAMPLE_SWEEP:-"16"}   # part D: step's block scores from K query rows per block (default 4)
 export PATH="$bin:/usr/bin:$PATH"
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -164,12 +168,16 @@ for size in shipped long; do
   row "model's own (dense)" ref-$size-dense.h5
   for s in $SPARSITIES; do
     [ $size = shipped ] && [ "$s" = 0.95 ] && continue  # 14 blocks of 16 keep at most 93%
-    for spec in once-uniform step "step --drift 0" oracle; do
-      set -- $spec
+    for spec in once-uniform step "step --drift 0" oracle $(for k in $ANCHOR_SWEEP; do echo "step:--anchor-every:$k"; done) \
+                $(for k in $SAMPLE_SWEEP; do echo "step:--sparse-samples:$k"; done); do
+      set -- ${spec//:/ }
       policy=$1; shift
       name=$policy$(printf '%s' "$*" | tr -d ' -')-$s
       nk-lm -q generate -m "$model" $R --sparse-policy $policy --sparsity "$s" "$@" -o ref-$size-$name.h5
-      row "$policy $s${*:+ drift 0}" ref-$size-$name.h5
+      label="$policy $s"
+      case "$*" in --drift*) label="$label drift 0" ;; --anchor-every*) label="$label anchors/$2" ;; --sparse-samples*) label="$label samples $2" ;; esac
+      row "$label" ref-$size-$name.h5
+      [ -n "$*" ] && [ "$1" = --anchor-every ] && echo "         (anchors: $(attr ref-$size-$name.h5 anchors) of $(attr ref-$size-$name.h5 layer_steps) layer-steps)"
     done
   done
 done
@@ -187,10 +195,10 @@ nk-lm -q generate -m "$model" $G -o t-own.h5 > /dev/null
 own=$(attr t-own.h5 seconds)
 printf '%-22s %10s %9s %11s %10s %9s\n' attention seconds speedup "kernel s" "plan s" density
 printf '%-22s %10.2f %8.2fx %11s %10s %9s\n' "model's own (dense)" "$own" 1 - - 1
-for spec in dense:0 $(for s in $SPARSITIES; do echo "step:$s step:$s:0 once-uniform:$s"; done); do
-  IFS=: read -r policy s drift <<< "$spec"
-  nk-lm -q generate -m "$model" $G --sparse-policy $policy --sparsity "$s" ${drift:+--drift $drift} -o t.h5 > /dev/null
-  printf '%-22s %10.2f %8.2fx %11.2f %10.2f %9.4f\n' "$policy $s${drift:+ drift 0}" "$(attr t.h5 seconds)" \
+for spec in dense:0 $(for s in $SPARSITIES; do echo "step:$s step:$s:0 once-uniform:$s"; for k in $ANCHOR_SWEEP; do echo "step:$s::$k"; done; done); do
+  IFS=: read -r policy s drift every <<< "$spec"
+  nk-lm -q generate -m "$model" $G --sparse-policy $policy --sparsity "$s" ${drift:+--drift $drift} ${every:+--anchor-every $every} -o t.h5 > /dev/null
+  printf '%-22s %10.2f %8.2fx %11.2f %10.2f %9.4f\n' "$policy $s${drift:+ drift 0}${every:+ anchors/$every}" "$(attr t.h5 seconds)" \
     "$(awk -v a="$own" -v b="$(attr t.h5 seconds)" 'BEGIN { print a / b }')" "$(attr t.h5 attention_seconds)" \
     "$(attr t.h5 plan_seconds)" "$(attr t.h5 density)"
   [ $policy = dense ] && cp t.h5 t-dense.h5
