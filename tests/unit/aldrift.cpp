@@ -23,6 +23,16 @@ using namespace ald;
 
 namespace {
 
+/// m points in R^2: N(0, 1) and N(1, 0.5^2) coordinates, row-major.
+std::vector<double> two_normals(nk::Rng& rng, int m) {
+  std::vector<double> x;
+  for (int j = 0; j < m; ++j) {
+    x.push_back(rng.normal());
+    x.push_back(0.5 * rng.normal() + 1);
+  }
+  return x;
+}
+
 std::vector<double> normalised_log(std::vector<double> p) {
   double z = 0;
   for (double v : p) z += v;
@@ -200,11 +210,7 @@ TEST_SUITE("aldrift") {
 
   TEST_CASE("the over-smoothed KDE integrates to 1 (2-D quadrature)") {
     nk::Rng rng(2);
-    std::vector<double> centres;
-    for (int j = 0; j < 30; ++j) {
-      centres.push_back(rng.normal());
-      centres.push_back(0.5 * rng.normal() + 1);
-    }
+    const std::vector<double> centres = two_normals(rng, 30);
     Objective f = make_objective(Fn::rastrigin, 2, 1.0, {0, 0});
     const auto q = fit_density(ContinuousLearner::kde, centres, 2, 1.0, f, LearnerOptions{});
     double mass = 0;
@@ -219,11 +225,7 @@ TEST_SUITE("aldrift") {
 
   TEST_CASE("the product learner: one KDE per coordinate, basin-capped with wide kernels; integrates to 1, samples follow it") {
     nk::Rng rng(4);
-    std::vector<double> centres;
-    for (int j = 0; j < 30; ++j) {
-      centres.push_back(rng.normal());
-      centres.push_back(0.5 * rng.normal() + 1);
-    }
+    const std::vector<double> centres = two_normals(rng, 30);
     Objective f = make_objective(Fn::rastrigin, 2, 10.0, {0, 0});
     LearnerOptions o;
     o.wide_share = 0.2;
