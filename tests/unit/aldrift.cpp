@@ -33,6 +33,17 @@ std::vector<double> two_normals(nk::Rng& rng, int m) {
   return x;
 }
 
+/// The midpoint rule of a density over [x0, x1] x [y0, y1] with step h.
+double mass_2d(const Density& q, double x0, double x1, double y0, double y1, double h) {
+  double mass = 0;
+  for (double x = x0; x < x1; x += h)
+    for (double y = y0; y < y1; y += h) {
+      const double p[2] = {x + h / 2, y + h / 2};
+      mass += std::exp(q.log_density(p)) * h * h;
+    }
+  return mass;
+}
+
 std::vector<double> normalised_log(std::vector<double> p) {
   double z = 0;
   for (double v : p) z += v;
@@ -213,14 +224,7 @@ TEST_SUITE("aldrift") {
     const std::vector<double> centres = two_normals(rng, 30);
     Objective f = make_objective(Fn::rastrigin, 2, 1.0, {0, 0});
     const auto q = fit_density(ContinuousLearner::kde, centres, 2, 1.0, f, LearnerOptions{});
-    double mass = 0;
-    const double h = 0.02;
-    for (double x = -8; x < 8; x += h)
-      for (double y = -6; y < 8; y += h) {
-        const double p[2] = {x + h / 2, y + h / 2};
-        mass += std::exp(q->log_density(p)) * h * h;
-      }
-    CHECK(mass == doctest::Approx(1.0).epsilon(1e-4));
+    CHECK(mass_2d(*q, -8, 8, -6, 8, 0.02) == doctest::Approx(1.0).epsilon(1e-4));
   }
 
   TEST_CASE("the product learner: one KDE per coordinate, basin-capped with wide kernels; integrates to 1, samples follow it") {
@@ -255,14 +259,7 @@ TEST_SUITE("aldrift") {
     }
     CHECK(q->log_density(x) == doctest::Approx(expected).epsilon(1e-10));
     // Mass 1 by quadrature, 4 points per narrow kernel's sd (0.035).
-    double mass = 0;
-    const double h = 0.008;
-    for (double a = -6; a < 6; a += h)
-      for (double b = -4; b < 6; b += h) {
-        const double p[2] = {a + h / 2, b + h / 2};
-        mass += std::exp(q->log_density(p)) * h * h;
-      }
-    CHECK(mass == doctest::Approx(1.0).epsilon(1e-3));
+    CHECK(mass_2d(*q, -6, 6, -4, 6, 0.008) == doctest::Approx(1.0).epsilon(1e-3));
     // Draws: each coordinate's mean is the centres' mean, its variance the centres' plus the kernels'.
     std::vector<double> rows(2 * 200000);
     for (int i = 0; i < 200000; ++i) q->sample(rng, &rows[2 * i]);
