@@ -213,17 +213,16 @@ std::vector<int32_t> select_rows(const Shape& shape, const nk::lm::BlockSelector
     }
 #pragma omp parallel
     {
-      std::vector<double> sc(static_cast<size_t>(std::max<int64_t>(nb, 1))), scratch(sc.size());
+      std::vector<double> sc(static_cast<size_t>(std::max<int64_t>(nb, 1))), scratch(sc.size()),
+          fr(static_cast<size_t>(d));
 #pragma omp for collapse(2) schedule(dynamic, 64)
       for (int64_t g = 0; g < Hkv; ++g)
         for (int64_t t = c0; t < c1; ++t) {
           const int64_t nc = std::min(sel.candidates(t), nb);
           if (by.forecast) {
-            for (int64_t j = 0; j < nc; ++j) {
-              double dot = 0;
-              for (int64_t i = 0; i < d; ++i) dot += f(t - c0, g * d + i) * pooled[(g * nb + j) * d + i];
-              sc[static_cast<size_t>(j)] = dot * scale;
-            }
+            for (int64_t i = 0; i < d; ++i) fr[static_cast<size_t>(i)] = f(t - c0, g * d + i);
+            for (int64_t j = 0; j < nc; ++j)
+              sc[static_cast<size_t>(j)] = nk::lm::dot(fr.data(), pooled + (g * nb + j) * d, d) * scale;
           } else if (sp) {
             // The selector's rule on the speculated partial scores: group sum of the heads' softmaxes.
             std::fill(sc.begin(), sc.begin() + nc, 0.0);

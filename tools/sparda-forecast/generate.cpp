@@ -96,18 +96,16 @@ std::vector<std::vector<int32_t>> OffloadBackend::choose(const nk::lm::Attention
   const double scale = 1.0 / std::sqrt(static_cast<double>(d_));
 #pragma omp parallel
   {
-    std::vector<double> sc(static_cast<size_t>(capacity_ / B + 1)), scratch(sc.size());
+    std::vector<double> sc(static_cast<size_t>(capacity_ / B + 1)), scratch(sc.size()), fr(static_cast<size_t>(d_));
 #pragma omp for collapse(2) schedule(dynamic, 4)
     for (int64_t r = 0; r < n; ++r)
       for (int64_t g = 0; g < kv_; ++g) {
         const int64_t slot = seg[static_cast<size_t>(r)], t = a.positions[r], nc = t / B;
         const float* pk = pooled(slot, m, g);
         if (by_forecast) {
-          for (int64_t j = 0; j < nc; ++j) {
-            double dot = 0;
-            for (int64_t i = 0; i < d_; ++i) dot += f(r, g * d_ + i) * pk[j * d_ + i];
-            sc[static_cast<size_t>(j)] = dot * scale;
-          }
+          // The group's query contiguous (f is column-major), then one product per block.
+          for (int64_t i = 0; i < d_; ++i) fr[static_cast<size_t>(i)] = f(r, g * d_ + i);
+          for (int64_t j = 0; j < nc; ++j) sc[static_cast<size_t>(j)] = nk::lm::dot(fr.data(), pk + j * d_, d_) * scale;
         } else {
           // pooled of this slot and layer is [Hkv][nb_cap][d]: group g's rows start at pooled(slot, m, 0) + g * nb_cap
           // * d.

@@ -50,6 +50,11 @@ int64_t forced_blocks(const BlockSelectorConfig& c, int64_t t, int32_t* out);
 /// the number of blocks selected.
 int64_t select_blocks(const BlockSelectorConfig& c, int64_t t, const double* scores, int32_t* out);
 
+/// sum_i a_i b_i in double (the products exact, eight partial sums added
+/// pairwise at the end): the selector's and the Forecast's block scores.
+double dot(const float* a, const float* b, int64_t n);
+double dot(const double* a, const float* b, int64_t n);
+
 /// p(j) = softmax over j < n of q . pooled_j / sqrt(d) (pooled rows of d
 /// floats), in double.
 void block_softmax(const float* q, const float* pooled, int64_t n, int64_t d, double* p);
