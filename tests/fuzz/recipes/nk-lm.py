@@ -71,7 +71,8 @@ RECIPES = [
      "inputs": {"text": "{w}/text.txt"}, "text": {"text": True},
      "run": LM + " corpus --text {text} --paragraphs --vocab 270 --validation 0.3 -o {out}"},
     {"tool": "nk-lm", "verb": "corpus --tokenizer",
-     "setup": [TEXT, LM + " tokenizer --text {w}/text.txt --vocab 270 -o {w}/tok.h5"],
+     # --validation 0: one document (no --paragraphs), named by its path, which a validation share could hold out.
+     "setup": [TEXT, LM + " tokenizer --text {w}/text.txt --vocab 270 --validation 0 -o {w}/tok.h5"],
      "inputs": {"tok": "{w}/tok.h5"},
      "run": LM + " corpus --text {w}/text.txt --paragraphs --tokenizer {tok} -o {out}"},
     {"tool": "nk-lm", "verb": "corpus --exclude",
